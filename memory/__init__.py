@@ -1,0 +1,43 @@
+"""Experiential memory for LLM agents: learn from experience without retraining.
+
+Data flow::
+
+    observations, decisions, outcomes, corrections
+        │
+    [1] timeline    append-only, content-addressed, hash-chained entries (SQLite)
+        │
+    [2] segmenter   entries → episodes with outcomes (SUCCESS / FAILURE / PARTIAL / UNKNOWN)
+        │
+    [3] graph       episodes → typed causal edges (CAUSED_BY, LED_TO, RETRY_OF, ...)
+        │
+    [4] facts       episodes → versioned heuristics with confidence
+        │
+    retriever       query → Context (episodes with outcomes, facts, causal chains)
+        │
+    reinforcer      outcome → links, LEARNED_FROM, fact confidence; the loop closes
+
+The timeline is the only source of truth; every other layer is a projection of it.
+"""
+
+from memory.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder
+from memory.errors import MemoryError_, StoreError
+from memory.redaction import NoRedaction, PatternRedactor, Redactor
+from memory.store import SQLiteStore, Store
+from memory.timeline import Entry, Kind, Role, Timeline
+
+__all__ = [
+    "Encoder",
+    "Entry",
+    "HashingEncoder",
+    "Kind",
+    "MemoryError_",
+    "NoRedaction",
+    "PatternRedactor",
+    "Redactor",
+    "Role",
+    "SQLiteStore",
+    "SentenceTransformerEncoder",
+    "Store",
+    "StoreError",
+    "Timeline",
+]

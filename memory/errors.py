@@ -1,0 +1,39 @@
+"""One error hierarchy for the memory package."""
+
+from __future__ import annotations
+
+
+class MemoryError_(Exception):
+    """Base class of every error the memory package raises on purpose."""
+
+
+class StoreError(MemoryError_):
+    """The store cannot be opened or used (missing file, not a store, wrong schema)."""
+
+
+class ImmutableRecordError(StoreError):
+    """An UPDATE or DELETE was attempted on an insert-only table."""
+
+
+class IntegrityError(MemoryError_):
+    """Stored records do not match their content addresses or their chain."""
+
+
+class ImportFailed(MemoryError_):
+    """A JSONL import was rejected; nothing was imported.
+
+    Attributes:
+        path: the file being imported.
+        line: 1-based line number of the first bad record (0 when not line-specific).
+    """
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        self.path = path
+        self.line = line
+        self.reason = reason
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {reason}")
+
+
+class EncoderUnavailable(MemoryError_):
+    """An optional encoder was asked for but its model or package is not installed."""

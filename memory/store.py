@@ -1,0 +1,426 @@
+"""Persistence: an embedded SQLite store, insert-only at the database level.
+
+Only this module touches disk. The `timeline` table holds chained entries; the
+`records` table holds derived, insert-only records (episodes, edges, fact versions,
+reinforcement marks) as canonical JSON keyed by ``(kind, id)``. Triggers make SQLite itself
+refuse UPDATE and DELETE on both tables. Appends run in ``BEGIN IMMEDIATE`` transactions,
+so several processes can append to one file and the chain stays linear.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence
+
+import numpy as np
+
+from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
+from memory.timeline import (
+    GENESIS_ID,
+    ChainBreak,
+    Entry,
+    EntryDraft,
+    Kind,
+    Role,
+    canonical_metadata,
+    chain,
+    entry_id,
+    format_timestamp,
+    parse_timestamp,
+    verify_chain,
+)
+
+APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS timeline (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    prev_id TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    situation TEXT NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    encoder TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS timeline_scope ON timeline (principal, situation, seq);
+CREATE TRIGGER IF NOT EXISTS timeline_no_update BEFORE UPDATE ON timeline
+BEGIN SELECT RAISE(ABORT, 'timeline is append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS timeline_no_delete BEFORE DELETE ON timeline
+BEGIN SELECT RAISE(ABORT, 'timeline is append-only: DELETE refused'); END;
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (kind, id)
+);
+CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
+BEGIN SELECT RAISE(ABORT, 'records are insert-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
+BEGIN SELECT RAISE(ABORT, 'records are insert-only: DELETE refused'); END;
+"""
+
+_COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
+
+
+class Store(Protocol):
+    """What the memory needs from persistence; SQLite now, a server database later."""
+
+    def append(self, draft: EntryDraft) -> Entry:
+        """Chain and commit one entry; durable when it returns."""
+        ...
+
+    def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        """Chain and commit many entries in one transaction."""
+        ...
+
+    def get(self, entry_id: str) -> Entry | None:
+        """The entry with this id, or None."""
+        ...
+
+    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
+                situation: str | None = None) -> Iterator[Entry]:
+        """Entries in timeline order, optionally by sequence range, principal and situation."""
+        ...
+
+    def add_records(self, kind: str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+        ...
+
+    def records(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Derived records of one kind, in insertion order."""
+        ...
+
+
+class StoreStats(NamedTuple):
+    """Counts that describe a store."""
+
+    entries: int  # timeline entries
+    principals: int  # distinct tenants
+    situations: dict[str, int]  # entries per situation label
+    records: dict[str, int]  # derived records per kind
+    first: str | None  # timestamp of the first entry
+    last: str | None  # timestamp of the last entry
+    encoders: list[str]  # encoders that made the stored embeddings
+
+
+def _row_to_entry(row: Sequence[Any]) -> Entry:
+    seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, blob = row
+    return Entry(
+        id=id_,
+        prev_id=prev_id,
+        seq=seq,
+        timestamp=parse_timestamp(ts),
+        principal=principal,
+        situation=situation,
+        role=Role(role),
+        kind=Kind(kind),
+        text=text,
+        metadata=json.loads(metadata),
+        embedding=np.frombuffer(blob, dtype="<f4").astype(np.float32),
+        encoder=encoder,
+    )
+
+
+def _entry_to_row(entry: Entry) -> tuple[Any, ...]:
+    return (
+        entry.seq,
+        entry.id,
+        entry.prev_id,
+        format_timestamp(entry.timestamp),
+        entry.principal,
+        entry.situation,
+        entry.role.value,
+        entry.kind.value,
+        entry.text,
+        canonical_metadata(entry.metadata),
+        entry.encoder,
+        np.asarray(entry.embedding, dtype="<f4").tobytes(),
+    )
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    """JSON form of an entry (embedding as base64 of little-endian float32)."""
+    return {
+        "seq": entry.seq,
+        "id": entry.id,
+        "prev_id": entry.prev_id,
+        "timestamp": format_timestamp(entry.timestamp),
+        "principal": entry.principal,
+        "situation": entry.situation,
+        "role": entry.role.value,
+        "kind": entry.kind.value,
+        "text": entry.text,
+        "metadata": entry.metadata,
+        "encoder": entry.encoder,
+        "embedding": base64.b64encode(np.asarray(entry.embedding, dtype="<f4").tobytes()).decode("ascii"),
+    }
+
+
+def entry_from_json(data: Mapping[str, Any]) -> Entry:
+    """Inverse of `entry_to_json`; raises KeyError/ValueError/TypeError on bad input."""
+    return Entry(
+        id=str(data["id"]),
+        prev_id=str(data["prev_id"]),
+        seq=int(data["seq"]),
+        timestamp=parse_timestamp(str(data["timestamp"])),
+        principal=str(data["principal"]),
+        situation=str(data["situation"]),
+        role=Role(data["role"]),
+        kind=Kind(data["kind"]),
+        text=str(data["text"]),
+        metadata=dict(data["metadata"]),
+        embedding=np.frombuffer(base64.b64decode(data["embedding"], validate=True), dtype="<f4").astype(np.float32),
+        encoder=str(data["encoder"]),
+    )
+
+
+class SQLiteStore:
+    """The default store: one SQLite file in WAL mode, or ``":memory:"``.
+
+    Args:
+        path: database file, or ``":memory:"``.
+        create: create the file when missing; when False a missing file is a `StoreError`.
+        synchronous: SQLite ``synchronous`` level. ``"FULL"`` (default) makes every commit
+            survive power loss; ``"NORMAL"`` in WAL mode survives process crashes only.
+    """
+
+    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            file = Path(self.path)
+            if file.is_dir():
+                raise StoreError(f"{self.path}: is a directory, not a memory store")
+            if not file.exists() and not create:
+                raise StoreError(f"{self.path}: no such memory store")
+            fresh = not file.exists() or file.stat().st_size == 0
+        else:
+            fresh = True
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._db.execute("PRAGMA busy_timeout = 30000")
+            app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not a memory store ({exc})") from exc
+        if not fresh and app_id != APPLICATION_ID:
+            self._db.close()
+            raise StoreError(f"{self.path}: not a memory store (SQLite file without the store's application id)")
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode = WAL")
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+        self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        if fresh:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executescript(_SCHEMA.replace("\n\n", "\n") + f"PRAGMA application_id = {APPLICATION_ID};"
+                                   f"PRAGMA user_version = {SCHEMA_VERSION};")
+            self._db.execute("COMMIT") if self._db.in_transaction else None
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: store schema version {version}, this code reads {SCHEMA_VERSION}")
+
+    # -- timeline ---------------------------------------------------------------------
+
+    def _head(self) -> tuple[int, str]:
+        row = self._db.execute("SELECT seq, id FROM timeline ORDER BY seq DESC LIMIT 1").fetchone()
+        return (row[0] + 1, row[1]) if row else (0, GENESIS_ID)
+
+    def append(self, draft: EntryDraft) -> Entry:
+        return self.append_many([draft])[0]
+
+    def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        if not drafts:
+            return []
+        with self._write():
+            seq, prev_id = self._head()
+            entries = []
+            for draft in drafts:
+                entry = chain(draft, prev_id=prev_id, seq=seq)
+                entries.append(entry)
+                prev_id, seq = entry.id, seq + 1
+            self._db.executemany(f"INSERT INTO timeline ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 [_entry_to_row(entry) for entry in entries])
+        return entries
+
+    def get(self, entry_id: str) -> Entry | None:
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE id = ?", (entry_id,)).fetchone()
+        return _row_to_entry(row) if row else None
+
+    def get_many(self, entry_ids: Sequence[str]) -> list[Entry]:
+        """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
+        found: dict[str, Entry] = {}
+        for start in range(0, len(entry_ids), 500):
+            chunk = list(entry_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE id IN ({marks})", chunk):
+                entry = _row_to_entry(row)
+                found[entry.id] = entry
+        return [found[i] for i in entry_ids if i in found]
+
+    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
+                situation: str | None = None) -> Iterator[Entry]:
+        clauses, params = ["seq >= ?"], [start]
+        if stop is not None:
+            clauses.append("seq < ?")
+            params.append(stop)
+        if principal is not None:
+            clauses.append("principal = ?")
+            params.append(principal)
+        if situation is not None:
+            clauses.append("situation = ?")
+            params.append(situation)
+        query = f"SELECT {_COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
+        for row in self._db.execute(query, params):
+            yield _row_to_entry(row)
+
+    def __len__(self) -> int:
+        return self._db.execute("SELECT COUNT(*) FROM timeline").fetchone()[0]
+
+    # -- derived records ----------------------------------------------------------------
+
+    def add_records(self, kind: str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+        rows = [(kind, record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+                for record_id, body in records]
+        if not rows:
+            return 0
+        added = 0
+        with self._write():
+            for row in rows:
+                cursor = self._db.execute("INSERT OR IGNORE INTO records (kind, id, body) VALUES (?,?,?)", row)
+                if cursor.rowcount:
+                    added += 1
+                else:
+                    stored = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", row[:2]).fetchone()
+                    if stored[0] != row[2]:
+                        raise IntegrityError(f"{kind} record {row[1]} already stored with different content")
+        return added
+
+    def records(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        for record_id, body in self._db.execute("SELECT id, body FROM records WHERE kind = ? ORDER BY seq", (kind,)):
+            yield record_id, json.loads(body)
+
+    def has_record(self, kind: str, record_id: str) -> bool:
+        """Whether a derived record of this kind and id exists."""
+        return self._db.execute("SELECT 1 FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone() is not None
+
+    # -- integrity, portability, stats ---------------------------------------------------
+
+    def verify(self) -> ChainBreak | None:
+        """Recompute the whole chain; the first bad entry, or None when intact."""
+        try:
+            return verify_chain(self.entries())
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            return ChainBreak(-1, "?", f"unreadable row: {exc}")
+
+    def export_jsonl(self, out: str | Path) -> int:
+        """Write every entry as one JSON line; returns the number written."""
+        count = 0
+        with open(out, "w", encoding="utf-8") as handle:
+            for entry in self.entries():
+                handle.write(json.dumps(entry_to_json(entry), ensure_ascii=False, sort_keys=True) + "\n")
+                count += 1
+        return count
+
+    def import_jsonl(self, source: str | Path) -> int:
+        """Append the entries of a JSONL export, all or nothing.
+
+        The file's chain must continue this store's head (an empty store takes a full
+        export). Every id is recomputed. On the first bad, torn or unlinked record an
+        `ImportFailed` names the file and line and nothing is imported.
+        """
+        path = str(source)
+        try:
+            lines = Path(path).read_text(encoding="utf-8").split("\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ImportFailed(path, 0, f"cannot read file ({exc})") from exc
+        parsed: list[Entry] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                parsed.append(entry_from_json(json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
+        line_of = [n for n, line in enumerate(lines, start=1) if line.strip()]
+        with self._write():
+            seq, prev_id = self._head()
+            brk = verify_chain(parsed, start_prev_id=prev_id, start_seq=seq)
+            if brk is not None:
+                position = brk.seq - seq if 0 <= brk.seq - seq < len(parsed) else 0
+                for index, entry in enumerate(parsed):
+                    if entry.id == brk.id:
+                        position = index
+                        break
+                raise ImportFailed(path, line_of[position], f"entry {brk.id[:12]}…: {brk.reason}")
+            self._db.executemany(f"INSERT INTO timeline ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 [_entry_to_row(entry) for entry in parsed])
+        return len(parsed)
+
+    def stats(self) -> StoreStats:
+        """Counts of entries, tenants, situations and derived records."""
+        db = self._db
+        first, last = db.execute(
+            "SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
+            "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)").fetchone()
+        return StoreStats(
+            entries=len(self),
+            principals=db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0],
+            situations=dict(db.execute("SELECT situation, COUNT(*) FROM timeline GROUP BY situation ORDER BY 2 DESC")),
+            records=dict(db.execute("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
+            first=first,
+            last=last,
+            encoders=[row[0] for row in db.execute("SELECT DISTINCT encoder FROM timeline ORDER BY 1")],
+        )
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        try:
+            self._db.close()
+        except sqlite3.Error:
+            pass
+
+    def __enter__(self) -> "SQLiteStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions ----------------------------------------------------------------------
+
+    def _write(self) -> "_WriteTransaction":
+        return _WriteTransaction(self._db)
+
+
+class _WriteTransaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any error, translating trigger aborts."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> bool:
+        if exc_type is None:
+            self._db.execute("COMMIT")
+            return False
+        self._db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.IntegrityError) and "refused" in str(exc):
+            raise ImmutableRecordError(str(exc)) from exc
+        return False
+
+
+def is_refusal(error: BaseException) -> bool:
+    """True when a raw SQLite error is the store refusing UPDATE/DELETE."""
+    return isinstance(error, sqlite3.DatabaseError) and "refused" in str(error)

@@ -1,0 +1,240 @@
+"""Layer 1, the timeline: append-only, content-addressed, hash-chained entries.
+
+An entry's id is the SHA-256 of a canonical JSON serialization of every field (text,
+metadata, timestamp, principal, situation, role, kind, sequence number, encoder name and
+a digest of the embedding) together with the previous entry's id. Changing any stored
+byte changes the id, and every later id through the chain; `verify_chain` names the first
+entry that no longer matches. The timeline is the only source of truth: episodes, the
+graph and facts are projections of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+import numpy as np
+
+from memory.encoder import Encoder
+from memory.redaction import PatternRedactor, Redactor, redact_value
+
+GENESIS_ID = "0" * 64  # the "previous id" of the first entry
+
+
+class Role(str, Enum):
+    """Who produced an entry."""
+
+    ENVIRONMENT = "environment"
+    AGENT = "agent"
+    USER = "user"
+    SYSTEM = "system"
+
+
+class Kind(str, Enum):
+    """What an entry is."""
+
+    OBSERVATION = "observation"
+    DECISION = "decision"
+    ACTION = "action"
+    OUTCOME = "outcome"
+    CORRECTION = "correction"
+    NOTE = "note"
+
+
+@dataclass(frozen=True)
+class EntryDraft:
+    """An entry before it is chained: what the caller provides."""
+
+    timestamp: datetime  # when it happened (timezone-aware; stored as UTC)
+    principal: str  # tenant the entry belongs to; recall never crosses principals
+    situation: str  # situation label, e.g. "incident_response"
+    role: Role  # who produced it
+    kind: Kind  # what it is
+    text: str  # the content, already redacted
+    metadata: Mapping[str, Any] = field(default_factory=dict)  # JSON-serializable extras
+    embedding: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32), compare=False)  # unit vector
+    encoder: str = ""  # name of the encoder that made `embedding`
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A chained, immutable timeline entry."""
+
+    id: str  # SHA-256 hex of the canonical serialization (see module docstring)
+    prev_id: str  # id of the previous entry, GENESIS_ID for the first
+    seq: int  # 0-based position in the timeline
+    timestamp: datetime  # UTC, timezone-aware
+    principal: str  # tenant
+    situation: str  # situation label
+    role: Role  # who produced it
+    kind: Kind  # what it is
+    text: str  # redacted content
+    metadata: Mapping[str, Any]  # JSON-serializable extras
+    embedding: np.ndarray = field(compare=False, repr=False)  # float32 unit vector; covered by the id
+    encoder: str = ""  # name of the encoder that made `embedding`
+
+
+def to_utc(timestamp: datetime) -> datetime:
+    """Return `timestamp` in UTC; naive datetimes are rejected, not guessed."""
+    if timestamp.tzinfo is None or timestamp.utcoffset() is None:
+        raise ValueError(f"timestamp {timestamp.isoformat()} has no timezone")
+    return timestamp.astimezone(timezone.utc)
+
+
+def format_timestamp(timestamp: datetime) -> str:
+    """Canonical text form: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
+    return to_utc(timestamp).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Inverse of `format_timestamp` (accepts any ISO-8601 form with an offset)."""
+    return to_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def canonical_metadata(metadata: Mapping[str, Any]) -> str:
+    """Canonical JSON of metadata (sorted keys, no spaces); raises on non-JSON values."""
+    return json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def embedding_digest(embedding: np.ndarray) -> str:
+    """SHA-256 of the little-endian float32 bytes of an embedding."""
+    return hashlib.sha256(np.asarray(embedding, dtype="<f4").tobytes()).hexdigest()
+
+
+def entry_id(draft: EntryDraft | Entry, *, prev_id: str, seq: int) -> str:
+    """Content address of an entry: SHA-256 over all fields and the previous id."""
+    payload = {
+        "prev_id": prev_id,
+        "seq": seq,
+        "timestamp": format_timestamp(draft.timestamp),
+        "principal": draft.principal,
+        "situation": draft.situation,
+        "role": Role(draft.role).value,
+        "kind": Kind(draft.kind).value,
+        "text": draft.text,
+        "metadata": json.loads(canonical_metadata(draft.metadata)),
+        "encoder": draft.encoder,
+        "embedding_sha256": embedding_digest(draft.embedding),
+    }
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def chain(draft: EntryDraft, *, prev_id: str, seq: int) -> Entry:
+    """Turn a draft into the entry that follows `prev_id` at position `seq`."""
+    return Entry(
+        id=entry_id(draft, prev_id=prev_id, seq=seq),
+        prev_id=prev_id,
+        seq=seq,
+        timestamp=to_utc(draft.timestamp),
+        principal=draft.principal,
+        situation=draft.situation,
+        role=Role(draft.role),
+        kind=Kind(draft.kind),
+        text=draft.text,
+        metadata=json.loads(canonical_metadata(draft.metadata)),
+        embedding=np.asarray(draft.embedding, dtype=np.float32),
+        encoder=draft.encoder,
+    )
+
+
+class ChainBreak(NamedTuple):
+    """The first entry whose stored id or link does not match its content."""
+
+    seq: int  # position of the bad entry
+    id: str  # the id as stored
+    reason: str  # what did not match
+
+
+def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, start_seq: int = 0) -> ChainBreak | None:
+    """Recompute the chain; return the first break, or None when every entry matches."""
+    prev_id, expected_seq = start_prev_id, start_seq
+    for entry in entries:
+        if entry.seq != expected_seq:
+            return ChainBreak(entry.seq, entry.id, f"sequence number {entry.seq}, expected {expected_seq}")
+        if entry.prev_id != prev_id:
+            return ChainBreak(entry.seq, entry.id, f"previous id {entry.prev_id[:12]}… does not link to {prev_id[:12]}…")
+        recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
+        if recomputed != entry.id:
+            return ChainBreak(entry.seq, entry.id, f"content does not match its id (recomputed {recomputed[:12]}…)")
+        prev_id, expected_seq = entry.id, expected_seq + 1
+    return None
+
+
+class Timeline:
+    """Writes entries: redacts, embeds, then appends durably through a store.
+
+    Args:
+        store: where entries are kept (see `memory.store.Store`).
+        encoder: makes the embedding of each entry's text.
+        redactor: applied to text and metadata strings before hashing and storage;
+            `PatternRedactor` by default, `NoRedaction` to opt out explicitly.
+    """
+
+    def __init__(self, store: Any, encoder: Encoder, redactor: Redactor | None = None) -> None:
+        self.store = store
+        self.encoder = encoder
+        self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()
+
+    def draft(
+        self,
+        text: str,
+        *,
+        kind: Kind | str,
+        role: Role | str,
+        timestamp: datetime,
+        situation: str,
+        principal: str = "default",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> EntryDraft:
+        """Build a redacted, embedded draft ready for `Store.append`."""
+        clean_text = self.redactor.redact(text)
+        return self._draft(clean_text, self.encoder.encode([clean_text])[0], kind=kind, role=role,
+                           timestamp=timestamp, situation=situation, principal=principal, metadata=metadata)
+
+    def _draft(
+        self,
+        clean_text: str,
+        embedding: np.ndarray,
+        *,
+        kind: Kind | str,
+        role: Role | str,
+        timestamp: datetime,
+        situation: str,
+        principal: str = "default",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> EntryDraft:
+        clean_meta = redact_value(dict(metadata or {}), self.redactor.redact)
+        canonical_metadata(clean_meta)  # fail early on non-JSON metadata
+        return EntryDraft(
+            timestamp=to_utc(timestamp),
+            principal=principal,
+            situation=situation,
+            role=Role(role),
+            kind=Kind(kind),
+            text=clean_text,
+            metadata=clean_meta,
+            embedding=np.asarray(embedding, dtype=np.float32),
+            encoder=self.encoder.name,
+        )
+
+    def append(self, text: str, **fields: Any) -> Entry:
+        """Redact, embed and durably append one entry; returns it once committed."""
+        return self.store.append(self.draft(text, **fields))
+
+    def append_many(self, items: Sequence[Mapping[str, Any]]) -> list[Entry]:
+        """Batch path: embed all texts at once and append them in one transaction.
+
+        Each item holds the keyword arguments of `draft`, including ``text``.
+        """
+        clean_texts = [self.redactor.redact(item["text"]) for item in items]
+        vectors = self.encoder.encode(clean_texts)
+        drafts = [
+            self._draft(clean, vector, **{key: value for key, value in item.items() if key != "text"})
+            for item, clean, vector in zip(items, clean_texts, vectors)
+        ]
+        return self.store.append_many(drafts)

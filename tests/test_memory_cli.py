@@ -1,0 +1,49 @@
+"""`python -m memory` in-process: exit codes and messages."""
+
+import sqlite3
+from datetime import datetime, timezone
+
+from memory import HashingEncoder, SQLiteStore, Timeline
+from memory.__main__ import main
+
+
+def _store(path, count=3):
+    timeline = Timeline(SQLiteStore(path), HashingEncoder(dim=64))
+    for i in range(count):
+        timeline.append(f"entry {i}", kind="note", role="system",
+                        timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc), situation="s")
+    timeline.store.close()
+
+
+def test_verify_ok_and_corrupt(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path)
+    assert main(["verify", str(path)]) == 0
+    assert "chain intact" in capsys.readouterr().out
+    raw = sqlite3.connect(path)
+    raw.execute("DROP TRIGGER timeline_no_update")
+    raw.execute("UPDATE timeline SET text = 'entry X' WHERE seq = 1")
+    raw.commit()
+    assert main(["verify", str(path)]) == 1
+    assert "CORRUPT" in capsys.readouterr().out
+
+
+def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys):
+    assert main(["verify", str(tmp_path / "missing.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "no such memory store" in err
+    (tmp_path / "junk").write_text("hello")
+    assert main(["stats", str(tmp_path / "junk")]) == 2
+    assert "not a memory store" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "nope.jsonl"), str(tmp_path / "new.db")]) == 2
+    assert "cannot read file" in capsys.readouterr().err
+
+
+def test_export_import_stats(tmp_path, capsys):
+    _store(tmp_path / "a.db", count=5)
+    assert main(["export", str(tmp_path / "a.db"), str(tmp_path / "a.jsonl")]) == 0
+    assert main(["import", str(tmp_path / "a.jsonl"), str(tmp_path / "b.db")]) == 0
+    assert main(["verify", str(tmp_path / "b.db")]) == 0
+    assert main(["stats", str(tmp_path / "b.db")]) == 0
+    out = capsys.readouterr().out
+    assert "imported 5 entries" in out and "entries" in out

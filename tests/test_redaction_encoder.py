@@ -1,0 +1,85 @@
+"""Redaction before storage, and the stable offline encoder."""
+
+import sqlite3
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory import HashingEncoder, PatternRedactor, SQLiteStore, Timeline
+from memory.errors import EncoderUnavailable
+from memory.encoder import SentenceTransformerEncoder
+
+SECRETS = {
+    "email": ("Ping jane.doe@example.com about it", "jane.doe@example.com", "[EMAIL#"),
+    "phone": ("On-call phone +1 415-555-0132 did not answer", "555-0132", "[PHONE#"),
+    "phone_parens": ("Call (415) 555-0199 now", "555-0199", "[PHONE#"),
+    "card": ("Customer card 4111 1111 1111 1111 was charged twice", "4111 1111 1111 1111", "[CARD#"),
+    "bearer": ("curl -H 'Authorization: Bearer abcDEF123456ghiJKL789'", "abcDEF123456ghiJKL789", "[TOKEN#"),
+    "api_key_prefixed": ("leaked sk-ant-api03-AAAAbbbbCCCCdddd1234 in logs", "sk-ant-api03-AAAAbbbbCCCCdddd1234", "[APIKEY#"),
+    "aws_key": ("key AKIAIOSFODNN7EXAMPLE rotated", "AKIAIOSFODNN7EXAMPLE", "[APIKEY#"),
+    "assignment": ("config api_key=s3cr3tvalue42 loaded", "s3cr3tvalue42", "[SECRET#"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECRETS))
+def test_each_pii_kind_never_reaches_disk(tmp_path, case):
+    text, raw_value, placeholder = SECRETS[case]
+    timeline = Timeline(SQLiteStore(tmp_path / "m.db"), HashingEncoder(dim=64))
+    entry = timeline.append(text, kind="observation", role="user", timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc),
+                            situation="s", metadata={"note": text})
+    assert raw_value not in entry.text and placeholder in entry.text
+    timeline.store.close()
+    on_disk = b"".join((tmp_path / name).read_bytes() for name in ("m.db", "m.db-wal") if (tmp_path / name).exists())
+    assert raw_value.encode() not in on_disk
+    assert placeholder.encode() in on_disk
+
+
+def test_placeholders_are_stable_and_ordinary_text_survives():
+    redactor = PatternRedactor()
+    a = redactor.redact("mail ops@corp.io")
+    b = redactor.redact("again ops@corp.io")
+    assert a.split()[-1] == b.split()[-1]
+    ordinary = ("Redis logs 'pool exhausted' 3,400 times in 5 minutes; p99 1200 ms; v2.3.1 at "
+                "2026-02-03 10:00; 10.0.0.12:6379; build 1234567890123; 500 errors 12%")
+    assert redactor.redact(ordinary) == ordinary
+
+
+def test_invalid_card_number_is_left_alone():
+    assert PatternRedactor().redact("order 4111 1111 1111 1112") == "order 4111 1111 1111 1112"
+
+
+def test_encoder_output_is_unit_float32_and_stable():
+    encoder = HashingEncoder(dim=256)
+    texts = ["connection pool exhausted", "deploy shipped a bad config", "sprint planning"]
+    first = encoder.encode(texts)
+    assert first.dtype == np.float32 and first.shape == (3, 256)
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-6)
+    # Stability: vectors never depend on what else was encoded before or alongside.
+    HashingEncoder(dim=256).encode([f"noise {i}" for i in range(500)])
+    assert np.array_equal(HashingEncoder(dim=256).encode(texts[1:2])[0], first[1])
+    assert np.array_equal(encoder.encode(texts[::-1])[::-1], first)
+
+
+def test_encoder_similarity_reflects_shared_words():
+    encoder = HashingEncoder()
+    pool, pool2, deploy = encoder.encode(["redis connection pool exhausted on checkout",
+                                          "pool exhausted waiting for a redis connection",
+                                          "release 4.2 shipped a wrong feature flag value"])
+    assert pool @ pool2 > pool @ deploy + 0.2
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text(max_size=80), min_size=1, max_size=300))
+def test_encoder_batches_equal_single_calls(texts):
+    encoder = HashingEncoder(dim=64)
+    batch = encoder.encode(texts)
+    for index in (0, len(texts) - 1):
+        assert np.array_equal(batch[index], encoder.encode([texts[index]])[0])
+
+
+def test_missing_sentence_transformer_model_is_a_clear_error(tmp_path):
+    with pytest.raises(EncoderUnavailable):
+        SentenceTransformerEncoder(tmp_path / "no-such-model")

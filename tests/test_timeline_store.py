@@ -1,0 +1,214 @@
+"""Timeline entries through the SQLite store: round trips, immutability, integrity."""
+
+import json
+import multiprocessing
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory import HashingEncoder, Kind, NoRedaction, Role, SQLiteStore, Timeline
+from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
+from memory.timeline import GENESIS_ID, entry_id
+
+T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
+ENCODER = HashingEncoder(dim=64)
+
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), st.text(max_size=20),
+                         st.floats(allow_nan=False, allow_infinity=False))
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+entry_fields = st.fixed_dictionaries({
+    "text": st.text(max_size=200),
+    "kind": st.sampled_from(list(Kind)),
+    "role": st.sampled_from(list(Role)),
+    "situation": st.text(min_size=1, max_size=20),
+    "principal": st.text(min_size=1, max_size=10),
+    "metadata": st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    "timestamp": st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
+                              timezones=st.just(timezone.utc)),
+})
+
+
+def _timeline(path=":memory:", redactor=None):
+    return Timeline(SQLiteStore(path), ENCODER, redactor=redactor or NoRedaction())
+
+
+def _assert_same(a, b):
+    assert a == b
+    assert a.embedding.dtype == np.float32 and np.array_equal(a.embedding, b.embedding)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(entry_fields, min_size=1, max_size=6))
+def test_entries_round_trip_through_store_and_jsonl(tmp_path_factory, items):
+    tmp = tmp_path_factory.mktemp("rt")
+    timeline = _timeline(tmp / "a.db")
+    written = [timeline.append(**item) for item in items]
+    store = timeline.store
+    for entry in written:
+        _assert_same(store.get(entry.id), entry)
+    assert [e.id for e in store.entries()] == [e.id for e in written]
+    assert store.verify() is None
+    store.export_jsonl(tmp / "out.jsonl")
+    copy = SQLiteStore(tmp / "b.db")
+    assert copy.import_jsonl(tmp / "out.jsonl") == len(written)
+    for original, restored in zip(written, copy.entries()):
+        _assert_same(restored, original)
+
+
+def test_id_is_recomputable_and_chained():
+    timeline = _timeline()
+    first = timeline.append("pool exhausted", kind="observation", role="environment", timestamp=T0, situation="s")
+    second = timeline.append("raise pool", kind="decision", role="agent", timestamp=T0, situation="s")
+    assert first.prev_id == GENESIS_ID and second.prev_id == first.id
+    assert entry_id(second, prev_id=first.id, seq=1) == second.id
+    assert len(second.id) == 64 and int(second.id, 16) >= 0
+
+
+def test_naive_timestamp_is_rejected():
+    with pytest.raises(ValueError, match="has no timezone"):
+        _timeline().append("x", kind="note", role="system", timestamp=datetime(2026, 1, 1), situation="s")
+
+
+def test_update_and_delete_are_refused_by_the_database(tmp_path):
+    timeline = _timeline(tmp_path / "m.db")
+    timeline.append("x", kind="note", role="system", timestamp=T0, situation="s")
+    raw = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
+    with pytest.raises(sqlite3.DatabaseError, match="timeline is append-only: UPDATE refused"):
+        raw.execute("UPDATE timeline SET text = 'y'")
+    with pytest.raises(sqlite3.DatabaseError, match="timeline is append-only: DELETE refused"):
+        raw.execute("DELETE FROM timeline")
+    timeline.store.add_records("episode", [("e1", {"a": 1})])
+    with pytest.raises(sqlite3.DatabaseError, match="records are insert-only: UPDATE refused"):
+        raw.execute("UPDATE records SET body = '{}'")
+    with pytest.raises(sqlite3.DatabaseError, match="records are insert-only: DELETE refused"):
+        raw.execute("DELETE FROM records")
+
+
+def test_records_are_insert_only_and_idempotent():
+    store = SQLiteStore()
+    assert store.add_records("edge", [("a", {"w": 1}), ("b", {"w": 2})]) == 2
+    assert store.add_records("edge", [("a", {"w": 1})]) == 0
+    with pytest.raises(IntegrityError, match="edge record a already stored with different content"):
+        store.add_records("edge", [("a", {"w": 3})])
+    assert list(store.records("edge")) == [("a", {"w": 1}), ("b", {"w": 2})]
+
+
+@pytest.mark.parametrize("column,value", [("text", "pool exhausteD"), ("metadata", '{"service":"X"}'),
+                                          ("timestamp", "2026-02-02T09:00:01.000000Z"), ("principal", "evil")])
+def test_tampering_one_row_names_that_entry(tmp_path, column, value):
+    timeline = _timeline(tmp_path / "m.db")
+    entries = [timeline.append(f"entry {i} pool exhausted", kind="observation", role="environment",
+                               timestamp=T0 + timedelta(minutes=i), situation="s", metadata={"service": "api"})
+               for i in range(5)]
+    raw = sqlite3.connect(tmp_path / "m.db")
+    raw.execute("DROP TRIGGER timeline_no_update")
+    raw.execute(f"UPDATE timeline SET {column} = ? WHERE seq = 3", (value,))
+    raw.commit()
+    brk = SQLiteStore(tmp_path / "m.db").verify()
+    assert brk is not None and brk.seq == 3 and brk.id == entries[3].id
+
+
+def test_flipping_one_embedding_byte_is_detected(tmp_path):
+    timeline = _timeline(tmp_path / "m.db")
+    entries = [timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s") for i in range(3)]
+    raw = sqlite3.connect(tmp_path / "m.db")
+    blob = bytearray(raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0])
+    blob[5] ^= 0x01
+    raw.execute("DROP TRIGGER timeline_no_update")
+    raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (bytes(blob),))
+    raw.commit()
+    brk = SQLiteStore(tmp_path / "m.db").verify()
+    assert brk.seq == 1 and brk.id == entries[1].id and "content does not match" in brk.reason
+
+
+def test_truncated_jsonl_reports_line_and_imports_nothing(tmp_path):
+    timeline = _timeline(tmp_path / "m.db")
+    for i in range(4):
+        timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s")
+    timeline.store.export_jsonl(tmp_path / "x.jsonl")
+    text = (tmp_path / "x.jsonl").read_text()
+    (tmp_path / "x.jsonl").write_text(text[: len(text) - 40])
+    target = SQLiteStore(tmp_path / "t.db")
+    with pytest.raises(ImportFailed) as info:
+        target.import_jsonl(tmp_path / "x.jsonl")
+    assert info.value.line == 4 and "not a complete JSON record" in str(info.value)
+    assert str(info.value).startswith(f"{tmp_path / 'x.jsonl'}:4: ")
+    assert len(target) == 0
+
+
+def test_jsonl_with_edited_record_is_rejected_whole(tmp_path):
+    timeline = _timeline(tmp_path / "m.db")
+    for i in range(3):
+        timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s")
+    timeline.store.export_jsonl(tmp_path / "x.jsonl")
+    lines = (tmp_path / "x.jsonl").read_text().splitlines()
+    record = json.loads(lines[1])
+    record["text"] = "rewritten history"
+    lines[1] = json.dumps(record)
+    (tmp_path / "x.jsonl").write_text("\n".join(lines) + "\n")
+    target = SQLiteStore(tmp_path / "t.db")
+    with pytest.raises(ImportFailed, match=r"x\.jsonl:2: entry .*content does not match its id"):
+        target.import_jsonl(tmp_path / "x.jsonl")
+    assert len(target) == 0
+
+
+def _append_worker(path, worker, count):
+    timeline = Timeline(SQLiteStore(path), HashingEncoder(dim=64), redactor=NoRedaction())
+    for i in range(count):
+        timeline.append(f"worker {worker} entry {i}", kind="note", role="agent", timestamp=T0, situation="s")
+
+
+def test_two_processes_appending_lose_nothing(tmp_path):
+    path = str(tmp_path / "shared.db")
+    SQLiteStore(path).close()
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_append_worker, args=(path, w, 60)) for w in range(2)]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(120)
+        assert process.exitcode == 0
+    store = SQLiteStore(path)
+    texts = [entry.text for entry in store.entries()]
+    assert len(texts) == 120
+    assert sorted(texts) == sorted(f"worker {w} entry {i}" for w in range(2) for i in range(60))
+    assert store.verify() is None
+
+
+def test_reading_by_principal_situation_and_range():
+    timeline = _timeline()
+    for i in range(6):
+        timeline.append(f"e{i}", kind="note", role="system", timestamp=T0, situation=f"s{i % 2}",
+                        principal=f"p{i % 3}")
+    store = timeline.store
+    assert [e.text for e in store.entries(principal="p0")] == ["e0", "e3"]
+    assert [e.text for e in store.entries(situation="s1")] == ["e1", "e3", "e5"]
+    assert [e.text for e in store.entries(start=2, stop=4)] == ["e2", "e3"]
+
+
+def test_opening_a_missing_or_foreign_file_is_a_store_error(tmp_path):
+    with pytest.raises(StoreError, match="no such memory store"):
+        SQLiteStore(tmp_path / "missing.db", create=False)
+    (tmp_path / "junk.db").write_bytes(b"definitely not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a memory store"):
+        SQLiteStore(tmp_path / "junk.db")
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    with pytest.raises(StoreError, match="without the store's application id"):
+        SQLiteStore(tmp_path / "other.db")
+
+
+def test_refusal_surfaces_as_immutable_record_error():
+    store = SQLiteStore()
+    with pytest.raises(ImmutableRecordError, match="UPDATE refused"):
+        with store._write():
+            store._db.execute("UPDATE records SET body = 'x'")  # no rows, but the trigger is not reached
+            store._db.execute("INSERT INTO records (kind, id, body) VALUES ('k', 'i', '{}')")
+            store._db.execute("UPDATE records SET body = 'x'")
+    assert list(store.records("k")) == []
