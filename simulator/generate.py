@@ -1,0 +1,218 @@
+"""Writes long synthetic schema-1 scenarios for scale tests and statistics.
+
+    python -m simulator.generate --rounds 1000 --seed 3 --out /tmp/long.yaml
+
+Rounds are drawn from the root-cause families in ``simulator.families`` with varied
+wording (templates x services x numbers). The scenario mixes:
+
+- plain rounds: surface symptoms plus distinguishing tells of the true family
+  (kind ``learn`` the first time a family is the truth, ``recall`` afterwards);
+- red herrings (every 5th round, 3rd position): surface symptoms of another family
+  plus one tell of the true family;
+- caused_by chains (kind ``caused``): an incident caused by an earlier round's fix,
+  drawn from ``CONSEQUENCES``;
+- drift: a context cue accompanies family A in the first half (kind ``drift_setup``)
+  and family B in the second half (kind ``drift``) — the description names the rounds;
+- interludes, retries (max_attempts 1-3) and corrections.
+
+The same arguments always give the same YAML text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from simulator import families as fam
+
+START = "2026-01-05T09:00:00Z"
+CUE_EVERY, CUE_OFFSET = 8, 3  # rounds i with i % 8 == 3 carry the drift cue
+CAUSED_EVERY, CAUSED_OFFSET = 11, 7  # rounds i with i % 11 == 7 are caused by an earlier fix
+HERRING_EVERY, HERRING_OFFSET = 5, 2  # rounds i with i % 5 == 2 are red herrings
+
+
+def values(rng: np.random.Generator) -> dict[str, object]:
+    """Fresh fill-ins for one round's templates."""
+    pick = lambda seq: seq[int(rng.integers(len(seq)))]  # noqa: E731
+    major, minor = int(rng.integers(1, 9)), int(rng.integers(0, 30))
+    small = pick([10, 16, 20, 32, 50])
+    return {
+        "svc": pick(fam.SERVICES), "dep": pick(fam.DEPENDENCIES), "ext": pick(fam.EXTERNALS),
+        "host": f"ip-10-{int(rng.integers(0, 255))}-{int(rng.integers(0, 255))}-{int(rng.integers(1, 255))}",
+        "other": pick(fam.NEIGHBOURS), "region": pick(fam.REGIONS),
+        "ver": f"v{major}.{minor + 1}.0", "oldver": f"v{major}.{minor}.{int(rng.integers(0, 9))}",
+        "cfgkey": pick(fam.CONFIG_KEYS), "keyset": pick(fam.KEYSETS), "alert": pick(fam.ALERTS),
+        "pct": int(rng.integers(3, 41)), "pct2": int(rng.integers(12, 95)),
+        "ms": int(rng.integers(800, 9000)), "ms_lo": int(rng.integers(80, 400)),
+        "n": int(rng.integers(120, 9000)), "small": small, "n_pool": small * int(rng.integers(2, 5)),
+        "mins": int(rng.integers(2, 16)), "hours": int(rng.integers(2, 13)), "gb": int(rng.integers(20, 400)),
+    }
+
+
+def generate(rounds: int, seed: int, name: str | None = None) -> dict:
+    """Builds a schema-1 scenario document (plain data, ready for YAML)."""
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    rng = np.random.default_rng(seed)
+    ids = list(fam.FAMILIES)
+    choice = lambda seq: seq[int(rng.integers(len(seq)))]  # noqa: E731
+    cue = choice(fam.CUES).format(**values(rng))
+    drift_a, drift_b = (ids[int(k)] for k in rng.choice(len(ids), size=2, replace=False))
+    drift_point = rounds // 2
+    out_rounds: list[dict] = []
+    truths: list[str] = []
+    seen: set[str] = set()
+    setup_ids: list[str] = []
+    drift_ids: list[str] = []
+    for i in range(rounds):
+        v = values(rng)
+        rid = f"r{i + 1}"
+        caused_by = None
+        needed: list[str] = []
+        if i % CUE_EVERY == CUE_OFFSET:
+            truth = drift_a if i < drift_point else drift_b
+            kind = "drift_setup" if i < drift_point else "drift"
+            (setup_ids if i < drift_point else drift_ids).append(rid)
+            obs = [cue, _fill(choice(fam.FAMILIES[drift_a]["surface"]), v)]
+            if i >= drift_point:
+                obs.append(_fill(choice(fam.FAMILIES[drift_b]["tells"]), v))
+            needed = [drift_a, drift_b]
+        elif i % CAUSED_EVERY == CAUSED_OFFSET and i >= 3:
+            j = i - int(rng.integers(1, min(6, i) + 1))
+            truth = choice(fam.CONSEQUENCES[truths[j]])
+            kind, caused_by = "caused", out_rounds[j]["id"]
+            hint = choice(fam.CAUSED_HINTS).format(
+                hours=v["hours"], prev_svc=out_rounds[j]["service"],
+                prev_fix=out_rounds[j]["on_success"][0].lower() + out_rounds[j]["on_success"][1:],
+            )
+            v["svc"] = out_rounds[j]["service"]
+            obs = [hint] + _symptoms(rng, truth, v, tells=1)
+            needed = [truths[j]] if truths[j] != truth else []
+        elif i % HERRING_EVERY == HERRING_OFFSET:
+            truth = choice(ids)
+            herring = choice([x for x in ids if x != truth])
+            kind = "red_herring"
+            surface = fam.FAMILIES[herring]["surface"]
+            picks = rng.choice(len(surface), size=2, replace=False)
+            obs = [_fill(surface[int(k)], v) for k in picks]
+            obs.append(_fill(choice(fam.FAMILIES[truth]["tells"]), v))
+            needed = [herring]
+        else:
+            truth = choice(ids)
+            kind = "recall" if truth in seen else "learn"
+            obs = _symptoms(rng, truth, v, tells=int(rng.integers(1, 3)))
+        if rng.random() < 0.3:
+            obs.append(_fill(choice(fam.NOISE), v))
+        seen.add(truth)
+        truths.append(truth)
+        out_rounds.append(_round(rng, rid, kind, v, obs, truth, needed, ids, caused_by, first=not i))
+    doc = {
+        "schema": 1,
+        "name": name or f"generated-{rounds}-s{seed}",
+        "title": f"Generated scenario: {rounds} rounds from {len(ids)} root-cause families (seed {seed})",
+        "description": _description(cue, drift_a, drift_b, setup_ids, drift_ids),
+        "start": START,
+        "root_causes": {
+            k: {"description": f["description"], "signals": list(f["signals"])}
+            for k, f in fam.FAMILIES.items()
+        },
+        "interludes": _interludes(rng, max(1, rounds // 6)),
+        "rounds": out_rounds,
+    }
+    return doc
+
+
+def to_yaml(doc: dict) -> str:
+    """Serializes a scenario document deterministically."""
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def _fill(template: str, v: dict) -> str:
+    return template.format(**v)
+
+
+def _symptoms(rng, truth: str, v: dict, *, tells: int) -> list[str]:
+    f = fam.FAMILIES[truth]
+    surface = _fill(f["surface"][int(rng.integers(len(f["surface"])))], v)
+    picks = rng.choice(len(f["tells"]), size=min(tells, len(f["tells"])), replace=False)
+    return [surface] + [_fill(f["tells"][int(k)], v) for k in picks]
+
+
+def _round(rng, rid, kind, v, obs, truth, needed, ids, caused_by, *, first) -> dict:
+    size = int(rng.integers(2, 5))
+    pool = [x for x in ids if x != truth and x not in needed]
+    extra = [pool[int(k)] for k in rng.choice(len(pool), size=len(pool), replace=False)]
+    candidates = list(dict.fromkeys([truth] + needed + extra))[: max(size, 1 + len(needed))]
+    candidates = [candidates[int(k)] for k in rng.permutation(len(candidates))]
+    family = fam.FAMILIES[truth]
+    out: dict = {"id": rid, "kind": kind, "service": v["svc"]}
+    if not first:
+        out["after"] = fam.GAPS[int(rng.integers(len(fam.GAPS)))]
+    out["observations"] = obs
+    out["candidates"] = candidates
+    out["truth"] = truth
+    out["max_attempts"] = [1, 2, 2, 2, 3][int(rng.integers(5))]
+    out["on_success"] = _fill(family["fix"], v)
+    if rng.random() < 0.75:
+        out["correction"] = _fill(family["correction"], v)
+    if caused_by:
+        out["caused_by"] = caused_by
+    return out
+
+
+def _interludes(rng, count: int) -> list[dict]:
+    situations = list(fam.INTERLUDES)
+    out = []
+    for _ in range(count):
+        situation = situations[int(rng.integers(len(situations)))]
+        texts = fam.INTERLUDES[situation]
+        n = int(rng.integers(1, 3))
+        svc = fam.SERVICES[int(rng.integers(len(fam.SERVICES)))]
+        picks = rng.choice(len(texts), size=min(n, len(texts)), replace=False)
+        out.append({"situation": situation, "events": [texts[int(k)].format(svc=svc) for k in picks]})
+    return out
+
+
+def _description(cue, a, b, setup_ids, drift_ids) -> str:
+    text = "Synthetic rounds for scale tests and statistics."
+    if setup_ids:
+        text += f" Drift: rounds whose observations say '{cue}' are {a} in rounds {', '.join(setup_ids)}"
+        text += f"; from then on the same cue comes with {b} (rounds {', '.join(drift_ids) or 'none'})."
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Writes a generated scenario to --out or stdout; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m simulator.generate",
+        description="Generate a synthetic schema-1 scenario from root-cause families.",
+        epilog="example: python -m simulator.generate --rounds 1000 --seed 3 --out /tmp/long.yaml",
+    )
+    parser.add_argument("--rounds", type=int, required=True, help="number of rounds (>= 1)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--name", default=None, help="scenario name (default generated-N-sS)")
+    parser.add_argument("--out", type=Path, default=None, help="output file (default stdout)")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.name is not None and not re.fullmatch(r"[a-z0-9-]+", args.name):
+        parser.error("--name must match [a-z0-9-]+")
+    text = to_yaml(generate(args.rounds, args.seed, args.name))
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"{args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
