@@ -1,0 +1,193 @@
+"""The heuristic reasoner: a deterministic, documented stand-in for an LLM.
+
+It knows nothing but what the scenario says about each candidate (description and
+signals) and what the memory hands it. For every candidate ``c`` it computes
+
+    score(c) = prior(c) + MEMORY_WEIGHT * memory(c) + FEEDBACK_WEIGHT * feedback(c)
+
+* ``prior(c)``: how well the round's observations match ``c``'s world knowledge: the mean
+  of the best three signal coverages (share of a signal's word stems found in one
+  observation) plus the cosine between the observations and ``c``'s description+signals.
+* ``memory(c)``: a vote over evidence items, each weighted by ``relevance ** 2`` so that
+  near-identical past situations dominate loosely related ones. Outcome-aware when the item
+  is labelled: a problem resolved as ``c`` votes for ``c``; a failed attempt with ``c``
+  votes against ``c``; a correction votes for the cause it names and against the one it
+  rejects. Facts vote for their conclusion with their confidence. Unlabelled text (flat RAG
+  chunks) votes for the causes it mentions, read the same way a correction is read.
+* ``feedback(c)``: the corrections already received in this round, read the same way.
+
+Choices already tried and failed in this round are excluded while others remain. Ties go
+to the candidate listed first. Nothing here depends on any particular scenario's words:
+the only vocabulary is generic English (stop words, negation cues).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+
+from agent.reasoner import CauseInfo, Decision, Evidence, Problem
+from memory.encoder import Encoder, HashingEncoder
+
+MEMORY_WEIGHT = 2.0  # how much a fully relevant labelled item weighs against the prior
+FEEDBACK_WEIGHT = 3.0  # corrections in the current round are direct evidence
+FACT_WEIGHT = 1.0  # relative weight of a fact vote (times its confidence and match)
+RELEVANCE_POWER = 2.0  # sharpening of relevance weights
+CORRECTION_SHARE = 0.5  # weight of a correction's text relative to the item's resolution
+SOFTMAX_TEMPERATURE = 0.25  # turns score margins into a confidence
+
+_STOP = frozenset(
+    "a an the and or but if then than of in on at to for from by with without into onto over under "
+    "is are was were be been being it its this that these those there here as so such not no nor "
+    "we our you your they their he she his her i me my do does did done have has had having "
+    "after before during while when where which who whom what why how all any each some more most "
+    "very can could should would may might must will shall about up down out off per via also just "
+    "only still again same other another new old one two three".split()
+)
+_NEGATION = re.compile(r"\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|weren't|no longer)\b", re.I)
+_WORD = re.compile(r"[a-z][a-z0-9]+", re.I)
+STEM_LENGTH = 6  # word stems: the first six letters ("exhausted" ~ "exhaustion")
+
+
+@lru_cache(maxsize=65536)
+def stems(text: str) -> frozenset[str]:
+    """Content-word stems of `text` (lower-cased, stop words dropped, truncated)."""
+    return frozenset(word.lower()[:STEM_LENGTH] for word in _WORD.findall(text.replace("_", " "))
+                     if word.lower() not in _STOP and len(word) > 2)
+
+
+def split_negation(text: str) -> tuple[str, str]:
+    """Split "it was X, not Y" into the affirmed part and the rejected part."""
+    match = _NEGATION.search(text)
+    if not match:
+        return text, ""
+    return text[: match.start()], text[match.end():]
+
+
+class HeuristicReasoner:
+    """Deterministic reasoner; see the module docstring for the scoring rule.
+
+    Args:
+        encoder: used for the description cosine; the same encoder the memories use.
+    """
+
+    name = "heuristic"
+
+    def __init__(self, encoder: Encoder | None = None) -> None:
+        self.encoder = encoder or HashingEncoder()
+        self._cause_vectors: dict[tuple[str, str], np.ndarray] = {}
+
+    # -- world knowledge -----------------------------------------------------------------
+
+    def _cause_vector(self, cause: CauseInfo) -> np.ndarray:
+        key = (cause.id, cause.description)
+        if key not in self._cause_vectors:
+            text = cause.description + ". " + ". ".join(cause.signals)
+            self._cause_vectors[key] = self.encoder.encode([text])[0]
+        return self._cause_vectors[key]
+
+    def prior(self, observations: Sequence[str], cause: CauseInfo) -> float:
+        """How well the observations match the cause's description and signals."""
+        observed = [stems(text) for text in observations]
+        coverages = []
+        for signal in cause.signals:
+            wanted = stems(signal)
+            if wanted:
+                coverages.append(max((len(wanted & have) / len(wanted) for have in observed), default=0.0))
+        best = sorted(coverages, reverse=True)[:3]
+        signal_score = sum(best) / 3.0
+        query = self.encoder.encode([" ".join(observations)])[0]
+        return signal_score + float(query @ self._cause_vector(cause))
+
+    def mentions(self, text: str, candidates: Sequence[CauseInfo]) -> dict[str, float]:
+        """Which candidates a piece of text speaks for (+) or against (−), in [−1, 1].
+
+        A literal mention of a candidate id counts fully; otherwise the share of the
+        candidate's distinctive stems (description and signals, minus stems shared by all
+        candidates) present in the text. The part after a negation cue counts against.
+        """
+        affirmed, rejected = split_negation(text)
+        votes: dict[str, float] = {}
+        for part, sign in ((affirmed, 1.0), (rejected, -1.0)):
+            if not part.strip():
+                continue
+            for cause_id, strength in self._association(part, tuple(candidates)).items():
+                votes[cause_id] = votes.get(cause_id, 0.0) + sign * strength
+        return votes
+
+    def _association(self, text: str, candidates: tuple[CauseInfo, ...]) -> dict[str, float]:
+        lowered = text.lower()
+        present = stems(text)
+        vocab = {c.id: stems(c.description + " " + " ".join(c.signals) + " " + c.id) for c in candidates}
+        shared = frozenset.intersection(*vocab.values()) if vocab else frozenset()
+        result = {}
+        for cause in candidates:
+            if cause.id.lower() in lowered:
+                result[cause.id] = 1.0
+                continue
+            distinctive = vocab[cause.id] - shared
+            if distinctive:
+                hits = len(distinctive & present)
+                if hits:
+                    result[cause.id] = min(1.0, hits / min(len(distinctive), 4))
+        return result
+
+    # -- decision --------------------------------------------------------------------------
+
+    def decide(self, problem: Problem, evidence: Sequence[Evidence], context_text: str = "") -> Decision:
+        candidates = problem.candidates
+        ids = [c.id for c in candidates]
+        prior = {c.id: self.prior(problem.observations, c) for c in candidates}
+        memory: dict[str, float] = defaultdict(float)
+        contributions: dict[str, dict[str, float]] = defaultdict(dict)
+        for item in evidence:
+            for cause_id, vote in self._item_votes(item, candidates).items():
+                if cause_id in prior and vote:
+                    memory[cause_id] += vote
+                    contributions[cause_id][item.id] = contributions[cause_id].get(item.id, 0.0) + vote
+        feedback: dict[str, float] = defaultdict(float)
+        for text in problem.feedback:
+            for cause_id, vote in self.mentions(text, candidates).items():
+                feedback[cause_id] += vote
+        scores = {cid: prior[cid] + MEMORY_WEIGHT * memory[cid] + FEEDBACK_WEIGHT * feedback[cid] for cid in ids}
+        allowed = [cid for cid in ids if cid not in problem.tried] or ids
+        choice = max(allowed, key=lambda cid: (scores[cid], -ids.index(cid)))
+        exps = {cid: math.exp((scores[cid] - scores[choice]) / SOFTMAX_TEMPERATURE) for cid in allowed}
+        confidence = exps[choice] / sum(exps.values())
+        relied = tuple(sorted((i for i, v in contributions[choice].items() if v > 0),
+                              key=lambda i: -contributions[choice][i]))
+        rationale = (f"{choice}: prior {prior[choice]:.2f}, memory {memory[choice]:+.2f} "
+                     f"from {len(relied)} item(s), feedback {feedback[choice]:+.2f}")
+        return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
+                        scores={cid: round(value, 6) for cid, value in scores.items()})
+
+    def _item_votes(self, item: Evidence, candidates: Sequence[CauseInfo]) -> dict[str, float]:
+        weight = max(0.0, min(1.0, item.relevance)) ** RELEVANCE_POWER
+        if weight == 0.0:
+            return {}
+        votes: dict[str, float] = defaultdict(float)
+        if item.source == "fact":
+            if item.conclusion:
+                votes[item.conclusion] += FACT_WEIGHT * (item.confidence or 0.0) * weight
+            return votes
+        labelled = item.outcome is not None
+        if labelled:
+            answer = item.resolved_as
+            if answer is None and item.outcome == "SUCCESS" and item.choices:
+                answer = item.choices[-1]
+            if answer:
+                votes[answer] += weight
+            if item.outcome == "FAILURE" and item.choices and item.choices[-1] != answer:
+                votes[item.choices[-1]] -= weight
+            for text in item.corrections:
+                for cause_id, vote in self.mentions(text, candidates).items():
+                    votes[cause_id] += CORRECTION_SHARE * weight * vote
+            return votes
+        for cause_id, vote in self.mentions(item.text, candidates).items():
+            votes[cause_id] += weight * vote
+        return votes

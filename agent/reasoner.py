@@ -1,0 +1,71 @@
+"""The reasoner contract shared by every agent: problem + evidence → decision.
+
+Every agent in a comparison uses the same `Reasoner`; only the memory that produces the
+`Evidence` differs. Evidence items carry outcome labels and corrections when the memory
+has them (episodic memory) and only text and a relevance score when it does not (flat RAG).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class CauseInfo:
+    """The scenario's description of one candidate root cause: the only world knowledge."""
+
+    id: str  # root-cause id
+    description: str  # what it is
+    signals: tuple[str, ...]  # symptoms that usually point to it
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What the agent faces before one decision."""
+
+    observations: tuple[str, ...]  # what the environment showed for this round
+    candidates: tuple[CauseInfo, ...]  # the root causes to choose from
+    situation: str  # situation label
+    service: str  # affected service
+    attempt: int  # 1-based attempt number
+    tried: tuple[str, ...] = ()  # choices already tried and failed in this round
+    feedback: tuple[str, ...] = ()  # outcome and correction texts seen in this round so far
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One context item a memory offers the reasoner."""
+
+    id: str  # episode id, fact version id or chunk id
+    source: str  # "episode", "fact" or "chunk"
+    text: str  # what the item says (summary, fact text or raw chunk)
+    relevance: float  # similarity to the current problem, in [0, 1]
+    outcome: str | None = None  # SUCCESS / FAILURE / PARTIAL / UNKNOWN, when labelled
+    choices: tuple[str, ...] = ()  # decisions taken in the item, in order, when known
+    corrections: tuple[str, ...] = ()  # corrections received in the item
+    resolved_as: str | None = None  # the choice that finally worked for the item's problem, when known
+    conclusion: str | None = None  # a fact's conclusion
+    confidence: float | None = None  # a fact's confidence
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A reasoner's answer."""
+
+    choice: str  # chosen root-cause id
+    confidence: float  # in [0, 1]
+    rationale: str  # one or two sentences
+    relied_on: tuple[str, ...] = ()  # ids of evidence items that supported the choice
+    scores: Mapping[str, float] = field(default_factory=dict)  # per-candidate score, when available
+    usage: Mapping[str, float] = field(default_factory=dict)  # tokens, cost and latency (LLM reasoners)
+
+
+class Reasoner(Protocol):
+    """Decides a root cause from a problem and the evidence a memory supplies."""
+
+    name: str  # "heuristic" or "claude"
+
+    def decide(self, problem: Problem, evidence: Sequence[Evidence], context_text: str) -> Decision:
+        """Choose one of `problem.candidates` (never one in `problem.tried` while others remain)."""
+        ...
