@@ -72,6 +72,20 @@ class _StrictLoader(_NoDuplicates, yaml.SafeLoader):
 _FastLoader = type("_FastLoader", (_NoDuplicates, yaml.CSafeLoader), {}) if hasattr(yaml, "CSafeLoader") else _StrictLoader
 
 
+def _timestamp(loader, node):
+    """YAML timestamp constructor that reports impossible dates at their line."""
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except (ValueError, OverflowError) as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"invalid timestamp {node.value!r} ({exc})", node.start_mark
+        ) from None
+
+
+for _loader in {_StrictLoader, _FastLoader}:
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
 def _parse(text: str):
     try:
         return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - safe loader subclass
@@ -170,7 +184,7 @@ def _build(doc: Any, source: str, sha256: str) -> Scenario:
     if "schema" in doc:
         v = doc["schema"]
         if isinstance(v, bool) or v != SCHEMA_VERSION:
-            p.add("schema", f"unsupported schema {f.describe(v)}; this version reads schema {SCHEMA_VERSION}")
+            p.add("schema", f"unsupported schema version {f.describe(v)}; this version reads schema {SCHEMA_VERSION}")
     name = f.text(p, doc["name"], "name", pattern=NAME_PATTERN) if "name" in doc else None
     title = f.text(p, doc["title"], "title") if doc.get("title") is not None else ""
     desc = f.text(p, doc["description"], "description") if doc.get("description") is not None else ""
