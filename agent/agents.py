@@ -1,0 +1,254 @@
+"""Agents: one loop, three memories. The only variable between agents is memory.
+
+Every agent records the same stream (the environment's events and its own decisions),
+builds the same `Problem`, asks the same `Reasoner` and gets the same context budget.
+They differ only in what their memory returns as evidence:
+
+* `EpisodicAgent`: the full memory (episodes with outcomes, facts, causal graph).
+* `FlatRAGAgent`: top-k raw-text chunks by cosine.
+* `NoMemoryAgent`: nothing (the lower bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, Sequence
+
+import networkx as nx
+
+from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
+from baseline.flat_rag import FlatRAGMemory
+from memory.encoder import Encoder
+
+PRINCIPAL = "agent"  # tenant used by the harness
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The context budget every agent gets."""
+
+    items: int = 6  # evidence items handed to the reasoner
+    chars: int = 3000  # characters of rendered context (what an LLM would read)
+
+
+DEFAULT_BUDGET = Budget()
+
+
+class Agent(Protocol):
+    """What the harness drives."""
+
+    name: str  # agent name in reports and logs
+
+    def observe(self, events: Sequence[Any]) -> None:
+        """Record environment events (duplicates by event index are ignored)."""
+        ...
+
+    def decide(self, prompt: Any) -> Decision:
+        """Decide one attempt of the prompt's round and record the decision."""
+        ...
+
+    def close(self) -> None:
+        """Release resources (flush open episodes, close stores)."""
+        ...
+
+
+class _LoopAgent:
+    """The shared loop: event bookkeeping, problem building, decision recording."""
+
+    name = "agent"
+
+    def __init__(self, reasoner: Reasoner, budget: Budget = DEFAULT_BUDGET) -> None:
+        self.reasoner = reasoner
+        self.budget = budget
+        self._seen: set[int] = set()
+        self._round: str | None = None
+        self._observations: list[str] = []
+        self._feedback: list[str] = []
+        self._tried: list[str] = []
+        self._pending_observations: list[tuple[str, str]] = []  # (situation, text) since the last round began
+        self.last_evidence: tuple[Evidence, ...] = ()
+        self.entry_events: dict[str, int] = {}  # timeline entry id → environment event index
+
+    # -- recording (subclasses store text in their memory) ----------------------------------
+
+    def _record(self, text: str, *, kind: str, role: str, timestamp: datetime, situation: str,
+                metadata: dict[str, Any]) -> str | None:
+        return None
+
+    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
+        return [], ""
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def observe(self, events: Sequence[Any]) -> None:
+        for event in events:
+            if event.index in self._seen:
+                continue
+            self._seen.add(event.index)
+            entry_id = self._record(event.text, kind=event.kind, role=event.role, timestamp=event.timestamp,
+                         situation=event.situation, metadata=dict(event.metadata))
+            if entry_id is not None:
+                self.entry_events[entry_id] = event.index
+            if event.kind == "observation":
+                self._pending_observations.append((event.situation, event.text))
+            elif event.kind in ("outcome", "correction"):
+                self._feedback.append(event.text)
+
+    def decide(self, prompt: Any) -> Decision:
+        if prompt.round_id != self._round or prompt.attempt == 1:
+            self._round = prompt.round_id
+            self._feedback, self._tried = [], []
+            self._pending_observations.clear()
+        self.observe(prompt.events)
+        if prompt.attempt == 1:
+            self._observations = [text for situation, text in self._pending_observations
+                                  if situation == prompt.situation]
+            self._feedback = []
+        problem = Problem(
+            observations=tuple(self._observations),
+            candidates=tuple(CauseInfo(cid, prompt.root_causes[cid].description, tuple(prompt.root_causes[cid].signals))
+                             for cid in prompt.candidates),
+            situation=prompt.situation,
+            service=prompt.service,
+            attempt=prompt.attempt,
+            tried=tuple(self._tried),
+            feedback=tuple(self._feedback),
+        )
+        evidence, context_text = self._recall(problem)
+        self.last_evidence = tuple(evidence)
+        decision = self.reasoner.decide(problem, evidence, context_text)
+        self._tried.append(decision.choice)
+        self._record(
+            f"Decision: {decision.choice} — {decision.rationale}",
+            kind="decision", role="agent", timestamp=prompt.decision_time, situation=prompt.situation,
+            metadata={"choice": decision.choice, "confidence": decision.confidence, "service": prompt.service,
+                      "retrieved": [item.id for item in evidence], "relied_on": list(decision.relied_on)},
+        )
+        return decision
+
+    def close(self) -> None:
+        pass
+
+
+class NoMemoryAgent(_LoopAgent):
+    """Remembers nothing across rounds: the lower bound."""
+
+    name = "no_memory"
+
+
+class FlatRAGAgent(_LoopAgent):
+    """Flat vector RAG over the same raw text, top-k by cosine."""
+
+    name = "flat_rag"
+
+    def __init__(self, reasoner: Reasoner, encoder: Encoder, budget: Budget = DEFAULT_BUDGET) -> None:
+        super().__init__(reasoner, budget)
+        self.memory = FlatRAGMemory(encoder)
+
+    def _record(self, text, *, kind, role, timestamp, situation, metadata):
+        self.memory.add(text, principal=PRINCIPAL)
+        return None
+
+    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
+        query = " ".join(problem.observations)
+        hits = self.memory.search(query, principal=PRINCIPAL, k=self.budget.items)
+        evidence = [Evidence(id=hit.chunk.id, source="chunk", text=hit.chunk.text, relevance=max(0.0, hit.score))
+                    for hit in hits]
+        lines, used = [], 0
+        for hit in hits:
+            line = f"- ({hit.score:.2f}) {hit.chunk.text}"
+            if used + len(line) > self.budget.chars:
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return evidence, "Related notes from memory:\n" + "\n".join(lines) if lines else ""
+
+
+class EpisodicAgent(_LoopAgent):
+    """The full episodic memory: episodes with outcomes, facts, causal graph.
+
+    Args:
+        reasoner: the shared reasoner.
+        memory: an `EpisodicMemory` (the facade), configured with a retriever preset.
+        outcome_labels: when False, evidence is handed over as plain text (ablation).
+    """
+
+    name = "episodic"
+
+    def __init__(self, reasoner: Reasoner, memory: Any, budget: Budget = DEFAULT_BUDGET, *,
+                 name: str = "episodic", outcome_labels: bool = True, principal: str = PRINCIPAL) -> None:
+        super().__init__(reasoner, budget)
+        self.memory = memory
+        self.name = name
+        self.outcome_labels = outcome_labels
+        self.principal = principal
+
+    def _record(self, text, *, kind, role, timestamp, situation, metadata):
+        entry = self.memory.record(text, kind=kind, role=role, timestamp=timestamp, situation=situation,
+                                   metadata=metadata, principal=self.principal)
+        return entry.id
+
+    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
+        context = self.memory.recall(list(problem.observations), situation=problem.situation,
+                                     principal=self.principal, k=self.budget.items)
+        graph = self.memory.graph
+        evidence: list[Evidence] = []
+        for recalled in context.episodes:
+            episode = recalled.episode
+            relevance = max(0.0, float(recalled.score.relevance))
+            if not self.outcome_labels:
+                evidence.append(Evidence(id=episode.id, source="chunk", text=_episode_text(episode),
+                                         relevance=relevance))
+                continue
+            evidence.append(Evidence(
+                id=episode.id, source="episode", text=episode.summary, relevance=relevance,
+                outcome=episode.outcome.value, choices=tuple(episode.choices),
+                corrections=tuple(episode.corrections), resolved_as=resolution(graph, episode.id),
+            ))
+        if self.outcome_labels:
+            for recalled in context.facts:
+                fact = recalled.fact
+                evidence.append(Evidence(
+                    id=f"{fact.fact_id}@{fact.version}", source="fact", text=fact.text,
+                    relevance=max(0.0, min(1.0, float(recalled.match))), conclusion=fact.conclusion,
+                    confidence=float(fact.confidence)))
+        return evidence, context.render(max_chars=self.budget.chars)
+
+    def close(self) -> None:
+        self.memory.flush()
+        self.memory.close()
+
+
+def _episode_text(episode: Any) -> str:
+    parts = [episode.summary, *episode.decisions, *episode.corrections]
+    return " ".join(part for part in parts if part)
+
+
+_RESOLUTION_EDGES = ("RETRY_OF", "LEARNED_FROM")
+
+
+def resolution(graph: nx.MultiDiGraph, episode_id: str) -> str | None:
+    """The choice that finally worked for an episode's problem, read from the graph.
+
+    An episode that succeeded resolved its own problem. Otherwise the later attempts at the
+    same problem are the episodes with a RETRY_OF or LEARNED_FROM path to it; the earliest
+    successful one among them gives the answer.
+    """
+    if episode_id not in graph:
+        return None
+    node = graph.nodes[episode_id]
+    if node.get("outcome") == "SUCCESS" and node.get("choices"):
+        return node["choices"][-1]
+    retries = nx.subgraph_view(graph, filter_edge=lambda u, v, k: _edge_type(graph, u, v, k) in _RESOLUTION_EDGES)
+    later = nx.ancestors(retries, episode_id)
+    successes = [n for n in later if graph.nodes[n].get("outcome") == "SUCCESS" and graph.nodes[n].get("choices")]
+    if not successes:
+        return None
+    first = min(successes, key=lambda n: (graph.nodes[n].get("first_seq", 0), n))
+    return graph.nodes[first]["choices"][-1]
+
+
+def _edge_type(graph: nx.MultiDiGraph, u: str, v: str, key: Any) -> str:
+    value = graph.edges[u, v, key].get("type", key)
+    return getattr(value, "value", str(value))

@@ -1,0 +1,50 @@
+"""Named agent configurations the harness compares (no keyword soup at call sites)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, FlatRAGAgent, NoMemoryAgent
+from agent.reasoner import Reasoner
+from memory.encoder import Encoder
+
+
+@dataclass(frozen=True)
+class AgentPreset:
+    """How to build one named agent."""
+
+    name: str  # agent name in reports and logs
+    memory: str  # "episodic", "flat_rag" or "none"
+    retriever: str = "DEFAULT"  # retriever preset name in memory.retriever (episodic only)
+    outcome_labels: bool = True  # hand outcome labels to the reasoner (episodic only)
+    description: str = ""  # one line for --help
+
+
+PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
+    AgentPreset("episodic", "episodic", description="full episodic memory"),
+    AgentPreset("flat_rag", "flat_rag", description="top-k raw-text chunks by cosine"),
+    AgentPreset("no_memory", "none", description="no memory (lower bound)"),
+    AgentPreset("episodic-no-graph", "episodic", retriever="NO_GRAPH", description="ablation: no graph proximity"),
+    AgentPreset("episodic-no-facts", "episodic", retriever="NO_FACTS", description="ablation: no facts"),
+    AgentPreset("episodic-no-outcomes", "episodic", retriever="NO_OUTCOME_LABELS", outcome_labels=False,
+                description="ablation: episodes without outcome labels"),
+    AgentPreset("episodic-no-mmr", "episodic", retriever="NO_MMR", description="ablation: no MMR diversity"),
+)}
+DEFAULT_AGENTS = ("episodic", "flat_rag", "no_memory")
+
+
+def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, store_path: str | None = None,
+                principal: str = "agent", budget: Budget = DEFAULT_BUDGET) -> Agent:
+    """Construct the agent a preset names; episodic memory persists to `store_path` when given."""
+    if preset.memory == "none":
+        return NoMemoryAgent(reasoner, budget)
+    if preset.memory == "flat_rag":
+        return FlatRAGAgent(reasoner, encoder, budget)
+    from memory import retriever as retriever_module
+    from memory.agent_memory import EpisodicMemory
+
+    config = getattr(retriever_module, preset.retriever)
+    memory = EpisodicMemory(store_path, principal=principal, encoder=encoder, retriever=config)
+    return EpisodicAgent(reasoner, memory, budget, name=preset.name, outcome_labels=preset.outcome_labels,
+                         principal=principal)

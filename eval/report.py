@@ -1,0 +1,211 @@
+"""Render a run log with rich. Everything shown is read from the log (compute, then render)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from eval.runner import RoundRecord
+from eval.metrics import paired_test
+
+BASELINE = "flat_rag"
+SUBJECT = "episodic"
+
+
+def records(log: dict[str, Any], agent: str) -> list[RoundRecord]:
+    """The round records of one agent, rebuilt from the log."""
+    fields = RoundRecord.__dataclass_fields__
+    return [RoundRecord(**{k: (tuple(v) if k == "decisions" else v) for k, v in row.items() if k in fields})
+            for row in log["agents"][agent]["rounds"]]
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None or value != value else f"{100 * value:.0f}%"
+
+
+def _ci(pair: list[float] | None) -> str:
+    return "" if not pair or pair[0] != pair[0] else f"[{100 * pair[0]:.0f}–{100 * pair[1]:.0f}]"
+
+
+class Report:
+    """A comparison report; ``rich.print(Report(log))`` shows it."""
+
+    def __init__(self, log: dict[str, Any]) -> None:
+        self.log = log
+        self.agents = list(log["agents"])
+
+    def __rich__(self) -> Group:
+        parts: list[Any] = [self._header()]
+        for scenario in self.log["scenarios"]:
+            parts.append(self.rounds_table(scenario["name"]))
+        parts += [self.accuracy_table(), self.significance(), self.retrieval_table()]
+        layers = self.layers_table()
+        if layers is not None:
+            parts.append(layers)
+        if self.log["mode"] == "claude":
+            parts.append(self.usage_table())
+        if self.log.get("status") != "success":
+            parts.append(Text(f"run incomplete: {self.log.get('error')}", style="bold red"))
+        return Group(*parts)
+
+    def _header(self) -> Text:
+        names = ", ".join(s["name"] for s in self.log["scenarios"])
+        seeds = self.log["seeds"]
+        seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]} ({len(seeds)})"
+        text = Text(f"{names} · {self.log['mode']} mode · {seed_text} · agents: {', '.join(self.agents)}", style="bold")
+        if self.log["mode"] == "heuristic":
+            text.append("\nheuristic mode: a deterministic stand-in reasoner; it tests the memory's evidence, "
+                        "not an LLM's judgment (see README)", style="dim")
+        return text
+
+    def rounds_table(self, scenario: str) -> Table:
+        """Side by side, per round: first decision ✓/✗ (or share right over seeds) and attempts."""
+        per_agent = {a: [r for r in records(self.log, a) if r.scenario == scenario] for a in self.agents}
+        order: list[str] = []
+        info: dict[str, RoundRecord] = {}
+        for rows in per_agent.values():
+            for r in rows:
+                if r.round not in info:
+                    order.append(r.round)
+                    info[r.round] = r
+        many = len(self.log["seeds"]) > 1
+        table = Table(title=f"{scenario}: first attempt per round" + (" (right / seeds)" if many else ""))
+        for column in ("round", "kind", "truth"):
+            table.add_column(column)
+        for agent in self.agents:
+            table.add_column(agent, justify="center")
+        table.add_column("differ", justify="center")
+        for round_id in order:
+            cells, firsts = [], []
+            for agent in self.agents:
+                rows = [r for r in per_agent[agent] if r.round == round_id]
+                if not rows:
+                    cells.append("·")
+                    continue
+                right = sum(r.first_correct for r in rows)
+                attempts = sum(r.attempts for r in rows) / len(rows)
+                firsts.append(tuple(r.first_decision for r in rows))
+                if many:
+                    style = "green" if right == len(rows) else ("red" if right == 0 else "yellow")
+                    cells.append(f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})")
+                else:
+                    mark = "[green]✓[/]" if right else f"[red]✗ {rows[0].first_decision}[/]"
+                    cells.append(f"{mark} ({rows[0].attempts})")
+            differs = "◆" if len(set(firsts)) > 1 else ""
+            r = info[round_id]
+            table.add_row(round_id, r.kind, r.truth, *cells, differs)
+        table.caption = "cells: first decision (attempts used); ◆ = agents' first decisions differ"
+        return table
+
+    def accuracy_table(self) -> Table:
+        """First-attempt accuracy per kind and overall, with 95% intervals over seeds × rounds."""
+        kinds: list[str] = []
+        for agent in self.agents:
+            for kind in self.log["agents"][agent]["summary"].get("per_kind", {}):
+                if kind not in kinds:
+                    kinds.append(kind)
+        table = Table(title="first-attempt accuracy [95% CI]")
+        table.add_column("kind")
+        for agent in self.agents:
+            table.add_column(agent, justify="right")
+        for kind in kinds:
+            row = []
+            for agent in self.agents:
+                stats = self.log["agents"][agent]["summary"].get("per_kind", {}).get(kind)
+                row.append("—" if not stats else
+                           f"{_pct(stats['first_attempt_accuracy'])} {_ci(stats['ci95'])} n={stats['n']}")
+            table.add_row(kind, *row)
+        overall, solved = [], []
+        for agent in self.agents:
+            s = self.log["agents"][agent]["summary"]
+            overall.append(f"[bold]{_pct(s.get('first_attempt_accuracy'))}[/] {_ci(s.get('first_attempt_ci95'))} "
+                           f"n={s.get('rounds', 0)}")
+            solved.append(f"{_pct(s.get('solve_rate'))} · {s.get('mean_attempts') or 0:.2f} att.")
+        table.add_row("[bold]overall[/]", *overall)
+        table.add_row("solved · mean attempts", *solved)
+        return table
+
+    def significance(self) -> Text:
+        """Exact McNemar test, episodic vs flat_rag, paired by scenario, seed and round."""
+        if SUBJECT not in self.agents or BASELINE not in self.agents:
+            return Text("")
+        test = paired_test(records(self.log, SUBJECT), records(self.log, BASELINE))
+        if test is None:
+            return Text("")
+        verdict = ("episodic ahead" if test.a_only > test.b_only else
+                   "flat_rag ahead" if test.b_only > test.a_only else "no difference")
+        return Text(f"paired exact McNemar, episodic vs flat_rag (first attempt): only episodic right "
+                    f"{test.a_only}, only flat_rag right {test.b_only}, p = {test.p_value:.4g} — {verdict}"
+                    + (" (not significant at 0.05)" if test.p_value >= 0.05 else ""))
+
+    def retrieval_table(self) -> Table:
+        """What the memories handed the reasoner, and how it went."""
+        table = Table(title="retrieval quality (first attempts)")
+        for column in ("agent", "items", "with outcome labels", "pattern applied ✓", "false positives ✗", "ms/round"):
+            table.add_column(column, justify="right" if column != "agent" else "left")
+        for agent in self.agents:
+            s = self.log["agents"][agent]["summary"]
+            r = s.get("retrieval", {})
+            table.add_row(agent, str(r.get("items_retrieved", 0)), _pct(r.get("labelled_share")),
+                          str(r.get("pattern_applications", 0)), str(r.get("false_positives", 0)),
+                          f"{s.get('latency_ms_per_round') or 0:.2f}")
+        table.caption = ("pattern applied: first decision relied on memory and was right; "
+                         "false positive: relied on memory and was wrong")
+        return table
+
+    def layers_table(self) -> Table | None:
+        """Layer quality against the simulator's ground truth (episodic agents)."""
+        rows = [(a, self.log["agents"][a]["layers"]) for a in self.agents if self.log["agents"][a].get("layers")]
+        if not rows:
+            return None
+        edge_types = sorted({t for _, layers in rows for t in layers.get("edges", {})})
+        table = Table(title="memory layers vs ground truth (mean over runs)")
+        table.add_column("agent")
+        table.add_column("boundary F1", justify="right")
+        table.add_column("outcome acc.", justify="right")
+        for edge_type in edge_types:
+            table.add_column(f"{edge_type} P/R", justify="right")
+        for agent, layers in rows:
+            cells = []
+            for edge_type in edge_types:
+                e = layers.get("edges", {}).get(edge_type, {})
+                cells.append(f"{_pct(e.get('precision'))}/{_pct(e.get('recall'))}")
+            table.add_row(agent, f"{layers.get('boundary_f1', 0):.3f}", _pct(layers.get("outcome_accuracy")), *cells)
+        return table
+
+    def usage_table(self) -> Table:
+        """Tokens, cost and latency (Claude mode)."""
+        table = Table(title="LLM usage")
+        for column in ("agent", "input tokens", "output tokens", "cost (USD)", "ms/round"):
+            table.add_column(column, justify="right" if column != "agent" else "left")
+        for agent in self.agents:
+            s = self.log["agents"][agent]["summary"]
+            table.add_row(agent, str(s.get("input_tokens", 0)), str(s.get("output_tokens", 0)),
+                          f"{s.get('cost_usd', 0):.4f}", f"{s.get('latency_ms_per_round') or 0:.0f}")
+        return table
+
+
+def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Average layer-quality dicts over runs (None when there are none)."""
+    items = [i for i in items if i]
+    if not items:
+        return None
+    def avg(values: list[float | None]) -> float | None:
+        values = [v for v in values if v is not None and v == v]
+        return sum(values) / len(values) if values else None
+    edges: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for item in items:
+        for edge_type, score in item.get("edges", {}).items():
+            for key in ("precision", "recall"):
+                edges[edge_type][key].append(score.get(key))
+    return {
+        "boundary_f1": avg([i.get("boundary_f1") for i in items]),
+        "boundary_precision": avg([i.get("boundary_precision") for i in items]),
+        "boundary_recall": avg([i.get("boundary_recall") for i in items]),
+        "outcome_accuracy": avg([i.get("outcome_accuracy") for i in items]),
+        "edges": {t: {k: avg(v) for k, v in scores.items()} for t, scores in sorted(edges.items())},
+    }

@@ -1,0 +1,108 @@
+"""Play one agent through one scenario with one seed, and record what happened."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agent.agents import Agent
+from scenarios import Scenario
+from simulator import DebugEnv, GroundTruth
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One round as played by one agent (the run log's per-round record)."""
+
+    scenario: str  # scenario name
+    seed: int  # simulator seed
+    round: str  # round id
+    kind: str  # round kind label
+    truth: str  # the true root cause
+    first_decision: str  # choice at the first attempt
+    first_correct: bool  # whether the first attempt was right
+    solved: bool  # whether any attempt was right
+    attempts: int  # attempts used
+    decisions: tuple[str, ...] = ()  # every choice, in order
+    first_confidence: float = 0.0  # reasoner confidence at the first attempt
+    retrieved: int = 0  # evidence items retrieved at the first attempt
+    labelled: int = 0  # of which carried an explicit outcome label (or were facts)
+    relied_on_memory: bool = False  # the first decision relied on at least one memory item
+    latency_ms: float = 0.0  # total decision time over the round's attempts
+    input_tokens: int = 0  # LLM input tokens over the round (Claude mode)
+    output_tokens: int = 0  # LLM output tokens over the round
+    cost_usd: float = 0.0  # LLM cost over the round
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["decisions"] = list(self.decisions)
+        return data
+
+
+@dataclass
+class Playthrough:
+    """Everything one (agent, scenario, seed) run produced."""
+
+    rounds: list[RoundRecord] = field(default_factory=list)  # completed rounds, in order
+    truth: GroundTruth | None = None  # simulator ground truth (evaluation only)
+    layers: dict[str, Any] | None = None  # memory-layer quality vs ground truth (episodic agents)
+    error: str | None = None  # what stopped the run early, if anything
+
+
+def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough | None = None) -> Playthrough:
+    """Run `agent` through `scenario`; completed rounds are kept even if a later one fails.
+
+    Exceptions propagate after `playthrough` (when given) holds every finished round, so a
+    caller can log what completed before the failure.
+    """
+    result = playthrough if playthrough is not None else Playthrough()
+    env = DebugEnv(scenario)
+    prompt, _ = env.reset(seed=seed)
+    current: dict[str, Any] | None = None
+    while prompt is not None:
+        if prompt.attempt == 1:
+            current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0}
+        started = time.perf_counter()
+        decision = agent.decide(prompt)
+        current["latency"] += (time.perf_counter() - started) * 1000.0
+        current["in"] += int(decision.usage.get("input_tokens", 0))
+        current["out"] += int(decision.usage.get("output_tokens", 0))
+        current["cost"] += float(decision.usage.get("cost_usd", 0.0))
+        if prompt.attempt == 1:
+            evidence = getattr(agent, "last_evidence", ())
+            current.update(confidence=decision.confidence, retrieved=len(evidence),
+                           labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
+                           relied=bool(decision.relied_on))
+        current["decisions"].append(decision.choice)
+        step = env.step(decision.choice)
+        agent.observe(step.events)
+        if step.round_done:
+            info = step.info
+            decisions = tuple(current["decisions"])
+            result.rounds.append(RoundRecord(
+                scenario=scenario.name, seed=seed, round=info["round_id"], kind=info["kind"], truth=info["truth"],
+                first_decision=decisions[0], first_correct=decisions[0] == info["truth"],
+                solved=bool(info["solved"]), attempts=len(decisions), decisions=decisions,
+                first_confidence=float(current["confidence"]), retrieved=current["retrieved"],
+                labelled=current["labelled"], relied_on_memory=current["relied"],
+                latency_ms=round(current["latency"], 3), input_tokens=current["in"], output_tokens=current["out"],
+                cost_usd=round(current["cost"], 6),
+            ))
+        prompt = step.prompt
+    result.truth = env.ground_truth()
+    result.layers = measure_layers(agent, result.truth)
+    agent.close()
+    return result
+
+
+def measure_layers(agent: Agent, truth: GroundTruth) -> dict[str, Any] | None:
+    """Score an episodic agent's episodes and edges against the simulator's ground truth."""
+    memory = getattr(agent, "memory", None)
+    if memory is None or not hasattr(memory, "episodes"):
+        return None
+    from eval.layers import layer_quality
+
+    memory.flush()
+    quality = layer_quality(truth, dict(agent.entry_events), memory.episodes(), memory.edges())
+    return quality.to_json()

@@ -1,0 +1,48 @@
+"""Statistics for the comparison: confidence intervals and paired tests (pure functions)."""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+
+class Interval(NamedTuple):
+    """A proportion with its 95% confidence interval."""
+
+    value: float  # observed proportion
+    low: float  # lower bound
+    high: float  # upper bound
+    n: int  # number of trials
+
+
+def wilson(successes: int, trials: int, *, z: float = 1.959964) -> Interval:
+    """Wilson score interval for a binomial proportion (95% by default)."""
+    if trials == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0)
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), trials)
+
+
+class McNemar(NamedTuple):
+    """Exact McNemar test on paired binary outcomes."""
+
+    a_only: int  # pairs where only A was right
+    b_only: int  # pairs where only B was right
+    p_value: float  # two-sided exact p-value (1.0 when there are no discordant pairs)
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
+    """Two-sided exact McNemar test (binomial test on the discordant pairs)."""
+    if len(a) != len(b):
+        raise ValueError("paired samples must have the same length")
+    a_only = sum(1 for x, y in zip(a, b) if x and not y)
+    b_only = sum(1 for x, y in zip(a, b) if y and not x)
+    n = a_only + b_only
+    if n == 0:
+        return McNemar(a_only, b_only, 1.0)
+    k = min(a_only, b_only)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return McNemar(a_only, b_only, min(1.0, 2 * tail))
