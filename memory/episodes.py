@@ -46,6 +46,7 @@ class Episode:
     assumptions: tuple[str, ...] = ()  # stated assumptions (decision metadata or "assum…" sentences)
     corrections: tuple[str, ...] = ()  # texts of correction entries
     actions: tuple[str, ...] = ()  # texts of action entries (changes made: deploys, config edits)
+    observations: tuple[str, ...] = ()  # texts of observation entries (what was seen), in order
 
     def to_record(self) -> dict[str, Any]:
         """JSON form for the store."""
@@ -62,7 +63,7 @@ class Episode:
         fields["start"] = parse_timestamp(fields["start"])
         fields["end"] = parse_timestamp(fields["end"])
         fields["outcome"] = Outcome(fields["outcome"])
-        for key in ("entry_ids", "decisions", "choices", "assumptions", "corrections", "actions"):
+        for key in ("entry_ids", "decisions", "choices", "assumptions", "corrections", "actions", "observations"):
             fields[key] = tuple(fields.get(key, ()))
         return cls(**fields)
 
