@@ -129,7 +129,8 @@ def generate(rounds: int, seed: int, name: str | None = None) -> dict:
 
 def to_yaml(doc: dict) -> str:
     """Serializes a scenario document deterministically."""
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # same text, 5x faster
+    return yaml.dump(doc, Dumper=dumper, sort_keys=False, allow_unicode=True, width=1000)
 
 
 def _fill(template: str, v: dict) -> str:
