@@ -23,7 +23,9 @@ def wilson(successes: int, trials: int, *, z: float = 1.959964) -> Interval:
     denominator = 1 + z * z / trials
     centre = (p + z * z / (2 * trials)) / denominator
     half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), trials)
+    low = 0.0 if successes == 0 else max(0.0, min(p, centre - half))
+    high = 1.0 if successes == trials else min(1.0, max(p, centre + half))
+    return Interval(p, low, high, trials)
 
 
 class McNemar(NamedTuple):

@@ -1,0 +1,62 @@
+"""The heuristic reasoner: prior from world knowledge, outcome-aware evidence, text evidence."""
+
+from agent.heuristic import HeuristicReasoner, split_negation, stems
+from agent.reasoner import CauseInfo, Evidence, Problem
+
+POOL = CauseInfo("pool_exhaustion", "A client connection pool is exhausted; requests wait for a connection",
+                 ("timeout acquiring connection", "pool exhausted"))
+DEPLOY = CauseInfo("bad_release", "A release shipped a wrong configuration value", ("right after deploy", "new version"))
+REASONER = HeuristicReasoner()
+
+
+def _problem(*observations, tried=(), feedback=()):
+    return Problem(observations=observations, candidates=(POOL, DEPLOY), situation="incident", service="svc",
+                   attempt=1 + len(tried), tried=tried, feedback=feedback)
+
+
+def test_prior_follows_signals():
+    assert REASONER.decide(_problem("logs: pool exhausted, timeout acquiring connection"), []).choice == "pool_exhaustion"
+    assert REASONER.decide(_problem("errors began right after deploy of the new version"), []).choice == "bad_release"
+
+
+def test_failed_episode_with_resolution_overrides_surface_similarity():
+    problem = _problem("logs: pool exhausted, timeout acquiring connection; rollout finished 2 minutes earlier")
+    assert REASONER.decide(problem, []).choice == "pool_exhaustion"
+    lesson = Evidence(id="ep", source="episode", text="same symptoms after a rollout", relevance=0.9,
+                      outcome="FAILURE", choices=("pool_exhaustion",), resolved_as="bad_release")
+    decision = REASONER.decide(problem, [lesson])
+    assert decision.choice == "bad_release" and decision.relied_on == ("ep",)
+
+
+def test_unlabelled_text_votes_by_what_it_mentions():
+    problem = _problem("requests time out")
+    chunk = Evidence(id="c1", source="chunk", text="Decision: bad_release — rolled back", relevance=0.9)
+    assert REASONER.decide(problem, [chunk]).choice == "bad_release"
+    # the same text as a labelled failure votes the other way
+    failed = Evidence(id="e1", source="episode", text="rolled back", relevance=0.9, outcome="FAILURE",
+                      choices=("bad_release",))
+    assert REASONER.decide(problem, [failed]).choice == "pool_exhaustion"
+
+
+def test_facts_vote_with_confidence():
+    problem = _problem("requests time out")
+    fact = Evidence(id="f@1", source="fact", text="when rollout → bad_release", relevance=1.0,
+                    conclusion="bad_release", confidence=0.9)
+    assert REASONER.decide(problem, [fact]).choice == "bad_release"
+
+
+def test_tried_choices_are_excluded_and_feedback_counts():
+    problem = _problem("pool exhausted", tried=("pool_exhaustion",))
+    assert REASONER.decide(problem, []).choice == "bad_release"
+    corrected = _problem("requests time out", feedback=("It was the new version, not the pool",))
+    assert REASONER.decide(corrected, []).choice == "bad_release"
+
+
+def test_negation_split_and_stems():
+    assert split_negation("It was the release, not the pool") == ("It was the release, ", " the pool")
+    assert "exhaus" in stems("Exhausted") and "exhaus" in stems("exhaustion") and "the" not in stems("the pool")
+
+
+def test_deterministic():
+    problem = _problem("pool exhausted right after deploy")
+    assert REASONER.decide(problem, []) == REASONER.decide(problem, [])
