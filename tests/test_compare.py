@@ -1,0 +1,95 @@
+"""`python -m eval.compare` in-process: run log contract, report agreement, determinism, errors."""
+
+import json
+
+import pytest
+
+import scenarios
+from eval import runlog
+from eval.compare import main
+from eval.metrics import summary
+from eval.report import Report, records
+
+ROUND_KEYS = {"scenario", "seed", "round", "kind", "truth", "first_decision", "first_correct", "solved", "attempts"}
+
+
+def _run(tmp_path, *args):
+    path = tmp_path / "log.json"
+    code = main([*args, "--json", str(path)])
+    return code, runlog.read(path)
+
+
+def test_default_run_writes_a_schema_1_log_that_the_report_agrees_with(tmp_path, capsys):
+    code, log = _run(tmp_path, "--seeds", "2")
+    assert code == 0
+    assert log["schema"] == 1 and log["status"] == "success" and log["mode"] == "heuristic"
+    assert log["seeds"] == [0, 1]
+    scenario = scenarios.load("pool-vs-deploy")
+    assert log["scenarios"] == [{"name": "pool-vs-deploy", "sha256": scenario.sha256}]
+    assert set(log["agents"]) == {"episodic", "flat_rag", "no_memory"}
+    for name, entry in log["agents"].items():
+        assert len(entry["rounds"]) == 2 * len(scenario.rounds)
+        assert all(ROUND_KEYS <= set(row) for row in entry["rounds"])
+        recomputed = summary(records(log, name))
+        assert entry["summary"]["first_attempt_accuracy"] == recomputed["first_attempt_accuracy"]
+        assert entry["summary"]["solve_rate"] == recomputed["solve_rate"]
+        right = sum(row["first_correct"] for row in entry["rounds"])
+        assert entry["summary"]["first_attempt_accuracy"] == pytest.approx(right / len(entry["rounds"]))
+    layers = log["agents"]["episodic"]["layers"]
+    assert 0.0 <= layers["boundary_f1"] <= 1.0 and 0.0 <= layers["outcome_accuracy"] <= 1.0
+    assert {"RETRY_OF", "LEARNED_FROM", "CAUSED_BY"} <= set(layers["edges"])
+    out = capsys.readouterr().out
+    for name, entry in log["agents"].items():
+        assert f"{100 * entry['summary']['first_attempt_accuracy']:.0f}%" in out
+    assert "McNemar" in out
+
+
+def test_same_seeds_give_identical_numbers(tmp_path):
+    _, first = _run(tmp_path, "ci-failures", "--seeds", "2")
+    _, second = _run(tmp_path, "ci-failures", "--seeds", "2")
+    for name in first["agents"]:
+        strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
+        assert strip(first["agents"][name]["rounds"]) == strip(second["agents"][name]["rounds"])
+
+
+def test_bad_scenario_is_located_and_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: 1\nname: x\nroot_causes: {}\nrounds: []\n")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "Traceback" not in err
+
+
+def test_unknown_agent_and_missing_scenario_exit_2(capsys):
+    assert main(["--agents", "oracle"]) == 2
+    assert "unknown agent(s) oracle" in capsys.readouterr().err
+    assert main(["no-such-scenario"]) == 2
+
+
+def test_failure_midway_keeps_completed_rounds(tmp_path, monkeypatch):
+    from agent.heuristic import HeuristicReasoner
+
+    calls = {"n": 0}
+    original = HeuristicReasoner.decide
+
+    def flaky(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] > 20:  # no_memory needs at most 9 rounds x 2 attempts = 18
+            raise RuntimeError("API gave up after retries")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(HeuristicReasoner, "decide", flaky)
+    code, log = _run(tmp_path, "--seeds", "1", "--agents", "no_memory", "flat_rag")
+    assert code == 1
+    assert log["status"] == "error" and "API gave up" in log["error"]
+    completed = log["agents"]["no_memory"]["rounds"]
+    assert len(completed) == 9  # the first agent finished its run before the failure
+    assert len(log["agents"]["flat_rag"]["rounds"]) < 9
+
+
+def test_store_option_leaves_a_verifiable_store(tmp_path):
+    from memory.__main__ import main as memory_main
+
+    store = tmp_path / "memory.sqlite"
+    assert main(["--seeds", "1", "--agents", "episodic", "--store", str(store), "--quiet"]) == 0
+    assert memory_main(["verify", str(store)]) == 0
