@@ -1,0 +1,440 @@
+"""Layer 4, facts: versioned heuristics generalized from episodes with confirmed outcomes.
+
+A fact says "when these terms appear in the observations, the answer is this choice".
+Everything here is a pure function of plain data: the caller passes `Evidence` (one per
+closed episode that tested a choice) and gets `FactVersion` values back.
+
+Rules (all thresholds live in `FactConfig`):
+
+- **Labels.** A SUCCESS episode confirms its last choice; a FAILURE episode refutes it.
+  Other outcomes, and episodes without a structured choice, are not evidence.
+- **Extraction** (no LLM): for a conclusion ``c`` confirmed by at least ``min_coverage``
+  episodes, terms are ranked by smoothed log-odds of appearing in episodes confirming
+  ``c`` versus episodes labelled otherwise (confirming another choice, or refuting ``c``).
+  The condition grows greedily (at most ``max_terms`` terms, conjunctive) while that raises
+  the precision of the condition for ``c`` and keeps coverage ≥ ``min_coverage``.
+- **Usefulness** (measured on past episodes, stored in the record): among labelled
+  episodes whose observations contain every condition term, ``precision`` = share that
+  confirm the conclusion, ``coverage`` = how many confirm it, ``lift`` = precision over the
+  conclusion's base rate among all labelled episodes. A fact must reach
+  ``min_precision``, ``min_coverage`` and ``min_lift``; vague facts are rejected.
+- **Confidence** is the posterior mean of Beta(α0 + |support|, β0 + |contradict|), where
+  support and contradict are *sets* of episode ids, so an episode never counts twice.
+  An episode supports a fact when it confirms the conclusion and its observations match
+  the condition (or its decision cited the fact); it contradicts when it confirms another
+  choice or refutes the conclusion under the same test.
+- **Revision.** When confidence falls below ``revise_below`` (or the condition stops
+  passing the usefulness check on the evidence so far), the fact is revised into a
+  new version: either *drift* (the last ``drift_window`` matching labelled episodes all
+  confirm another choice, so the conclusion changes and only evidence from then on
+  counts) or *specialization* (add the term that best separates support from
+  contradiction). The candidate with the higher confidence that passes the usefulness
+  check wins; when none passes, a ``retired`` version records why. Old versions are
+  never changed: ``fact_history`` answers how a belief changed and on what evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+
+from memory.episodes import Episode, Outcome
+from memory.timeline import format_timestamp, parse_timestamp
+
+ACTIVE = "active"  # the version is a usable belief
+RETIRED = "retired"  # no revision passed the usefulness check; kept for history
+
+_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII)
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers him his how i if in into is it its
+    itself just me more most my no nor not now of off on once only or other our ours out
+    over own same she should so some such than that the their them then there these they
+    this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours per via still only""".split()
+)
+
+
+def normalize_term(word: str) -> str:
+    """Lower-cased word with a light, documented suffix strip (-ing, -ed, -es after a sibilant, -s)."""
+    word = word.lower()
+    if word.endswith("ing") and len(word) >= 7:
+        return word[:-3]
+    if word.endswith("ed") and len(word) >= 6:
+        return word[:-2]
+    if word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> frozenset[str]:
+    """Normalized content terms of a text: alphabetic words of 3+ letters, no stopwords."""
+    words = _WORD.findall(text.lower())
+    return frozenset(normalize_term(w) for w in words if len(w) >= 3 and w not in _STOPWORDS)
+
+
+@dataclass(frozen=True)
+class FactConfig:
+    """Thresholds of extraction, usefulness, confidence and revision."""
+
+    prior_support: float = 1.0  # α0 of the Beta prior
+    prior_contradict: float = 1.0  # β0 of the Beta prior
+    revise_below: float = 0.6  # confidence under which a fact is revised
+    min_precision: float = 0.75  # usefulness: precision of the condition for the conclusion
+    min_coverage: int = 2  # usefulness: episodes confirming the conclusion under the condition
+    min_lift: float = 1.2  # usefulness: precision over the conclusion's base rate
+    max_terms: int = 3  # most terms in a condition
+    min_term_share: float = 0.5  # a condition term appears in at least this share of supporting episodes
+    drift_window: int = 2  # recent matching episodes that must agree on another answer to call drift
+
+
+DEFAULT_FACTS = FactConfig()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one closed episode says about a choice, as plain data."""
+
+    episode_id: str  # the episode
+    principal: str  # its tenant
+    terms: frozenset[str]  # normalized terms of the observations of the problem it worked on
+    choice: str  # the choice tested (last structured choice of the episode)
+    outcome: Outcome  # SUCCESS confirms `choice`; FAILURE refutes it
+    at: datetime  # when the episode ended
+    cited: frozenset[str] = frozenset()  # fact ids its decisions retrieved or relied on
+
+
+def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = ()) -> Evidence | None:
+    """Evidence of a closed episode, or None when it tested no choice or has no verdict."""
+    if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
+        return None
+    return Evidence(episode_id=episode.id, principal=episode.principal, terms=terms(observation_text),
+                    choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
+                    cited=frozenset(fact_id_of(c) for c in cited))
+
+
+class Usefulness(NamedTuple):
+    """Measured discrimination of a condition for a conclusion on past episodes."""
+
+    coverage: int  # matching episodes confirming the conclusion
+    matched: int  # matching labelled episodes (confirming it or labelled otherwise)
+    precision: float  # coverage / matched
+    base_rate: float  # share of all labelled episodes confirming the conclusion
+    lift: float  # precision / base_rate
+    passed: bool  # meets every threshold of the config
+
+
+@dataclass(frozen=True)
+class FactVersion:
+    """One immutable version of a fact; a changed belief is a new version."""
+
+    fact_id: str  # stable identity across versions
+    version: int  # 1, 2, ...
+    principal: str  # tenant the fact belongs to
+    text: str  # human-readable "when <terms> → <conclusion>"
+    condition: tuple[str, ...]  # normalized terms that must all be present in the observations
+    conclusion: str  # the choice the evidence converged on
+    confidence: float  # posterior mean of Beta(α0 + support, β0 + contradict)
+    support: tuple[str, ...]  # ids of supporting episodes (sorted, unique)
+    contradict: tuple[str, ...]  # ids of contradicting episodes (sorted, unique)
+    created_at: datetime  # end of the episode whose closing produced this version
+    supersedes: int | None  # previous version number, None for the first
+    status: str  # ACTIVE or RETIRED
+    reason: str  # why this version exists (extracted, reinforced, specialized, drift, retired)
+    usefulness: Usefulness  # measured when the version was made
+    since: datetime | None = None  # evidence before this time is ignored (set by drift)
+
+    @property
+    def id(self) -> str:
+        """Identifier of this version, used in decision metadata ("retrieved")."""
+        return f"{self.fact_id}@{self.version}"
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON form for the store."""
+        return {
+            "fact_id": self.fact_id, "version": self.version, "principal": self.principal, "text": self.text,
+            "condition": list(self.condition), "conclusion": self.conclusion,
+            "confidence": round(self.confidence, 6), "support": list(self.support),
+            "contradict": list(self.contradict), "created_at": format_timestamp(self.created_at),
+            "supersedes": self.supersedes, "status": self.status, "reason": self.reason,
+            "usefulness": {**self.usefulness._asdict(), "precision": round(self.usefulness.precision, 6),
+                           "base_rate": round(self.usefulness.base_rate, 6),
+                           "lift": round(self.usefulness.lift, 6)},
+            "since": format_timestamp(self.since) if self.since else None,
+        }
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> "FactVersion":
+        """Inverse of `to_record`."""
+        return cls(
+            fact_id=data["fact_id"], version=int(data["version"]), principal=data["principal"], text=data["text"],
+            condition=tuple(data["condition"]), conclusion=data["conclusion"], confidence=float(data["confidence"]),
+            support=tuple(data["support"]), contradict=tuple(data["contradict"]),
+            created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
+            reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
+            since=parse_timestamp(data["since"]) if data.get("since") else None,
+        )
+
+
+def fact_id_of(identifier: str) -> str:
+    """The fact id of a version id (``fact@3`` → ``fact``); other ids unchanged."""
+    return identifier.split("@", 1)[0]
+
+
+def describe(condition: Sequence[str], conclusion: str) -> str:
+    """Human-readable text of a fact."""
+    return f"when {' + '.join(condition)} → {conclusion}"
+
+
+def confidence(support: int, contradict: int, config: FactConfig = DEFAULT_FACTS) -> float:
+    """Posterior mean of Beta(α0 + support, β0 + contradict)."""
+    a = config.prior_support + support
+    return a / (a + config.prior_contradict + contradict)
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def _label(ev: Evidence, conclusion: str) -> bool | None:
+    """True: confirms the conclusion; False: labelled otherwise; None: says nothing about it."""
+    if ev.outcome is Outcome.SUCCESS:
+        return ev.choice == conclusion
+    return False if ev.choice == conclusion else None
+
+
+def matches(condition: Iterable[str], ev: Evidence) -> bool:
+    """Whether every condition term is in the episode's observations."""
+    return set(condition) <= ev.terms
+
+
+def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence],
+            config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Usefulness:
+    """Precision, coverage and lift of ``condition → conclusion`` on past episodes.
+
+    The base rate is taken over all labelled episodes; with `since`, only matching
+    episodes from then on count towards precision and coverage (after a drift).
+    """
+    labels = [(ev, _label(ev, conclusion)) for ev in evidence]
+    labelled = [(ev, lab) for ev, lab in labels if lab is not None]
+    positives = sum(1 for _, lab in labelled if lab)
+    base = positives / len(labelled) if labelled else 0.0
+    hit = [lab for ev, lab in labelled if matches(condition, ev) and (since is None or ev.at >= since)]
+    coverage = sum(hit)
+    precision = coverage / len(hit) if hit else 0.0
+    lift = precision / base if base else 0.0
+    passed = (coverage >= config.min_coverage and precision >= config.min_precision
+              and lift >= config.min_lift and bool(condition))
+    return Usefulness(coverage, len(hit), precision, base, lift, passed)
+
+
+def _log_odds(term: str, pos: Sequence[Evidence], neg: Sequence[Evidence]) -> float:
+    p = sum(term in ev.terms for ev in pos)
+    n = sum(term in ev.terms for ev in neg)
+    return math.log((p + 0.5) / (len(pos) - p + 0.5)) - math.log((n + 0.5) / (len(neg) - n + 0.5))
+
+
+def induce_condition(conclusion: str, evidence: Sequence[Evidence], config: FactConfig = DEFAULT_FACTS,
+                     *, start: Sequence[str] = ()) -> tuple[str, ...]:
+    """Greedy conjunctive condition for a conclusion (see the module docstring).
+
+    Args:
+        conclusion: the choice to explain.
+        evidence: labelled past episodes.
+        start: terms the condition must keep (used when specializing a fact).
+    """
+    condition = list(start)
+    pos = [ev for ev in evidence if _label(ev, conclusion) is True]
+    neg = [ev for ev in evidence if _label(ev, conclusion) is False]
+    while len(condition) < config.max_terms:
+        covered_pos = [ev for ev in pos if matches(condition, ev)]
+        covered_neg = [ev for ev in neg if matches(condition, ev)]
+        if condition and not covered_neg:
+            break
+        shared = {t for ev in covered_pos for t in ev.terms} - set(condition)
+        ranked = sorted(
+            (t for t in shared
+             if sum(t in ev.terms for ev in covered_pos) >= max(config.min_coverage,
+                                                                config.min_term_share * len(pos))),
+            key=lambda t: (-_log_odds(t, covered_pos, covered_neg), t),
+        )
+        if not ranked:
+            break
+        best = ranked[0]
+        before = measure(condition, conclusion, evidence, config).precision if condition else -1.0
+        after = measure(condition + [best], conclusion, evidence, config)
+        if after.precision <= before or after.coverage < config.min_coverage:
+            break
+        condition.append(best)
+    return tuple(sorted(set(condition)))
+
+
+def new_fact_id(principal: str, conclusion: str, condition: Sequence[str], origin: str) -> str:
+    """Stable identity of a fact: its tenant, first conclusion, first condition and origin episode."""
+    blob = "\n".join([principal, conclusion, " ".join(condition), origin])
+    return "fact-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+# -- the lifecycle -----------------------------------------------------------------------
+
+
+class Assessment(NamedTuple):
+    """Support and contradiction of a condition/conclusion over evidence."""
+
+    support: tuple[str, ...]  # episode ids that confirm it (sorted, unique)
+    contradict: tuple[str, ...]  # episode ids that go against it (sorted, unique)
+    confidence: float  # Beta posterior mean
+
+
+def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence],
+           config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Assessment:
+    """Count each relevant episode once: matched by the condition, or citing the fact."""
+    support: set[str] = set()
+    contradict: set[str] = set()
+    for ev in evidence:
+        if since is not None and ev.at < since:
+            continue
+        if not (matches(condition, ev) or fact_id in ev.cited):
+            continue
+        label = _label(ev, conclusion)
+        if label is True:
+            support.add(ev.episode_id)
+        elif label is False:
+            contradict.add(ev.episode_id)
+    return Assessment(tuple(sorted(support)), tuple(sorted(contradict)),
+                      confidence(len(support), len(contradict), config))
+
+
+def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: Sequence[str],
+             conclusion: str, evidence: Sequence[Evidence], config: FactConfig, at: datetime, reason: str,
+             since: datetime | None, status: str = ACTIVE) -> FactVersion:
+    assessed = assess(fact_id, condition, conclusion, evidence, config, since=since)
+    return FactVersion(
+        fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
+        text=describe(condition, conclusion), condition=tuple(condition), conclusion=conclusion,
+        confidence=assessed.confidence, support=assessed.support, contradict=assessed.contradict,
+        created_at=at, supersedes=prev.version if prev else None, status=status, reason=reason,
+        usefulness=measure(condition, conclusion, evidence, config, since=since), since=since,
+    )
+
+
+def update_fact(fact: FactVersion, evidence: Sequence[Evidence], *, at: datetime,
+                config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+    """The next version of a fact given all evidence, or None when nothing changed.
+
+    Support and contradiction are recomputed as sets over all evidence (so replaying an
+    episode changes nothing). Below ``revise_below`` the fact is revised (drift or
+    specialization) or retired; see the module docstring.
+    """
+    if fact.status != ACTIVE:
+        return None
+    evidence = [ev for ev in evidence if ev.principal == fact.principal]
+    now = assess(fact.fact_id, fact.condition, fact.conclusion, evidence, config, since=fact.since)
+    if now.support == fact.support and now.contradict == fact.contradict:
+        return None
+    common = dict(fact_id=fact.fact_id, principal=fact.principal, evidence=evidence, config=config, at=at)
+    useful = measure(fact.condition, fact.conclusion, evidence, config, since=fact.since).passed
+    if now.confidence >= config.revise_below and useful:
+        change = (f"reinforced: support {len(fact.support)}→{len(now.support)}, "
+                  f"contradict {len(fact.contradict)}→{len(now.contradict)}")
+        return _version(fact, condition=fact.condition, conclusion=fact.conclusion, reason=change,
+                        since=fact.since, **common)
+    candidates = [c for c in (_drift(fact, evidence, config, common), _specialize(fact, evidence, config, common))
+                  if c is not None and c.usefulness.passed and c.confidence >= config.revise_below]
+    if candidates:
+        return max(candidates, key=lambda c: (c.confidence, len(c.support), c.reason))
+    why = (f"confidence {now.confidence:.2f} below {config.revise_below:.2f}" if now.confidence < config.revise_below
+           else "the condition no longer discriminates")
+    return _version(fact, condition=fact.condition, conclusion=fact.conclusion, since=fact.since,
+                    status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check", **common)
+
+
+def _drift(fact: FactVersion, evidence: Sequence[Evidence], config: FactConfig,
+           common: dict[str, Any]) -> FactVersion | None:
+    recent = sorted((ev for ev in evidence if matches(fact.condition, ev) and ev.outcome is Outcome.SUCCESS
+                     and (fact.since is None or ev.at >= fact.since)), key=lambda ev: (ev.at, ev.episode_id))
+    window = recent[-config.drift_window:]
+    if len(window) < config.drift_window or len({ev.choice for ev in window}) != 1:
+        return None
+    answer = window[0].choice
+    if answer == fact.conclusion:
+        return None
+    # evidence counts from the first episode of the unbroken run that confirms the new answer
+    start = len(recent) - 1
+    while start > 0 and recent[start - 1].choice == answer:
+        start -= 1
+    since = recent[start].at
+    return _version(fact, condition=fact.condition, conclusion=answer, since=since,
+                    reason=f"drift: conclusion {fact.conclusion} → {answer} after "
+                           f"{len(recent) - start} recent confirmations", **common)
+
+
+def _specialize(fact: FactVersion, evidence: Sequence[Evidence], config: FactConfig,
+                common: dict[str, Any]) -> FactVersion | None:
+    scoped = [ev for ev in evidence if fact.since is None or ev.at >= fact.since]
+    extended = induce_condition(fact.conclusion, scoped, replace(config, max_terms=len(fact.condition) + 1),
+                                start=fact.condition)
+    if len(extended) <= len(fact.condition):
+        return None
+    added = sorted(set(extended) - set(fact.condition))
+    return _version(fact, condition=extended, conclusion=fact.conclusion, since=fact.since,
+                    reason=f"specialized: added {', '.join(added)} to exclude contradicting episodes", **common)
+
+
+def extract_facts(evidence: Sequence[Evidence], current: Sequence[FactVersion], *, principal: str, at: datetime,
+                  config: FactConfig = DEFAULT_FACTS) -> list[FactVersion]:
+    """New facts for conclusions that no active fact of the principal covers yet."""
+    evidence = sorted((ev for ev in evidence if ev.principal == principal), key=lambda ev: (ev.at, ev.episode_id))
+    covered = {f.conclusion for f in current if f.principal == principal and f.status == ACTIVE}
+    taken = {f.fact_id for f in current}
+    conclusions = sorted({ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS} - covered)
+    made = []
+    for conclusion in conclusions:
+        condition = induce_condition(conclusion, evidence, config)
+        fact = propose_fact(condition, conclusion, evidence, principal=principal, at=at, config=config,
+                            reason="extracted: shared by episodes confirming the conclusion, rare elsewhere")
+        if fact is not None and fact.fact_id not in taken:  # a retired identical fact stays retired
+            made.append(fact)
+    return made
+
+
+def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence], *, principal: str,
+                 at: datetime, config: FactConfig = DEFAULT_FACTS, reason: str = "proposed") -> FactVersion | None:
+    """Validate a proposed ``condition → conclusion`` (e.g. from an LLM); the fact, or None when vague.
+
+    Condition words are normalized like observations. The proposal must pass the same
+    usefulness check as extracted facts and reach ``revise_below`` confidence.
+    """
+    condition = tuple(sorted({normalize_term(w) for w in condition if w}))
+    evidence = [ev for ev in evidence if ev.principal == principal]
+    if not condition or not measure(condition, conclusion, evidence, config).passed:
+        return None
+    origin = min((ev.episode_id for ev in evidence if matches(condition, ev)), default="")
+    fact = _version(None, fact_id=new_fact_id(principal, conclusion, condition, origin), principal=principal,
+                    condition=condition, conclusion=conclusion, evidence=evidence, config=config, at=at,
+                    reason=reason, since=None)
+    return fact if fact.confidence >= config.revise_below else None
+
+
+def current_facts(versions: Iterable[FactVersion]) -> list[FactVersion]:
+    """Latest version of each fact (retired ones included), in fact-id order."""
+    latest: dict[str, FactVersion] = {}
+    for v in versions:
+        if v.fact_id not in latest or v.version > latest[v.fact_id].version:
+            latest[v.fact_id] = v
+    return [latest[k] for k in sorted(latest)]
+
+
+def history(versions: Iterable[FactVersion], fact_id: str) -> list[FactVersion]:
+    """Every version of one fact, oldest first."""
+    return sorted((v for v in versions if v.fact_id == fact_id), key=lambda v: v.version)
+
+
+ProposalHook = Callable[[Sequence[Evidence]], Iterable[tuple[Sequence[str], str]]]
+"""Signature of an optional proposer (e.g. an LLM): evidence → proposed (condition, conclusion) pairs."""
