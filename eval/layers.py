@@ -1,0 +1,299 @@
+"""Quality of layers 2 and 3 against the simulator's ground truth.
+
+    python -m eval.layers                          # every shipped scenario, seeds 0 1 2
+    python -m eval.layers pool-vs-deploy --seed 0 --policy truth-on-retry
+
+`layer_quality` scores predicted episodes and edges; agents that record a simulator run
+reuse it. `measure_scenario` plays a scenario with a scripted policy, records the stream
+into a timeline exactly as an agent loop does (observations, decision, outcome,
+correction; interludes in their own situation), then segments, links and scores.
+
+Scoring:
+
+- boundaries: a predicted boundary is the first environment event of a predicted
+  episode (entries the agent wrote itself have no event index and are ignored); a true
+  boundary is the first event of a true episode. Precision, recall and F1 over the sets.
+- outcome accuracy: each decided true attempt episode against the predicted episode that
+  contains its outcome event.
+- edges: each predicted episode maps to the true episode holding most of its events
+  (ties: the earliest); a predicted edge is correct when the mapped pair carries a true
+  relation of the same type. Precision is None when nothing was predicted, recall None
+  when nothing was true.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping, NamedTuple, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from memory.encoder import HashingEncoder
+from memory.episodes import Edge, EdgeType, Episode
+from memory.projection import link
+from memory.segmenter import DEFAULT_CONFIG, SegmenterConfig, segment
+from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
+from memory.store import SQLiteStore
+from memory.timeline import Entry, Timeline
+
+SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
+POLICIES = ("first-candidate", "truth-on-retry")
+
+
+@dataclass(frozen=True)
+class EdgeScore:
+    """Precision and recall of one edge type."""
+
+    precision: float | None  # correct / predicted; None when none predicted
+    recall: float | None  # found / true; None when none true
+    predicted: int  # predicted edges of this type
+    true: int  # true relations of this type
+    correct: int  # predicted edges matching a true relation
+
+
+@dataclass(frozen=True)
+class LayerQuality:
+    """Segmentation and linking quality of one run."""
+
+    boundary_precision: float  # predicted boundaries that are true
+    boundary_recall: float  # true boundaries that were predicted
+    boundary_f1: float  # harmonic mean of the two
+    outcome_accuracy: float | None  # decided true attempts whose predicted outcome matches; None if none
+    edges: dict[str, EdgeScore]  # per scored edge type
+    episodes: int = 0  # predicted episodes
+    true_episodes: int = 0  # true episodes
+    edge_counts: dict[str, int] = field(default_factory=dict)  # predicted edges per type (all types)
+
+    def to_json(self) -> dict[str, Any]:
+        """Run-log form: boundary_f1, outcome_accuracy, edges {TYPE: {precision, recall}} and extras."""
+        return {
+            "boundary_f1": self.boundary_f1,
+            "boundary_precision": self.boundary_precision,
+            "boundary_recall": self.boundary_recall,
+            "outcome_accuracy": self.outcome_accuracy,
+            "edges": {name: {"precision": s.precision, "recall": s.recall, "predicted": s.predicted,
+                             "true": s.true, "correct": s.correct} for name, s in self.edges.items()},
+            "episodes": self.episodes,
+            "true_episodes": self.true_episodes,
+            "edge_counts": dict(self.edge_counts),
+        }
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def layer_quality(truth: Any, event_index: Mapping[str, int], episodes: Sequence[Episode],
+                  edges: Sequence[Edge], *, events: Sequence[Any] | None = None) -> LayerQuality:
+    """Score predicted episodes and edges against a simulator's ground truth.
+
+    Args:
+        truth: ``env.ground_truth()``.
+        event_index: timeline entry id → stream index of the environment event it records.
+        episodes: predicted episodes.
+        edges: predicted edges.
+        events: ``env.events`` (anything with ``index`` and ``kind``); locates each attempt's
+            outcome event. Without it, the event holding most of the attempt is used.
+    """
+    position_of = {i: pos for pos, ep in enumerate(truth.episodes) for i in ep.event_indices}
+    pred_events = {ep.id: sorted(event_index[e] for e in ep.entry_ids if e in event_index) for ep in episodes}
+    predicted = {idx[0] for idx in pred_events.values() if idx}
+    true_b = set(truth.boundaries)
+    hit = len(predicted & true_b)
+    precision = hit / len(predicted) if predicted else 0.0
+    recall = hit / len(true_b) if true_b else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+    mapped: dict[str, int] = {}
+    for ep_id, idx in pred_events.items():
+        votes = Counter(position_of[i] for i in idx if i in position_of)
+        if votes:
+            top = max(votes.values())
+            mapped[ep_id] = min(pos for pos, n in votes.items() if n == top)
+    episode_at = {i: ep for ep in episodes for i in pred_events[ep.id]}
+    kinds = {e.index: e.kind for e in events} if events is not None else {}
+    right = decided = 0
+    for pos, true_ep in enumerate(truth.episodes):
+        if true_ep.kind != "attempt" or true_ep.outcome == "UNKNOWN":
+            continue
+        decided += 1
+        outcome_events = [i for i in true_ep.event_indices if kinds.get(i) == "outcome"]
+        if outcome_events:
+            holder = episode_at.get(outcome_events[-1])
+        else:
+            holder = next((ep for ep in episodes if mapped.get(ep.id) == pos), None)
+        right += holder is not None and holder.outcome.value == true_ep.outcome
+
+    true_rel: dict[str, set[tuple[int, int]]] = {t.value: set() for t in SCORED_EDGES}
+    for rel in truth.relations:
+        true_rel.setdefault(rel.type, set()).add((rel.source, rel.target))
+    scores: dict[str, EdgeScore] = {}
+    for kind in SCORED_EDGES:
+        mine = [e for e in edges if e.type == kind]
+        pairs = {(mapped.get(e.source, -1 - i), mapped.get(e.target, -1 - i)) for i, e in enumerate(mine)}
+        correct = len(pairs & true_rel[kind.value])
+        truth_n = len(true_rel[kind.value])
+        scores[kind.value] = EdgeScore(_ratio(correct, len(pairs)), _ratio(correct, truth_n), len(pairs), truth_n, correct)
+    counts = Counter(e.type.value for e in edges)
+    return LayerQuality(precision, recall, f1, _ratio(right, decided), scores, len(episodes), len(truth.episodes),
+                        {t.value: counts.get(t.value, 0) for t in EdgeType})
+
+
+# -- scripted runs -------------------------------------------------------------------------
+
+class Played(NamedTuple):
+    """A recorded simulator run."""
+
+    entries: list[Entry]  # timeline entries, in order
+    event_index: dict[str, int]  # entry id → environment event index
+    truth: Any  # the environment's ground truth
+    events: tuple[Any, ...]  # the environment's events
+
+
+def _choose(prompt: Any, policy: str, last_info: Mapping[str, Any] | None) -> str:
+    if policy == "truth-on-retry" and prompt.attempt > 1 and last_info is not None:
+        return str(last_info["truth"])
+    return prompt.candidates[0]
+
+
+def play(scenario: Any, seed: int, policy: str, timeline: Timeline, *, principal: str = "default") -> Played:
+    """Play `scenario` with a scripted policy, recording the stream into `timeline`.
+
+    Policies: "first-candidate" always picks the first candidate; "truth-on-retry" does so
+    on a first attempt and picks the truth on a retry (so rounds are solved after a
+    correction, which exercises LEARNED_FROM).
+    """
+    from simulator import DebugEnv
+
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    env = DebugEnv(scenario)
+    prompt, _ = env.reset(seed=seed)
+    entries: list[Entry] = []
+    event_index: dict[str, int] = {}
+    seen: set[int] = set()
+
+    def record(events: Sequence[Any]) -> None:
+        for event in events:
+            if event.index in seen:
+                continue
+            seen.add(event.index)
+            entry = timeline.append(event.text, kind=event.kind, role=event.role, timestamp=event.timestamp,
+                                    situation=event.situation, principal=principal, metadata=event.metadata)
+            entries.append(entry)
+            event_index[entry.id] = event.index
+
+    info: Mapping[str, Any] | None = None
+    while prompt is not None:
+        record(prompt.events)
+        choice = _choose(prompt, policy, info)
+        cause = prompt.root_causes.get(choice)
+        rationale = cause.description if cause is not None else "no rationale"
+        entries.append(timeline.append(
+            f"Decision: {choice} — {rationale}", kind="decision", role="agent", timestamp=prompt.decision_time,
+            situation=prompt.situation, principal=principal,
+            metadata={"choice": choice, "confidence": 0.5, "retrieved": [], "relied_on": [], "service": prompt.service}))
+        result = env.step(choice)
+        record(result.events)
+        info = result.info
+        prompt = result.prompt
+    return Played(entries, event_index, env.ground_truth(), env.events)
+
+
+def measure_scenario(scenario_ref: Any, seed: int = 0, policy: str = "first-candidate", *,
+                     segmenter: SegmenterConfig = DEFAULT_CONFIG,
+                     graph: GraphConfig = DEFAULT_GRAPH_CONFIG) -> LayerQuality:
+    """Play, record, segment, link and score one scenario (a name, path or `Scenario`)."""
+    import scenarios
+
+    scenario = scenarios.load(scenario_ref) if isinstance(scenario_ref, str) else scenario_ref
+    with SQLiteStore(":memory:") as store:
+        played = play(scenario, seed, policy, Timeline(store, HashingEncoder()))
+    episodes = segment(played.entries, segmenter)
+    return layer_quality(played.truth, played.event_index, episodes, link(episodes, config=graph),
+                         events=played.events)
+
+
+# -- report and command line -------------------------------------------------------------
+
+class LayerRow(NamedTuple):
+    """One measured run."""
+
+    scenario: str  # scenario name
+    seed: int  # simulator seed
+    policy: str  # scripted policy
+    quality: LayerQuality  # the measurements
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """Measured runs, rendered as a rich table."""
+
+    rows: tuple[LayerRow, ...]  # one per scenario × seed × policy
+
+    def __rich__(self) -> Table:
+        table = Table(title="Layer quality (segmentation and graph vs ground truth)")
+        for name in ("scenario", "seed", "policy", "bnd P", "bnd R", "bnd F1", "outcome acc"):
+            table.add_column(name, justify="left" if name in ("scenario", "policy") else "right")
+        for kind in SCORED_EDGES:
+            table.add_column(f"{kind.value} P/R", justify="right")
+        for row in self.rows:
+            q = row.quality
+            table.add_row(row.scenario, str(row.seed), row.policy, _fmt(q.boundary_precision),
+                          _fmt(q.boundary_recall), _fmt(q.boundary_f1), _fmt(q.outcome_accuracy),
+                          *(f"{_fmt(q.edges[k.value].precision)}/{_fmt(q.edges[k.value].recall)} "
+                            f"({q.edges[k.value].true})" for k in SCORED_EDGES))
+        return table
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Rows as plain data."""
+        return [{"scenario": r.scenario, "seed": r.seed, "policy": r.policy, **r.quality.to_json()} for r in self.rows]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: measure layer quality on scenarios; returns the exit code."""
+    import scenarios
+
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.layers",
+        description="Measure segmentation and graph quality against the simulator's ground truth.",
+        epilog="example: python -m eval.layers pool-vs-deploy --seed 0 1 2 --policy truth-on-retry")
+    parser.add_argument("scenarios", nargs="*", help="scenario names or files (default: every shipped scenario)")
+    parser.add_argument("--seed", type=int, nargs="+", default=[0, 1, 2], help="simulator seeds (default 0 1 2)")
+    parser.add_argument("--policy", choices=POLICIES, action="append", help="scripted policy (default: both)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    refs = args.scenarios or scenarios.shipped()
+    rows: list[LayerRow] = []
+    for ref in refs:
+        try:
+            scenario = scenarios.load(ref)
+        except scenarios.ScenarioError as exc:
+            print("\n".join(exc.problems), file=sys.stderr)
+            return 2
+        except OSError as exc:
+            print(f"{ref}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        for policy in args.policy or POLICIES:
+            for seed in args.seed:
+                rows.append(LayerRow(scenario.name, seed, policy, measure_scenario(scenario, seed, policy)))
+    report = LayerReport(tuple(rows))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        Console().print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
