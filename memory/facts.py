@@ -8,8 +8,8 @@ Rules (all thresholds live in `FactConfig`):
 
 - **Labels.** A SUCCESS episode confirms its last choice; a FAILURE episode refutes it.
   Other outcomes, and episodes without a structured choice, are not evidence.
-- **Extraction** (no LLM): for a conclusion ``c`` confirmed by at least ``min_coverage``
-  episodes, terms are ranked by smoothed log-odds of appearing in episodes confirming
+- **Extraction** (no LLM, separate and conquer): for a conclusion ``c`` with at least
+  ``min_coverage`` confirming episodes that no active fact about ``c`` matches yet, terms are ranked by smoothed log-odds of appearing in episodes confirming
   ``c`` versus episodes labelled otherwise (confirming another choice, or refuting ``c``).
   The condition grows greedily (at most ``max_terms`` terms, conjunctive) while that raises
   the precision of the condition for ``c`` and keeps coverage ≥ ``min_coverage``.
@@ -389,14 +389,26 @@ def _specialize(fact: FactVersion, evidence: Sequence[Evidence], config: FactCon
 
 def extract_facts(evidence: Sequence[Evidence], current: Sequence[FactVersion], *, principal: str, at: datetime,
                   config: FactConfig = DEFAULT_FACTS) -> list[FactVersion]:
-    """New facts for conclusions that no active fact of the principal covers yet."""
+    """New facts for confirmations that no active fact of the principal covers yet.
+
+    Separate and conquer: for each conclusion, the episodes confirming it that no active
+    fact with that conclusion matches are explained by a new condition (against every
+    episode labelled otherwise); the result must pass `propose_fact`'s checks.
+    """
     evidence = sorted((ev for ev in evidence if ev.principal == principal), key=lambda ev: (ev.at, ev.episode_id))
-    covered = {f.conclusion for f in current if f.principal == principal and f.status == ACTIVE}
+    active = [f for f in current if f.principal == principal and f.status == ACTIVE]
     taken = {f.fact_id for f in current}
-    conclusions = sorted({ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS} - covered)
-    made = []
-    for conclusion in conclusions:
-        condition = induce_condition(conclusion, evidence, config)
+    made: list[FactVersion] = []
+    for conclusion in sorted({ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS}):
+        rules = [f.condition for f in active if f.conclusion == conclusion]
+        uncovered = {ev.episode_id for ev in evidence if _label(ev, conclusion) is True
+                     and not any(matches(rule, ev) for rule in rules)}
+        if len(uncovered) < config.min_coverage:
+            continue
+        focus = [ev for ev in evidence if ev.episode_id in uncovered or _label(ev, conclusion) is False]
+        condition = induce_condition(conclusion, focus, config)
+        if not condition or condition in rules:
+            continue
         fact = propose_fact(condition, conclusion, evidence, principal=principal, at=at, config=config,
                             reason="extracted: shared by episodes confirming the conclusion, rare elsewhere")
         if fact is not None and fact.fact_id not in taken:  # a retired identical fact stays retired

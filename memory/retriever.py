@@ -1,0 +1,432 @@
+"""Retriever: query → Context of past episodes with outcomes, applicable facts and causal chains.
+
+Scoring of an episode (each part in [0, 1], weights in `RetrieverConfig`)::
+
+    total = w_rel·relevance + w_rec·recency + w_sit·situation + w_out·outcome + w_graph·graph
+
+- relevance: cosine between the query vector and the episode vector (clipped at 0).
+- recency: ``0.5 ** (age / half_life)``, age measured from ``now`` to the episode's end.
+- situation: 1 when the episode's situation label equals the query's, else 0.
+- outcome: labelled outcomes beat UNKNOWN (`OUTCOME_VALUE`), plus a bonus when the
+  episode holds a correction, the most instructive evidence there is.
+- graph: personalized PageRank (networkx) on the neighbourhood of the most relevant
+  episodes, personalized by their relevance, scaled so that the best node scores 1.
+
+Then maximal marginal relevance picks ``k`` episodes from the best ``pool``:
+``argmax λ·total − (1 − λ)·max cos(candidate, selected)``; candidates at least
+``duplicate_threshold`` similar to a selected episode are skipped outright.
+
+Tenant isolation: vectors live in one partition per principal; a recall reads only the
+partition, graph nodes and facts of its principal, so nothing of another principal is
+ever scored, let alone returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Callable, Iterable, Sequence
+
+import networkx as nx
+import numpy as np
+
+from memory.episodes import Episode, Outcome
+from memory.facts import ACTIVE, FactVersion, terms
+
+OUTCOME_VALUE = {Outcome.SUCCESS: 0.8, Outcome.FAILURE: 0.7, Outcome.PARTIAL: 0.6, Outcome.UNKNOWN: 0.0}
+CORRECTION_BONUS = 0.3  # added to the outcome part (capped at 1) when an episode holds a correction
+
+
+@dataclass(frozen=True)
+class RetrieverConfig:
+    """Weights and switches of recall; the named presets below are what eval compares."""
+
+    name: str = "default"  # preset name, reported by eval
+    relevance: float = 0.55  # weight of cosine relevance
+    recency: float = 0.10  # weight of recency
+    situation: float = 0.10  # weight of situation match
+    outcome: float = 0.15  # weight of the outcome part
+    graph: float = 0.10  # weight of graph proximity
+    half_life_days: float = 30.0  # recency halves every this many days
+    mmr: bool = True  # diversify with maximal marginal relevance
+    mmr_lambda: float = 0.7  # 1.0 ranks by score only, lower values favour diversity
+    duplicate_threshold: float = 0.95  # cosine at which a candidate duplicates a selected episode
+    pool: int = 50  # best-scored candidates MMR chooses from
+    seeds: int = 5  # most relevant episodes that personalize PageRank
+    graph_hops: int = 2  # neighbourhood radius around the seeds
+    chains: bool = True  # attach causal chain narratives from the graph
+    chain_hops: int = 3  # longest chain followed
+    facts: bool = True  # include applicable facts
+    max_facts: int = 3  # most facts in a Context
+    fact_min_match: float = 0.5  # least share of a fact's condition terms found in the query
+    show_outcomes: bool = True  # outcome labels are used in scoring and shown in the prompt
+
+
+DEFAULT = RetrieverConfig()
+NO_GRAPH = replace(DEFAULT, name="no_graph", graph=0.0, chains=False)
+NO_FACTS = replace(DEFAULT, name="no_facts", facts=False)
+NO_OUTCOME_LABELS = replace(DEFAULT, name="no_outcome_labels", outcome=0.0, show_outcomes=False)
+NO_MMR = replace(DEFAULT, name="no_mmr", mmr=False, duplicate_threshold=1.01)
+PRESETS = {c.name: c for c in (DEFAULT, NO_GRAPH, NO_FACTS, NO_OUTCOME_LABELS, NO_MMR)}
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why an episode scored what it did: each part in [0, 1] and the weighted total."""
+
+    relevance: float  # cosine similarity to the query
+    recency: float  # exponential decay with age
+    situation: float  # 1 when the situation matches
+    outcome: float  # value of its outcome label and corrections
+    graph: float  # personalized-PageRank proximity to the most relevant episodes
+    total: float  # weighted sum used for ranking
+
+
+@dataclass(frozen=True)
+class RecalledEpisode:
+    """An episode in a Context, with its score parts and reasons."""
+
+    episode: Episode  # the episode itself (outcome, decisions, corrections)
+    score: ScoreParts  # score parts
+    why: str  # the parts that made it rank, in words
+    chain: str | None = None  # causal chain narrative through this episode, if any
+
+
+@dataclass(frozen=True)
+class RecalledFact:
+    """A fact version that applies to the query."""
+
+    fact: FactVersion  # the current version
+    match: float  # share of its condition terms found in the query
+    score: float  # match × confidence
+    why: str  # matched terms and confidence, in words
+
+
+@dataclass(frozen=True)
+class Context:
+    """What memory hands the reasoner for one decision."""
+
+    query: str  # the query text
+    principal: str  # tenant recalled for
+    situation: str | None  # situation recalled for
+    episodes: tuple[RecalledEpisode, ...]  # best first
+    facts: tuple[RecalledFact, ...]  # best first
+    chains: tuple[str, ...]  # distinct causal narratives of the episodes
+    show_outcomes: bool = True  # whether render shows outcome labels
+
+    def item_ids(self) -> list[str]:
+        """Ids of the recalled episodes and fact versions (for decision metadata)."""
+        return [r.episode.id for r in self.episodes] + [r.fact.id for r in self.facts]
+
+    def render(self, max_chars: int = 4000) -> str:
+        """A prompt block of at most `max_chars` characters: facts, episodes, chains."""
+        blocks: list[str] = []
+        if self.facts:
+            lines = ["Heuristics learned from past outcomes:"]
+            for r in self.facts:
+                f = r.fact
+                lines.append(f"- [{f.id}] {f.text} (confidence {f.confidence:.2f}, version {f.version}, "
+                             f"support {len(f.support)}, contradict {len(f.contradict)})")
+            blocks.append("\n".join(lines))
+        for n, r in enumerate(self.episodes, start=1):
+            ep = r.episode
+            head = f"Past episode {n} [{ep.id[:12]}] {ep.start:%Y-%m-%d} {ep.situation}"
+            head += f", {ep.subject}" if ep.subject else ""
+            head += f": outcome {ep.outcome.value}" if self.show_outcomes else ""
+            lines = [head, f"  Summary: {ep.summary}"]
+            if ep.choices:
+                lines.append(f"  Choice: {' then '.join(ep.choices)}")
+            else:
+                lines += [f"  Decision: {_unprefixed(d, 'decision')}" for d in ep.decisions]
+            lines += [f"  Correction: {_unprefixed(c, 'correction')}" for c in ep.corrections]
+            lines.append(f"  Why recalled: {r.why}")
+            blocks.append("\n".join(lines))
+        if self.chains:
+            blocks.append("\n".join(["Causal chains:"] + [f"- {c}" for c in self.chains]))
+        out = ""
+        for block in blocks:
+            piece = block if not out else "\n\n" + block
+            if len(out) + len(piece) <= max_chars:
+                out += piece
+                continue
+            room = max_chars - len(out)
+            if room > 1:
+                out += piece[: room - 1] + "…"
+            break
+        return out
+
+
+def _unprefixed(text: str, label: str) -> str:
+    """Text without a leading "<label>:" the author may already have written."""
+    head, sep, rest = text.partition(":")
+    return rest.strip() if sep and head.strip().lower() == label else text
+
+
+class Partition:
+    """One principal's episodes and a growing matrix of their unit vectors."""
+
+    def __init__(self, dim: int) -> None:
+        self.episodes: list[Episode] = []
+        self.position: dict[str, int] = {}
+        self._matrix = np.zeros((16, dim), dtype=np.float32)
+        self._ends = np.zeros(16, dtype=np.float64)
+        self._outcomes = np.zeros(16, dtype=np.float64)
+        self._situations = np.zeros(16, dtype=np.int32)
+        self.situation_codes: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def add(self, episode: Episode, vector: np.ndarray) -> None:
+        n = len(self.episodes)
+        if n == len(self._ends):  # amortized doubling keeps appends O(1)
+            grow = lambda a: np.concatenate([a, np.zeros_like(a)])  # noqa: E731
+            self._matrix, self._ends = grow(self._matrix), grow(self._ends)
+            self._outcomes, self._situations = grow(self._outcomes), grow(self._situations)
+        self._matrix[n] = vector
+        self._ends[n] = episode.end.timestamp()
+        self._outcomes[n] = min(1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0))
+        code = self.situation_codes.setdefault(episode.situation, len(self.situation_codes))
+        self._situations[n] = code
+        self.position[episode.id] = n
+        self.episodes.append(episode)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._matrix[: len(self.episodes)]
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self._ends[: len(self.episodes)]
+
+    @property
+    def outcomes(self) -> np.ndarray:
+        return self._outcomes[: len(self.episodes)]
+
+    @property
+    def situations(self) -> np.ndarray:
+        return self._situations[: len(self.episodes)]
+
+
+class EpisodeIndex:
+    """Episode vectors partitioned by principal, appended incrementally."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._parts: dict[str, Partition] = {}
+        self._owner: dict[str, str] = {}
+
+    def add(self, episode: Episode, vector: np.ndarray) -> None:
+        """Index a closed episode with its unit vector (re-adding an id is a no-op)."""
+        if episode.id in self._owner:
+            return
+        self._parts.setdefault(episode.principal, Partition(self.dim)).add(episode, vector)
+        self._owner[episode.id] = episode.principal
+
+    def partition(self, principal: str) -> Partition:
+        """The principal's partition (empty when unknown)."""
+        return self._parts.get(principal) or Partition(self.dim)
+
+    def get(self, episode_id: str) -> Episode | None:
+        """An indexed episode by id, whatever its principal."""
+        owner = self._owner.get(episode_id)
+        if owner is None:
+            return None
+        part = self._parts[owner]
+        return part.episodes[part.position[episode_id]]
+
+    def __len__(self) -> int:
+        return len(self._owner)
+
+
+def episode_vector(observations: np.ndarray, others: np.ndarray | None = None, *, other_weight: float = 0.5) -> np.ndarray:
+    """Unit vector of an episode: mean of its observation embeddings plus weighted other embeddings.
+
+    Args:
+        observations: embeddings (rows) of the observations of the problem it worked on.
+        others: embeddings of instructive entries (corrections), weighted by `other_weight`.
+    """
+    parts = []
+    if len(observations):
+        parts.append(np.asarray(observations, dtype=np.float64).mean(axis=0))
+    if others is not None and len(others):
+        parts.append(other_weight * np.asarray(others, dtype=np.float64).mean(axis=0))
+    if not parts:
+        raise ValueError("an episode vector needs at least one embedding")
+    vec = np.sum(parts, axis=0)
+    norm = np.linalg.norm(vec)
+    return (vec / norm if norm else vec).astype(np.float32)
+
+
+def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Callable[[str], bool], *,
+                    hops: int = 2, weight: str = "weight") -> dict[str, float]:
+    """Personalized PageRank around `seeds`, on allowed nodes within `hops`; best node = 1."""
+    seeds = {s: w for s, w in seeds.items() if w > 0 and s in graph}
+    if not seeds:
+        return {}
+    undirected = graph.to_undirected(as_view=True)
+    nodes = set(seeds)
+    frontier = set(seeds)
+    for _ in range(hops):
+        frontier = {m for n in frontier for m in undirected.neighbors(n) if m not in nodes and allowed(m)}
+        nodes |= frontier
+    if len(nodes) < 2:
+        return {}
+    sub = nx.Graph()  # isolated seeds stay out: proximity needs a link
+    for u, v, data in sorted(undirected.subgraph(nodes).edges(data=True), key=lambda e: (e[0], e[1])):
+        w = float(data.get(weight, 1.0))
+        sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
+    seeds = {s: w for s, w in seeds.items() if s in sub}
+    if not seeds:
+        return {}
+    ranks = nx.pagerank(sub, personalization=seeds, weight=weight)
+    top = max(ranks.values())
+    return {n: r / top for n, r in ranks.items()} if top > 0 else {}
+
+
+def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float,
+        duplicate_threshold: float) -> list[int]:
+    """Maximal marginal relevance: indices of up to `k` diverse, high-scoring rows."""
+    chosen: list[int] = []
+    left = list(range(len(scores)))
+    sims = vectors @ vectors.T if len(vectors) else np.zeros((0, 0))
+    while left and len(chosen) < k:
+        best, best_value = None, -np.inf
+        for i in left:
+            redundancy = max((float(sims[i, j]) for j in chosen), default=0.0)
+            if redundancy >= duplicate_threshold:
+                continue
+            value = lam * float(scores[i]) - (1.0 - lam) * redundancy
+            if value > best_value:
+                best, best_value = i, value
+        if best is None:
+            break
+        chosen.append(best)
+        left.remove(best)
+    return chosen
+
+
+def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
+    reasons = [f"similar observations ({parts.relevance:.2f})"]
+    if parts.situation:
+        reasons.append(f"same situation ({episode.situation})")
+    if config.show_outcomes and episode.outcome is not Outcome.UNKNOWN:
+        reasons.append(f"known outcome {episode.outcome.value}")
+    if episode.corrections:
+        reasons.append("holds a correction")
+    if parts.graph > 0.05:
+        reasons.append(f"linked to relevant episodes in the graph ({parts.graph:.2f})")
+    reasons.append(f"recency {parts.recency:.2f}")
+    return "; ".join(reasons) + f"; total {parts.total:.3f}"
+
+
+def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], principal: str, *,
+                     min_match: float, limit: int) -> list[RecalledFact]:
+    """Active facts of the principal whose condition terms the query contains (partly)."""
+    found = []
+    for f in facts:
+        if f.principal != principal or f.status != ACTIVE or not f.condition:
+            continue
+        hit = [t for t in f.condition if t in query_terms]
+        share = len(hit) / len(f.condition)
+        if share < min_match or not hit:
+            continue
+        why = f"query mentions {', '.join(hit)} ({len(hit)}/{len(f.condition)} condition terms); " \
+              f"confidence {f.confidence:.2f} from {len(f.support)} supporting, {len(f.contradict)} contradicting episodes"
+        found.append(RecalledFact(f, round(share, 6), round(share * f.confidence, 6), why))
+    found.sort(key=lambda r: (-r.score, r.fact.fact_id))
+    return found[:limit]
+
+
+ChainFinder = Callable[[nx.MultiDiGraph, str, int], "str | None"]
+
+
+class Retriever:
+    """Recall over an `EpisodeIndex`, a graph and current facts.
+
+    Args:
+        index: episode vectors per principal.
+        encode: maps texts to unit vectors (the memory's encoder).
+        graph: the episode graph (read at recall time; may grow between recalls).
+        facts: returns the current fact versions of a principal.
+        chain: returns the causal narrative through an episode, or None.
+        config: weights and switches.
+    """
+
+    def __init__(self, index: EpisodeIndex, encode: Callable[[Sequence[str]], np.ndarray], *,
+                 graph: nx.MultiDiGraph | None = None,
+                 facts: Callable[[str], Sequence[FactVersion]] | None = None,
+                 chain: ChainFinder | None = None, config: RetrieverConfig = DEFAULT) -> None:
+        self.index = index
+        self.encode = encode
+        self.graph = graph if graph is not None else nx.MultiDiGraph()
+        self.facts = facts or (lambda principal: ())
+        self.chain = chain
+        self.config = config
+
+    def query_vector(self, query: str | Sequence[str]) -> tuple[str, np.ndarray]:
+        """Query text and unit vector (mean of the observation embeddings)."""
+        texts = [query] if isinstance(query, str) else [q for q in query if q.strip()]
+        text = "\n".join(texts)
+        if not texts:
+            return text, np.zeros(self.index.dim, dtype=np.float32)
+        return text, episode_vector(self.encode(texts))
+
+    def recall(self, query: str | Sequence[str], *, principal: str = "default", situation: str | None = None,
+               k: int = 5, now: datetime | None = None) -> Context:
+        """A Context for a query (text, or a list of observation texts).
+
+        Args:
+            query: what the agent is looking at.
+            principal: tenant; only its episodes and facts are read.
+            situation: situation label to favour.
+            k: most episodes to return.
+            now: reference time for recency; by default the end of the principal's latest
+                episode, which keeps recall reproducible.
+        """
+        cfg = self.config
+        text, qvec = self.query_vector(query)
+        part = self.index.partition(principal)
+        recalled: list[RecalledEpisode] = []
+        if len(part) and k > 0:
+            recalled = self._episodes(part, qvec, situation, k, now)
+        facts: list[RecalledFact] = []
+        if cfg.facts:
+            facts = applicable_facts(terms(text), self.facts(principal), principal,
+                                     min_match=cfg.fact_min_match, limit=cfg.max_facts)
+        chains = tuple(dict.fromkeys(r.chain for r in recalled if r.chain))
+        return Context(query=text, principal=principal, situation=situation, episodes=tuple(recalled),
+                       facts=tuple(facts), chains=chains, show_outcomes=cfg.show_outcomes)
+
+    def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
+                  now: datetime | None) -> list[RecalledEpisode]:
+        cfg = self.config
+        relevance = np.clip(part.matrix @ qvec, 0.0, 1.0).astype(np.float64)
+        ref = now.timestamp() if now is not None else float(part.ends.max())
+        age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
+        recency = 0.5 ** (age_days / cfg.half_life_days)
+        code = part.situation_codes.get(situation, -1) if situation is not None else -1
+        sit = (part.situations == code).astype(np.float64)
+        outcome = part.outcomes if cfg.show_outcomes else np.zeros(len(part))
+        graph = np.zeros(len(part))
+        if cfg.graph > 0 and self.graph.number_of_edges():
+            top = np.argsort(-relevance, kind="stable")[: cfg.seeds]
+            seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
+            near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
+            for node, value in near.items():
+                graph[part.position[node]] = value
+        total = (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
+                 + cfg.outcome * outcome + cfg.graph * graph)
+        pool = np.argsort(-total, kind="stable")[: max(cfg.pool, k)]
+        if cfg.mmr:
+            picked = [int(pool[i]) for i in mmr(total[pool], part.matrix[pool], k, lam=cfg.mmr_lambda,
+                                                 duplicate_threshold=cfg.duplicate_threshold)]
+        else:
+            picked = [int(i) for i in pool[:k]]
+        out = []
+        for i in picked:
+            parts = ScoreParts(*(round(float(a[i]), 6) for a in (relevance, recency, sit, outcome, graph, total)))
+            ep = part.episodes[i]
+            chain = self.chain(self.graph, ep.id, cfg.chain_hops) if cfg.chains and self.chain else None
+            out.append(RecalledEpisode(ep, parts, _why(parts, ep, cfg), chain))
+        return out
