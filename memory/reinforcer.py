@@ -1,0 +1,197 @@
+"""Reinforcer: after an episode closes, learn from what its decisions relied on.
+
+A pure function of the closed episode, the metadata of its decision entries and the
+current memory state (episodes, graph, facts, evidence). The caller persists the result.
+Edges point as `memory.episodes.EdgeType` documents (source → target):
+
+- LED_TO (retrieved → new): a retrieved episode pointed to the choice — it succeeded
+  with it, or it failed and its problem was later resolved with it (`resolution`: a
+  successful attempt reaching it through RETRY_OF / LEARNED_FROM, i.e. the lesson of a
+  correction) — and the new episode succeeded with the same choice.
+- CONTRADICTED (new → retrieved): a retrieved episode pointed to the choice the same way,
+  but here it FAILED.
+- LEARNED_FROM (new → retried): the new episode retries (RETRY_OF) a corrected failure
+  and succeeds (when the graph rules have not already linked them). LEARNED_FROM stays
+  reserved for the same problem, so that the relation keeps one meaning and can be
+  scored against ground truth; a lesson carried to another problem is the LED_TO above.
+
+Weights: 1.0 when the decision named the episode in ``relied_on``, 0.5 when it was only
+retrieved. Facts the decisions cited, and facts whose condition matches the episode, are
+re-assessed with `memory.facts.update_fact` (support and contradiction are sets of
+episode ids). Idempotence: each (episode, decision entry) pair gets a reinforcement mark;
+when every mark of the episode is already stored the result is empty, and edge and fact
+records are content-addressed, so applying an outcome twice changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+import networkx as nx
+
+from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.facts import (
+    DEFAULT_FACTS,
+    Evidence,
+    FactConfig,
+    FactVersion,
+    fact_id_of,
+    matches,
+    update_fact,
+)
+
+RELIED_WEIGHT = 1.0  # edge weight when the decision said it relied on the episode
+RETRIEVED_WEIGHT = 0.5  # edge weight when the episode was only in the Context
+
+
+@dataclass(frozen=True)
+class DecisionNote:
+    """What a decision entry's metadata says about the memory it used."""
+
+    entry_id: str  # the decision entry
+    choice: str | None  # structured choice ("choice" in metadata)
+    retrieved: tuple[str, ...] = ()  # ids of episodes and fact versions in its Context
+    relied_on: tuple[str, ...] = ()  # the subset the decision says it relied on
+
+    @classmethod
+    def from_metadata(cls, entry_id: str, metadata: Mapping[str, Any]) -> "DecisionNote":
+        """Read ``choice``, ``retrieved`` and ``relied_on`` from entry metadata (missing → empty)."""
+        def ids(key: str) -> tuple[str, ...]:
+            value = metadata.get(key) or ()
+            return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+        choice = metadata.get("choice")
+        return cls(entry_id, str(choice) if choice is not None else None, ids("retrieved"), ids("relied_on"))
+
+
+class Reinforcement(NamedTuple):
+    """What applying one closed episode changed."""
+
+    episode_id: str  # the episode reinforced
+    marks: tuple[str, ...]  # new reinforcement mark ids (empty when already applied)
+    edges: tuple[Edge, ...]  # new edges
+    facts: tuple[FactVersion, ...]  # new fact versions (reinforced, revised or retired)
+    supported_facts: tuple[str, ...]  # fact ids the episode's decisions cited and were right to
+    contradicted_facts: tuple[str, ...]  # fact ids the decisions cited that pointed the wrong way
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything new came out."""
+        return bool(self.marks or self.edges or self.facts)
+
+
+def mark_id(episode_id: str, decision_entry_id: str) -> str:
+    """Content address of a reinforcement mark."""
+    return hashlib.sha256(f"{episode_id}\n{decision_entry_id}".encode("ascii")).hexdigest()
+
+
+def resolution(episode: Episode, graph: nx.MultiDiGraph, lookup: Callable[[str], Episode | None], *,
+               max_hops: int = 3) -> str | None:
+    """The choice an episode's problem was resolved with: its own if it succeeded, else that
+    of a successful later attempt reaching it through RETRY_OF / LEARNED_FROM edges."""
+    if episode.outcome is Outcome.SUCCESS:
+        return episode.choices[-1] if episode.choices else None
+    frontier, seen = [episode.id], {episode.id}
+    for _ in range(max_hops):
+        later = []
+        for node in frontier:
+            if node not in graph:
+                continue
+            for source, _, data in graph.in_edges(node, data=True):
+                if data.get("type") in (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM) and source not in seen:
+                    seen.add(source)
+                    later.append(source)
+        for node in sorted(later, key=lambda n: (graph.nodes[n].get("first_seq", 0), n)):
+            ep = lookup(node)
+            if ep is not None and ep.outcome is Outcome.SUCCESS and ep.choices:
+                return ep.choices[-1]
+        frontier = later
+    return None
+
+
+def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
+              lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
+              facts: Sequence[FactVersion], evidence: Sequence[Evidence],
+              applied: Callable[[str], bool], config: FactConfig = DEFAULT_FACTS) -> Reinforcement:
+    """Edges and fact versions that one closed episode implies.
+
+    Args:
+        episode: the closed episode.
+        decisions: its decision entries' notes, in order.
+        lookup: episode by id (episodes of other principals are ignored).
+        graph: the episode graph, already holding the episode's own inferred edges.
+        facts: current fact versions of the episode's principal.
+        evidence: evidence of every closed episode of the principal, this one included.
+        applied: whether a reinforcement mark is already stored.
+        config: fact thresholds.
+    """
+    marks = tuple(mark_id(episode.id, d.entry_id) for d in decisions) or (mark_id(episode.id, ""),)
+    if all(applied(m) for m in marks):
+        return Reinforcement(episode.id, (), (), (), (), ())
+    edges: dict[tuple[str, str, EdgeType], Edge] = {}
+
+    def add(source: str, target: str, kind: EdgeType, weight: float, why: str) -> None:
+        key = (source, target, kind)
+        if key not in edges or edges[key].weight < weight:
+            edges[key] = Edge(source, target, kind, weight, why)
+
+    final = episode.choices[-1] if episode.choices else None
+    success, failure = episode.outcome is Outcome.SUCCESS, episode.outcome is Outcome.FAILURE
+    supported: set[str] = set()
+    contradicted: set[str] = set()
+    current = {f.fact_id: f for f in facts if f.principal == episode.principal}
+    for note in decisions:
+        choice = note.choice or final
+        if choice is None:
+            continue
+        for item in dict.fromkeys(note.retrieved + note.relied_on):
+            weight = RELIED_WEIGHT if item in note.relied_on else RETRIEVED_WEIGHT
+            fact = current.get(fact_id_of(item))
+            if fact is not None:
+                if fact.conclusion == choice and (success or failure):
+                    (supported if success else contradicted).add(fact.fact_id)
+                continue
+            past = lookup(item)
+            if past is None or past.id == episode.id or past.principal != episode.principal:
+                continue
+            answer = resolution(past, graph, lookup)
+            if answer != choice or not (success or failure):
+                continue
+            pointed = ("had confirmed" if past.outcome is Outcome.SUCCESS
+                       else f"failed with {past.choices[-1] if past.choices else 'another choice'}, was corrected, resolved as")
+            if success:
+                add(past.id, episode.id, EdgeType.LED_TO, weight, f"recalled episode {pointed} {choice}; it worked here")
+            else:
+                add(episode.id, past.id, EdgeType.CONTRADICTED, weight,
+                    f"recalled episode {pointed} {choice}; here it failed")
+    if success and episode.id in graph:
+        for _, target, data in graph.out_edges(episode.id, data=True):
+            if data.get("type") != EdgeType.RETRY_OF:
+                continue
+            tried = lookup(target)
+            if tried is None or tried.outcome is not Outcome.FAILURE or not tried.corrections:
+                continue
+            already = any(d.get("type") == EdgeType.LEARNED_FROM for d in graph.get_edge_data(episode.id, target, default={}).values())
+            if not already:
+                add(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT,
+                    "retry after a correction succeeded")
+    own = next((ev for ev in evidence if ev.episode_id == episode.id), None)
+    cited = {fact_id_of(i) for n in decisions for i in n.retrieved + n.relied_on}
+    if own is not None and not cited <= own.cited:  # the decisions' citations count as matches
+        own = replace(own, cited=own.cited | cited)
+        evidence = [own if ev.episode_id == episode.id else ev for ev in evidence]
+    touched = set(supported | contradicted)
+    touched.update(f.fact_id for f in current.values() if own is not None and matches(f.condition, own))
+    touched.update(fact_id_of(i) for n in decisions for i in n.retrieved + n.relied_on if fact_id_of(i) in current)
+    versions = []
+    for fact_id in sorted(touched):
+        new = update_fact(current[fact_id], evidence, at=episode.end, config=config)
+        if new is not None:
+            versions.append(new)
+    return Reinforcement(
+        episode_id=episode.id, marks=tuple(m for m in marks if not applied(m)),
+        edges=tuple(edges[key] for key in sorted(edges, key=lambda k: (k[0], k[1], k[2].value))),
+        facts=tuple(versions), supported_facts=tuple(sorted(supported)),
+        contradicted_facts=tuple(sorted(contradicted)),
+    )

@@ -1,0 +1,119 @@
+from datetime import datetime, timedelta, timezone
+
+import networkx as nx
+
+from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.facts import Evidence, FactVersion, Usefulness, terms
+from memory.graph import add_edges, add_episode
+from memory.reinforcer import DecisionNote, mark_id, reinforce, resolution
+
+T0 = datetime(2026, 4, 1, tzinfo=timezone.utc)
+
+
+def ep(eid: str, outcome: Outcome, choice: str | None, *, hours: int, corrections=(), principal="p") -> Episode:
+    at = T0 + timedelta(hours=hours)
+    return Episode(id=eid, entry_ids=(eid,), first_seq=hours, last_seq=hours, principal=principal, situation="ops",
+                   subject="svc", start=at, end=at, summary=eid, outcome=outcome, outcome_evidence="",
+                   decisions=(f"Decision: {choice}",) if choice else (), choices=(choice,) if choice else (),
+                   corrections=tuple(corrections))
+
+
+def evidence_of(e: Episode, text: str) -> Evidence:
+    return Evidence(e.id, e.principal, terms(text), e.choices[-1], e.outcome, e.end)
+
+
+FACT = FactVersion(fact_id="fact-x", version=1, principal="p", text="when spool → alpha", condition=("spool",),
+                   conclusion="alpha", confidence=0.75, support=("old1", "old2"), contradict=(), created_at=T0,
+                   supersedes=None, status="active", reason="extracted", usefulness=Usefulness(2, 2, 1.0, 0.5, 2.0, True))
+
+
+def world():
+    past_ok = ep("old1", Outcome.SUCCESS, "alpha", hours=0)
+    past_ok2 = ep("old2", Outcome.SUCCESS, "alpha", hours=1)
+    corrected = ep("corr", Outcome.FAILURE, "alpha", hours=2, corrections=("not alpha: it was beta",))
+    retry = ep("corr-retry", Outcome.SUCCESS, "beta", hours=3)
+    episodes = {e.id: e for e in (past_ok, past_ok2, corrected, retry)}
+    G = nx.MultiDiGraph()
+    for e in episodes.values():
+        add_episode(G, e)
+    add_edges(G, [Edge("corr-retry", "corr", EdgeType.RETRY_OF, 0.9, "rule")])
+    evidence = [evidence_of(past_ok, "spool full"), evidence_of(past_ok2, "spool full again"),
+                evidence_of(corrected, "printer jam"), evidence_of(retry, "printer jam")]
+    return episodes, G, evidence
+
+
+def apply(new: Episode, notes, episodes, G, evidence, marks=frozenset(), facts=(FACT,)):
+    episodes = {**episodes, new.id: new}
+    add_episode(G, new)
+    return reinforce(new, notes, lookup=episodes.get, graph=G, facts=list(facts), evidence=evidence,
+                     applied=lambda m: m in marks)
+
+
+def test_resolution_follows_retries_to_the_answer():
+    episodes, G, _ = world()
+    assert resolution(episodes["old1"], G, episodes.get) == "alpha"
+    assert resolution(episodes["corr"], G, episodes.get) == "beta"
+
+
+def test_success_links_retrieved_episodes_that_pointed_to_the_same_choice():
+    episodes, G, evidence = world()
+    new = ep("new", Outcome.SUCCESS, "alpha", hours=5)
+    note = DecisionNote("d1", "alpha", retrieved=("old1", "old2", "corr", "fact-x@1"), relied_on=("old1",))
+    result = apply(new, [note], episodes, G, evidence + [evidence_of(new, "spool full")])
+    led = {(e.source, e.target): e.weight for e in result.edges if e.type is EdgeType.LED_TO}
+    assert led == {("old1", "new"): 1.0, ("old2", "new"): 0.5}  # relied on weighs more; corr pointed to beta
+    assert result.supported_facts == ("fact-x",) and result.contradicted_facts == ()
+    assert result.facts[0].version == 2 and "new" in result.facts[0].support
+    assert result.marks == (mark_id("new", "d1"),)
+
+
+def test_failure_contradicts_what_pointed_the_wrong_way_and_lowers_the_fact():
+    episodes, G, evidence = world()
+    new = ep("bad", Outcome.FAILURE, "alpha", hours=5)
+    note = DecisionNote("d1", "alpha", retrieved=("old1", "fact-x@1"), relied_on=("fact-x@1",))
+    result = apply(new, [note], episodes, G, evidence + [evidence_of(new, "unrelated words")])
+    assert [(e.source, e.target, e.type) for e in result.edges] == [("bad", "old1", EdgeType.CONTRADICTED)]
+    assert result.contradicted_facts == ("fact-x",)
+    assert result.facts[0].contradict == ("bad",) and result.facts[0].confidence < FACT.confidence
+
+
+def test_lesson_of_a_corrected_episode_applied_elsewhere_and_the_retry_learned_from():
+    episodes, G, evidence = world()
+    new = ep("new", Outcome.SUCCESS, "beta", hours=6)
+    note = DecisionNote("d1", "beta", retrieved=("corr",), relied_on=("corr",))
+    result = apply(new, [note], episodes, G, evidence + [evidence_of(new, "x")])
+    assert [(e.source, e.target, e.type) for e in result.edges] == [("corr", "new", EdgeType.LED_TO)]
+    assert "corrected" in result.edges[0].evidence
+    # a retry after a correction that succeeded, without the graph rule's edge: LEARNED_FROM
+    retry = ep("again", Outcome.SUCCESS, "beta", hours=7)
+    failed = ep("failed", Outcome.FAILURE, "alpha", hours=6, corrections=("no",))
+    episodes["failed"] = failed
+    add_episode(G, failed)
+    add_episode(G, retry)
+    add_edges(G, [Edge("again", "failed", EdgeType.RETRY_OF, 0.9, "rule")])
+    result = apply(retry, [DecisionNote("d2", "beta")], episodes, G, evidence)
+    assert [(e.source, e.target, e.type) for e in result.edges] == [("again", "failed", EdgeType.LEARNED_FROM)]
+
+
+def test_applying_the_same_outcome_twice_changes_nothing():
+    episodes, G, evidence = world()
+    new = ep("new", Outcome.SUCCESS, "alpha", hours=5)
+    notes = [DecisionNote("d1", "alpha", retrieved=("old1", "fact-x@1"))]
+    ev = evidence + [evidence_of(new, "spool full")]
+    first = apply(new, notes, episodes, G, ev)
+    assert first.changed
+    add_edges(G, first.edges)
+    again = apply(new, notes, episodes, G, ev, marks=frozenset(first.marks), facts=first.facts)
+    assert not again.changed and again.edges == () and again.facts == ()
+    # even without the marks, content addressing makes the replay a no-op: same edges, no new version
+    replay = apply(new, notes, episodes, G, ev, facts=first.facts)
+    assert {e.id for e in replay.edges} == {e.id for e in first.edges} and replay.facts == ()
+
+
+def test_other_principals_are_ignored():
+    episodes, G, evidence = world()
+    stranger = ep("stranger", Outcome.SUCCESS, "alpha", hours=1, principal="q")
+    episodes["stranger"] = stranger
+    new = ep("new", Outcome.SUCCESS, "alpha", hours=5)
+    result = apply(new, [DecisionNote("d1", "alpha", retrieved=("stranger",))], episodes, G, evidence)
+    assert result.edges == ()
