@@ -231,7 +231,7 @@ def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Eviden
     lift = precision / base if base else 0.0
     passed = (coverage >= config.min_coverage and precision >= config.min_precision
               and lift >= config.min_lift and bool(condition))
-    return Usefulness(coverage, len(hit), precision, base, lift, passed)
+    return Usefulness(coverage, len(hit), round(precision, 6), round(base, 6), round(lift, 6), passed)
 
 
 def _log_odds(term: str, pos: Sequence[Evidence], neg: Sequence[Evidence]) -> float:
@@ -318,7 +318,7 @@ def _version(prev: FactVersion | None, *, fact_id: str, principal: str, conditio
     return FactVersion(
         fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
         text=describe(condition, conclusion), condition=tuple(condition), conclusion=conclusion,
-        confidence=assessed.confidence, support=assessed.support, contradict=assessed.contradict,
+        confidence=round(assessed.confidence, 6), support=assessed.support, contradict=assessed.contradict,
         created_at=at, supersedes=prev.version if prev else None, status=status, reason=reason,
         usefulness=measure(condition, conclusion, evidence, config, since=since), since=since,
     )

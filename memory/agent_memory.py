@@ -1,0 +1,456 @@
+"""The facade agent engineers use: record what happens, recall what was learned.
+
+    with EpisodicMemory("memory.db", principal="team-a") as memory:
+        memory.observe("checkout-api p99 at 4.8 s; pool exhausted in the logs")
+        context = memory.recall()                      # past episodes, facts, chains
+        memory.decide("Decision: raise the pool", choice="pool", retrieved=context.item_ids())
+        memory.outcome("p99 back to 300 ms", status="success")
+
+Each recorded entry goes to the timeline (the source of truth) and then to the segmenter.
+When an episode closes it is persisted, linked (graph rules), reinforced (what its
+decisions relied on) and facts are updated or extracted. The projection is rebuilt on
+open from stored records, and the entries after the last closed episode are fed to the
+segmenter again, so a new process recalls what the old one did. `rebuild` replays the
+whole timeline into a fresh memory; the result equals the live state.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+import networkx as nx
+import numpy as np
+
+from memory import graph as graph_rules
+from memory.encoder import Encoder, HashingEncoder
+from memory.episodes import Edge, Episode
+from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
+from memory.facts import (
+    DEFAULT_FACTS,
+    Evidence,
+    FactConfig,
+    FactVersion,
+    ProposalHook,
+    current_facts,
+    evidence_from,
+    extract_facts,
+    history,
+    propose_fact,
+)
+from memory.redaction import Redactor
+from memory.reinforcer import DecisionNote, Reinforcement, reinforce
+from memory.retriever import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
+from memory.segmenter import Segmenter, SegmenterConfig
+from memory.store import SQLiteStore
+from memory.timeline import Entry, EntryDraft, Kind, Role, Timeline
+
+EPISODE, EDGE, FACT, MARK, FLUSH = "episode", "edge", "fact_version", "reinforcement", "flush"
+_RECENT = 256  # entries kept per principal for the short-term window
+
+
+class Projection(NamedTuple):
+    """Everything derived from the timeline, as plain values (for comparisons)."""
+
+    episodes: tuple[Episode, ...]  # closed episodes, in closing order
+    edges: tuple[Edge, ...]  # edges, in insertion order
+    facts: tuple[FactVersion, ...]  # every fact version, in insertion order
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """What an episode worked on: observation texts and their embeddings."""
+
+    text: str  # observation texts, one per line
+    vector: np.ndarray  # unit vector indexed for recall
+
+
+class EpisodicMemory:
+    """Experiential memory for one agent (or several tenants) in a few calls.
+
+    Args:
+        path: SQLite file for persistence; None keeps everything in memory.
+        principal: default tenant for records and recall.
+        encoder: text encoder (default `HashingEncoder`, offline).
+        redactor: applied before anything is stored (default `PatternRedactor`).
+        retriever: retriever preset (`memory.retriever.DEFAULT`, `NO_GRAPH`, ...).
+        segmenter: segmentation thresholds.
+        links: edge-rule windows and thresholds (`memory.graph.GraphConfig`).
+        facts: fact thresholds (confidence prior, revision, usefulness).
+        proposer: optional hook proposing (condition, conclusion) pairs, e.g. from an LLM;
+            proposals pass the same usefulness check as extracted facts.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, principal: str = "default",
+                 encoder: Encoder | None = None, redactor: Redactor | None = None,
+                 retriever: RetrieverConfig = DEFAULT, segmenter: SegmenterConfig | None = None,
+                 links: GraphConfig = DEFAULT_GRAPH_CONFIG, facts: FactConfig = DEFAULT_FACTS,
+                 proposer: ProposalHook | None = None) -> None:
+        self.principal = principal
+        self.encoder = encoder or HashingEncoder()
+        self.store = SQLiteStore(path if path is not None else ":memory:")
+        self.timeline = Timeline(self.store, self.encoder, redactor)
+        self.retriever_config = retriever
+        self.segmenter_config = segmenter or SegmenterConfig()
+        self.fact_config = facts
+        self.graph_config = links
+        self.proposer = proposer
+        self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self.index = EpisodeIndex(self.encoder.dim)
+        self.reinforcements: list[Reinforcement] = []  # what each episode closed in this process changed
+        self._segmenter = Segmenter(self.segmenter_config)
+        self._episodes: dict[str, Episode] = {}
+        self._order: dict[str, list[str]] = {}
+        self._problems: dict[str, _Problem] = {}
+        self._evidence: dict[str, list[Evidence]] = {}
+        self._edge_ids: set[str] = set()
+        self._versions: list[FactVersion] = []
+        self._current: dict[str, FactVersion] = {}
+        self._marks: set[str] = set()
+        self._closed_seq: dict[str, int] = {}
+        self._recent: dict[str, deque[Entry]] = {}
+        self._retriever = Retriever(self.index, self.encoder.encode, graph=self.graph, facts=self._facts_of,
+                                    chain=_chain_narrative, config=retriever)
+        self._load()
+
+    # -- recording ---------------------------------------------------------------------
+
+    def record(self, text: str, *, kind: Kind | str, role: Role | str = Role.ENVIRONMENT,
+               timestamp: datetime | None = None, situation: str = "default",
+               metadata: Mapping[str, Any] | None = None, principal: str | None = None) -> Entry:
+        """Append one entry to the timeline and feed it to the segmenter.
+
+        Args:
+            text: what happened.
+            kind: observation, decision, action, outcome, correction or note.
+            role: who produced it (environment, agent, user, system).
+            timestamp: when (timezone-aware); now (UTC) by default.
+            situation: situation label, e.g. "incident_response".
+            metadata: JSON-serializable extras (e.g. "service", "choice", "status").
+            principal: tenant; the memory's default principal when None.
+        """
+        entry = self.timeline.append(
+            text, kind=kind, role=role, timestamp=timestamp or datetime.now(timezone.utc), situation=situation,
+            principal=principal or self.principal, metadata=metadata)
+        self._ingest(entry)
+        return entry
+
+    def observe(self, text: str, **fields: Any) -> Entry:
+        """Record an observation from the environment."""
+        return self.record(text, kind=Kind.OBSERVATION, **{"role": Role.ENVIRONMENT, **fields})
+
+    def decide(self, text: str, *, choice: str | None = None, confidence: float | None = None,
+               retrieved: Iterable[str] = (), relied_on: Iterable[str] = (),
+               metadata: Mapping[str, Any] | None = None, **fields: Any) -> Entry:
+        """Record the agent's decision; `retrieved`/`relied_on` name Context items (see `Context.item_ids`)."""
+        meta = dict(metadata or {})
+        if choice is not None:
+            meta["choice"] = choice
+        if confidence is not None:
+            meta["confidence"] = float(confidence)
+        meta["retrieved"] = list(retrieved)
+        meta["relied_on"] = list(relied_on)
+        return self.record(text, kind=Kind.DECISION, metadata=meta, **{"role": Role.AGENT, **fields})
+
+    def act(self, text: str, **fields: Any) -> Entry:
+        """Record an action the agent took (a change made)."""
+        return self.record(text, kind=Kind.ACTION, **{"role": Role.AGENT, **fields})
+
+    def outcome(self, text: str, *, status: str | None = None, metadata: Mapping[str, Any] | None = None,
+                **fields: Any) -> Entry:
+        """Record an outcome signal; `status` ("success"/"failure") is stored as a structured check."""
+        meta = dict(metadata or {})
+        if status is not None:
+            meta["status"] = status
+        return self.record(text, kind=Kind.OUTCOME, metadata=meta, **{"role": Role.ENVIRONMENT, **fields})
+
+    def correct(self, text: str, **fields: Any) -> Entry:
+        """Record a user's correction of a wrong decision."""
+        return self.record(text, kind=Kind.CORRECTION, **{"role": Role.USER, **fields})
+
+    def flush(self) -> list[Episode]:
+        """Close every open episode now (e.g. at the end of a session); returns them."""
+        closed = self._segmenter.flush()
+        if not closed:
+            return []
+        last = max(ep.last_seq for ep in closed)
+        self.store.add_records(FLUSH, [(str(last), {"seq": last})])
+        for episode in closed:
+            self._close(episode)
+        return closed
+
+    # -- reading -----------------------------------------------------------------------
+
+    def recent(self, n: int = 10, *, principal: str | None = None) -> list[Entry]:
+        """The last `n` entries of a principal, oldest first (the short-term window)."""
+        window = self._window(principal or self.principal)
+        return list(window)[-n:] if n > 0 else []
+
+    def messages(self, n: int = 10, *, principal: str | None = None) -> list[dict[str, str]]:
+        """The short-term window as chat messages: agent entries are "assistant", others "user".
+
+        Consecutive entries of the same role are merged, so roles alternate.
+        """
+        out: list[dict[str, str]] = []
+        for entry in self.recent(n, principal=principal):
+            role = "assistant" if entry.role is Role.AGENT else "user"
+            line = f"[{entry.kind.value}] {entry.text}"
+            if out and out[-1]["role"] == role:
+                out[-1]["content"] += "\n" + line
+            else:
+                out.append({"role": role, "content": line})
+        return out
+
+    def recall(self, query: str | Sequence[str] | None = None, *, situation: str | None = None,
+               principal: str | None = None, k: int = 5, now: datetime | None = None) -> Context:
+        """Past episodes with outcomes, applicable facts and causal chains for a query.
+
+        Args:
+            query: text or observation texts; None uses the observations recorded since
+                the principal's last closed episode.
+            situation: situation label to favour; None uses the latest entry's.
+            principal: tenant; nothing of another tenant is read.
+            k: most episodes.
+            now: reference time for recency (default: end of the latest closed episode).
+        """
+        who = principal or self.principal
+        window = self._window(who)
+        if query is None:
+            since = self._closed_seq.get(who, -1)
+            query = [e.text for e in window if e.seq > since and e.kind is Kind.OBSERVATION]
+        if situation is None and window:
+            situation = window[-1].situation
+        return self._retriever.recall(query, principal=who, situation=situation, k=k, now=now)
+
+    def episodes(self, principal: str | None = None) -> list[Episode]:
+        """Closed episodes of a principal, in closing order."""
+        return [self._episodes[i] for i in self._order.get(principal or self.principal, [])]
+
+    def edges(self, principal: str | None = None) -> list[Edge]:
+        """Edges among a principal's episodes (graph rules and reinforcement), in insertion order."""
+        who = principal or self.principal
+        return [Edge(u, v, d["type"], d["weight"], d["evidence"]) for u, v, d in self.graph.edges(data=True)
+                if self.graph.nodes[u].get("principal") == who]
+
+    def episode(self, episode_id: str) -> Episode | None:
+        """A closed episode by id."""
+        return self._episodes.get(episode_id)
+
+    def facts(self, principal: str | None = None, *, include_retired: bool = False) -> list[FactVersion]:
+        """Current version of each fact of a principal."""
+        who = principal or self.principal
+        return [f for f in self._current.values()
+                if f.principal == who and (include_retired or f.status == "active")]
+
+    def fact_history(self, fact_id: str) -> list[FactVersion]:
+        """Every version of a fact, oldest first: how the belief changed and on what evidence."""
+        return history(self._versions, fact_id.split("@", 1)[0])
+
+    def projection(self) -> Projection:
+        """The derived state as plain values."""
+        edges = tuple(Edge.from_record(body) for _, body in self.store.records(EDGE))
+        return Projection(tuple(self._episodes.values()), edges, tuple(self._versions))
+
+    def rebuild(self) -> Projection:
+        """Replay the whole timeline into a fresh in-memory memory; its projection.
+
+        Equals `projection()` when the derived records are a faithful projection of the timeline.
+        """
+        fresh = EpisodicMemory(None, principal=self.principal, encoder=self.encoder,
+                               retriever=self.retriever_config, segmenter=self.segmenter_config,
+                               links=self.graph_config, facts=self.fact_config, proposer=self.proposer)
+        flushes = {int(body["seq"]) for _, body in self.store.records(FLUSH)}
+        try:
+            for entry in self.store.entries():
+                fresh.store.append(EntryDraft(
+                    timestamp=entry.timestamp, principal=entry.principal, situation=entry.situation,
+                    role=entry.role, kind=entry.kind, text=entry.text, metadata=entry.metadata,
+                    embedding=entry.embedding, encoder=entry.encoder))
+                fresh._ingest(entry)
+                if entry.seq in flushes:
+                    fresh.flush()
+            return fresh.projection()
+        finally:
+            fresh.close()
+
+    def close(self) -> None:
+        """Close the store. Open episodes stay open and resume on the next open (see `flush`)."""
+        self.store.close()
+
+    def __enter__(self) -> "EpisodicMemory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the pipeline ------------------------------------------------------------------
+
+    def _window(self, principal: str) -> deque[Entry]:
+        window = self._recent.get(principal)
+        if window is None:
+            window = deque(self.store.entries(principal=principal), maxlen=_RECENT)
+            self._recent[principal] = window
+        return window
+
+    def _ingest(self, entry: Entry) -> None:
+        if entry.principal in self._recent:
+            self._recent[entry.principal].append(entry)
+        for episode in self._segmenter.feed(entry):
+            self._close(episode)
+
+    def _close(self, episode: Episode) -> None:
+        """Persist, index, link, reinforce and learn from one closed episode."""
+        self.store.add_records(EPISODE, [(episode.id, episode.to_record())])
+        entries = self.store.get_many(list(episode.entry_ids))
+        self._index(episode, entries)
+        self._learn(episode, entries)
+
+    def _index(self, episode: Episode, entries: Sequence[Entry]) -> None:
+        self._episodes[episode.id] = episode
+        self._order.setdefault(episode.principal, []).append(episode.id)
+        self._closed_seq[episode.principal] = max(self._closed_seq.get(episode.principal, -1), episode.last_seq)
+        graph_rules.add_episode(self.graph, episode)
+        problem = self._problem(episode, entries)
+        self._problems[episode.id] = problem
+        self.index.add(episode, problem.vector)
+        ev = evidence_from(episode, problem.text, cited=_cited(entries))
+        if ev is not None:
+            self._evidence.setdefault(episode.principal, []).append(ev)
+
+    def _problem(self, episode: Episode, entries: Sequence[Entry]) -> _Problem:
+        """Observations of the problem an episode worked on: its own, else those of the attempt it retries."""
+        observed = [e for e in entries if e.kind is Kind.OBSERVATION]
+        corrections = [e for e in entries if e.kind is Kind.CORRECTION]
+        others = np.stack([e.embedding for e in corrections]) if corrections else None
+        if observed:
+            return _Problem("\n".join(e.text for e in observed),
+                            episode_vector(np.stack([e.embedding for e in observed]), others))
+        earlier = self._retried(episode) if episode.choices else None
+        if earlier is not None:
+            base = self._problems[earlier.id]
+            vector = episode_vector(base.vector[None, :], others)
+            return _Problem(base.text, vector)
+        return _Problem("", episode_vector(np.stack([e.embedding for e in entries])))
+
+    def _retried(self, episode: Episode) -> Episode | None:
+        """The attempt that opened the incident an episode without observations continues."""
+        prior = self._prior(episode)
+        chain = graph_rules.attempt_chain(episode, prior, self.graph_config)
+        opener = chain[-1] if chain else None
+        return opener if opener is not None and opener.id in self._problems and self._problems[opener.id].text else None
+
+    def _prior(self, episode: Episode) -> list[Episode]:
+        """The principal's episodes closed before this one (the graph rules' window)."""
+        ids = self._order.get(episode.principal, [])
+        end = ids.index(episode.id) if episode.id in ids else len(ids)
+        return [self._episodes[i] for i in ids[max(0, end - self.graph_config.window) : end]]
+
+    def _learn(self, episode: Episode, entries: Sequence[Entry]) -> None:
+        who = episode.principal
+        self._add_edges(graph_rules.infer_edges(episode, self._prior(episode), config=self.graph_config))
+        notes = [DecisionNote.from_metadata(e.id, e.metadata) for e in entries if e.kind is Kind.DECISION]
+        evidence = self._evidence.get(who, [])
+        result = reinforce(episode, notes, lookup=self._episodes.get, graph=self.graph,
+                           facts=self._facts_of(who, retired=False), evidence=evidence,
+                           applied=lambda m: m in self._marks, config=self.fact_config)
+        self._add_edges(result.edges)
+        self._add_versions(result.facts)
+        if result.marks and any(ev.episode_id == episode.id for ev in evidence):
+            current = [f for f in self._current.values() if f.principal == who]
+            made = extract_facts(evidence, current, principal=who, at=episode.end, config=self.fact_config)
+            if self.proposer is not None:
+                taken = {f.fact_id for f in current + made}
+                for condition, conclusion in self.proposer(evidence):
+                    fact = propose_fact(condition, conclusion, evidence, principal=who, at=episode.end,
+                                        config=self.fact_config, reason="proposed by the proposer hook")
+                    if fact is not None and fact.fact_id not in taken:
+                        made.append(fact)
+                        taken.add(fact.fact_id)
+            self._add_versions(made)
+        if result.marks:
+            self.store.add_records(MARK, [(m, {"episode": episode.id}) for m in result.marks])
+            self._marks.update(result.marks)
+            self.reinforcements.append(result)
+
+    def _add_edges(self, edges: Iterable[Edge]) -> None:
+        fresh = [e for e in edges if e.id not in self._edge_ids]
+        if not fresh:
+            return
+        self.store.add_records(EDGE, [(e.id, e.to_record()) for e in fresh])
+        self._edge_ids.update(e.id for e in fresh)
+        graph_rules.add_edges(self.graph, fresh)
+
+    def _add_versions(self, versions: Iterable[FactVersion]) -> None:
+        versions = list(versions)
+        if not versions:
+            return
+        self.store.add_records(FACT, [(v.id, v.to_record()) for v in versions])
+        for v in versions:
+            self._versions.append(v)
+            self._current[v.fact_id] = v
+
+    def _facts_of(self, principal: str, retired: bool = False) -> list[FactVersion]:
+        return [f for f in current_facts(self._current.values())
+                if f.principal == principal and (retired or f.status == "active")]
+
+    def _load(self) -> None:
+        """Rebuild the projection from stored records, then resume open episodes."""
+        stored = [Episode.from_record(body) for _, body in self.store.records(EPISODE)]
+        for start in range(0, len(stored), 200):
+            chunk = stored[start : start + 200]
+            entries = {e.id: e for e in self.store.get_many([i for ep in chunk for i in ep.entry_ids])}
+            for episode in chunk:
+                self._index(episode, [entries[i] for i in episode.entry_ids if i in entries])
+        edges = [Edge.from_record(body) for _, body in self.store.records(EDGE)]
+        self._edge_ids.update(e.id for e in edges)
+        graph_rules.add_edges(self.graph, edges)
+        self._add_loaded_versions(FactVersion.from_record(body) for _, body in self.store.records(FACT))
+        learned = set()
+        for mark, body in self.store.records(MARK):
+            self._marks.add(mark)
+            learned.add(body.get("episode"))
+        for episode in stored:  # a pipeline interrupted after storing the episode resumes here
+            if episode.id not in learned:
+                self._learn(episode, self.store.get_many(list(episode.entry_ids)))
+        if not stored and len(self.store) == 0:
+            return
+        start = min(self._closed_seq.values(), default=-1) + 1
+        if self.store.stats().principals > len(self._closed_seq):
+            start = 0
+        for entry in self.store.entries(start=start):
+            if entry.seq > self._closed_seq.get(entry.principal, -1):
+                for episode in self._segmenter.feed(entry):
+                    self._close(episode)
+
+    def _add_loaded_versions(self, versions: Iterable[FactVersion]) -> None:
+        for v in versions:
+            self._versions.append(v)
+            if v.fact_id not in self._current or v.version > self._current[v.fact_id].version:
+                self._current[v.fact_id] = v
+
+
+def _cited(entries: Sequence[Entry]) -> list[str]:
+    ids: list[str] = []
+    for e in entries:
+        if e.kind is Kind.DECISION:
+            note = DecisionNote.from_metadata(e.id, e.metadata)
+            ids.extend(i for i in note.retrieved + note.relied_on if i.startswith("fact-"))
+    return ids
+
+
+def _chain_narrative(graph: nx.MultiDiGraph, episode_id: str, hops: int) -> str | None:
+    """Causal narrative through an episode, computed on its neighbourhood only (fast on large graphs)."""
+    if episode_id not in graph:
+        return None
+    near = {episode_id}
+    frontier = {episode_id}
+    for _ in range(hops):
+        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))} - near
+        near |= frontier
+    if len(near) < 2:
+        return None
+    chain = graph_rules.causal_chain(graph.subgraph(near), episode_id, max_hops=hops)
+    return chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None

@@ -1,0 +1,163 @@
+import pickle
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from memory.agent_memory import EpisodicMemory
+from memory.episodes import EdgeType, Outcome
+
+T0 = datetime(2026, 5, 4, 9, tzinfo=timezone.utc)
+ROOT = Path(__file__).resolve().parents[1]
+
+# (observations, truth, first guess); each incident is corrected when the guess is wrong
+INCIDENTS = [
+    (["spool directory full on the print servers", "jobs stuck in the spool queue"], "spool", "driver"),
+    (["print jobs stuck, spool partition at 100%", "spool cleanup cron missing"], "spool", "spool"),
+    (["garbled output after the driver update", "driver version changed on the print servers"], "driver", "spool"),
+    (["new driver package rolled out, pages print garbled", "driver checksum differs"], "driver", "driver"),
+    (["spool queue growing, jobs stuck for hours"], "spool", "spool"),
+]
+
+
+def play(memory: EpisodicMemory, incidents=INCIDENTS, *, principal=None, start=T0) -> None:
+    """Plays incidents through the facade like an agent loop (recall → decide → outcome → correction → retry)."""
+    clock = start
+    for observations, truth, guess in incidents:
+        for text in observations:
+            clock += timedelta(minutes=2)
+            memory.observe(text, timestamp=clock, situation="support", metadata={"service": "print"},
+                           principal=principal)
+        tries = [guess] if guess == truth else [guess, truth]
+        for choice in tries:
+            context = memory.recall(principal=principal)
+            clock += timedelta(minutes=3)
+            memory.decide(f"Decision: {choice} — best match", choice=choice, confidence=0.6,
+                          retrieved=context.item_ids(), relied_on=context.item_ids()[:1], timestamp=clock,
+                          situation="support", metadata={"service": "print"}, principal=principal)
+            clock += timedelta(minutes=5)
+            ok = choice == truth
+            memory.outcome("Verified: the problem is gone" if ok else "The problem persists",
+                           status="success" if ok else "failure", timestamp=clock, situation="support",
+                           metadata={"service": "print"}, principal=principal)
+            if not ok:
+                clock += timedelta(minutes=2)
+                memory.correct(f"Not {choice}: it was the {truth}", timestamp=clock, situation="support",
+                               metadata={"service": "print"}, principal=principal)
+        clock += timedelta(days=1)
+
+
+def test_episodes_close_and_carry_outcomes_choices_and_corrections():
+    with EpisodicMemory() as memory:
+        play(memory)
+        memory.flush()
+        episodes = memory.episodes()
+        assert len(episodes) == 7  # five incidents, two of them retried
+        assert [e.outcome for e in episodes[:2]] == [Outcome.FAILURE, Outcome.SUCCESS]
+        assert episodes[0].choices == ("driver",) and episodes[0].corrections
+        types = {e.type for e in memory.edges()}
+        assert {EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.LED_TO} <= types
+        assert memory.reinforcements and all(r.marks for r in memory.reinforcements)
+
+
+def test_facts_are_learned_and_their_history_is_queryable():
+    with EpisodicMemory() as memory:
+        play(memory)
+        memory.flush()
+        facts = {f.conclusion: f for f in memory.facts()}
+        assert set(facts) == {"spool", "driver"}
+        spool = facts["spool"]
+        assert spool.usefulness.passed and spool.confidence >= 0.6
+        history = memory.fact_history(spool.id)
+        assert history[0].version == 1 and history[-1] == spool
+        assert all(b.supersedes == a.version for a, b in zip(history, history[1:]))
+        context = memory.recall("jobs stuck in the spool")
+        assert any(r.fact.conclusion == "spool" for r in context.facts)
+        assert "spool" in context.render(1500)
+
+
+def test_recall_uses_current_observations_and_reports_why():
+    with EpisodicMemory() as memory:
+        play(memory, INCIDENTS[:4])
+        memory.observe("print jobs stuck again, spool at 98%", timestamp=T0 + timedelta(days=10),
+                       situation="support", metadata={"service": "print"})
+        context = memory.recall(k=3)
+        assert context.query == "print jobs stuck again, spool at 98%"
+        assert context.situation == "support" and 0 < len(context.episodes) <= 3
+        top = context.episodes[0]
+        assert "spool" in top.episode.summary and top.why and top.score.total > 0
+        assert set(context.item_ids()) <= {e.id for e in memory.episodes()} | {f.id for f in memory.facts()}
+
+
+def test_short_term_window_and_messages():
+    with EpisodicMemory() as memory:
+        play(memory, INCIDENTS[:1])
+        recent = memory.recent(3)
+        assert [e.kind.value for e in recent] == ["correction", "decision", "outcome"]
+        assert recent[-1].seq == max(e.seq for e in memory.recent(50))
+        messages = memory.messages(6)
+        assert {m["role"] for m in messages} <= {"user", "assistant"}
+        assert all(a["role"] != b["role"] for a, b in zip(messages, messages[1:]))  # merged, alternating
+        assert any(m["role"] == "assistant" and "[decision]" in m["content"] for m in messages)
+
+
+def test_principals_are_isolated_in_the_facade():
+    with EpisodicMemory(principal="team-a") as memory:
+        play(memory, INCIDENTS[:3], principal="team-a")
+        play(memory, INCIDENTS[3:], principal="team-b", start=T0 + timedelta(days=30))
+        memory.flush()
+        for who in ("team-a", "team-b"):
+            mine = {e.id for e in memory.episodes(who)} | {f.id for f in memory.facts(who)}
+            context = memory.recall("spool jobs stuck, driver garbled", principal=who, k=10)
+            assert context.item_ids() and set(context.item_ids()) <= mine
+            assert all(memory.graph.nodes[e.source]["principal"] == who for e in memory.edges(who))
+
+
+def test_rebuild_from_the_timeline_equals_the_live_state(tmp_path):
+    with EpisodicMemory(tmp_path / "m.db") as memory:
+        play(memory)
+        memory.flush()
+        play(memory, INCIDENTS[:2], start=T0 + timedelta(days=40))  # an open episode remains
+        live = memory.projection()
+        assert memory.rebuild() == live
+    with EpisodicMemory(tmp_path / "m.db") as reopened:  # loaded from records, then resumed
+        assert reopened.projection() == live
+
+
+def test_reopening_replays_nothing_twice(tmp_path):
+    path = tmp_path / "m.db"
+    with EpisodicMemory(path) as memory:
+        play(memory)
+        counts = memory.store.stats().records
+    for _ in range(2):
+        with EpisodicMemory(path) as memory:
+            assert memory.store.stats().records == counts
+            assert not memory.reinforcements
+
+
+RECORD_SCRIPT = textwrap.dedent("""
+    import pickle, sys
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {tests!r})
+    from test_agent_memory import play
+    from memory.agent_memory import EpisodicMemory
+    memory = EpisodicMemory({path!r}, principal="ops")
+    play(memory)
+    context = memory.recall("spool queue stuck", k=4)
+    with open({out!r}, "wb") as handle:
+        pickle.dump(context, handle)
+    memory.close()
+""")
+
+
+def test_memory_survives_a_restart_in_another_process(tmp_path):
+    path, out = str(tmp_path / "mem.db"), str(tmp_path / "context.pkl")
+    script = RECORD_SCRIPT.format(root=str(ROOT), tests=str(ROOT / "tests"), path=path, out=out)
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=str(tmp_path), timeout=120)
+    with open(out, "rb") as handle:
+        before = pickle.load(handle)
+    with EpisodicMemory(path, principal="ops") as memory:
+        after = memory.recall("spool queue stuck", k=4)
+        assert after == before
+        assert after.episodes and after.render() == before.render()
