@@ -19,21 +19,28 @@ Data flow::
 The timeline is the only source of truth; every other layer is a projection of it.
 """
 
+from memory.agent_memory import EpisodicMemory
 from memory.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder
 from memory.errors import MemoryError_, StoreError
+from memory.facts import FactVersion
 from memory.redaction import NoRedaction, PatternRedactor, Redactor
+from memory.retriever import Context, RetrieverConfig
 from memory.store import SQLiteStore, Store
 from memory.timeline import Entry, Kind, Role, Timeline
 
 __all__ = [
+    "Context",
     "Encoder",
     "Entry",
+    "EpisodicMemory",
+    "FactVersion",
     "HashingEncoder",
     "Kind",
     "MemoryError_",
     "NoRedaction",
     "PatternRedactor",
     "Redactor",
+    "RetrieverConfig",
     "Role",
     "SQLiteStore",
     "SentenceTransformerEncoder",
