@@ -279,7 +279,7 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
         config: windows and thresholds.
     """
     recent = [ep for ep in history if ep.principal == new.principal and ep.last_seq < new.first_seq]
-    recent = sorted(recent, key=lambda ep: ep.first_seq)[-config.window:]
+    recent = sorted(recent, key=lambda ep: ep.first_seq)[-config.window:] if config.window > 0 else []
     chain = attempt_chain(new, recent, config)
     edges = _retry_and_lesson(new, chain)
     if not chain:

@@ -64,10 +64,10 @@ class SegmenterConfig:
 
     situation_weight: float = 1.0  # weight of a situation-label change
     semantic_weight: float = 1.0  # weight of the semantic shift
-    shift_onset: float = 0.85  # cosine distance to the centroid where the shift starts counting
-    shift_threshold: float = 0.95  # cosine distance at full shift strength (tuned for HashingEncoder)
+    shift_onset: float = 0.88  # cosine distance to the centroid where the shift starts counting
+    shift_threshold: float = 0.98  # cosine distance at full shift strength (tuned for HashingEncoder)
     shift_kinds: frozenset[Kind] = frozenset({Kind.OBSERVATION, Kind.NOTE})  # entries whose shift is measured
-    shift_min_entries: int = 1  # open-episode size before the shift is measured
+    shift_min_entries: int = 2  # open-episode size before the shift is measured (one entry is too noisy)
     temporal_weight: float = 1.0  # weight of the temporal gap
     gap_onset_s: float = 3600.0  # gap (seconds) where the temporal signal starts counting
     gap_threshold_s: float = 3 * 3600.0  # gap (seconds) at full temporal strength

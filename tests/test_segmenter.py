@@ -1,0 +1,195 @@
+"""Segmenter: golden fixtures per boundary signal and outcome path, batch == incremental."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory.encoder import HashingEncoder
+from memory.episodes import Episode, Outcome
+from memory.segmenter import (
+    DEFAULT_CONFIG,
+    Segmenter,
+    SegmenterConfig,
+    classify_text,
+    detect_outcome,
+    segment,
+)
+from memory.timeline import GENESIS_ID, EntryDraft, Kind, Role, chain
+
+GOLDEN = Path(__file__).parent / "golden" / "segmenter"
+BASE = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+ROLE = {"observation": "environment", "outcome": "environment", "decision": "agent", "action": "agent",
+        "correction": "user", "note": "user"}
+_ENCODER = HashingEncoder()
+
+
+def build_entries(items: list[dict]) -> list:
+    """Chain fixture items ({at: minutes, kind, text, ...}) into timeline entries."""
+    entries, prev = [], GENESIS_ID
+    for seq, item in enumerate(items):
+        if "vector" in item:
+            vector = np.asarray(item["vector"], dtype=np.float32)
+            vector = vector / np.linalg.norm(vector)
+        else:
+            vector = _ENCODER.encode([item["text"]])[0]
+        draft = EntryDraft(
+            timestamp=BASE + timedelta(minutes=item["at"]), principal=item.get("principal", "default"),
+            situation=item.get("situation", "incident_response"), role=Role(item.get("role", ROLE[item["kind"]])),
+            kind=Kind(item["kind"]), text=item["text"], metadata=item.get("metadata", {}), embedding=vector,
+            encoder="fixture")
+        entry = chain(draft, prev_id=prev, seq=seq)
+        entries.append(entry)
+        prev = entry.id
+    return entries
+
+
+def load_case(path: Path) -> tuple[dict, list]:
+    case = json.loads(path.read_text(encoding="utf-8"))
+    assert set(case) >= {"description", "entries", "expected"}, path.name
+    return case, build_entries(case["entries"])
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.stem)
+def test_golden(path: Path) -> None:
+    case, entries = load_case(path)
+    expected = case["expected"]
+    episodes = segment(entries)
+    position = {e.id: i for i, e in enumerate(entries)}
+    assert [[position[i] for i in ep.entry_ids] for ep in episodes] == expected["episodes"]
+    if "outcomes" in expected:
+        assert [ep.outcome.value for ep in episodes] == expected["outcomes"]
+    for ep, fragment in zip(episodes, expected.get("evidence", [])):
+        assert fragment in ep.outcome_evidence
+    for ep, fields in zip(episodes, expected.get("fields", [])):
+        for name, value in fields.items():
+            got = getattr(ep, name)
+            assert (list(got) if isinstance(got, tuple) else got) == value, name
+
+
+def test_golden_covers_every_signal_and_outcome_path() -> None:
+    names = {p.stem for p in GOLDEN.glob("*.json")}
+    assert {"boundary_situation_change", "boundary_semantic_shift", "boundary_temporal_gap",
+            "boundary_explicit_signal", "outcome_structured", "outcome_text", "outcome_correction",
+            "outcome_none"} <= names
+
+
+@pytest.mark.parametrize("signal, case", [
+    ("situation_weight", "boundary_situation_change"),
+    ("semantic_weight", "boundary_semantic_shift"),
+    ("temporal_weight", "boundary_temporal_gap"),
+    ("explicit_weight", "boundary_explicit_signal"),
+])
+def test_each_signal_is_what_splits(signal: str, case: str) -> None:
+    _, entries = load_case(GOLDEN / f"{case}.json")
+    assert len(segment(entries)) > 1
+    assert len(segment(entries, replace(DEFAULT_CONFIG, **{signal: 0.0}))) == 1
+
+
+def test_feed_returns_the_closed_episode_and_flush_the_rest() -> None:
+    _, entries = load_case(GOLDEN / "boundary_explicit_signal.json")
+    seg = Segmenter()
+    closed = [[ep.first_seq for ep in seg.feed(e)] for e in entries]
+    assert closed == [[], [], [], [0], [], [], [3]]
+    assert seg.open_entries("default") == (entries[6],)
+    assert [ep.first_seq for ep in seg.peek()] == [6]
+    assert [ep.first_seq for ep in seg.flush()] == [6]
+    assert seg.flush() == []
+
+
+def test_feed_rejects_entries_out_of_order() -> None:
+    entries = build_entries([{"at": 0, "kind": "note", "text": "a"}, {"at": 1, "kind": "note", "text": "b"}])
+    seg = Segmenter()
+    seg.feed(entries[1])
+    with pytest.raises(ValueError, match="seq 0 fed after seq 1 of principal 'default'"):
+        seg.feed(entries[0])
+
+
+def test_episode_round_trips_through_its_record() -> None:
+    _, entries = load_case(GOLDEN / "episode_fields.json")
+    (ep,) = segment(entries)
+    assert Episode.from_record(json.loads(json.dumps(ep.to_record()))) == ep
+    assert ep.observations == (entries[0].text, entries[1].text)
+
+
+@pytest.mark.parametrize("text, outcome", [
+    ("Metrics back to baseline; incident resolved", Outcome.SUCCESS),
+    ("Errors persist after the change", Outcome.FAILURE),
+    ("Alert still firing 15 minutes after the change", Outcome.FAILURE),
+    ("No improvement after applying the fix", Outcome.FAILURE),
+    ("The checkout flow is no longer failing", Outcome.SUCCESS),
+    ("Froze the clock in the test; no more midnight failures", Outcome.SUCCESS),
+    ("Shrinking the heap did not stop the kills", Outcome.FAILURE),
+    ("Raising the heap only delayed the crash by a day", Outcome.FAILURE),
+    ("Partially recovered: 2% of requests still fail", Outcome.FAILURE),
+    ("Errors gone, but latency slightly higher", Outcome.PARTIAL),
+    ("Degraded but serving", Outcome.PARTIAL),
+    ("Rolled back; errors stopped within a minute. 3.8.0 had the same key mismatch.", Outcome.SUCCESS),
+    ("We looked at the dashboards", Outcome.UNKNOWN),
+])
+def test_cue_lexicon(text: str, outcome: Outcome) -> None:
+    assert classify_text(text).outcome == outcome
+
+
+def test_cueless_outcome_after_a_change_is_success_but_not_without_one() -> None:
+    with_change = build_entries([{"at": 0, "kind": "decision", "text": "Decision: x", "metadata": {"choice": "x"}},
+                                 {"at": 5, "kind": "outcome", "text": "Pinned the base image by digest"}])
+    assert detect_outcome(with_change).outcome == Outcome.SUCCESS
+    assert "no problem cue" in detect_outcome(with_change).evidence
+    alone = build_entries([{"at": 0, "kind": "outcome", "text": "Pinned the base image by digest"}])
+    assert detect_outcome(alone).outcome == Outcome.UNKNOWN
+
+
+# -- property: batch == incremental ---------------------------------------------------------
+
+_KINDS = ["observation", "decision", "action", "outcome", "correction", "note"]
+_item = st.fixed_dictionaries({
+    "gap": st.sampled_from([0.5, 3, 20, 90, 150, 400, 3000]),
+    "kind": st.sampled_from(_KINDS),
+    "situation": st.sampled_from(["incident_response", "planning"]),
+    "principal": st.sampled_from(["default", "beta", "gamma"]),
+    "service": st.sampled_from([None, "checkout-api", "search"]),
+    "vector": st.lists(st.sampled_from([0.0, 0.2, 1.0]), min_size=3, max_size=3).filter(any),
+    "status": st.sampled_from([None, None, "success", "failure"]),
+    "text": st.sampled_from(["Errors persist", "incident resolved", "Decision: a", "looked around", "partially ok"]),
+})
+
+
+def _stream(items: list[dict]) -> list:
+    at, out = 0.0, []
+    for item in items:
+        at += item["gap"]
+        metadata: dict = {}
+        if item["service"]:
+            metadata["service"] = item["service"]
+        if item["kind"] == "decision":
+            metadata["choice"] = item["text"][-1]
+        if item["status"] and item["kind"] == "outcome":
+            metadata["check"] = {"status": item["status"]}
+        out.append({"at": at, "kind": item["kind"], "text": item["text"], "situation": item["situation"],
+                    "principal": item["principal"], "metadata": metadata, "vector": item["vector"]})
+    return build_entries(out)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_item, max_size=40), st.sampled_from([DEFAULT_CONFIG, SegmenterConfig(shift_onset=0.2, shift_threshold=0.6)]))
+def test_batch_equals_incremental(items: list[dict], config: SegmenterConfig) -> None:
+    entries = _stream(items)
+    seg = Segmenter(config)
+    live: list[Episode] = []
+    for entry in entries:
+        live.extend(seg.feed(entry))
+    live.extend(seg.flush())
+    batch = segment(reversed(entries), config)  # batch sorts by seq itself
+    assert sorted(live, key=lambda ep: ep.first_seq) == batch
+    covered = sorted(i for ep in batch for i in ep.entry_ids)
+    assert covered == sorted(e.id for e in entries)  # a partition of the stream
+    for ep in batch:
+        assert len({e.principal for e in entries if e.id in set(ep.entry_ids)}) == 1
