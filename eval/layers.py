@@ -246,13 +246,14 @@ class LayerReport:
         for name in ("scenario", "seed", "policy", "bnd P", "bnd R", "bnd F1", "outcome acc"):
             table.add_column(name, justify="left" if name in ("scenario", "policy") else "right")
         for kind in SCORED_EDGES:
-            table.add_column(f"{kind.value} P/R", justify="right")
+            table.add_column(f"{kind.value}\nP/R (true)", justify="right")
         for row in self.rows:
             q = row.quality
             table.add_row(row.scenario, str(row.seed), row.policy, _fmt(q.boundary_precision),
                           _fmt(q.boundary_recall), _fmt(q.boundary_f1), _fmt(q.outcome_accuracy),
                           *(f"{_fmt(q.edges[k.value].precision)}/{_fmt(q.edges[k.value].recall)} "
                             f"({q.edges[k.value].true})" for k in SCORED_EDGES))
+        table.caption = "P/R: precision/recall; — when nothing was predicted (P) or true (R)"
         return table
 
     def to_json(self) -> list[dict[str, Any]]:
@@ -291,7 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        Console().print(report)
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=140)  # pipes and logs get the whole table
+        console.print(report)
     return 0
 
 
