@@ -18,8 +18,10 @@ episodes of the same principal (never across principals; O(window)):
   cue ("caused by", "since … change", "after yesterday's fix", "added in the last fix",
   "was replaced last week") naming the earlier episode's subject (0.9); such a cue and the
   same subject (0.7); such a cue whose words resemble the change's summary, actions or
-  corrections (``cause_similarity``, 0.5); no cue, the same subject, a successful change
-  within ``uncued_cause_window_s`` (0.4). A LED_TO edge mirrors each CAUSED_BY.
+  corrections (``cause_similarity``, 0.5); no cue, the same subject, a successful episode
+  that recorded actions (an explicit change) within ``uncued_cause_window_s`` (0.4).
+  Among several candidates the most recent wins unless another matches the cue's words
+  clearly better. A LED_TO edge mirrors each CAUSED_BY.
 - LED_TO (earlier → later): the inverse view of every CAUSED_BY, and the next step of the
   same problem after an undecided step (the previous chain member has no outcome).
 - CONTINUATION (new → resumed): the previous episode had another situation, and the latest
@@ -55,7 +57,7 @@ class GraphConfig:
 
     window: int = 200  # most recent episodes of the principal the rules look at
     retry_window_s: float = 6 * 3600.0  # max time between consecutive attempts at one problem
-    retry_similarity: float = 0.3  # observation similarity for a re-observing episode to be a retry
+    retry_similarity: float = 0.5  # observation similarity for a re-observing episode to be a retry
     cause_window_s: float = 14 * 86400.0  # how far back an incident can be traced to a change
     uncued_cause_window_s: float = 12 * 3600.0  # same-subject successful change, no textual cue
     cause_similarity: float = 0.2  # cue sentence vs an unnamed change's text, to link it
@@ -197,6 +199,15 @@ def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig)
     return current
 
 
+def _recent_unless_closer(candidates: Sequence[Episode], closeness: dict[str, float], margin: float = 0.15) -> Episode:
+    """The most recent candidate, unless another's words match the cue clearly better."""
+    best = candidates[-1]
+    for ep in candidates:
+        if closeness[ep.id] >= closeness[best.id] + margin:
+            best = ep
+    return best
+
+
 def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig) -> list[Edge]:
     changes = [ep for ep in history if (ep.decisions or ep.actions)
                and 0 <= _gap(new.start, ep.end) <= config.cause_window_s]
@@ -210,18 +221,18 @@ def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig) -> lis
         same = [ep for ep in changes if new.subject and ep.subject == new.subject]
         alike = [ep for ep in changes if closeness[ep.id] >= config.cause_similarity]
         if named:
-            best = max(named, key=lambda ep: (round(closeness[ep.id], 2), ep.end))
+            best = _recent_unless_closer(named, closeness)
             found = (best, 0.9, f"observation names {best.subject} with a causal cue: {_quote(sentence)}")
             break
         if same and (found is None or found[1] < 0.7):
-            best = max(same, key=lambda ep: (round(closeness[ep.id], 2), ep.end))
+            best = _recent_unless_closer(same, closeness)
             found = (best, 0.7, f"causal cue on the same subject {new.subject}: {_quote(sentence)}")
         elif alike and found is None:
             best = max(alike, key=lambda ep: (closeness[ep.id], ep.end))
             found = (best, 0.5, f"causal cue resembling that change (similarity {closeness[best.id]:.2f}): "
                                 f"{_quote(sentence)}")
     if found is None and new.subject:
-        recent = [ep for ep in changes if ep.subject == new.subject and ep.outcome == Outcome.SUCCESS
+        recent = [ep for ep in changes if ep.subject == new.subject and ep.actions and ep.outcome == Outcome.SUCCESS
                   and _gap(new.start, ep.end) <= config.uncued_cause_window_s]
         if recent:
             ep = recent[-1]
