@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
@@ -234,15 +235,17 @@ def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Eviden
     return Usefulness(coverage, len(hit), round(precision, 6), round(base, 6), round(lift, 6), passed)
 
 
-def _log_odds(term: str, pos: Sequence[Evidence], neg: Sequence[Evidence]) -> float:
-    p = sum(term in ev.terms for ev in pos)
-    n = sum(term in ev.terms for ev in neg)
-    return math.log((p + 0.5) / (len(pos) - p + 0.5)) - math.log((n + 0.5) / (len(neg) - n + 0.5))
+def _log_odds(p: int, n_pos: int, n: int, n_neg: int) -> float:
+    """Smoothed log-odds ratio of a term: in p of n_pos positives versus n of n_neg negatives."""
+    return math.log((p + 0.5) / (n_pos - p + 0.5)) - math.log((n + 0.5) / (n_neg - n + 0.5))
 
 
 def induce_condition(conclusion: str, evidence: Sequence[Evidence], config: FactConfig = DEFAULT_FACTS,
                      *, start: Sequence[str] = ()) -> tuple[str, ...]:
     """Greedy conjunctive condition for a conclusion (see the module docstring).
+
+    Counts come from one pass over the covered episodes per step, so a step costs the
+    number of terms in them, not terms × episodes.
 
     Args:
         conclusion: the choice to explain.
@@ -252,24 +255,22 @@ def induce_condition(conclusion: str, evidence: Sequence[Evidence], config: Fact
     condition = list(start)
     pos = [ev for ev in evidence if _label(ev, conclusion) is True]
     neg = [ev for ev in evidence if _label(ev, conclusion) is False]
+    need = max(config.min_coverage, config.min_term_share * len(pos))
     while len(condition) < config.max_terms:
         covered_pos = [ev for ev in pos if matches(condition, ev)]
         covered_neg = [ev for ev in neg if matches(condition, ev)]
         if condition and not covered_neg:
             break
-        shared = {t for ev in covered_pos for t in ev.terms} - set(condition)
-        ranked = sorted(
-            (t for t in shared
-             if sum(t in ev.terms for ev in covered_pos) >= max(config.min_coverage,
-                                                                config.min_term_share * len(pos))),
-            key=lambda t: (-_log_odds(t, covered_pos, covered_neg), t),
-        )
+        in_pos = Counter(t for ev in covered_pos for t in ev.terms if t not in condition)
+        in_neg = Counter(t for ev in covered_neg for t in ev.terms if t not in condition)
+        ranked = sorted((t for t, p in in_pos.items() if p >= need),
+                        key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
         if not ranked:
             break
         best = ranked[0]
-        before = measure(condition, conclusion, evidence, config).precision if condition else -1.0
-        after = measure(condition + [best], conclusion, evidence, config)
-        if after.precision <= before or after.coverage < config.min_coverage:
+        before = len(covered_pos) / (len(covered_pos) + len(covered_neg)) if condition else -1.0
+        coverage = in_pos[best]
+        if coverage / (coverage + in_neg[best]) <= before or coverage < config.min_coverage:
             break
         condition.append(best)
     return tuple(sorted(set(condition)))
@@ -388,18 +389,22 @@ def _specialize(fact: FactVersion, evidence: Sequence[Evidence], config: FactCon
 
 
 def extract_facts(evidence: Sequence[Evidence], current: Sequence[FactVersion], *, principal: str, at: datetime,
-                  config: FactConfig = DEFAULT_FACTS) -> list[FactVersion]:
+                  config: FactConfig = DEFAULT_FACTS, conclusions: Iterable[str] | None = None) -> list[FactVersion]:
     """New facts for confirmations that no active fact of the principal covers yet.
 
     Separate and conquer: for each conclusion, the episodes confirming it that no active
     fact with that conclusion matches are explained by a new condition (against every
     episode labelled otherwise); the result must pass `propose_fact`'s checks.
+
+    Args:
+        conclusions: only these (e.g. the one a closing episode just confirmed); all by default.
     """
     evidence = sorted((ev for ev in evidence if ev.principal == principal), key=lambda ev: (ev.at, ev.episode_id))
     active = [f for f in current if f.principal == principal and f.status == ACTIVE]
     taken = {f.fact_id for f in current}
     made: list[FactVersion] = []
-    for conclusion in sorted({ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS}):
+    confirmed = {ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS}
+    for conclusion in sorted(confirmed if conclusions is None else confirmed & set(conclusions)):
         rules = [f.condition for f in active if f.conclusion == conclusion]
         uncovered = {ev.episode_id for ev in evidence if _label(ev, conclusion) is True
                      and not any(matches(rule, ev) for rule in rules)}

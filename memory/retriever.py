@@ -259,51 +259,68 @@ def episode_vector(observations: np.ndarray, others: np.ndarray | None = None, *
 
 
 def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Callable[[str], bool], *,
-                    hops: int = 2, weight: str = "weight") -> dict[str, float]:
-    """Personalized PageRank around `seeds`, on allowed nodes within `hops`; best node = 1."""
+                    hops: int = 2, weight: str = "weight", alpha: float = 0.85) -> dict[str, float]:
+    """Personalized PageRank around `seeds`, on allowed nodes within `hops`; best node = 1.
+
+    Edge direction is ignored (a cause and its effect are equally near) and parallel edges
+    add their weights. The neighbourhood is small, so the stationary vector of networkx's
+    `google_matrix` is found by power iteration in numpy; on a graph of a few dozen nodes
+    this is far cheaper than `nx.pagerank`'s sparse solver, with the same definition.
+    """
     seeds = {s: w for s, w in seeds.items() if w > 0 and s in graph}
-    if not seeds:
-        return {}
-    undirected = graph.to_undirected(as_view=True)
     nodes = set(seeds)
     frontier = set(seeds)
     for _ in range(hops):
-        frontier = {m for n in frontier for m in undirected.neighbors(n) if m not in nodes and allowed(m)}
+        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))
+                    if m not in nodes and allowed(m)}
         nodes |= frontier
-    if len(nodes) < 2:
-        return {}
     sub = nx.Graph()  # isolated seeds stay out: proximity needs a link
-    for u, v, data in sorted(undirected.subgraph(nodes).edges(data=True), key=lambda e: (e[0], e[1])):
-        w = float(data.get(weight, 1.0))
-        sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
+    for u in sorted(nodes):
+        for _, v, data in graph.out_edges(u, data=True):
+            if v in nodes and v != u:
+                w = float(data.get(weight, 1.0))
+                sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
     seeds = {s: w for s, w in seeds.items() if s in sub}
     if not seeds:
         return {}
-    ranks = nx.pagerank(sub, personalization=seeds, weight=weight)
-    top = max(ranks.values())
-    return {n: r / top for n, r in ranks.items()} if top > 0 else {}
+    order = list(sub)
+    google = nx.google_matrix(sub, alpha=alpha, personalization=seeds, nodelist=order, weight=weight)
+    rank = np.full(len(order), 1.0 / len(order))
+    for _ in range(100):
+        nxt = rank @ google
+        if np.abs(nxt - rank).sum() < 1e-10:
+            rank = nxt
+            break
+        rank = nxt
+    top = float(rank.max())
+    return {n: float(r) / top for n, r in zip(order, rank)} if top > 0 else {}
 
 
 def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float,
         duplicate_threshold: float) -> list[int]:
     """Maximal marginal relevance: indices of up to `k` diverse, high-scoring rows."""
     chosen: list[int] = []
-    left = list(range(len(scores)))
-    sims = vectors @ vectors.T if len(vectors) else np.zeros((0, 0))
-    while left and len(chosen) < k:
-        best, best_value = None, -np.inf
-        for i in left:
-            redundancy = max((float(sims[i, j]) for j in chosen), default=0.0)
-            if redundancy >= duplicate_threshold:
-                continue
-            value = lam * float(scores[i]) - (1.0 - lam) * redundancy
-            if value > best_value:
-                best, best_value = i, value
-        if best is None:
+    redundancy = np.zeros(len(scores))
+    available = np.ones(len(scores), dtype=bool)
+    while len(chosen) < k:
+        value = np.where(available & (redundancy < duplicate_threshold), lam * scores - (1.0 - lam) * redundancy,
+                         -np.inf)
+        if not len(value) or not np.isfinite(value.max()):
             break
+        best = int(np.argmax(value))  # first of equals: ties keep the score order
         chosen.append(best)
-        left.remove(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
     return chosen
+
+
+def _top(values: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the `n` largest values, best first (ties: lower index first)."""
+    if n < len(values):
+        part = np.argpartition(-values, n - 1)[:n]
+    else:
+        part = np.arange(len(values))
+    return part[np.lexsort((part, -values[part]))]
 
 
 def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
@@ -401,7 +418,9 @@ class Retriever:
     def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
                   now: datetime | None) -> list[RecalledEpisode]:
         cfg = self.config
-        relevance = np.clip(part.matrix @ qvec, 0.0, 1.0).astype(np.float64)
+        # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
+        # call on a busy machine, and the cost is one pass over the partition's matrix
+        relevance = np.clip(np.einsum("ij,j->i", part.matrix, qvec), 0.0, 1.0).astype(np.float64)
         ref = now.timestamp() if now is not None else float(part.ends.max())
         age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
         recency = 0.5 ** (age_days / cfg.half_life_days)
@@ -409,15 +428,15 @@ class Retriever:
         sit = (part.situations == code).astype(np.float64)
         outcome = part.outcomes if cfg.show_outcomes else np.zeros(len(part))
         graph = np.zeros(len(part))
-        if cfg.graph > 0 and self.graph.number_of_edges():
-            top = np.argsort(-relevance, kind="stable")[: cfg.seeds]
+        if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
+            top = _top(relevance, cfg.seeds)
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
             near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
             for node, value in near.items():
                 graph[part.position[node]] = value
         total = (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
                  + cfg.outcome * outcome + cfg.graph * graph)
-        pool = np.argsort(-total, kind="stable")[: max(cfg.pool, k)]
+        pool = _top(total, max(cfg.pool, k))
         if cfg.mmr:
             picked = [int(pool[i]) for i in mmr(total[pool], part.matrix[pool], k, lam=cfg.mmr_lambda,
                                                  duplicate_threshold=cfg.duplicate_threshold)]
