@@ -7,8 +7,8 @@ Scoring of an episode (each part in [0, 1], weights in `RetrieverConfig`)::
 - relevance: cosine between the query vector and the episode vector (clipped at 0).
 - recency: ``0.5 ** (age / half_life)``, age measured from ``now`` to the episode's end.
 - situation: 1 when the episode's situation label equals the query's, else 0.
-- outcome: labelled outcomes beat UNKNOWN (`OUTCOME_VALUE`), plus a bonus when the
-  episode holds a correction, the most instructive evidence there is.
+- outcome: labelled outcomes beat UNKNOWN (`OUTCOME_VALUE`): SUCCESS 1.0, FAILURE and
+  PARTIAL 0.6, plus `CORRECTION_BONUS` when the episode holds a correction.
 - graph: personalized PageRank (networkx) on the neighbourhood of the most relevant
   episodes, personalized by their relevance, scaled so that the best node scores 1.
 
@@ -33,8 +33,11 @@ import numpy as np
 from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, FactVersion, terms
 
-OUTCOME_VALUE = {Outcome.SUCCESS: 0.8, Outcome.FAILURE: 0.7, Outcome.PARTIAL: 0.6, Outcome.UNKNOWN: 0.0}
-CORRECTION_BONUS = 0.3  # added to the outcome part (capped at 1) when an episode holds a correction
+# A confirmed answer is worth most; a corrected failure (0.6 + 0.2) comes next, above a bare
+# failure. Ranking corrected failures above successes was measured to hurt: the failure and
+# its successful retry are near-duplicates, and MMR then kept the failure.
+OUTCOME_VALUE = {Outcome.SUCCESS: 1.0, Outcome.FAILURE: 0.6, Outcome.PARTIAL: 0.6, Outcome.UNKNOWN: 0.0}
+CORRECTION_BONUS = 0.2  # added to the outcome part (capped at 1) when an episode holds a correction
 
 
 @dataclass(frozen=True)
