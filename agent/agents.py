@@ -153,8 +153,8 @@ class FlatRAGAgent(_LoopAgent):
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         query = " ".join(problem.observations)
         hits = self.memory.search(query, principal=PRINCIPAL, k=self.budget.items)
-        evidence = [Evidence(id=hit.chunk.id, source="chunk", text=hit.chunk.text, relevance=max(0.0, hit.score))
-                    for hit in hits]
+        evidence = [Evidence(id=hit.chunk.id, source="chunk", text=hit.chunk.text, relevance=max(0.0, hit.score),
+                             observations=(hit.chunk.text,)) for hit in hits]
         lines, used = [], 0
         for hit in hits:
             line = f"- ({hit.score:.2f}) {hit.chunk.text}"
@@ -199,12 +199,13 @@ class EpisodicAgent(_LoopAgent):
             relevance = max(0.0, float(recalled.score.relevance))
             if not self.outcome_labels:
                 evidence.append(Evidence(id=episode.id, source="chunk", text=_episode_text(episode),
-                                         relevance=relevance))
+                                         relevance=relevance, observations=problem_observations(graph, episode)))
                 continue
             evidence.append(Evidence(
                 id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                 outcome=episode.outcome.value, choices=tuple(episode.choices),
                 corrections=tuple(episode.corrections), resolved_as=resolution(graph, episode.id),
+                observations=problem_observations(graph, episode),
             ))
         if self.outcome_labels:
             for recalled in context.facts:
@@ -237,16 +238,32 @@ def resolution(graph: nx.MultiDiGraph, episode_id: str) -> str | None:
     """
     if episode_id not in graph:
         return None
-    node = graph.nodes[episode_id]
-    if node.get("outcome") == "SUCCESS" and node.get("choices"):
-        return node["choices"][-1]
+    episode = graph.nodes[episode_id].get("episode")
+    if episode is not None and _succeeded(episode):
+        return episode.choices[-1]
     retries = nx.subgraph_view(graph, filter_edge=lambda u, v, k: _edge_type(graph, u, v, k) in _RESOLUTION_EDGES)
-    later = nx.ancestors(retries, episode_id)
-    successes = [n for n in later if graph.nodes[n].get("outcome") == "SUCCESS" and graph.nodes[n].get("choices")]
+    successes = [graph.nodes[n]["episode"] for n in nx.ancestors(retries, episode_id)
+                 if graph.nodes[n].get("episode") is not None and _succeeded(graph.nodes[n]["episode"])]
     if not successes:
         return None
-    first = min(successes, key=lambda n: (graph.nodes[n].get("first_seq", 0), n))
-    return graph.nodes[first]["choices"][-1]
+    return min(successes, key=lambda e: (e.first_seq, e.id)).choices[-1]
+
+
+def problem_observations(graph: nx.MultiDiGraph, episode: Any) -> tuple[str, ...]:
+    """Observations of the problem an episode worked on: its own, else the attempt it retried."""
+    seen = set()
+    while episode is not None and episode.id not in seen:
+        if episode.observations:
+            return tuple(episode.observations)
+        seen.add(episode.id)
+        earlier = [v for _, v, k in graph.out_edges(episode.id, keys=True)
+                   if _edge_type(graph, episode.id, v, k) == "RETRY_OF"] if episode.id in graph else []
+        episode = graph.nodes[earlier[0]].get("episode") if earlier else None
+    return ()
+
+
+def _succeeded(episode: Any) -> bool:
+    return getattr(episode.outcome, "value", episode.outcome) == "SUCCESS" and bool(episode.choices)
 
 
 def _edge_type(graph: nx.MultiDiGraph, u: str, v: str, key: Any) -> str:

@@ -8,12 +8,16 @@ signals) and what the memory hands it. For every candidate ``c`` it computes
 * ``prior(c)``: how well the round's observations match ``c``'s world knowledge: the mean
   of the best three signal coverages (share of a signal's word stems found in one
   observation) plus the cosine between the observations and ``c``'s description+signals.
-* ``memory(c)``: a vote over evidence items, each weighted by ``relevance ** 2`` so that
-  near-identical past situations dominate loosely related ones. Outcome-aware when the item
-  is labelled: a problem resolved as ``c`` votes for ``c``; a failed attempt with ``c``
-  votes against ``c``; a correction votes for the cause it names and against the one it
-  rejects. Facts vote for their conclusion with their confidence. Unlabelled text (flat RAG
-  chunks) votes for the causes it mentions, read the same way a correction is read.
+* ``memory(c)``: contrastive case evidence. Each precedent (a past episode, or a chunk of
+  text) votes for or against causes; its vote counts by how much *closer* it is to the
+  current problem than the retrieved precedents are on average (``relevance − mean``), and
+  votes are averaged per cause. A lone precedent therefore leaves the decision to the prior,
+  and near-identical past situations outweigh loosely related ones. Outcome-aware when the
+  item is labelled: a problem resolved as ``c`` votes for ``c``; a failed attempt with no
+  known resolution votes against its choice, and its corrections vote for the cause they
+  name and against the one they reject. Facts add ``FACT_WEIGHT · confidence · match`` for
+  their conclusion. Unlabelled text (flat-RAG chunks) votes for the causes it mentions, read
+  the way a correction is read (negated clauses count against).
 * ``feedback(c)``: the corrections already received in this round, read the same way.
 
 Choices already tried and failed in this round are excluded while others remain. Ties go
@@ -34,10 +38,9 @@ import numpy as np
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
 from memory.encoder import Encoder, HashingEncoder
 
-MEMORY_WEIGHT = 2.0  # how much a fully relevant labelled item weighs against the prior
+MEMORY_WEIGHT = 1.0  # how much relative closeness to a precedent weighs against the prior
 FEEDBACK_WEIGHT = 3.0  # corrections in the current round are direct evidence
 FACT_WEIGHT = 1.0  # relative weight of a fact vote (times its confidence and match)
-RELEVANCE_POWER = 2.0  # sharpening of relevance weights
 CORRECTION_SHARE = 0.5  # weight of a correction's text relative to the item's resolution
 SOFTMAX_TEMPERATURE = 0.25  # turns score margins into a confidence
 
@@ -49,7 +52,12 @@ _STOP = frozenset(
     "very can could should would may might must will shall about up down out off per via also just "
     "only still again same other another new old one two three".split()
 )
-_NEGATION = re.compile(r"\b(?:not|never|rather than|instead of|isn't|wasn't|aren't|weren't|no longer)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no|none|without|rather than|instead of|isn't|wasn't|aren't|weren't|"
+                       r"doesn't|didn't|no longer)\b", re.I)
+# A clause stating that something is in its normal state reports the absence of a symptom.
+_NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok|green|steady|stable|"
+                      r"within limits|as usual)\b", re.I)
+_CLAUSE = re.compile(r"[.;:!?,]\s+|\s+(?:but|while|whereas|although)\s+|\n")
 _WORD = re.compile(r"[a-z][a-z0-9]+", re.I)
 STEM_LENGTH = 6  # word stems: the first six letters ("exhausted" ~ "exhaustion")
 
@@ -62,11 +70,28 @@ def stems(text: str) -> frozenset[str]:
 
 
 def split_negation(text: str) -> tuple[str, str]:
-    """Split "it was X, not Y" into the affirmed part and the rejected part."""
-    match = _NEGATION.search(text)
-    if not match:
-        return text, ""
-    return text[: match.start()], text[match.end():]
+    """Split text into what it affirms and what it denies, clause by clause.
+
+    Within a clause (split at punctuation and contrastive conjunctions) the words after a
+    negation cue ("not", "no", "without", "rather than", …) are denied, the words before it
+    affirmed; a clause that reports a normal state ("quiet", "healthy", "idle", …) is denied
+    as a whole: "Postgres idle, no lock waits" reports the absence of those symptoms.
+    """
+    affirmed, denied = [], []
+    for clause in _CLAUSE.split(text):
+        if not clause.strip():
+            continue
+        if _NOMINAL.search(clause):
+            denied.append(clause)
+            continue
+        match = _NEGATION.search(clause)
+        if match:
+            affirmed.append(clause[: match.start()])
+            denied.append(clause[match.end():])
+        else:
+            affirmed.append(clause)
+    return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
+        part.strip() for part in denied if part.strip())
 
 
 class HeuristicReasoner:
@@ -91,18 +116,21 @@ class HeuristicReasoner:
             self._cause_vectors[key] = self.encoder.encode([text])[0]
         return self._cause_vectors[key]
 
-    def prior(self, observations: Sequence[str], cause: CauseInfo) -> float:
-        """How well the observations match the cause's description and signals."""
-        observed = [stems(text) for text in observations]
+    def signal_score(self, observations: Sequence[str], cause: CauseInfo) -> float:
+        """Mean of the best three signal coverages (negated clauses do not count)."""
+        observed = [stems(split_negation(text)[0]) for text in observations]
         coverages = []
         for signal in cause.signals:
             wanted = stems(signal)
             if wanted:
                 coverages.append(max((len(wanted & have) / len(wanted) for have in observed), default=0.0))
         best = sorted(coverages, reverse=True)[:3]
-        signal_score = sum(best) / 3.0
+        return sum(best) / 3.0
+
+    def prior(self, observations: Sequence[str], cause: CauseInfo) -> float:
+        """How well the observations match the cause's description and signals."""
         query = self.encoder.encode([" ".join(observations)])[0]
-        return signal_score + float(query @ self._cause_vector(cause))
+        return self.signal_score(observations, cause) + float(query @ self._cause_vector(cause))
 
     def mentions(self, text: str, candidates: Sequence[CauseInfo]) -> dict[str, float]:
         """Which candidates a piece of text speaks for (+) or against (−), in [−1, 1].
@@ -145,11 +173,18 @@ class HeuristicReasoner:
         prior = {c.id: self.prior(problem.observations, c) for c in candidates}
         memory: dict[str, float] = defaultdict(float)
         contributions: dict[str, dict[str, float]] = defaultdict(dict)
+        cases = [item for item in evidence if item.source != "fact"]
+        closeness = [max(0.0, min(1.0, item.relevance)) for item in cases]
+        for cause_id, item_id, share in precedent_evidence(
+                [(item, self._item_votes(item, candidates)) for item in cases], closeness):
+            if cause_id in prior:
+                memory[cause_id] += share
+                contributions[cause_id][item_id] = contributions[cause_id].get(item_id, 0.0) + share
         for item in evidence:
-            for cause_id, vote in self._item_votes(item, candidates).items():
-                if cause_id in prior and vote:
-                    memory[cause_id] += vote
-                    contributions[cause_id][item.id] = contributions[cause_id].get(item.id, 0.0) + vote
+            if item.source == "fact" and item.conclusion in prior:
+                vote = FACT_WEIGHT * (item.confidence or 0.0) * max(0.0, min(1.0, item.relevance))
+                memory[item.conclusion] += vote
+                contributions[item.conclusion][item.id] = vote
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
             for cause_id, vote in self.mentions(text, candidates).items():
@@ -167,27 +202,48 @@ class HeuristicReasoner:
                         scores={cid: round(value, 6) for cid, value in scores.items()})
 
     def _item_votes(self, item: Evidence, candidates: Sequence[CauseInfo]) -> dict[str, float]:
-        weight = max(0.0, min(1.0, item.relevance)) ** RELEVANCE_POWER
-        if weight == 0.0:
-            return {}
+        """What one precedent says about each candidate, in [−1, 1] (before weighting)."""
         votes: dict[str, float] = defaultdict(float)
-        if item.source == "fact":
-            if item.conclusion:
-                votes[item.conclusion] += FACT_WEIGHT * (item.confidence or 0.0) * weight
-            return votes
-        labelled = item.outcome is not None
-        if labelled:
+        if item.outcome is not None:
             answer = item.resolved_as
             if answer is None and item.outcome == "SUCCESS" and item.choices:
                 answer = item.choices[-1]
             if answer:
-                votes[answer] += weight
-            if item.outcome == "FAILURE" and item.choices and item.choices[-1] != answer:
-                votes[item.choices[-1]] -= weight
+                votes[answer] += 1.0
+                return votes
+            if item.outcome == "FAILURE" and item.choices:
+                votes[item.choices[-1]] -= 1.0
             for text in item.corrections:
                 for cause_id, vote in self.mentions(text, candidates).items():
-                    votes[cause_id] += CORRECTION_SHARE * weight * vote
+                    votes[cause_id] += CORRECTION_SHARE * vote
             return votes
         for cause_id, vote in self.mentions(item.text, candidates).items():
-            votes[cause_id] += weight * vote
+            votes[cause_id] += vote
         return votes
+
+
+def precedent_evidence(votes: Sequence[tuple[Evidence, dict[str, float]]],
+                       closeness: Sequence[float]) -> list[tuple[str, str, float]]:
+    """Contrastive case evidence: (cause, item id, share) triples.
+
+    A precedent speaks for a cause only as far as it is *closer* to the current problem than
+    the precedents are on average: ``share = vote · (relevance − mean relevance)``, averaged
+    per cause over the items voting on it. With a bag-of-n-grams encoder every incident
+    looks roughly as similar as every other, so absolute similarity says little; relative
+    closeness does. A lone precedent has no contrast and leaves the decision to the prior.
+    """
+    voting = [(item, item_votes, close) for (item, item_votes), close in zip(votes, closeness) if item_votes]
+    if len(voting) < 2:
+        return []
+    baseline = sum(close for _, _, close in voting) / len(voting)
+    per_cause: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    for item, item_votes, close in voting:
+        closeness_gap = close - baseline
+        for cause_id, vote in item_votes.items():
+            if vote:
+                per_cause[cause_id].append((item.id, vote * closeness_gap))
+    result = []
+    for cause_id, shares in per_cause.items():
+        for item_id, share in shares:
+            result.append((cause_id, item_id, share / len(shares)))
+    return result

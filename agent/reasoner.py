@@ -47,6 +47,7 @@ class Evidence:
     resolved_as: str | None = None  # the choice that finally worked for the item's problem, when known
     conclusion: str | None = None  # a fact's conclusion
     confidence: float | None = None  # a fact's confidence
+    observations: tuple[str, ...] = ()  # what was observed in the item's problem, when known
 
 
 @dataclass(frozen=True)

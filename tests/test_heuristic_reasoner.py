@@ -19,23 +19,37 @@ def test_prior_follows_signals():
     assert REASONER.decide(_problem("errors began right after deploy of the new version"), []).choice == "bad_release"
 
 
-def test_failed_episode_with_resolution_overrides_surface_similarity():
-    problem = _problem("logs: pool exhausted, timeout acquiring connection; rollout finished 2 minutes earlier")
+def test_closest_precedent_overrides_surface_similarity():
+    problem = _problem("threads wait for a connection after the rollout")
     assert REASONER.decide(problem, []).choice == "pool_exhaustion"
     lesson = Evidence(id="ep", source="episode", text="same symptoms after a rollout", relevance=0.9,
                       outcome="FAILURE", choices=("pool_exhaustion",), resolved_as="bad_release")
-    decision = REASONER.decide(problem, [lesson])
+    routine = Evidence(id="old", source="episode", text="pool incident", relevance=0.2, outcome="SUCCESS",
+                       choices=("pool_exhaustion",))
+    decision = REASONER.decide(problem, [lesson, routine])
     assert decision.choice == "bad_release" and decision.relied_on == ("ep",)
+    # the same two precedents at equal distance carry no contrast: the prior decides
+    tie = [Evidence(**{**lesson.__dict__, "relevance": 0.5}), Evidence(**{**routine.__dict__, "relevance": 0.5})]
+    assert REASONER.decide(problem, tie).choice == "pool_exhaustion"
+
+
+def test_a_lone_precedent_leaves_the_decision_to_the_prior():
+    problem = _problem("pool exhausted")
+    only = Evidence(id="ep", source="episode", text="x", relevance=0.9, outcome="SUCCESS", choices=("bad_release",))
+    assert REASONER.decide(problem, [only]).choice == "pool_exhaustion"
 
 
 def test_unlabelled_text_votes_by_what_it_mentions():
     problem = _problem("requests time out")
-    chunk = Evidence(id="c1", source="chunk", text="Decision: bad_release — rolled back", relevance=0.9)
-    assert REASONER.decide(problem, [chunk]).choice == "bad_release"
-    # the same text as a labelled failure votes the other way
-    failed = Evidence(id="e1", source="episode", text="rolled back", relevance=0.9, outcome="FAILURE",
-                      choices=("bad_release",))
-    assert REASONER.decide(problem, [failed]).choice == "pool_exhaustion"
+    near = Evidence(id="c1", source="chunk", text="Decision: bad_release — rolled back", relevance=0.9)
+    far = Evidence(id="c2", source="chunk", text="Decision: pool_exhaustion — raised the pool", relevance=0.2)
+    assert REASONER.decide(problem, [near, far]).choice == "bad_release"
+    # the same texts as labelled failures vote the other way
+    failed = [Evidence(id="e1", source="episode", text="rolled back", relevance=0.9, outcome="FAILURE",
+                       choices=("bad_release",)),
+              Evidence(id="e2", source="episode", text="pool", relevance=0.2, outcome="FAILURE",
+                       choices=("pool_exhaustion",))]
+    assert REASONER.decide(problem, failed).choice == "pool_exhaustion"
 
 
 def test_facts_vote_with_confidence():
@@ -53,7 +67,8 @@ def test_tried_choices_are_excluded_and_feedback_counts():
 
 
 def test_negation_split_and_stems():
-    assert split_negation("It was the release, not the pool") == ("It was the release, ", " the pool")
+    assert split_negation("It was the release, not the pool") == ("It was the release", "the pool")
+    assert split_negation("Postgres idle, no lock waits, errors at 7%") == ("errors at 7%", "Postgres idle lock waits")
     assert "exhaus" in stems("Exhausted") and "exhaus" in stems("exhaustion") and "the" not in stems("the pool")
 
 
