@@ -1,0 +1,3 @@
+from eval.bench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""``python -m eval.bench``: how fast the memory is, against the targets it must reach."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rich.console import Console
+
+from eval.bench import measure
+from eval.bench.corpus import build_store, query_texts
+from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
+
+_EXAMPLES = """examples:
+  python -m eval.bench --quick                    # under a minute: recall at 1k/10k, 200 rounds
+  python -m eval.bench --json runs/bench.json     # full run: stores of 1k/10k/100k episodes (minutes)
+  python -m eval.bench --sizes 1000 20000 --rounds 300 --compare-runs 0
+
+Stores are built in a temporary directory and deleted at exit. Numbers are wall-clock
+times on this machine: run it on an idle machine for figures worth comparing."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much to measure."""
+
+    quick: bool  # the --quick preset
+    durable: int  # single appends per synchronous level
+    batches: int  # append_many calls
+    batch_size: int  # entries per append_many call
+    sizes: tuple[int, ...]  # store sizes (episodes) for recall; the largest is also opened
+    queries: int  # timed recalls per store size
+    opens: int  # opens of the largest store
+    rounds: int  # rounds of the generated scenario
+    compare_runs: int  # eval.compare subprocess runs
+    seed: int = 0  # seed of every generator
+
+
+FULL = Plan(False, durable=1000, batches=20, batch_size=1000, sizes=(1000, 10_000, 100_000), queries=300, opens=3,
+            rounds=1000, compare_runs=3)
+QUICK = Plan(True, durable=200, batches=5, batch_size=1000, sizes=(1000, 10_000), queries=100, opens=3,
+             rounds=200, compare_runs=1)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.bench", description="Benchmark the episodic memory: appends, recall, open, rounds, compare.",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer samples (under a minute)")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the results here")
+    parser.add_argument("--sizes", type=int, nargs="+", default=None, metavar="N",
+                        help="store sizes in episodes for recall (default 1000 10000 100000; quick: 1000 10000)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds of the generated scenario (default 1000; quick 200)")
+    parser.add_argument("--queries", type=int, default=None, help="timed recalls per store size (default 300; quick 100)")
+    parser.add_argument("--compare-runs", type=int, default=None, metavar="N",
+                        help="runs of python -m eval.compare (default 3; quick 1; 0 skips it)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic stores and scenario (default 0)")
+    return parser
+
+
+def plan_from(args: argparse.Namespace) -> Plan:
+    """The preset chosen by --quick, with any explicit sizes and counts applied."""
+    base = QUICK if args.quick else FULL
+    return Plan(
+        quick=base.quick, durable=base.durable, batches=base.batches, batch_size=base.batch_size,
+        sizes=tuple(sorted(set(args.sizes))) if args.sizes else base.sizes,
+        queries=args.queries if args.queries is not None else base.queries, opens=base.opens,
+        rounds=args.rounds if args.rounds is not None else base.rounds,
+        compare_runs=args.compare_runs if args.compare_runs is not None else base.compare_runs, seed=args.seed)
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
+    """Measure everything in `plan`, building stores under `directory`; the results document (judged)."""
+    started = time.perf_counter()
+    machine = {"cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+               "load_avg_start": _load()}
+    # small measurements first, while the process holds no large store
+    progress(f"single appends ({plan.durable} per synchronous level)")
+    full = summarize(measure.durable_appends(directory, plan.durable, synchronous="FULL", seed=plan.seed))
+    normal = summarize(measure.durable_appends(directory, plan.durable, synchronous="NORMAL", seed=plan.seed))
+    durable = metric(full, synchronous="FULL", normal={**normal.to_json(), "synchronous": "NORMAL"},
+                     what="Timeline.append on a file SQLiteStore (WAL): redaction, embedding, hash chain, commit")
+    progress(f"batch appends ({plan.batches} × {plan.batch_size})")
+    batch = metric(summarize_rate(measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed),
+                                  plan.batch_size), digits=1, batch_size=plan.batch_size,
+                   what="entries/s through Timeline.append_many; p95 = rate of the 95th-percentile (slow) batch")
+    progress(f"{plan.rounds} generated rounds, episodic agent, heuristic mode")
+    per_round = measure.round_times(plan.rounds, seed=plan.seed)
+    window = min(100, len(per_round))
+    rounds = {"first_100": metric(summarize(per_round[:window])), "last_100": metric(summarize(per_round[-window:])),
+              "rounds": len(per_round),
+              "what": "wall time per round (decisions with recall, environment steps, recording), in-memory store"}
+    runs = []
+    for i in range(plan.compare_runs):
+        progress(f"python -m eval.compare --quiet (run {i + 1} of {plan.compare_runs})")
+        runs.append(measure.compare_run())
+    compare_wall = metric(summarize([r.wall_s for r in runs]), command="python -m eval.compare --quiet")
+    compare_rss = metric(summarize([r.peak_rss_mb for r in runs]), digits=1, source="wait4 rusage of the child")
+    recall: dict[str, Any] = {}
+    opened: dict[str, Any] = {}
+    queries = query_texts(plan.queries, seed=plan.seed + 1)
+    for size in plan.sizes:
+        progress(f"building a store of {size:,} episodes")
+        built = build_store(directory / f"store-{size}.sqlite", size, seed=plan.seed)
+        largest = size == max(plan.sizes)
+        progress(f"opening it ({plan.opens if largest else 1}×) and recalling ({plan.queries} queries)")
+        opening = measure.open_store(built.path, built.largest, queries[0], plan.opens if largest else 1)
+        memory = opening.memory
+        try:
+            times = measure.warm_recalls(memory, queries)
+            scanned = len(memory.index.partition(built.largest))
+        finally:
+            memory.close()
+        recall[str(size)] = metric(summarize(times), principal=built.largest, scanned=scanned, k=measure.RECALL_K,
+                                   store=built.describe())
+        if largest:
+            opened = metric(summarize(opening.total_ms), digits=1, episodes=built.episodes,
+                            constructor_ms=summarize(opening.constructor_ms).to_json(1),
+                            first_recall_ms=summarize(opening.first_recall_ms).to_json(1),
+                            process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
+                            what="EpisodicMemory(path) plus its first recall (until recall is ready)")
+        del memory, opening
+        gc.collect()
+        built.path.unlink(missing_ok=True)
+    if not opened:
+        opened = metric(summarize([]), episodes=None)
+    machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
+    return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall, "open_ms": opened,
+                  "round_ms": rounds, "compare_wall_s": compare_wall, "compare_peak_rss_mb": compare_rss,
+                  "machine": machine, "quick": plan.quick})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; 0 when it ran (targets are reported, not enforced), 2 on a usage error."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    plan = plan_from(args)
+    if any(size < 1 for size in plan.sizes) or plan.rounds < 1 or plan.queries < 1 or plan.compare_runs < 0:
+        print("error: --sizes, --rounds and --queries must be at least 1, --compare-runs at least 0", file=sys.stderr)
+        return 2
+    out = Path(args.json) if args.json else None
+    if out is not None and not out.parent.exists():
+        print(f"error: --json {out}: directory {out.parent} does not exist", file=sys.stderr)
+        return 2
+    console = Console()
+    err = Console(stderr=True)
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
+        results = run(plan, Path(tmp), progress=lambda message: err.print(
+            f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}"))
+    console.print(BenchReport(results))
+    missed = failures(results)
+    console.print(f"targets missed: {', '.join(missed)}" if missed else "all judged targets met")
+    if out is not None:
+        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0

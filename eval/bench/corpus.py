@@ -1,0 +1,307 @@
+"""Seeded synthetic incident logs and the stores the benchmark measures.
+
+The text comes from the scenario generator's root-cause families (`simulator.families`,
+filled by `simulator.generate.values`): surface symptoms, distinguishing tells, noise,
+fixes, corrections, interludes. An *incident* on one principal's stream is a few
+observations, a decision with structured choice metadata and an outcome; a wrong call is
+followed by a correction and a retry. Some observations carry an on-call e-mail address
+or phone number, so redaction has real work to do.
+
+`build_store` writes a store with a given number of real episodes much faster than
+recording them one by one through `EpisodicMemory` (whose per-episode fact extraction
+re-reads all of a principal's evidence): see `BUILD_METHOD`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Iterator, NamedTuple, Sequence
+
+import networkx as nx
+import numpy as np
+
+from memory.agent_memory import EDGE, EPISODE, FACT, FLUSH, MARK
+from memory.encoder import HashingEncoder
+from memory.episodes import Edge, Episode
+from memory.facts import Evidence, evidence_from, extract_facts
+from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
+from memory.reinforcer import DecisionNote, reinforce
+from memory.segmenter import Segmenter
+from memory.store import SQLiteStore
+from memory.timeline import Kind, Timeline
+from simulator import families as fam
+from simulator import outcomes
+from simulator.generate import values
+
+SITUATION = "incident_response"  # situation label of incidents (interludes use their own)
+START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+# Tenants and their share of the episodes: one large team and three small ones, so the
+# tenant filter removes work and the measured recall still scans most of the store.
+PRINCIPALS: tuple[tuple[str, float], ...] = (("team-core", 0.7), ("team-data", 0.1), ("team-edge", 0.1),
+                                             ("team-mobile", 0.1))
+BUILD_METHOD = (
+    "timeline written with Timeline.append_many in batches of {batch} entries (redaction, embeddings and "
+    "hash chain as in production); derived records computed in one streaming pass with the memory's own "
+    "functions: memory.segmenter.Segmenter.feed → memory.graph.infer_edges over each principal's last "
+    "{window} episodes → memory.reinforcer.reinforce (edges and reinforcement marks) per episode; facts "
+    "from memory.facts.extract_facts once per principal at the end (the facade extracts them incrementally, "
+    "so its fact history would hold more versions); then opened with EpisodicMemory, which rebuilds its "
+    "index, graph and facts from those records"
+)
+
+_EMAILS = ("oncall.sre@example.com", "jane.doe@example.org", "platform-team@example.net")
+_PHONES = ("+1 415 555 0134", "+44 20 7946 0958")
+_RATIONALES = (
+    "the observations match its signals best",
+    "a similar incident last month had this cause",
+    "the timing points to it",
+    "it explains the symptoms on {svc} and {dep}",
+)
+
+
+class Incident(NamedTuple):
+    """One incident's text: what is seen, what is true, what a fix or review says."""
+
+    truth: str  # root-cause family id
+    service: str  # affected service
+    observations: tuple[str, ...]  # observation texts, in the order they arrive
+    fix: str  # what worked
+    correction: str  # the post-incident review after a wrong call
+
+
+def incident(rng: np.random.Generator, *, previous: Incident | None = None) -> Incident:
+    """A fresh incident: one surface symptom, one or two tells, sometimes noise or a causal hint."""
+    ids = list(fam.FAMILIES)
+    truth = ids[int(rng.integers(len(ids)))]
+    family = fam.FAMILIES[truth]
+    v = values(rng)
+    pick = lambda seq: seq[int(rng.integers(len(seq)))]  # noqa: E731
+    lines = [pick(family["surface"]).format(**v)]
+    lines += [t.format(**v) for t in rng.choice(family["tells"], size=int(rng.integers(1, 3)), replace=False)]
+    if rng.random() < 0.3:
+        lines.append(pick(fam.NOISE).format(**v))
+    if previous is not None and rng.random() < 0.1:
+        lines.append(pick(fam.CAUSED_HINTS).format(prev_svc=previous.service, prev_fix=previous.fix, **v))
+    order = rng.permutation(len(lines))
+    observed = [lines[int(i)] for i in order]
+    if rng.random() < 0.05:
+        observed[-1] += f"; paged {pick(_EMAILS)}"
+    elif rng.random() < 0.03:
+        observed[-1] += f"; escalated by phone to {pick(_PHONES)}"
+    return Incident(truth, str(v["svc"]), tuple(observed), family["fix"].format(**v),
+                    family["correction"].format(**v))
+
+
+def log_lines(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """`n` varied timeline items (keyword arguments of `Timeline.append`) of one principal's incidents."""
+    items: list[dict[str, Any]] = []
+    stream = incident_stream(seed, principals=(("team-core", 1.0),))
+    while len(items) < n:
+        _, batch = next(stream)
+        items.extend(batch)
+    return items[:n]
+
+
+def query_texts(n: int, seed: int = 1) -> list[list[str]]:
+    """`n` queries: the observation texts of fresh incidents (what an agent recalls with)."""
+    rng = np.random.default_rng(seed)
+    return [list(incident(rng).observations) for _ in range(n)]
+
+
+def _item(text: str, kind: Kind, role: str, when: datetime, principal: str, situation: str = SITUATION,
+          **metadata: Any) -> dict[str, Any]:
+    return {"text": text, "kind": kind, "role": role, "timestamp": when, "situation": situation,
+            "principal": principal, "metadata": metadata}
+
+
+def incident_stream(seed: int, *, principals: Sequence[tuple[str, float]] = PRINCIPALS
+                    ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """Endless seeded stream of (episodes it makes, timeline items) blocks on one global clock.
+
+    A block is an incident (one episode, two when the first call is wrong and retried) or
+    an interlude (one episode of notes in another situation). Episode boundaries are
+    unambiguous by construction: a new incident opens after an outcome, an interlude
+    changes the situation.
+    """
+    rng = np.random.default_rng(seed)
+    names = [name for name, _ in principals]
+    weights = np.array([w for _, w in principals], dtype=float)
+    weights /= weights.sum()
+    ids = list(fam.FAMILIES)
+    interludes = list(fam.INTERLUDES)
+    clock = START
+    last: dict[str, Incident] = {}
+    noted: set[str] = set()  # principals whose latest block was an interlude (two in a row could merge)
+
+    def tick(low: int, high: int) -> datetime:
+        nonlocal clock
+        clock += timedelta(seconds=int(rng.integers(low, high)))
+        return clock
+
+    while True:
+        who = names[int(rng.choice(len(names), p=weights))]
+        tick(20 * 60, 6 * 3600)
+        if rng.random() < 0.1 and who not in noted:
+            noted.add(who)
+            situation = interludes[int(rng.integers(len(interludes)))]
+            texts = fam.INTERLUDES[situation]
+            v = values(rng)
+            block = [_item(texts[int(rng.integers(len(texts)))].format(**v), Kind.NOTE, "user", tick(60, 900), who,
+                           situation) for _ in range(int(rng.integers(1, 3)))]
+            yield 1, block
+            continue
+        noted.discard(who)
+        inc = incident(rng, previous=last.get(who))
+        last[who] = inc
+        block = [_item(text, Kind.OBSERVATION, "environment", tick(15, 240), who, service=inc.service)
+                 for text in inc.observations]
+        right = rng.random() < 0.6
+        choice = inc.truth if right else ids[(ids.index(inc.truth) + int(rng.integers(1, len(ids)))) % len(ids)]
+        attempts = [choice] if right else [choice, inc.truth]
+        for attempt, chosen in enumerate(attempts):
+            rationale = _RATIONALES[int(rng.integers(len(_RATIONALES)))].format(**values(rng))
+            block.append(_item(f"Decision: {chosen} — {rationale}", Kind.DECISION, "agent", tick(30, 300), who,
+                               choice=chosen, confidence=round(float(rng.uniform(0.4, 0.95)), 2),
+                               service=inc.service, retrieved=[], relied_on=[]))
+            success = chosen == inc.truth
+            text = inc.fix if success and rng.random() < 0.7 else outcomes.generic(success, int(rng.integers(5)))
+            block.append(_item(text, Kind.OUTCOME, "environment", tick(120, 900), who, service=inc.service,
+                               check=outcomes.check(success)))
+            if not success and rng.random() < 0.7:
+                block.append(_item(inc.correction, Kind.CORRECTION, "user", tick(60, 600), who, service=inc.service))
+        yield len(attempts), block
+
+
+@dataclass(frozen=True)
+class BuiltStore:
+    """A store file written by `build_store`, and how."""
+
+    path: Path  # the SQLite file
+    episodes: int  # closed episodes stored
+    entries: int  # timeline entries
+    principals: dict[str, int]  # episodes per principal
+    edges: int  # edge records
+    facts: int  # fact versions
+    seconds: float  # wall time of the build
+    method: str  # how it was built, in words
+
+    @property
+    def largest(self) -> str:
+        """The principal holding the most episodes (recall is measured on it)."""
+        return max(self.principals, key=lambda p: (self.principals[p], p))
+
+    def describe(self) -> dict[str, Any]:
+        """JSON form (without the path)."""
+        return {"episodes": self.episodes, "entries": self.entries, "principals": self.principals,
+                "edges": self.edges, "facts": self.facts, "build_s": round(self.seconds, 1), "method": self.method}
+
+
+class _Projector:
+    """Streaming projection of appended entries into episode, edge, mark and fact records."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self.segmenter = Segmenter()
+        self.graph = nx.MultiDiGraph()
+        self.episodes: dict[str, Episode] = {}
+        self.histories: dict[str, list[Episode]] = {}
+        self.notes: dict[str, DecisionNote] = {}
+        self.evidence: dict[str, list[Evidence]] = {}
+        self.problem: dict[str, str] = {}  # principal → observation text of its latest problem
+        self.pending: dict[str, list[tuple[str, dict[str, Any]]]] = {EPISODE: [], EDGE: [], MARK: []}
+        self.counts = {EPISODE: 0, EDGE: 0, MARK: 0, FACT: 0}
+
+    def feed(self, entries: Sequence[Any]) -> None:
+        for entry in entries:
+            if entry.kind is Kind.DECISION:
+                self.notes[entry.id] = DecisionNote.from_metadata(entry.id, entry.metadata)
+            for episode in self.segmenter.feed(entry):
+                self._close(episode)
+        self.write()
+
+    def finish(self) -> None:
+        closed = self.segmenter.flush()
+        for episode in closed:
+            self._close(episode)
+        if closed:
+            last = max(ep.last_seq for ep in closed)
+            self.store.add_records(FLUSH, [(str(last), {"seq": last})])
+        self.write()
+        for principal, evidence in self.evidence.items():
+            at = max(ev.at for ev in evidence)
+            facts = extract_facts(evidence, [], principal=principal, at=at)
+            self.counts[FACT] += self.store.add_records(FACT, [(f.id, f.to_record()) for f in facts])
+
+    def _close(self, episode: Episode) -> None:
+        window = DEFAULT_GRAPH_CONFIG.window
+        history = self.histories.setdefault(episode.principal, [])
+        edges = infer_edges(episode, history[-window:])
+        history.append(episode)
+        if len(history) > 2 * window:
+            del history[:-window]
+        self.episodes[episode.id] = episode
+        add_episode(self.graph, episode)
+        add_edges(self.graph, edges)
+        notes = [self.notes.pop(i) for i in episode.entry_ids if i in self.notes]
+        result = reinforce(episode, notes, lookup=self.episodes.get, graph=self.graph, facts=(), evidence=(),
+                           applied=lambda mark: False)
+        add_edges(self.graph, result.edges)
+        text = "\n".join(episode.observations)
+        if text:
+            self.problem[episode.principal] = text
+        elif episode.choices:  # a retry works on the problem its incident opened with
+            text = self.problem.get(episode.principal, "")
+        ev = evidence_from(episode, text)
+        if ev is not None:
+            self.evidence.setdefault(episode.principal, []).append(ev)
+        self.pending[EPISODE].append((episode.id, episode.to_record()))
+        self.pending[EDGE].extend((e.id, e.to_record()) for e in [*edges, *result.edges])
+        self.pending[MARK].extend((m, {"episode": episode.id}) for m in result.marks)
+
+    def write(self) -> None:
+        for kind in (EPISODE, EDGE, MARK):
+            self.counts[kind] += self.store.add_records(kind, self.pending[kind])
+            self.pending[kind] = []
+
+
+def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 5000,
+                principals: Sequence[tuple[str, float]] = PRINCIPALS) -> BuiltStore:
+    """Write a store holding `episodes` closed episodes of seeded incidents (see `BUILD_METHOD`).
+
+    Args:
+        path: new SQLite file.
+        episodes: how many episodes the stream is designed to make; the count stored is
+            what the segmenter actually found (reported, and checked by the tests).
+        seed: stream seed.
+        batch: entries per `Timeline.append_many` call.
+        principals: tenant names and their shares of the episodes.
+    """
+    started = time.perf_counter()
+    store = SQLiteStore(path)
+    try:
+        timeline = Timeline(store, HashingEncoder())
+        projector = _Projector(store)
+        stream = incident_stream(seed, principals=principals)
+        made, buffer, entries = 0, [], 0
+        while made < episodes:
+            count, block = next(stream)
+            if made + count > episodes:  # a retried incident would overshoot: the next block is drawn
+                continue
+            made += count
+            buffer.extend(block)
+            if len(buffer) >= batch or made >= episodes:
+                projector.feed(timeline.append_many(buffer))
+                entries += len(buffer)
+                buffer = []
+        projector.finish()
+        per_principal: dict[str, int] = {}
+        for episode in projector.episodes.values():
+            per_principal[episode.principal] = per_principal.get(episode.principal, 0) + 1
+    finally:
+        store.close()
+    return BuiltStore(Path(path), projector.counts[EPISODE], entries, dict(sorted(per_principal.items())),
+                      projector.counts[EDGE], projector.counts[FACT], time.perf_counter() - started,
+                      BUILD_METHOD.format(batch=batch, window=DEFAULT_GRAPH_CONFIG.window))

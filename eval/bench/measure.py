@@ -1,0 +1,168 @@
+"""Timed measurements; each returns raw samples (summaries are `eval.bench.results`' job)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, NamedTuple, Sequence
+
+from memory.encoder import HashingEncoder
+from memory.store import SQLiteStore
+from memory.timeline import Timeline
+
+from eval.bench.corpus import SITUATION, log_lines
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the eval.compare subprocess)
+RECALL_K = 6  # evidence items per decision: the harness's default context budget
+
+
+def _ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+def durable_appends(directory: Path, n: int, *, synchronous: str = "FULL", seed: int = 0,
+                    warmup: int = 20) -> list[float]:
+    """Milliseconds of `n` single `Timeline.append` calls, each its own committed transaction."""
+    items = log_lines(n + warmup, seed)
+    path = directory / f"durable-{synchronous.lower()}-{seed}.sqlite"
+    with SQLiteStore(path, synchronous=synchronous) as store:
+        timeline = Timeline(store, HashingEncoder())
+        times = []
+        for i, item in enumerate(items):
+            fields = {k: v for k, v in item.items() if k != "text"}
+            start = time.perf_counter()
+            timeline.append(item["text"], **fields)
+            if i >= warmup:
+                times.append(_ms(time.perf_counter() - start))
+    return times
+
+
+def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) -> list[float]:
+    """Seconds per `Timeline.append_many` call of `size` entries, over `batches` calls (one warm-up)."""
+    items = log_lines((batches + 1) * size, seed)
+    with SQLiteStore(directory / f"batch-{seed}.sqlite") as store:
+        timeline = Timeline(store, HashingEncoder())
+        times = []
+        for b in range(batches + 1):
+            chunk = items[b * size : (b + 1) * size]
+            start = time.perf_counter()
+            timeline.append_many(chunk)
+            if b:
+                times.append(time.perf_counter() - start)
+    return times
+
+
+class Opened(NamedTuple):
+    """Open-until-ready timings of one store."""
+
+    total_ms: list[float]  # constructor plus first recall, per open
+    constructor_ms: list[float]  # `EpisodicMemory(path)` alone
+    first_recall_ms: list[float]  # the first recall after opening (lazy per-principal state)
+    memory: Any  # the last opened memory, left open for warm recalls
+
+
+def open_store(path: Path, principal: str, query: Sequence[str], n: int) -> Opened:
+    """Open `path` with `EpisodicMemory` `n` times; each open ends when a first recall returned."""
+    from memory.agent_memory import EpisodicMemory
+
+    total, build, first = [], [], []
+    memory = None
+    for i in range(n):
+        if memory is not None:
+            memory.close()
+            memory = None
+            gc.collect()
+        start = time.perf_counter()
+        memory = EpisodicMemory(path, principal=principal)
+        built = time.perf_counter()
+        memory.recall(list(query), situation=SITUATION, k=RECALL_K)
+        done = time.perf_counter()
+        total.append(_ms(done - start))
+        build.append(_ms(built - start))
+        first.append(_ms(done - built))
+    return Opened(total, build, first, memory)
+
+
+def warm_recalls(memory: Any, queries: Sequence[Sequence[str]], *, warmup: int = 10) -> list[float]:
+    """Milliseconds per `EpisodicMemory.recall` of each query (after `warmup` untimed recalls)."""
+    for query in queries[:warmup]:
+        memory.recall(list(query), situation=SITUATION, k=RECALL_K)
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        memory.recall(list(query), situation=SITUATION, k=RECALL_K)
+        times.append(_ms(time.perf_counter() - start))
+    return times
+
+
+def round_times(rounds: int, seed: int = 0) -> list[float]:
+    """Milliseconds per round of a generated scenario played by the episodic agent (heuristic mode).
+
+    A round's time runs from its first prompt to its last step: every attempt's decision
+    (recall included), the environment's step and the recording of its events, as in
+    `eval.runner.play` with the default (in-memory) store of ``eval.compare``.
+    """
+    import scenarios
+    from agent.heuristic import HeuristicReasoner
+    from eval.presets import PRESETS, build_agent
+    from simulator import DebugEnv
+    from simulator.generate import generate, to_yaml
+
+    scenario = scenarios.loads(to_yaml(generate(rounds, seed)))
+    encoder = HashingEncoder()
+    agent = build_agent(PRESETS["episodic"], HeuristicReasoner(encoder), encoder)
+    env = DebugEnv(scenario)
+    prompt, _ = env.reset(seed=seed)
+    times: list[float] = []
+    start = time.perf_counter()
+    try:
+        while prompt is not None:
+            decision = agent.decide(prompt)
+            step = env.step(decision.choice)
+            agent.observe(step.events)
+            if step.round_done:
+                now = time.perf_counter()
+                times.append(_ms(now - start))
+                start = now
+            prompt = step.prompt
+    finally:
+        agent.close()
+    return times
+
+
+class CompareRun(NamedTuple):
+    """One ``python -m eval.compare --quiet`` subprocess."""
+
+    wall_s: float  # wall time from spawn to exit
+    peak_rss_mb: float  # the child's own peak resident set size (wait4 rusage)
+    exit_code: int  # its exit code
+
+
+def compare_run(args: Sequence[str] = ("--quiet",)) -> CompareRun:
+    """Run the default comparison in a fresh interpreter and measure it from outside."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "eval.compare", *args], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage, not every child's maximum
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = err.read().decode("utf-8", "replace")[-2000:]
+            raise RuntimeError(f"python -m eval.compare exited with {proc.returncode}: {tail}")
+    # ru_maxrss is in kilobytes on Linux, bytes on macOS
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return CompareRun(wall, usage.ru_maxrss / scale, proc.returncode)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far."""
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / scale
