@@ -1,0 +1,153 @@
+"""eval.bench at tiny sizes, in-process: structure and arithmetic, never timings."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from eval.bench import cli, measure
+from eval.bench.corpus import build_store, incident_stream, log_lines, query_texts
+from eval.bench.results import METRICS, BenchReport, failures, judge, metric, summarize, summarize_rate
+from memory.agent_memory import EPISODE, EpisodicMemory
+from memory.store import SQLiteStore
+
+TINY = cli.Plan(True, durable=4, batches=2, batch_size=20, sizes=(12, 30), queries=3, opens=2, rounds=6,
+                compare_runs=0)
+
+
+def test_summarize_known_samples():
+    assert summarize([4.0, 1.0, 3.0, 2.0]) == (2.5, pytest.approx(3.85), 4)
+    stat = summarize(list(range(1, 101)))
+    assert stat.median == 50.5 and stat.p95 == pytest.approx(95.05) and stat.n == 100
+    assert summarize([7.0]) == (7.0, 7.0, 1)
+    assert summarize([]) == (None, None, 0)
+
+
+def test_rate_p95_is_the_slow_tail():
+    stat = summarize_rate([1.0, 2.0, 4.0], 100)
+    assert stat.median == 50.0
+    assert stat.p95 == pytest.approx(100 / 3.8)  # 95th-percentile batch time 3.8 s
+    assert stat.p95 < stat.median and stat.n == 3
+
+
+def _document(recall_median: float, *, size: str = "100000", first: float = 5.0, last: float = 9.0) -> dict:
+    return {
+        "append_durable_ms": metric(summarize([0.4, 0.45])),
+        "append_batch_per_s": metric(summarize_rate([0.01], 1000)),
+        "recall_ms": {"1000": metric(summarize([1.0])), size: metric(summarize([recall_median, recall_median]))},
+        "open_ms": metric(summarize([1500.0]), episodes=int(size)),
+        "round_ms": {"first_100": metric(summarize([first])), "last_100": metric(summarize([last])), "rounds": 200},
+        "compare_wall_s": metric(summarize([2.0])),
+        "compare_peak_rss_mb": metric(summarize([310.0])),
+        "machine": {}, "quick": False,
+    }
+
+
+def test_judge_applies_the_issue_targets():
+    results = judge(_document(4.0))
+    assert results["append_durable_ms"]["passed"] is True
+    assert results["append_batch_per_s"]["passed"] is True  # 100,000/s
+    assert results["recall_ms"]["100000"]["passed"] is True
+    assert results["recall_ms"]["1000"]["passed"] is None  # no target below 100k
+    assert results["open_ms"]["passed"] is True
+    assert results["round_ms"]["last_100"]["passed"] is True  # 9 ≤ 2×5 and ≤ 20
+    assert results["compare_wall_s"]["passed"] is True
+    assert results["compare_peak_rss_mb"]["passed"] is False
+    assert failures(results) == ["compare_peak_rss_mb"]
+
+    slow = judge(_document(6.0, last=11.0))
+    assert slow["recall_ms"]["100000"]["passed"] is False
+    assert slow["round_ms"]["last_100"]["passed"] is False  # 11 > 2×5
+    assert "recall_ms @100,000" in failures(slow) and "round_ms last_100" in failures(slow)
+
+
+def test_targets_at_other_sizes_are_not_judged():
+    results = judge(_document(40.0, size="10000"))
+    assert results["open_ms"]["passed"] is None and "not measured" in results["open_ms"]["target"]
+    assert all(entry["passed"] is None for entry in results["recall_ms"].values())
+
+
+def test_stream_is_seeded_and_realistic():
+    first = [item["text"] for _, (_, block) in zip(range(40), incident_stream(3)) for item in block]
+    again = [item["text"] for _, (_, block) in zip(range(40), incident_stream(3)) for item in block]
+    assert first == again and len(set(first)) > len(first) // 2
+    lines = log_lines(3000)
+    assert len(lines) == 3000 and any("@example." in item["text"] for item in lines)
+    assert query_texts(5, seed=1) == query_texts(5, seed=1) and all(len(q) >= 2 for q in query_texts(5))
+
+
+@pytest.mark.parametrize("episodes", [1, 17, 60])
+def test_built_store_holds_the_claimed_episodes(tmp_path, episodes):
+    built = build_store(tmp_path / "s.sqlite", episodes, seed=5)
+    assert built.episodes == episodes and sum(built.principals.values()) == episodes
+    with SQLiteStore(built.path, create=False) as store:
+        assert sum(1 for _ in store.records(EPISODE)) == episodes
+        assert len(store) == built.entries and store.verify() is None
+    with EpisodicMemory(built.path, principal=built.largest) as memory:
+        assert len(memory.index) == episodes
+        assert len(memory.episodes()) == built.principals[built.largest]
+
+
+def test_built_store_equals_recording_through_the_facade(tmp_path):
+    built = build_store(tmp_path / "s.sqlite", 40, seed=2)
+    live = EpisodicMemory(None)
+    made, stream = 0, incident_stream(2)
+    while made < 40:
+        count, block = next(stream)
+        if made + count > 40:
+            continue
+        made += count
+        for item in block:
+            live.record(item["text"], kind=item["kind"], role=item["role"], timestamp=item["timestamp"],
+                        situation=item["situation"], metadata=item["metadata"], principal=item["principal"])
+    live.flush()
+    with EpisodicMemory(built.path) as reopened:
+        assert [e.id for e in reopened.projection().episodes] == [e.id for e in live.projection().episodes]
+        assert sorted(e.id for e in reopened.projection().edges) == sorted(e.id for e in live.projection().edges)
+    live.close()
+
+
+def test_run_document_has_the_documented_keys(tmp_path):
+    results = cli.run(TINY, tmp_path)
+    assert list(results) == [*METRICS, "machine", "quick"]
+    for name in ("append_durable_ms", "append_batch_per_s", "open_ms", "compare_wall_s", "compare_peak_rss_mb"):
+        assert {"median", "p95", "n", "target", "passed"} <= set(results[name])
+    assert results["append_durable_ms"]["n"] == 4 and results["append_durable_ms"]["synchronous"] == "FULL"
+    assert results["append_durable_ms"]["normal"]["synchronous"] == "NORMAL"
+    assert results["append_batch_per_s"]["n"] == 2
+    assert list(results["recall_ms"]) == ["12", "30"]
+    for size, entry in results["recall_ms"].items():
+        assert entry["n"] == 3 and entry["store"]["episodes"] == int(size) and entry["store"]["method"]
+        assert 0 < entry["scanned"] <= int(size)
+    assert results["open_ms"]["episodes"] == 30 and results["open_ms"]["n"] == 2
+    assert results["round_ms"]["rounds"] == 6 and results["round_ms"]["last_100"]["n"] == 6
+    assert results["compare_wall_s"]["n"] == 0 and results["compare_wall_s"]["median"] is None
+    assert {"cpu_count", "python", "platform", "elapsed_s"} <= set(results["machine"])
+    assert results["quick"] is True
+    assert all(math.isfinite(results[m]["median"]) for m in ("append_durable_ms", "append_batch_per_s", "open_ms"))
+    BenchReport(results).table()  # renders without error
+
+
+def test_main_writes_json_in_process(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "QUICK", TINY)
+    out = tmp_path / "bench.json"
+    assert cli.main(["--quick", "--sizes", "10", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert list(data) == [*METRICS, "machine", "quick"] and list(data["recall_ms"]) == ["10"]
+    assert "append_durable_ms" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rounds", "0"], "at least 1"),
+    (["--json", "/nonexistent-dir/x.json"], "does not exist"),
+])
+def test_main_rejects_bad_arguments(argv, message, capsys):
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_compare_run_measures_the_child():
+    run = measure.compare_run(["--help"])
+    assert run.exit_code == 0 and run.wall_s > 0 and run.peak_rss_mb > 1
