@@ -40,7 +40,7 @@ from memory.encoder import Encoder, HashingEncoder
 
 MEMORY_WEIGHT = 1.0  # how much relative closeness to a precedent weighs against the prior
 FEEDBACK_WEIGHT = 3.0  # corrections in the current round are direct evidence
-FACT_WEIGHT = 1.0  # relative weight of a fact vote (times its confidence and match)
+FACT_WEIGHT = 0.5  # weight of a fact vote (times its confidence and match)
 CORRECTION_SHARE = 0.5  # weight of a correction's text relative to the item's resolution
 SOFTMAX_TEMPERATURE = 0.25  # turns score margins into a confidence
 
