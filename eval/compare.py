@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _summarise(log, layers)
     if args.json:
         runlog.write(log, args.json)
-    out = Console()
+    out = Console() if sys.stdout.isatty() else Console(width=160)
     if args.quiet:
         s = {n: log["agents"][n]["summary"].get("first_attempt_accuracy") for n in args.agents}
         out.print(" ".join(f"{n}={v:.3f}" for n, v in s.items() if v is not None))
