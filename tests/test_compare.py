@@ -44,12 +44,18 @@ def test_default_run_writes_a_schema_1_log_that_the_report_agrees_with(tmp_path,
     assert "McNemar" in out
 
 
-def test_same_seeds_give_identical_numbers(tmp_path):
-    _, first = _run(tmp_path, "ci-failures", "--seeds", "2")
-    _, second = _run(tmp_path, "ci-failures", "--seeds", "2")
-    for name in first["agents"]:
-        strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
-        assert strip(first["agents"][name]["rounds"]) == strip(second["agents"][name]["rounds"])
+@pytest.mark.parametrize("name", scenarios.shipped())
+def test_every_shipped_scenario_gives_identical_numbers_and_an_agreeing_report(tmp_path, capsys, name):
+    _, first = _run(tmp_path, name, "--seeds", "2")
+    _, second = _run(tmp_path, name, "--seeds", "2")
+    strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
+    for agent in first["agents"]:
+        assert strip(first["agents"][agent]["rounds"]) == strip(second["agents"][agent]["rounds"])
+        assert first["agents"][agent]["summary"]["first_attempt_accuracy"] == \
+            second["agents"][agent]["summary"]["first_attempt_accuracy"]
+    out = capsys.readouterr().out
+    for agent, entry in first["agents"].items():
+        assert f"{100 * entry['summary']['first_attempt_accuracy']:.0f}%" in out
 
 
 def test_bad_scenario_is_located_and_exits_2(tmp_path, capsys):
@@ -93,3 +99,50 @@ def test_store_option_leaves_a_verifiable_store(tmp_path):
     store = tmp_path / "memory.sqlite"
     assert main(["--seeds", "1", "--agents", "episodic", "--store", str(store), "--quiet"]) == 0
     assert memory_main(["verify", str(store)]) == 0
+
+
+def _fake_claude(monkeypatch):
+    """Route the Claude reasoner to a fake Messages API that picks the first untried candidate."""
+    import anthropic
+
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - older SDKs use httpx
+        import httpx
+
+    def handler(request):
+        body = json.loads(request.content)
+        allowed = body["tools"][0]["input_schema"]["properties"]["root_cause"]["enum"]
+        prompt = body["messages"][0]["content"]
+        tried = prompt.split("Already tried in this incident and failed: ")[1].split("\n")[0].split(", ") \
+            if "Already tried" in prompt else []
+        choice = next(c for c in allowed if c not in tried)
+        return httpx.Response(200, json={
+            "id": "msg", "type": "message", "role": "assistant", "model": body["model"], "stop_reason": "tool_use",
+            "stop_sequence": None, "usage": {"input_tokens": 900, "output_tokens": 40},
+            "content": [{"type": "tool_use", "id": "t", "name": "record_decision",
+                         "input": {"root_cause": choice, "confidence": 0.5, "rationale": "first untried",
+                                   "relied_on": []}}]})
+
+    real = anthropic.Anthropic
+
+    def fake_client(**kwargs):
+        return real(api_key="test", http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+
+    monkeypatch.setattr(anthropic, "Anthropic", fake_client)
+
+
+def test_claude_mode_accounts_tokens_and_replays_from_cache_without_key(tmp_path, monkeypatch):
+    _fake_claude(monkeypatch)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    cache = tmp_path / "cache"
+    code, log = _run(tmp_path, "--mode", "claude", "--seeds", "1", "--agents", "no_memory", "--cache", str(cache))
+    assert code == 0 and log["mode"] == "claude"
+    summary_ = log["agents"]["no_memory"]["summary"]
+    assert summary_["input_tokens"] > 0 and summary_["cost_usd"] > 0
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setattr("anthropic.Anthropic", None)  # any network client use would now fail loudly
+    code, replay = _run(tmp_path, "--mode", "claude", "--seeds", "1", "--agents", "no_memory", "--cache", str(cache))
+    assert code == 0
+    assert [r["decisions"] for r in replay["agents"]["no_memory"]["rounds"]] == \
+        [r["decisions"] for r in log["agents"]["no_memory"]["rounds"]]
