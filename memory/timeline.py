@@ -180,21 +180,14 @@ class Timeline:
         self.encoder = encoder
         self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()
 
-    def draft(
-        self,
-        text: str,
-        *,
-        kind: Kind | str,
-        role: Role | str,
-        timestamp: datetime,
-        situation: str,
-        principal: str = "default",
-        metadata: Mapping[str, Any] | None = None,
-    ) -> EntryDraft:
-        """Build a redacted, embedded draft ready for `Store.append`."""
+    def draft(self, text: str, **fields: Any) -> EntryDraft:
+        """Build a redacted, embedded draft ready for `Store.append`.
+
+        Keyword fields: ``kind``, ``role``, ``timestamp`` (timezone-aware), ``situation``,
+        and optionally ``principal`` (default "default") and ``metadata``.
+        """
         clean_text = self.redactor.redact(text)
-        return self._draft(clean_text, self.encoder.encode([clean_text])[0], kind=kind, role=role,
-                           timestamp=timestamp, situation=situation, principal=principal, metadata=metadata)
+        return self._draft(clean_text, self.encoder.encode([clean_text])[0], **fields)
 
     def _draft(
         self,
