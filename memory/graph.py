@@ -384,10 +384,21 @@ def _sort_key(G: nx.MultiDiGraph, node: str) -> tuple[Any, ...]:
 
 def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3) -> CausalChain:
     """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots."""
-    back = _backward_view(G)
-    if episode_id not in back:
+    if episode_id not in G:
         raise KeyError(f"episode {episode_id} is not in the graph")
-    reached = nx.single_source_shortest_path_length(back, episode_id, cutoff=max_hops)
+    def backward_neighbours(node: str) -> Iterable[str]:
+        for _, later_or_earlier, data in G.out_edges(node, data=True):
+            if data.get("type") in BACKWARD:
+                yield later_or_earlier
+        for earlier, _, data in G.in_edges(node, data=True):
+            if data.get("type") in FORWARD:
+                yield earlier
+
+    # A bounded breadth-first search over causal edges only: the cost depends on the
+    # chain's neighbourhood, not on the size of the graph.
+    reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
+                                                                 depth_limit=max_hops)}
+    back = _backward_view(G.subgraph(reached))
     nodes = sorted(reached, key=lambda n: _sort_key(G, n))
     sub = back.subgraph(nodes)
     links = tuple(sorted((Link(u, v, d["type"]) for u, v, d in sub.edges(data=True)),
