@@ -39,7 +39,7 @@ class Plan:
     batch_size: int  # entries per append_many call
     sizes: tuple[int, ...]  # store sizes (episodes) for recall; the largest is also opened
     queries: int  # timed recalls per store size
-    opens: int  # opens of the largest store
+    opens: int  # opens of the largest store (fewer when they exceed the open budget)
     rounds: int  # rounds of the generated scenario
     compare_runs: int  # eval.compare subprocess runs
     seed: int = 0  # seed of every generator
@@ -47,7 +47,7 @@ class Plan:
 
 FULL = Plan(False, durable=1000, batches=20, batch_size=1000, sizes=(1000, 10_000, 100_000), queries=300, opens=3,
             rounds=1000, compare_runs=3)
-QUICK = Plan(True, durable=200, batches=5, batch_size=1000, sizes=(1000, 10_000), queries=100, opens=3,
+QUICK = Plan(True, durable=200, batches=5, batch_size=1000, sizes=(1000, 10_000), queries=100, opens=1,
              rounds=200, compare_runs=1)
 
 
@@ -119,7 +119,7 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
         progress(f"building a store of {size:,} episodes")
         built = build_store(directory / f"store-{size}.sqlite", size, seed=plan.seed)
         largest = size == max(plan.sizes)
-        progress(f"opening it ({plan.opens if largest else 1}×) and recalling ({plan.queries} queries)")
+        progress(f"opening it ({f'up to {plan.opens}' if largest else 1}×) and recalling ({plan.queries} queries)")
         opening = measure.open_store(built.path, built.largest, queries[0], plan.opens if largest else 1)
         memory = opening.memory
         try:

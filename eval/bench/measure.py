@@ -67,13 +67,20 @@ class Opened(NamedTuple):
     memory: Any  # the last opened memory, left open for warm recalls
 
 
-def open_store(path: Path, principal: str, query: Sequence[str], n: int) -> Opened:
-    """Open `path` with `EpisodicMemory` `n` times; each open ends when a first recall returned."""
+def open_store(path: Path, principal: str, query: Sequence[str], n: int, *, budget_s: float = 120.0) -> Opened:
+    """Open `path` with `EpisodicMemory` up to `n` times; each open ends when a first recall returned.
+
+    Opens stop repeating once `budget_s` seconds are spent (at least one always runs), so a
+    slow open is reported with fewer samples instead of stalling the run.
+    """
     from memory.agent_memory import EpisodicMemory
 
     total, build, first = [], [], []
     memory = None
+    began = time.perf_counter()
     for i in range(n):
+        if i and time.perf_counter() - began > budget_s:
+            break
         if memory is not None:
             memory.close()
             memory = None
