@@ -25,7 +25,7 @@ import numpy as np
 
 from memory.agent_memory import EDGE, EPISODE, FACT, FLUSH, MARK
 from memory.encoder import HashingEncoder
-from memory.episodes import Edge, Episode
+from memory.episodes import Episode
 from memory.facts import Evidence, evidence_from, extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
 from memory.reinforcer import DecisionNote, reinforce

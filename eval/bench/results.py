@@ -92,11 +92,7 @@ def judge(results: dict[str, Any]) -> dict[str, Any]:
 
 def failures(results: Mapping[str, Any]) -> list[str]:
     """Names of the judged metrics that missed their target (``recall_ms[100000]`` style)."""
-    out = []
-    for name, label, entry in _rows(results):
-        if entry.get("passed") is False:
-            out.append(label)
-    return out
+    return [label for _, label, entry in _rows(results) if entry.get("passed") is False]
 
 
 def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
