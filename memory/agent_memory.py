@@ -442,15 +442,8 @@ def _cited(entries: Sequence[Entry]) -> list[str]:
 
 
 def _chain_narrative(graph: nx.MultiDiGraph, episode_id: str, hops: int) -> str | None:
-    """Causal narrative through an episode, computed on its neighbourhood only (fast on large graphs)."""
+    """Causal narrative through an episode (`causal_chain` only visits its neighbourhood)."""
     if episode_id not in graph:
         return None
-    near = {episode_id}
-    frontier = {episode_id}
-    for _ in range(hops):
-        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))} - near
-        near |= frontier
-    if len(near) < 2:
-        return None
-    chain = graph_rules.causal_chain(graph.subgraph(near), episode_id, max_hops=hops)
+    chain = graph_rules.causal_chain(graph, episode_id, max_hops=hops)
     return chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None

@@ -387,18 +387,29 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3) -> C
     if episode_id not in G:
         raise KeyError(f"episode {episode_id} is not in the graph")
     def backward_neighbours(node: str) -> Iterable[str]:
-        for _, later_or_earlier, data in G.out_edges(node, data=True):
-            if data.get("type") in BACKWARD:
-                yield later_or_earlier
-        for earlier, _, data in G.in_edges(node, data=True):
-            if data.get("type") in FORWARD:
-                yield earlier
+        for other, keyed in G.succ[node].items():
+            if any(data.get("type") in BACKWARD for data in keyed.values()):
+                yield other
+        for other, keyed in G.pred[node].items():
+            if any(data.get("type") in FORWARD for data in keyed.values()):
+                yield other
 
     # A bounded breadth-first search over causal edges only: the cost depends on the
     # chain's neighbourhood, not on the size of the graph.
     reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
                                                                  depth_limit=max_hops)}
-    back = _backward_view(G.subgraph(reached))
+    back = nx.DiGraph()  # the orientation of `_backward_view`, restricted to the reached episodes
+    for u in sorted(reached, key=lambda n: _sort_key(G, n)):
+        back.add_node(u)
+        for v, keyed in G.succ[u].items():
+            if v not in reached:
+                continue
+            for data in keyed.values():
+                kind = data.get("type")
+                if kind in BACKWARD:
+                    back.add_edge(u, v, type=kind)
+                elif kind in FORWARD and not back.has_edge(v, u):
+                    back.add_edge(v, u, type=kind)
     nodes = sorted(reached, key=lambda n: _sort_key(G, n))
     sub = back.subgraph(nodes)
     links = tuple(sorted((Link(u, v, d["type"]) for u, v, d in sub.edges(data=True)),
