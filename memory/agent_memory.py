@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 import networkx as nx
 import numpy as np
@@ -45,7 +45,7 @@ from memory.redaction import Redactor
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retriever import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
 from memory.segmenter import Segmenter, SegmenterConfig
-from memory.store import SQLiteStore
+from memory.store import EntryParts, SQLiteStore
 from memory.timeline import Entry, EntryDraft, Kind, Role, Timeline
 
 EPISODE, EDGE, FACT, MARK, FLUSH = "episode", "edge", "fact_version", "reinforcement", "flush"
@@ -104,8 +104,10 @@ class EpisodicMemory:
         self._segmenter = Segmenter(self.segmenter_config)
         self._episodes: dict[str, Episode] = {}
         self._order: dict[str, list[str]] = {}
+        self._position: dict[str, int] = {}  # episode id → its place in its principal's closing order
         self._problems: dict[str, _Problem] = {}
-        self._evidence: dict[str, list[Evidence]] = {}
+        self._cites: dict[str, list[str]] = {}  # episode id → fact ids its decisions cited (when any)
+        self._evidence = _Evidence(self._evidence_of, lambda: self._order)
         self._edge_ids: set[str] = set()
         self._versions: list[FactVersion] = []
         self._current: dict[str, FactVersion] = {}
@@ -291,7 +293,7 @@ class EpisodicMemory:
     def _window(self, principal: str) -> deque[Entry]:
         window = self._recent.get(principal)
         if window is None:
-            window = deque(self.store.entries(principal=principal), maxlen=_RECENT)
+            window = deque(self.store.tail(principal, _RECENT), maxlen=_RECENT)
             self._recent[principal] = window
         return window
 
@@ -308,19 +310,36 @@ class EpisodicMemory:
         self._index(episode, entries)
         self._learn(episode, entries)
 
-    def _index(self, episode: Episode, entries: Sequence[Entry]) -> None:
+    def _index(self, episode: Episode, entries: Sequence[Entry | EntryParts]) -> None:
         self._episodes[episode.id] = episode
-        self._order.setdefault(episode.principal, []).append(episode.id)
+        order = self._order.setdefault(episode.principal, [])
+        self._position.setdefault(episode.id, len(order))
+        order.append(episode.id)
         self._closed_seq[episode.principal] = max(self._closed_seq.get(episode.principal, -1), episode.last_seq)
         graph_rules.add_episode(self.graph, episode)
         problem = self._problem(episode, entries)
         self._problems[episode.id] = problem
         self.index.add(episode, problem.vector)
-        ev = evidence_from(episode, problem.text, cited=_cited(entries))
-        if ev is not None:
-            self._evidence.setdefault(episode.principal, []).append(ev)
+        cited = _cited(entries)
+        if cited:
+            self._cites[episode.id] = cited
+        if episode.principal in self._evidence:  # else built on first use, from the closing order
+            ev = evidence_from(episode, problem.text, cited=cited)
+            if ev is not None:
+                self._evidence[episode.principal].append(ev)
 
-    def _problem(self, episode: Episode, entries: Sequence[Entry]) -> _Problem:
+    def _evidence_of(self, principal: str) -> list[Evidence] | None:
+        """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
+        if principal not in self._order:
+            return None
+        found = []
+        for i in self._order[principal]:
+            ev = evidence_from(self._episodes[i], self._problems[i].text, cited=self._cites.get(i, ()))
+            if ev is not None:
+                found.append(ev)
+        return found
+
+    def _problem(self, episode: Episode, entries: Sequence[Entry | EntryParts]) -> _Problem:
         """Observations of the problem an episode worked on: its own, else those of the attempt it retries."""
         observed = [e for e in entries if e.kind is Kind.OBSERVATION]
         corrections = [e for e in entries if e.kind is Kind.CORRECTION]
@@ -345,7 +364,7 @@ class EpisodicMemory:
     def _prior(self, episode: Episode) -> list[Episode]:
         """The principal's episodes closed before this one (the graph rules' window)."""
         ids = self._order.get(episode.principal, [])
-        end = ids.index(episode.id) if episode.id in ids else len(ids)
+        end = self._position.get(episode.id, len(ids))
         return [self._episodes[i] for i in ids[max(0, end - self.graph_config.window) : end]]
 
     def _learn(self, episode: Episode, entries: Sequence[Entry]) -> None:
@@ -399,19 +418,19 @@ class EpisodicMemory:
     def _load(self) -> None:
         """Rebuild the projection from stored records, then resume open episodes."""
         stored = [Episode.from_record(body) for _, body in self.store.records(EPISODE)]
-        for start in range(0, len(stored), 200):
-            chunk = stored[start : start + 200]
-            entries = {e.id: e for e in self.store.get_many([i for ep in chunk for i in ep.entry_ids])}
+        for start in range(0, len(stored), 2000):
+            chunk = stored[start : start + 2000]
+            parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
             for episode in chunk:
-                self._index(episode, [entries[i] for i in episode.entry_ids if i in entries])
+                self._index(episode, [parts[i] for i in episode.entry_ids if i in parts])
         edges = [Edge.from_record(body) for _, body in self.store.records(EDGE)]
         self._edge_ids.update(e.id for e in edges)
         graph_rules.add_edges(self.graph, edges)
         self._add_loaded_versions(FactVersion.from_record(body) for _, body in self.store.records(FACT))
         learned = set()
-        for mark, body in self.store.records(MARK):
+        for mark, episode_id in self.store.record_field(MARK, "episode"):
             self._marks.add(mark)
-            learned.add(body.get("episode"))
+            learned.add(episode_id)
         for episode in stored:  # a pipeline interrupted after storing the episode resumes here
             if episode.id not in learned:
                 self._learn(episode, self.store.get_many(list(episode.entry_ids)))
@@ -432,7 +451,47 @@ class EpisodicMemory:
                 self._current[v.fact_id] = v
 
 
-def _cited(entries: Sequence[Entry]) -> list[str]:
+class _Evidence(dict):
+    """Principal → evidence list, each list built on first use (opening a large store skips the work).
+
+    Reads through `get`, `[]`, `setdefault`, `values` and `items` see the lists an eagerly
+    kept dict would hold; `in` tells whether a principal's list is built yet.
+    """
+
+    def __init__(self, build: Callable[[str], list[Evidence] | None], principals: Callable[[], Iterable[str]]) -> None:
+        super().__init__()
+        self._build = build
+        self._principals = principals
+
+    def _ensure(self, principal: str) -> None:
+        if not dict.__contains__(self, principal):
+            built = self._build(principal)
+            if built is not None:
+                dict.__setitem__(self, principal, built)
+
+    def get(self, principal: str, default: Any = None) -> Any:  # type: ignore[override]
+        self._ensure(principal)
+        return dict.get(self, principal, default)
+
+    def __getitem__(self, principal: str) -> list[Evidence]:
+        self._ensure(principal)
+        return dict.__getitem__(self, principal)
+
+    def setdefault(self, principal: str, default: Any = None) -> Any:  # type: ignore[override]
+        self._ensure(principal)
+        return dict.setdefault(self, principal, default)
+
+    def values(self) -> Any:  # type: ignore[override]
+        for principal in list(self._principals()):
+            self._ensure(principal)
+        return dict.values(self)
+
+    def items(self) -> Any:  # type: ignore[override]
+        self.values()
+        return dict.items(self)
+
+
+def _cited(entries: Sequence[Entry | EntryParts]) -> list[str]:
     ids: list[str] = []
     for e in entries:
         if e.kind is Kind.DECISION:

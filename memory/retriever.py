@@ -165,6 +165,61 @@ def _unprefixed(text: str, label: str) -> str:
     return rest.strip() if sep and head.strip().lower() == label else text
 
 
+PRUNE_FROM = 4096  # partitions at least this large score relevance through bounds first (see `Bounds`)
+BASIS_SAMPLE = 4096  # leading vectors of a partition its bounding basis is fitted on
+BASIS_DIM = 128  # dimensions of the bounding basis
+BOUND_SLACK = 1e-3  # added to every relevance bound: covers float32 rounding of both dot products
+
+
+class Bounds:
+    """Exact lower and upper bounds on the cosine of every row of a partition with a query.
+
+    With an orthonormal basis ``B`` (``dim × r``), a vector splits into its projection and a
+    residual orthogonal to it, so ``q·m = (Bᵀq)·(Bᵀm) + q⊥·m⊥`` and, by Cauchy–Schwarz,
+    ``|q⊥·m⊥| ≤ ‖q⊥‖‖m⊥‖``. Bounds for all rows cost one ``n × r`` product instead of
+    ``n × dim``; only rows whose upper bound reaches what the lower bounds guarantee are
+    scored exactly. Any orthonormal basis gives true bounds: the principal directions of the
+    partition's first vectors (fitted once, then fixed) merely make them tight, so the basis
+    changes speed, never results.
+    """
+
+    def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
+        x = np.asarray(sample, dtype=np.float64)
+        _, vectors = np.linalg.eigh(x.T @ x)
+        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
+        self._proj = np.zeros((16, self.basis.shape[1]), dtype=np.float32)
+        self._resid = np.zeros(16, dtype=np.float64)
+        self.size = 0
+
+    def split(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Projections (float32) and residual norms (float64) of rows."""
+        x = np.asarray(vectors, dtype=np.float64).reshape(-1, self.basis.shape[0])
+        proj = x @ self.basis
+        resid = np.sqrt(np.maximum(np.einsum("ij,ij->i", x, x) - np.einsum("ij,ij->i", proj, proj), 0.0))
+        return proj.astype(np.float32), resid
+
+    def extend(self, vectors: np.ndarray) -> None:
+        """Append rows (in chunks, to keep float64 temporaries small)."""
+        for start in range(0, len(vectors), 8192):
+            proj, resid = self.split(vectors[start : start + 8192])
+            end = self.size + len(proj)
+            if end > len(self._resid):
+                cap = max(end, 2 * len(self._resid))
+                self._proj = np.concatenate([self._proj, np.zeros((cap - len(self._resid), self._proj.shape[1]),
+                                                                  dtype=np.float32)])
+                self._resid = np.concatenate([self._resid, np.zeros(cap - len(self._resid))])
+            self._proj[self.size : end] = proj
+            self._resid[self.size : end] = resid
+            self.size = end
+
+    def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row."""
+        proj, resid = self.split(query)
+        approx = (self._proj[: self.size] @ proj[0]).astype(np.float64)
+        radius = resid[0] * self._resid[: self.size] + BOUND_SLACK
+        return np.clip(approx - radius, 0.0, 1.0), np.clip(approx + radius, 0.0, 1.0)
+
+
 class Partition:
     """One principal's episodes and a growing matrix of their unit vectors."""
 
@@ -176,6 +231,8 @@ class Partition:
         self._outcomes = np.zeros(16, dtype=np.float64)
         self._situations = np.zeros(16, dtype=np.int32)
         self.situation_codes: dict[str, int] = {}
+        self.bounds: Bounds | None = None  # fitted on first use once the partition has `PRUNE_FROM` rows
+        self.cache: dict[tuple, tuple[np.ndarray, ...]] = {}  # query-independent score parts, by their inputs
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -193,6 +250,17 @@ class Partition:
         self._situations[n] = code
         self.position[episode.id] = n
         self.episodes.append(episode)
+        if self.bounds is not None:
+            self.bounds.extend(self._matrix[n : n + 1])
+        self.cache.clear()
+
+    def bounded(self, prune_from: int = PRUNE_FROM) -> Bounds | None:
+        """The relevance bounds of this partition, fitted on first use when it is large enough."""
+        if self.bounds is None and len(self) >= max(prune_from, 1):
+            bounds = Bounds(self.matrix[:BASIS_SAMPLE])
+            bounds.extend(self.matrix)
+            self.bounds = bounds
+        return self.bounds
 
     @property
     def matrix(self) -> np.ndarray:
@@ -318,12 +386,25 @@ def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float,
 
 
 def _top(values: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the `n` largest values, best first (ties: lower index first)."""
+    """Indices of the `n` largest values, best first (ties: lower index first, also at the cut)."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
     if n < len(values):
-        part = np.argpartition(-values, n - 1)[:n]
+        kth = values[np.argpartition(-values, n - 1)[n - 1]]
+        above = np.flatnonzero(values > kth)
+        part = np.concatenate([above, np.flatnonzero(values == kth)[: n - len(above)]])
     else:
         part = np.arange(len(values))
     return part[np.lexsort((part, -values[part]))]
+
+
+def _kth(values: np.ndarray, n: int) -> float:
+    """The `n`-th largest value (the smallest when there are fewer than `n`)."""
+    if n <= 0:
+        return float("inf")
+    if n >= len(values):
+        return float(values.min())
+    return float(values[np.argpartition(-values, n - 1)[n - 1]])
 
 
 def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
@@ -418,28 +499,76 @@ class Retriever:
         return Context(query=text, principal=principal, situation=situation, episodes=tuple(recalled),
                        facts=tuple(facts), chains=chains, show_outcomes=cfg.show_outcomes)
 
+    def _parts(self, part: Partition, situation: str | None, now: datetime | None) -> tuple[np.ndarray, ...]:
+        """Recency, situation and outcome parts of every row (query-independent, so cached)."""
+        cfg = self.config
+        ref = now.timestamp() if now is not None else float(part.ends.max())
+        code = part.situation_codes.get(situation, -1) if situation is not None else -1
+        key = (len(part), ref, code, cfg.half_life_days, cfg.show_outcomes)
+        cached = part.cache.get(key)
+        if cached is None:
+            age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
+            recency = 0.5 ** (age_days / cfg.half_life_days)
+            sit = (part.situations == code).astype(np.float64)
+            outcome = part.outcomes.copy() if cfg.show_outcomes else np.zeros(len(part))
+            if len(part.cache) > 8:
+                part.cache.clear()
+            cached = part.cache[key] = (recency, sit, outcome)
+        return cached
+
+    def _relevance(self, part: Partition, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Exact clipped cosine of the query with all rows, or with `rows` (same values either way)."""
+        # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
+        # call on a busy machine; it sums each row alone, so a subset gets the same values
+        matrix = part.matrix if rows is None else part.matrix[rows]
+        return np.clip(np.einsum("ij,j->i", matrix, qvec), 0.0, 1.0).astype(np.float64)
+
     def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
                   now: datetime | None) -> list[RecalledEpisode]:
         cfg = self.config
-        # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
-        # call on a busy machine, and the cost is one pass over the partition's matrix
-        relevance = np.clip(np.einsum("ij,j->i", part.matrix, qvec), 0.0, 1.0).astype(np.float64)
-        ref = now.timestamp() if now is not None else float(part.ends.max())
-        age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
-        recency = 0.5 ** (age_days / cfg.half_life_days)
-        code = part.situation_codes.get(situation, -1) if situation is not None else -1
-        sit = (part.situations == code).astype(np.float64)
-        outcome = part.outcomes if cfg.show_outcomes else np.zeros(len(part))
+        recency, sit, outcome = self._parts(part, situation, now)
         graph = np.zeros(len(part))
-        if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
-            top = _top(relevance, cfg.seeds)
+        bounds = part.bounded(PRUNE_FROM)
+        if bounds is None:
+            relevance = self._relevance(part, qvec)
+            known = None
+        else:  # exact scores for the rows whose bounds can reach the top; the others cannot be chosen
+            low, high = bounds.relevance(qvec)
+            relevance = np.zeros(len(part))
+            known = np.zeros(len(part), dtype=bool)
+        use_graph = cfg.graph > 0 and len(self.graph)  # len is O(1); number_of_edges is not
+
+        def score(rows: np.ndarray) -> np.ndarray:
+            if known is not None:
+                todo = rows[~known[rows]]
+                if len(todo):
+                    relevance[todo] = self._relevance(part, qvec, todo)
+                    known[todo] = True
+            return rows
+
+        if use_graph:
+            if known is None:
+                top = _top(relevance, cfg.seeds)
+            else:
+                rows = score(np.flatnonzero(high >= _kth(low, cfg.seeds)))
+                top = rows[_top(relevance[rows], cfg.seeds)]
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
             near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
             for node, value in near.items():
                 graph[part.position[node]] = value
-        total = (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
-                 + cfg.outcome * outcome + cfg.graph * graph)
-        pool = _top(total, max(cfg.pool, k))
+        size = max(cfg.pool, k)
+        if known is None:
+            total = (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
+                     + cfg.outcome * outcome + cfg.graph * graph)
+            pool = _top(total, size)
+        else:
+            rest = cfg.recency * recency + cfg.situation * sit + cfg.outcome * outcome + cfg.graph * graph
+            floor = _kth(cfg.relevance * low + rest, size) - 1e-9  # 1e-9: summation order of the parts
+            rows = score(np.flatnonzero(cfg.relevance * high + rest >= floor))
+            total = np.zeros(len(part))
+            total[rows] = (cfg.relevance * relevance[rows] + cfg.recency * recency[rows] + cfg.situation * sit[rows]
+                           + cfg.outcome * outcome[rows] + cfg.graph * graph[rows])
+            pool = rows[_top(total[rows], size)]
         if cfg.mmr:
             picked = [int(pool[i]) for i in mmr(total[pool], part.matrix[pool], k, lam=cfg.mmr_lambda,
                                                  duplicate_threshold=cfg.duplicate_threshold)]

@@ -113,6 +113,16 @@ class StoreStats(NamedTuple):
     encoders: list[str]  # encoders that made the stored embeddings
 
 
+class EntryParts(NamedTuple):
+    """The parts of an entry that indexing an episode reads (see `SQLiteStore.entry_parts`)."""
+
+    id: str  # entry id
+    kind: Kind  # what it is
+    text: str  # redacted content
+    metadata: Mapping[str, Any]  # parsed for decisions only, else empty
+    embedding: np.ndarray  # float32 unit vector (read-only)
+
+
 def _row_to_entry(row: Sequence[Any]) -> Entry:
     seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, blob = row
     return Entry(
@@ -285,6 +295,31 @@ class SQLiteStore:
     def __len__(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM timeline").fetchone()[0]
 
+    def tail(self, principal: str, n: int) -> list[Entry]:
+        """The last `n` entries of a principal, oldest first (reads only those rows)."""
+        if n <= 0:
+            return []
+        rows = self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE principal = ? ORDER BY seq DESC LIMIT ?",
+                                (principal, n)).fetchall()
+        return [_row_to_entry(row) for row in reversed(rows)]
+
+    def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, "EntryParts"]:
+        """What indexing an episode reads of its entries, by id; unknown ids are absent.
+
+        Lighter than `get_many`: no timestamps or enums beyond the kind, metadata parsed
+        only for decisions, embeddings as read-only views of the stored bytes.
+        """
+        found: dict[str, EntryParts] = {}
+        decision = Kind.DECISION.value
+        for start in range(0, len(entry_ids), 900):
+            chunk = list(entry_ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            for id_, kind, text, metadata, blob in self._db.execute(
+                    f"SELECT id, kind, text, metadata, embedding FROM timeline WHERE id IN ({marks})", chunk):
+                found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {},
+                                        np.frombuffer(blob, dtype="<f4"))
+        return found
+
     # -- derived records ----------------------------------------------------------------
 
     def add_records(self, kind: str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
@@ -307,6 +342,11 @@ class SQLiteStore:
     def records(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
         for record_id, body in self._db.execute("SELECT id, body FROM records WHERE kind = ? ORDER BY seq", (kind,)):
             yield record_id, json.loads(body)
+
+    def record_field(self, kind: str, field: str) -> Iterator[tuple[str, Any]]:
+        """(id, body[field]) of each record of one kind, in insertion order, parsed by SQLite."""
+        query = "SELECT id, json_extract(body, ?) FROM records WHERE kind = ? ORDER BY seq"
+        yield from self._db.execute(query, (f"$.{field}", kind))
 
     def has_record(self, kind: str, record_id: str) -> bool:
         """Whether a derived record of this kind and id exists."""

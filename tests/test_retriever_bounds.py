@@ -1,0 +1,82 @@
+"""Relevance bounds (`memory.retriever.Bounds`) prune scoring without changing any recall."""
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+import memory.retriever as retriever
+from memory.agent_memory import EpisodicMemory
+from memory.encoder import HashingEncoder
+from memory.retriever import Bounds, _top
+from tests.test_retriever_latency import build, synthetic_texts
+
+T0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+
+
+def recalls(prune_from, monkeypatch, *, n=600, principals=2):
+    monkeypatch.setattr(retriever, "PRUNE_FROM", prune_from)
+    r = build(n, principals=principals)
+    out = []
+    for text, _ in synthetic_texts(25, seed=3):
+        for k in (1, 5, 12):
+            context = r.recall(text, principal="p1", situation="ops", k=k)
+            out.append([(e.episode.id, e.score, e.why) for e in context.episodes])
+    return out, r
+
+
+def test_bounded_recall_equals_the_full_scan(monkeypatch):
+    full, r = recalls(10**9, monkeypatch)
+    assert r.index.partition("p1").bounds is None
+    pruned, r = recalls(1, monkeypatch)
+    assert r.index.partition("p1").bounds is not None
+    assert pruned == full and any(full)
+
+
+def test_bounds_contain_the_exact_cosine_also_for_rows_added_after_fitting():
+    rng = np.random.default_rng(0)
+    rows = HashingEncoder().encode([t for t, _ in synthetic_texts(300)])
+    bounds = Bounds(rows[:100], rank=16)
+    bounds.extend(rows[:200])
+    for row in rows[200:]:
+        bounds.extend(row[None, :])
+    for query in [rows[7], rows[250], rng.standard_normal(rows.shape[1]).astype(np.float32), np.zeros(rows.shape[1])]:
+        exact = np.clip(rows @ query, 0.0, 1.0)
+        low, high = bounds.relevance(query)
+        assert np.all(low <= exact) and np.all(exact <= high)
+
+
+def test_top_breaks_ties_by_lower_index_also_at_the_cut():
+    values = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.9])
+    assert _top(values, 3).tolist() == [1, 5, 0]
+    assert _top(values, 4).tolist() == [1, 5, 0, 2]
+
+
+def play(memory: EpisodicMemory, n: int) -> None:
+    clock = T0
+    for i, (text, cause) in enumerate(synthetic_texts(n, seed=5)):
+        clock += timedelta(minutes=30)
+        memory.observe(text, timestamp=clock, situation="ops", principal=f"p{i % 2}")
+        clock += timedelta(minutes=2)
+        memory.decide(f"Decision: {cause}", choice=cause, timestamp=clock, situation="ops", principal=f"p{i % 2}")
+        clock += timedelta(minutes=2)
+        ok = i % 3 != 0
+        memory.outcome("resolved" if ok else "still failing", status="success" if ok else "failure",
+                       timestamp=clock, situation="ops", principal=f"p{i % 2}")
+    memory.flush()
+
+
+@pytest.mark.parametrize("prune_from", [1, 10**9])
+def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, monkeypatch, prune_from):
+    monkeypatch.setattr(retriever, "PRUNE_FROM", prune_from)
+    path = tmp_path / "m.sqlite"
+    queries = [t for t, _ in synthetic_texts(12, seed=9)]
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 160)
+        before = [[(e.episode.id, e.score) for e in live.recall(q, situation="ops", k=5).episodes] for q in queries]
+        facts_before = [f.id for f in live.facts()]
+    with EpisodicMemory(path, principal="p0") as reopened:
+        after = [[(e.episode.id, e.score) for e in reopened.recall(q, situation="ops", k=5).episodes] for q in queries]
+        assert [f.id for f in reopened.facts()] == facts_before
+        assert reopened._evidence.get("p0") == live._evidence.get("p0")
+    assert after == before and any(before)
