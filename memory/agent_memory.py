@@ -16,6 +16,7 @@ whole timeline into a fresh memory; the result equals the live state.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,6 +50,8 @@ from memory.store import EntryParts, SQLiteStore
 from memory.timeline import Entry, EntryDraft, Kind, Role, Timeline
 
 EPISODE, EDGE, FACT, MARK, FLUSH = "episode", "edge", "fact_version", "reinforcement", "flush"
+PROBLEMS = "episode_problems/1"  # snapshot kind: problem vectors, texts and citations of a run of episodes
+SNAPSHOT_EPISODES = 4096  # episodes (in storing order) per problem snapshot
 _RECENT = 256  # entries kept per principal for the short-term window
 
 
@@ -114,6 +117,9 @@ class EpisodicMemory:
         self._marks: set[str] = set()
         self._closed_seq: dict[str, int] = {}
         self._recent: dict[str, deque[Entry]] = {}
+        self._unsnapped: list[str] = []  # ids of indexed episodes after the last full snapshot run
+        self._snapped = 0  # episodes (in storing order) before `_unsnapped`
+        self._snapshot_runs: set[int] = set()  # starts of the runs already stored
         self._retriever = Retriever(self.index, self.encoder.encode, graph=self.graph, facts=self._facts_of,
                                     chain=_chain_narrative, config=retriever)
         self._load()
@@ -310,23 +316,44 @@ class EpisodicMemory:
         self._index(episode, entries)
         self._learn(episode, entries)
 
-    def _index(self, episode: Episode, entries: Sequence[Entry | EntryParts]) -> None:
+    def _index(self, episode: Episode, entries: Sequence[Entry | EntryParts],
+               known: tuple[_Problem, list[str]] | None = None) -> None:
+        """Index a closed episode from its entries, or from its `known` (snapshot) problem and citations."""
         self._episodes[episode.id] = episode
         order = self._order.setdefault(episode.principal, [])
         self._position.setdefault(episode.id, len(order))
         order.append(episode.id)
         self._closed_seq[episode.principal] = max(self._closed_seq.get(episode.principal, -1), episode.last_seq)
         graph_rules.add_episode(self.graph, episode)
-        problem = self._problem(episode, entries)
+        problem, cited = known if known is not None else (self._problem(episode, entries), _cited(entries))
         self._problems[episode.id] = problem
         self.index.add(episode, problem.vector)
-        cited = _cited(entries)
+        self._snapshot(episode.id)
         if cited:
             self._cites[episode.id] = cited
         if episode.principal in self._evidence:  # else built on first use, from the closing order
             ev = evidence_from(episode, problem.text, cited=cited)
             if ev is not None:
                 self._evidence[episode.principal].append(ev)
+
+    def _snapshot(self, episode_id: str) -> None:
+        """Store the problems of each full run of `SNAPSHOT_EPISODES` indexed episodes (file stores only)."""
+        if self.store.path == ":memory:":
+            return
+        self._unsnapped.append(episode_id)
+        if len(self._unsnapped) < SNAPSHOT_EPISODES:
+            return
+        ids, start = self._unsnapped, self._snapped
+        self._unsnapped, self._snapped = [], start + len(ids)
+        if start in self._snapshot_runs:
+            return
+        problems = [self._problems[i] for i in ids]
+        meta = {"start": start, "episodes": ids, "texts": [p.text for p in problems],
+                "cites": {i: self._cites[i] for i in ids if i in self._cites}}
+        body = np.stack([p.vector for p in problems]).astype("<f4").tobytes()
+        digest = hashlib.sha256("\n".join(ids).encode("ascii")).hexdigest()
+        self.store.add_snapshot(PROBLEMS, f"{start}:{digest}", meta, body)
+        self._snapshot_runs.add(start)
 
     def _evidence_of(self, principal: str) -> list[Evidence] | None:
         """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
@@ -418,13 +445,32 @@ class EpisodicMemory:
     def _load(self) -> None:
         """Rebuild the projection from stored records, then resume open episodes."""
         stored = [Episode.from_record(body) for _, body in self.store.records(EPISODE)]
-        for start in range(0, len(stored), 2000):
-            chunk = stored[start : start + 2000]
-            parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
-            for episode in chunk:
-                self._index(episode, [parts[i] for i in episode.entry_ids if i in parts])
+        counts: dict[str, int] = {}
+        for episode in stored:
+            counts[episode.principal] = counts.get(episode.principal, 0) + 1
+        self.index.reserve(counts)
+        runs: dict[int, tuple[dict[str, Any], bytes]] = {}
+        if self.store.path != ":memory:":
+            for _, meta, body in self.store.snapshots(PROBLEMS):
+                runs.setdefault(int(meta["start"]), (meta, body))
+        for start in range(0, len(stored), SNAPSHOT_EPISODES):
+            run = stored[start : start + SNAPSHOT_EPISODES]
+            meta, body = runs.get(start, ({}, b""))
+            if meta.get("episodes") == [ep.id for ep in run]:  # a snapshot of exactly these episodes
+                self._snapshot_runs.add(start)
+                vectors = np.frombuffer(body, dtype="<f4").reshape(len(run), -1)
+                cites = meta["cites"]
+                for episode, vector, text in zip(run, vectors, meta["texts"]):
+                    self._index(episode, (), known=(_Problem(text, vector), cites.get(episode.id, [])))
+                continue
+            for part in range(0, len(run), 2000):
+                chunk = run[part : part + 2000]
+                parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
+                for episode in chunk:
+                    self._index(episode, [parts[i] for i in episode.entry_ids if i in parts])
+        edge_ids = self.store.record_ids(EDGE)  # records are keyed by the edge's content address
         edges = [Edge.from_record(body) for _, body in self.store.records(EDGE)]
-        self._edge_ids.update(e.id for e in edges)
+        self._edge_ids.update(edge_ids)
         graph_rules.add_edges(self.graph, edges)
         self._add_loaded_versions(FactVersion.from_record(body) for _, body in self.store.records(FACT))
         learned = set()
@@ -437,7 +483,7 @@ class EpisodicMemory:
         if not stored and len(self.store) == 0:
             return
         start = min(self._closed_seq.values(), default=-1) + 1
-        if self.store.stats().principals > len(self._closed_seq):
+        if self.store.principal_count() > len(self._closed_seq):
             start = 0
         for entry in self.store.entries(start=start):
             if entry.seq > self._closed_seq.get(entry.principal, -1):

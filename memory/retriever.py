@@ -237,12 +237,18 @@ class Partition:
     def __len__(self) -> int:
         return len(self.episodes)
 
+    def reserve(self, capacity: int) -> None:
+        """Make room for `capacity` rows at once (a bulk load then copies the matrix once, not log n times)."""
+        extra = capacity - len(self._ends)
+        if extra > 0:
+            grow = lambda a: np.concatenate([a, np.zeros((extra, *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
+            self._matrix, self._ends = grow(self._matrix), grow(self._ends)
+            self._outcomes, self._situations = grow(self._outcomes), grow(self._situations)
+
     def add(self, episode: Episode, vector: np.ndarray) -> None:
         n = len(self.episodes)
         if n == len(self._ends):  # amortized doubling keeps appends O(1)
-            grow = lambda a: np.concatenate([a, np.zeros_like(a)])  # noqa: E731
-            self._matrix, self._ends = grow(self._matrix), grow(self._ends)
-            self._outcomes, self._situations = grow(self._outcomes), grow(self._situations)
+            self.reserve(2 * n)
         self._matrix[n] = vector
         self._ends[n] = episode.end.timestamp()
         self._outcomes[n] = min(1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0))
@@ -252,7 +258,8 @@ class Partition:
         self.episodes.append(episode)
         if self.bounds is not None:
             self.bounds.extend(self._matrix[n : n + 1])
-        self.cache.clear()
+        if self.cache:
+            self.cache.clear()
 
     def bounded(self, prune_from: int = PRUNE_FROM) -> Bounds | None:
         """The relevance bounds of this partition, fitted on first use when it is large enough."""
@@ -293,6 +300,12 @@ class EpisodeIndex:
             return
         self._parts.setdefault(episode.principal, Partition(self.dim)).add(episode, vector)
         self._owner[episode.id] = episode.principal
+
+    def reserve(self, counts: dict[str, int]) -> None:
+        """Make room for this many more episodes per principal."""
+        for principal, count in counts.items():
+            part = self._parts.setdefault(principal, Partition(self.dim))
+            part.reserve(len(part) + count)
 
     def partition(self, principal: str) -> Partition:
         """The principal's partition (empty when unknown)."""

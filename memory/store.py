@@ -69,6 +69,23 @@ CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
 BEGIN SELECT RAISE(ABORT, 'records are insert-only: DELETE refused'); END;
 """
 
+# Derived binary snapshots (e.g. precomputed episode vectors), insert-only like records. Added
+# after schema 1 without changing it: created on open when missing.
+_SNAPSHOTS = """
+CREATE TABLE IF NOT EXISTS snapshots (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    body BLOB NOT NULL,
+    UNIQUE (kind, id)
+);
+CREATE TRIGGER IF NOT EXISTS snapshots_no_update BEFORE UPDATE ON snapshots
+BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
+BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
+"""
+
 _COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
 
 
@@ -237,6 +254,10 @@ class SQLiteStore:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
             raise StoreError(f"{self.path}: store schema version {version}, this code reads {SCHEMA_VERSION}")
+        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone() is None:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executescript(_SNAPSHOTS.replace("\n\n", "\n"))
+            self._db.execute("COMMIT") if self._db.in_transaction else None
 
     # -- timeline ---------------------------------------------------------------------
 
@@ -347,6 +368,28 @@ class SQLiteStore:
         """(id, body[field]) of each record of one kind, in insertion order, parsed by SQLite."""
         query = "SELECT id, json_extract(body, ?) FROM records WHERE kind = ? ORDER BY seq"
         yield from self._db.execute(query, (f"$.{field}", kind))
+
+    def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
+        """Insert a derived binary snapshot (ignored when one with this kind and id exists); whether it was new."""
+        text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        with self._write():
+            cursor = self._db.execute("INSERT OR IGNORE INTO snapshots (kind, id, meta, body) VALUES (?,?,?,?)",
+                                      (kind, snapshot_id, text, body))
+        return bool(cursor.rowcount)
+
+    def snapshots(self, kind: str) -> Iterator[tuple[str, dict[str, Any], bytes]]:
+        """(id, meta, body) of the snapshots of one kind, in insertion order."""
+        for snapshot_id, meta, body in self._db.execute(
+                "SELECT id, meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (kind,)):
+            yield snapshot_id, json.loads(meta), body
+
+    def principal_count(self) -> int:
+        """Distinct tenants in the timeline."""
+        return self._db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0]
+
+    def record_ids(self, kind: str) -> list[str]:
+        """Ids of the records of one kind, in insertion order."""
+        return [row[0] for row in self._db.execute("SELECT id FROM records WHERE kind = ? ORDER BY seq", (kind,))]
 
     def has_record(self, kind: str, record_id: str) -> bool:
         """Whether a derived record of this kind and id exists."""
