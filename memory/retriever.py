@@ -298,7 +298,10 @@ class EpisodeIndex:
         """Index a closed episode with its unit vector (re-adding an id is a no-op)."""
         if episode.id in self._owner:
             return
-        self._parts.setdefault(episode.principal, Partition(self.dim)).add(episode, vector)
+        part = self._parts.get(episode.principal)
+        if part is None:
+            part = self._parts[episode.principal] = Partition(self.dim)
+        part.add(episode, vector)
         self._owner[episode.id] = episode.principal
 
     def reserve(self, counts: dict[str, int]) -> None:

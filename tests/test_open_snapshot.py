@@ -47,3 +47,12 @@ def test_a_snapshot_of_other_episodes_is_ignored(tmp_path, monkeypatch):
         assert state(reopened, queries) == expected  # run 16 was recomputed from the entries
         genuine = [meta for _, meta, _ in reopened.store.snapshots(PROBLEMS) if meta["start"] == 16]
         assert [meta["episodes"] == ["x"] * 16 for meta in genuine] == [True, False]
+
+
+def test_tail_is_the_last_entries_of_a_principal_in_order(tmp_path):
+    with EpisodicMemory(tmp_path / "m.sqlite", principal="p0") as memory:
+        play(memory, 30)
+        for who in ("p0", "p1", "nobody"):
+            every = list(memory.store.entries(principal=who))
+            for n in (0, 1, 7, len(every) + 5):
+                assert [e.id for e in memory.store.tail(who, n)] == ([e.id for e in every[-n:]] if n else [])
