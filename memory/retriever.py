@@ -188,7 +188,7 @@ class Bounds:
         _, vectors = np.linalg.eigh(x.T @ x)
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
         self._proj = np.zeros((16, self.basis.shape[1]), dtype=np.float32)
-        self._resid = np.zeros(16, dtype=np.float64)
+        self._resid = np.zeros(16, dtype=np.float32)
         self.size = 0
 
     def split(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +207,7 @@ class Bounds:
                 cap = max(end, 2 * len(self._resid))
                 self._proj = np.concatenate([self._proj, np.zeros((cap - len(self._resid), self._proj.shape[1]),
                                                                   dtype=np.float32)])
-                self._resid = np.concatenate([self._resid, np.zeros(cap - len(self._resid))])
+                self._resid = np.concatenate([self._resid, np.zeros(cap - len(self._resid), dtype=np.float32)])
             self._proj[self.size : end] = proj
             self._resid[self.size : end] = resid
             self.size = end
@@ -215,9 +215,13 @@ class Bounds:
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row."""
         proj, resid = self.split(query)
-        approx = (self._proj[: self.size] @ proj[0]).astype(np.float64)
-        radius = resid[0] * self._resid[: self.size] + BOUND_SLACK
-        return np.clip(approx - radius, 0.0, 1.0), np.clip(approx + radius, 0.0, 1.0)
+        # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK
+        high = self._proj[: self.size] @ proj[0]
+        radius = self._resid[: self.size] * np.float32(resid[0])
+        radius += np.float32(BOUND_SLACK)
+        low = high - radius
+        high += radius
+        return np.clip(low, 0.0, 1.0, out=low), np.clip(high, 0.0, 1.0, out=high)
 
 
 class Partition:
@@ -520,16 +524,17 @@ class Retriever:
         cfg = self.config
         ref = now.timestamp() if now is not None else float(part.ends.max())
         code = part.situation_codes.get(situation, -1) if situation is not None else -1
-        key = (len(part), ref, code, cfg.half_life_days, cfg.show_outcomes)
+        key = (len(part), ref, code, cfg.half_life_days, cfg.show_outcomes, cfg.recency, cfg.situation, cfg.outcome)
         cached = part.cache.get(key)
         if cached is None:
             age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
             recency = 0.5 ** (age_days / cfg.half_life_days)
             sit = (part.situations == code).astype(np.float64)
             outcome = part.outcomes.copy() if cfg.show_outcomes else np.zeros(len(part))
+            rest = (cfg.recency * recency + cfg.situation * sit + cfg.outcome * outcome).astype(np.float32)
             if len(part.cache) > 8:
                 part.cache.clear()
-            cached = part.cache[key] = (recency, sit, outcome)
+            cached = part.cache[key] = (recency, sit, outcome, rest)
         return cached
 
     def _relevance(self, part: Partition, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -542,7 +547,7 @@ class Retriever:
     def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
                   now: datetime | None) -> list[RecalledEpisode]:
         cfg = self.config
-        recency, sit, outcome = self._parts(part, situation, now)
+        recency, sit, outcome, rest = self._parts(part, situation, now)
         graph = np.zeros(len(part))
         bounds = part.bounded(PRUNE_FROM)
         if bounds is None:
@@ -578,9 +583,13 @@ class Retriever:
                      + cfg.outcome * outcome + cfg.graph * graph)
             pool = _top(total, size)
         else:
-            rest = cfg.recency * recency + cfg.situation * sit + cfg.outcome * outcome + cfg.graph * graph
-            floor = _kth(cfg.relevance * low + rest, size) - 1e-9  # 1e-9: summation order of the parts
-            rows = score(np.flatnonzero(cfg.relevance * high + rest >= floor))
+            linked = np.flatnonzero(graph)
+            if len(linked):
+                rest = rest.copy()
+                rest[linked] += (cfg.graph * graph[linked]).astype(np.float32)
+            weight = np.float32(cfg.relevance)
+            floor = _kth(weight * low + rest, size) - 1e-5  # 1e-5: float32 rounding and summation order
+            rows = score(np.flatnonzero(weight * high + rest >= floor))
             total = np.zeros(len(part))
             total[rows] = (cfg.relevance * relevance[rows] + cfg.recency * recency[rows] + cfg.situation * sit[rows]
                            + cfg.outcome * outcome[rows] + cfg.graph * graph[rows])
