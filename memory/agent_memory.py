@@ -1,7 +1,7 @@
 """The facade agent engineers use: record what happens, recall what was learned.
 
     with EpisodicMemory("memory.db", principal="team-a") as memory:
-        memory.observe("checkout-api p99 at 4.8 s; pool exhausted in the logs")
+        memory.observe("orders p99 at 4.8 s; pool exhausted in the logs")
         context = memory.recall()                      # past episodes, facts, chains
         memory.decide("Decision: raise the pool", choice="pool", retrieved=context.item_ids())
         memory.outcome("p99 back to 300 ms", status="success")
