@@ -95,7 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
                 "store": args.store, "budget": {"items": 6, "chars": 3000}})
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    # Tenant names feed every content address (entry, episode and fact ids), and ids break
+    # ties in ranking, so they must not vary between runs: a run is reproducible from its
+    # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
+    run_suffix = datetime.now(timezone.utc).strftime(":%Y%m%dT%H%M%S") if args.store else ""
     console = Console(stderr=True)
     total = len(loaded) * len(seeds) * len(args.agents)
     layers: dict[str, list[dict[str, Any]]] = {name: [] for name in args.agents}
@@ -109,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         progress.update(task, description=f"{scenario.name} seed {seed} {name}")
                         store = args.store if name == "episodic" else None
                         agent = build_agent(PRESETS[name], reasoner, encoder, store_path=store,
-                                            principal=f"{scenario.name}:{seed}:{run_id}")
+                                            principal=f"{scenario.name}:{seed}{run_suffix}")
                         outcome = Playthrough()
                         try:
                             play(scenario, seed, agent, outcome)
