@@ -32,7 +32,7 @@ from memory.episodes import Edge, Episode
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
 from memory.facts import (
     DEFAULT_FACTS,
-    Evidence,
+    EvidenceLog,
     FactConfig,
     FactVersion,
     ProposalHook,
@@ -355,11 +355,11 @@ class EpisodicMemory:
         self.store.add_snapshot(PROBLEMS, f"{start}:{digest}", meta, body)
         self._snapshot_runs.add(start)
 
-    def _evidence_of(self, principal: str) -> list[Evidence] | None:
+    def _evidence_of(self, principal: str) -> EvidenceLog | None:
         """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
         if principal not in self._order:
             return None
-        found = []
+        found = EvidenceLog()
         for i in self._order[principal]:
             ev = evidence_from(self._episodes[i], self._problems[i].text, cited=self._cites.get(i, ()))
             if ev is not None:
@@ -398,13 +398,13 @@ class EpisodicMemory:
         who = episode.principal
         self._add_edges(graph_rules.infer_edges(episode, self._prior(episode), config=self.graph_config))
         notes = [DecisionNote.from_metadata(e.id, e.metadata) for e in entries if e.kind is Kind.DECISION]
-        evidence = self._evidence.get(who, [])
+        evidence = self._evidence.get(who, EvidenceLog())
         result = reinforce(episode, notes, lookup=self._episodes.get, graph=self.graph,
                            facts=self._facts_of(who, retired=False), evidence=evidence,
                            applied=lambda m: m in self._marks, config=self.fact_config)
         self._add_edges(result.edges)
         self._add_versions(result.facts)
-        if result.marks and any(ev.episode_id == episode.id for ev in evidence):
+        if result.marks and evidence.find(episode.id) is not None:
             current = [f for f in self._current.values() if f.principal == who]
             made = extract_facts(evidence, current, principal=who, at=episode.end, config=self.fact_config)
             if self.proposer is not None:
@@ -504,7 +504,7 @@ class _Evidence(dict):
     kept dict would hold; `in` tells whether a principal's list is built yet.
     """
 
-    def __init__(self, build: Callable[[str], list[Evidence] | None], principals: Callable[[], Iterable[str]]) -> None:
+    def __init__(self, build: Callable[[str], EvidenceLog | None], principals: Callable[[], Iterable[str]]) -> None:
         super().__init__()
         self._build = build
         self._principals = principals
@@ -519,7 +519,7 @@ class _Evidence(dict):
         self._ensure(principal)
         return dict.get(self, principal, default)
 
-    def __getitem__(self, principal: str) -> list[Evidence]:
+    def __getitem__(self, principal: str) -> EvidenceLog:
         self._ensure(principal)
         return dict.__getitem__(self, principal)
 

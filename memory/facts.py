@@ -41,7 +41,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, overload
 
 from memory.episodes import Episode, Outcome
 from memory.timeline import format_timestamp, parse_timestamp
@@ -119,6 +119,126 @@ def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[st
     return Evidence(episode_id=episode.id, principal=episode.principal, terms=terms(observation_text),
                     choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
                     cited=frozenset(fact_id_of(c) for c in cited))
+
+
+class EvidenceLog(Sequence[Evidence]):
+    """Evidence in arrival order, with the indexes the fact rules query, kept current on `append`.
+
+    The rules below need, for a condition and a conclusion, the episodes whose terms contain
+    the condition and how each is labelled. Scanning every episode each time makes a close
+    cost grow with history; the log answers from posting sets (term → positions) and label
+    sets (choice → positions) instead, so a query costs the size of its answer. Every rule
+    accepts a plain sequence too (a log is built from it on the fly) and gives the same result.
+    """
+
+    def __init__(self, items: Iterable[Evidence] = ()) -> None:
+        self._items: list[Evidence] = []
+        self._where: dict[str, int] = {}  # episode id → its first position
+        self._postings: dict[str, set[int]] = {}  # term → positions whose terms contain it
+        self._citing: dict[str, set[int]] = {}  # fact id → positions whose decisions cited it
+        self._confirming: dict[str, set[int]] = {}  # choice → positions of SUCCESS episodes with it
+        self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
+        self._successes: set[int] = set()  # positions of every SUCCESS episode
+        self._principals: set[str] = set()
+        for ev in items:
+            self.append(ev)
+
+    @classmethod
+    def of(cls, evidence: Sequence[Evidence], principal: str | None = None) -> "EvidenceLog":
+        """`evidence` as a log, keeping only `principal`'s (the log itself when nothing is dropped)."""
+        if isinstance(evidence, EvidenceLog) and (principal is None or evidence._principals <= {principal}):
+            return evidence
+        return cls(ev for ev in evidence if principal is None or ev.principal == principal)
+
+    def append(self, ev: Evidence) -> None:
+        """Add one episode's evidence at the end."""
+        position = len(self._items)
+        self._items.append(ev)
+        self._where.setdefault(ev.episode_id, position)
+        self._principals.add(ev.principal)
+        for term in ev.terms:
+            self._postings.setdefault(term, set()).add(position)
+        for fact_id in ev.cited:
+            self._citing.setdefault(fact_id, set()).add(position)
+        if ev.outcome is Outcome.SUCCESS:
+            self._confirming.setdefault(ev.choice, set()).add(position)
+            self._successes.add(position)
+        else:  # as `_label`: any other verdict on a choice counts against it
+            self._refuting.setdefault(ev.choice, set()).add(position)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Evidence: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Evidence]: ...
+
+    def __getitem__(self, index: int | slice) -> Evidence | list[Evidence]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Evidence]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EvidenceLog):
+            return self._items == other._items
+        if isinstance(other, (list, tuple)):
+            return self._items == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"EvidenceLog({self._items!r})"
+
+    def find(self, episode_id: str) -> Evidence | None:
+        """The (first) evidence of an episode, or None."""
+        position = self._where.get(episode_id)
+        return None if position is None else self._items[position]
+
+    def matching(self, condition: Iterable[str]) -> set[int]:
+        """Positions whose terms contain every condition term (all positions for an empty condition)."""
+        found: set[int] | None = None
+        for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):
+            posting = self._postings.get(term)
+            if not posting:
+                return set()
+            found = set(posting) if found is None else found & posting
+            if not found:
+                return found
+        return set(range(len(self._items))) if found is None else found
+
+    def positions_of(self, episode_ids: set[str]) -> set[int]:
+        """Every position holding evidence of one of `episode_ids`."""
+        if len(self._where) == len(self._items):  # each episode once: its position is known
+            return {self._where[i] for i in episode_ids if i in self._where}
+        return {p for p, ev in enumerate(self._items) if ev.episode_id in episode_ids}
+
+    def citing(self, fact_id: str) -> set[int]:
+        """Positions whose decisions cited `fact_id`."""
+        return self._citing.get(fact_id, set())
+
+    def confirming(self, conclusion: str) -> set[int]:
+        """Positions labelled True for `conclusion` (SUCCESS with that choice)."""
+        return self._confirming.get(conclusion, set())
+
+    def against(self, conclusion: str) -> set[int]:
+        """Positions labelled False for `conclusion` (SUCCESS with another choice, or not SUCCESS with it)."""
+        return (self._successes - self.confirming(conclusion)) | self._refuting.get(conclusion, set())
+
+    def confirmed(self) -> set[str]:
+        """Choices some SUCCESS episode confirmed."""
+        return {choice for choice, found in self._confirming.items() if found}
+
+    def labelled_count(self, conclusion: str) -> int:
+        """How many positions are labelled (True or False) for `conclusion`."""
+        return len(self._successes) + len(self._refuting.get(conclusion, ()))
+
+    def with_terms(self, positions: Iterable[int], term: str) -> set[int]:
+        """The subset of `positions` whose terms contain `term`."""
+        return self._postings.get(term, set()).intersection(positions)
 
 
 class Usefulness(NamedTuple):
@@ -222,17 +342,22 @@ def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Eviden
     The base rate is taken over all labelled episodes; with `since`, only matching
     episodes from then on count towards precision and coverage (after a drift).
     """
-    labels = [(ev, _label(ev, conclusion)) for ev in evidence]
-    labelled = [(ev, lab) for ev, lab in labels if lab is not None]
-    positives = sum(1 for _, lab in labelled if lab)
-    base = positives / len(labelled) if labelled else 0.0
-    hit = [lab for ev, lab in labelled if matches(condition, ev) and (since is None or ev.at >= since)]
-    coverage = sum(hit)
-    precision = coverage / len(hit) if hit else 0.0
+    log = EvidenceLog.of(evidence)
+    labelled = log.labelled_count(conclusion)
+    base = len(log.confirming(conclusion)) / labelled if labelled else 0.0
+    coverage = matched = 0
+    for position in log.matching(condition):
+        ev = log[position]
+        label = _label(ev, conclusion)
+        if label is None or (since is not None and ev.at < since):
+            continue
+        matched += 1
+        coverage += label
+    precision = coverage / matched if matched else 0.0
     lift = precision / base if base else 0.0
     passed = (coverage >= config.min_coverage and precision >= config.min_precision
               and lift >= config.min_lift and bool(condition))
-    return Usefulness(coverage, len(hit), round(precision, 6), round(base, 6), round(lift, 6), passed)
+    return Usefulness(coverage, matched, round(precision, 6), round(base, 6), round(lift, 6), passed)
 
 
 def _log_odds(p: int, n_pos: int, n: int, n_neg: int) -> float:
@@ -244,27 +369,35 @@ def induce_condition(conclusion: str, evidence: Sequence[Evidence], config: Fact
                      *, start: Sequence[str] = ()) -> tuple[str, ...]:
     """Greedy conjunctive condition for a conclusion (see the module docstring).
 
-    Counts come from one pass over the covered episodes per step, so a step costs the
-    number of terms in them, not terms × episodes.
-
     Args:
         conclusion: the choice to explain.
         evidence: labelled past episodes.
         start: terms the condition must keep (used when specializing a fact).
     """
+    log = EvidenceLog.of(evidence)
+    return _induce(log, log.confirming(conclusion), log.against(conclusion), config, start)
+
+
+def _induce(log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig,
+            start: Sequence[str] = ()) -> tuple[str, ...]:
+    """`induce_condition` over positions of `log`: `pos` confirm the conclusion, `neg` are labelled otherwise.
+
+    Term counts among the covered positives come from their terms; among the covered
+    negatives they come from the posting sets, and only for terms that could be chosen,
+    so a step costs the size of the positives, not of the whole history.
+    """
     condition = list(start)
-    pos = [ev for ev in evidence if _label(ev, conclusion) is True]
-    neg = [ev for ev in evidence if _label(ev, conclusion) is False]
     need = max(config.min_coverage, config.min_term_share * len(pos))
     while len(condition) < config.max_terms:
-        covered_pos = [ev for ev in pos if matches(condition, ev)]
-        covered_neg = [ev for ev in neg if matches(condition, ev)]
+        covered = log.matching(condition) if condition else None
+        covered_pos = pos if covered is None else pos & covered
+        covered_neg = neg if covered is None else neg & covered
         if condition and not covered_neg:
             break
-        in_pos = Counter(t for ev in covered_pos for t in ev.terms if t not in condition)
-        in_neg = Counter(t for ev in covered_neg for t in ev.terms if t not in condition)
-        ranked = sorted((t for t, p in in_pos.items() if p >= need),
-                        key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
+        in_pos = Counter(t for p in covered_pos for t in log[p].terms if t not in condition)
+        eligible = [t for t, n in in_pos.items() if n >= need]
+        in_neg = {t: len(log.with_terms(covered_neg, t)) for t in eligible}
+        ranked = sorted(eligible, key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
         if not ranked:
             break
         best = ranked[0]
@@ -296,12 +429,12 @@ class Assessment(NamedTuple):
 def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence],
            config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Assessment:
     """Count each relevant episode once: matched by the condition, or citing the fact."""
+    log = EvidenceLog.of(evidence)
     support: set[str] = set()
     contradict: set[str] = set()
-    for ev in evidence:
+    for position in log.matching(condition) | log.citing(fact_id):
+        ev = log[position]
         if since is not None and ev.at < since:
-            continue
-        if not (matches(condition, ev) or fact_id in ev.cited):
             continue
         label = _label(ev, conclusion)
         if label is True:
@@ -335,7 +468,7 @@ def update_fact(fact: FactVersion, evidence: Sequence[Evidence], *, at: datetime
     """
     if fact.status != ACTIVE:
         return None
-    evidence = [ev for ev in evidence if ev.principal == fact.principal]
+    evidence = EvidenceLog.of(evidence, fact.principal)
     now = assess(fact.fact_id, fact.condition, fact.conclusion, evidence, config, since=fact.since)
     if now.support == fact.support and now.contradict == fact.contradict:
         return None
@@ -356,10 +489,11 @@ def update_fact(fact: FactVersion, evidence: Sequence[Evidence], *, at: datetime
                     status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check", **common)
 
 
-def _drift(fact: FactVersion, evidence: Sequence[Evidence], config: FactConfig,
+def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig,
            common: dict[str, Any]) -> FactVersion | None:
-    recent = sorted((ev for ev in evidence if matches(fact.condition, ev) and ev.outcome is Outcome.SUCCESS
-                     and (fact.since is None or ev.at >= fact.since)), key=lambda ev: (ev.at, ev.episode_id))
+    matched = (evidence[p] for p in evidence.matching(fact.condition))
+    recent = sorted((ev for ev in matched if ev.outcome is Outcome.SUCCESS and (fact.since is None or ev.at >= fact.since)),
+                    key=lambda ev: (ev.at, ev.episode_id))
     window = recent[-config.drift_window:]
     if len(window) < config.drift_window or len({ev.choice for ev in window}) != 1:
         return None
@@ -378,7 +512,7 @@ def _drift(fact: FactVersion, evidence: Sequence[Evidence], config: FactConfig,
 
 def _specialize(fact: FactVersion, evidence: Sequence[Evidence], config: FactConfig,
                 common: dict[str, Any]) -> FactVersion | None:
-    scoped = [ev for ev in evidence if fact.since is None or ev.at >= fact.since]
+    scoped = evidence if fact.since is None else [ev for ev in evidence if ev.at >= fact.since]
     extended = induce_condition(fact.conclusion, scoped, replace(config, max_terms=len(fact.condition) + 1),
                                 start=fact.condition)
     if len(extended) <= len(fact.condition):
@@ -399,22 +533,26 @@ def extract_facts(evidence: Sequence[Evidence], current: Sequence[FactVersion], 
     Args:
         conclusions: only these (e.g. the one a closing episode just confirmed); all by default.
     """
-    evidence = sorted((ev for ev in evidence if ev.principal == principal), key=lambda ev: (ev.at, ev.episode_id))
+    log = EvidenceLog.of(evidence, principal)
     active = [f for f in current if f.principal == principal and f.status == ACTIVE]
     taken = {f.fact_id for f in current}
     made: list[FactVersion] = []
-    confirmed = {ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS}
+    confirmed = log.confirmed()
     for conclusion in sorted(confirmed if conclusions is None else confirmed & set(conclusions)):
         rules = [f.condition for f in active if f.conclusion == conclusion]
-        uncovered = {ev.episode_id for ev in evidence if _label(ev, conclusion) is True
-                     and not any(matches(rule, ev) for rule in rules)}
-        if len(uncovered) < config.min_coverage:
+        uncovered = set(log.confirming(conclusion))
+        for rule in rules:
+            uncovered -= log.matching(rule)
+        ids = {log[p].episode_id for p in uncovered}
+        if len(ids) < config.min_coverage:
             continue
-        focus = [ev for ev in evidence if ev.episode_id in uncovered or _label(ev, conclusion) is False]
-        condition = induce_condition(conclusion, focus, config)
+        # the episodes to explain: every position of an uncovered episode (ids are unique in
+        # a memory's evidence; a hand-made list may repeat one) and every counter-example
+        focus = log.positions_of(ids)
+        condition = _induce(log, focus & log.confirming(conclusion), log.against(conclusion), config)
         if not condition or condition in rules:
             continue
-        fact = propose_fact(condition, conclusion, evidence, principal=principal, at=at, config=config,
+        fact = propose_fact(condition, conclusion, log, principal=principal, at=at, config=config,
                             reason="extracted: shared by episodes confirming the conclusion, rare elsewhere")
         if fact is not None and fact.fact_id not in taken:  # a retired identical fact stays retired
             made.append(fact)
@@ -429,10 +567,10 @@ def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[E
     usefulness check as extracted facts and reach ``revise_below`` confidence.
     """
     condition = tuple(sorted({normalize_term(w) for w in condition if w}))
-    evidence = [ev for ev in evidence if ev.principal == principal]
+    evidence = EvidenceLog.of(evidence, principal)
     if not condition or not measure(condition, conclusion, evidence, config).passed:
         return None
-    origin = min((ev.episode_id for ev in evidence if matches(condition, ev)), default="")
+    origin = min((evidence[p].episode_id for p in evidence.matching(condition)), default="")
     fact = _version(None, fact_id=new_fact_id(principal, conclusion, condition, origin), principal=principal,
                     condition=condition, conclusion=conclusion, evidence=evidence, config=config, at=at,
                     reason=reason, since=None)

@@ -35,6 +35,7 @@ from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import (
     DEFAULT_FACTS,
     Evidence,
+    EvidenceLog,
     FactConfig,
     FactVersion,
     fact_id_of,
@@ -176,11 +177,12 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
             if not already:
                 add(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT,
                     "retry after a correction succeeded")
-    own = next((ev for ev in evidence if ev.episode_id == episode.id), None)
+    evidence = EvidenceLog.of(evidence)
+    own = evidence.find(episode.id)
     cited = {fact_id_of(i) for n in decisions for i in n.retrieved + n.relied_on}
-    if own is not None and not cited <= own.cited:  # the decisions' citations count as matches
+    if own is not None and (cited - own.cited) & current.keys():  # citing a fact counts as matching it
         own = replace(own, cited=own.cited | cited)
-        evidence = [own if ev.episode_id == episode.id else ev for ev in evidence]
+        evidence = EvidenceLog(own if ev.episode_id == episode.id else ev for ev in evidence)
     touched = set(supported | contradicted)
     touched.update(f.fact_id for f in current.values() if own is not None and matches(f.condition, own))
     touched.update(fact_id_of(i) for n in decisions for i in n.retrieved + n.relied_on if fact_id_of(i) in current)
