@@ -27,6 +27,7 @@ import networkx as nx
 import numpy as np
 
 from memory import graph as graph_rules
+from memory.chain_cache import ChainCache
 from memory.encoder import Encoder, HashingEncoder
 from memory.episodes import Edge, Episode
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
@@ -120,8 +121,10 @@ class EpisodicMemory:
         self._unsnapped: list[str] = []  # ids of indexed episodes after the last full snapshot run
         self._snapped = 0  # episodes (in storing order) before `_unsnapped`
         self._snapshot_runs: set[int] = set()  # starts of the runs already stored
+        self._chains = ChainCache(self.graph)
         self._retriever = Retriever(self.index, self.encoder.encode, graph=self.graph, facts=self._facts_of,
-                                    chain=_chain_narrative, config=retriever)
+                                    chain=lambda graph, episode_id, hops: self._chains.narrative(episode_id, hops),
+                                    config=retriever)
         self._load()
 
     # -- recording ---------------------------------------------------------------------
@@ -325,6 +328,7 @@ class EpisodicMemory:
         order.append(episode.id)
         self._closed_seq[episode.principal] = max(self._closed_seq.get(episode.principal, -1), episode.last_seq)
         graph_rules.add_episode(self.graph, episode)
+        self._chains.episode_added(episode.id)
         problem, cited = known if known is not None else (self._problem(episode, entries), _cited(entries))
         self._problems[episode.id] = problem
         self.index.add(episode, problem.vector)
@@ -428,6 +432,7 @@ class EpisodicMemory:
         self.store.add_records(EDGE, [(e.id, e.to_record()) for e in fresh])
         self._edge_ids.update(e.id for e in fresh)
         graph_rules.add_edges(self.graph, fresh)
+        self._chains.edges_added(fresh)
 
     def _add_versions(self, versions: Iterable[FactVersion]) -> None:
         versions = list(versions)
@@ -472,6 +477,7 @@ class EpisodicMemory:
         edges = [Edge.from_record(body) for _, body in self.store.records(EDGE)]
         self._edge_ids.update(edge_ids)
         graph_rules.add_edges(self.graph, edges)
+        self._chains.edges_added(edges)
         self._add_loaded_versions(FactVersion.from_record(body) for _, body in self.store.records(FACT))
         learned = set()
         for mark, episode_id in self.store.record_field(MARK, "episode"):
@@ -544,11 +550,3 @@ def _cited(entries: Sequence[Entry | EntryParts]) -> list[str]:
             note = DecisionNote.from_metadata(e.id, e.metadata)
             ids.extend(i for i in note.retrieved + note.relied_on if i.startswith("fact-"))
     return ids
-
-
-def _chain_narrative(graph: nx.MultiDiGraph, episode_id: str, hops: int) -> str | None:
-    """Causal narrative through an episode (`causal_chain` only visits its neighbourhood)."""
-    if episode_id not in graph:
-        return None
-    chain = graph_rules.causal_chain(graph, episode_id, max_hops=hops)
-    return chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None

@@ -1,0 +1,90 @@
+"""Causal chain narratives remembered between recalls, forgotten exactly when they can change.
+
+A chain through an episode (`memory.graph.causal_chain`) depends only on the episodes it
+reaches backwards over causal edges and on the causal edges among them. A new causal edge
+``u → v`` adds a backward step out of one episode only: ``u`` for CAUSED_BY / RETRY_OF /
+LEARNED_FROM, ``v`` for LED_TO (followed against its direction). So a remembered chain is
+stale only when that episode is one it reached, or when an episode it reached gets its
+attributes; everything else keeps it valid. In a growing memory almost every new edge
+starts at the episode that just closed, which no remembered chain reaches yet, so recall
+stops re-walking the same old neighbourhoods.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Iterable
+
+import networkx as nx
+
+from memory.episodes import Edge
+from memory.graph import BACKWARD, FORWARD, causal_chain
+
+DEFAULT_CAPACITY = 8192  # chains remembered at most (least recently used forgotten first)
+
+
+class ChainCache:
+    """Narratives of causal chains per (episode, hops), invalidated by the episodes they reached.
+
+    Args:
+        graph: the episode graph the chains are read from; report every change to it with
+            `edges_added` and `episode_added`.
+        capacity: most chains remembered.
+    """
+
+    def __init__(self, graph: nx.MultiDiGraph, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.graph = graph
+        self.capacity = capacity
+        self._chains: OrderedDict[tuple[str, int], tuple[str | None, tuple[str, ...]]] = OrderedDict()
+        self._reaching: dict[str, set[tuple[str, int]]] = {}  # episode → remembered chains that reached it
+
+    def __len__(self) -> int:
+        return len(self._chains)
+
+    def narrative(self, episode_id: str, hops: int) -> str | None:
+        """The chain's narrative through `episode_id` when it joins more than one episode, else None."""
+        key = (episode_id, hops)
+        found = self._chains.get(key)
+        if found is not None:
+            self._chains.move_to_end(key)
+            return found[0]
+        if episode_id not in self.graph:
+            return None
+        chain = causal_chain(self.graph, episode_id, max_hops=hops)
+        text = chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None
+        self._remember(key, text, chain.episode_ids)
+        return text
+
+    def edges_added(self, edges: Iterable[Edge]) -> None:
+        """Forget the chains a batch of new edges can change."""
+        for edge in edges:
+            if edge.type in BACKWARD:
+                self._forget(edge.source)
+            elif edge.type in FORWARD:
+                self._forget(edge.target)
+
+    def episode_added(self, episode_id: str) -> None:
+        """Forget the chains that reached an episode whose attributes were just set."""
+        self._forget(episode_id)
+
+    def _remember(self, key: tuple[str, int], text: str | None, reached: tuple[str, ...]) -> None:
+        self._chains[key] = (text, reached)
+        for node in reached:
+            self._reaching.setdefault(node, set()).add(key)
+        while len(self._chains) > self.capacity:
+            old, (_, old_reached) = self._chains.popitem(last=False)
+            self._unlink(old, old_reached)
+
+    def _forget(self, node: str) -> None:
+        for key in self._reaching.pop(node, ()):
+            entry = self._chains.pop(key, None)
+            if entry is not None:
+                self._unlink(key, entry[1])
+
+    def _unlink(self, key: tuple[str, int], reached: tuple[str, ...]) -> None:
+        for node in reached:
+            keys = self._reaching.get(node)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._reaching[node]
