@@ -31,7 +31,15 @@ _MAX_SPARSE_DIM = 1 << 16  # positions are uint16
 
 def pack(vector: np.ndarray) -> bytes:
     """The stored form of one float32 vector: sparse when smaller, dense otherwise."""
-    return pack_rows(np.asarray(vector, dtype="<f4").reshape(1, -1))[0]
+    dense = np.ascontiguousarray(vector, dtype="<f4").reshape(-1)
+    dim = dense.shape[0]
+    if dim > _MAX_SPARSE_DIM:
+        return dense.tobytes()
+    hits = dense.view("<u4").nonzero()[0]  # bit patterns: -0.0 counts as non-zero
+    count = len(hits)
+    if 6 * count + _TRAILER.size >= 4 * dim:
+        return dense.tobytes()
+    return dense[hits].tobytes() + hits.astype("<u2").tobytes() + _TRAILER.pack(count, dim, _SPARSE)
 
 
 def pack_rows(matrix: np.ndarray) -> list[bytes]:

@@ -80,6 +80,8 @@ class Entry:
 
 def to_utc(timestamp: datetime) -> datetime:
     """Return `timestamp` in UTC; naive datetimes are rejected, not guessed."""
+    if timestamp.tzinfo is timezone.utc:
+        return timestamp
     if timestamp.tzinfo is None or timestamp.utcoffset() is None:
         raise ValueError(f"timestamp {timestamp.isoformat()} has no timezone")
     return timestamp.astimezone(timezone.utc)
@@ -87,7 +89,11 @@ def to_utc(timestamp: datetime) -> datetime:
 
 def format_timestamp(timestamp: datetime) -> str:
     """Canonical text form: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
-    return to_utc(timestamp).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    t = to_utc(timestamp)
+    if t.year < 1000:  # strftime's %Y is not zero-padded below 1000 on every platform: keep its form
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (t.year, t.month, t.day, t.hour, t.minute, t.second,
+                                                    t.microsecond)
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -97,12 +103,23 @@ def parse_timestamp(text: str) -> datetime:
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _QUOTE = json.encoder.encode_basestring  # how json.dumps(..., ensure_ascii=False) writes a string
+# The C encoder behind `_CANONICAL`, built once (JSONEncoder.encode builds one per call).
+# Without a markers dict it does not look for cycles: a cyclic value ends in RecursionError,
+# and `canonical_metadata` then lets `_CANONICAL` raise its usual ValueError.
+_C_CANONICAL = (json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
+                if json.encoder.c_make_encoder is not None else None)
 
 
 def canonical_metadata(metadata: Mapping[str, Any]) -> str:
     """Canonical JSON of metadata (sorted keys, no spaces); raises on non-JSON values."""
-    if type(metadata) is dict and not metadata:
-        return "{}"
+    if type(metadata) is dict:
+        if not metadata:
+            return "{}"
+        if _C_CANONICAL is not None:
+            try:
+                return "".join(_C_CANONICAL(metadata, 0))
+            except RecursionError:
+                pass
     return _CANONICAL.encode(metadata)
 
 
@@ -245,14 +262,14 @@ class Timeline:
         principal: str = "default",
         metadata: Mapping[str, Any] | None = None,
     ) -> EntryDraft:
-        clean_meta = redact_value(dict(metadata or {}), self.redactor.redact)
+        clean_meta = redact_value(dict(metadata), self.redactor.redact) if metadata else {}
         canonical_metadata(clean_meta)  # fail early on non-JSON metadata
         return EntryDraft(
             timestamp=to_utc(timestamp),
             principal=principal,
             situation=situation,
-            role=Role(role),
-            kind=Kind(kind),
+            role=role if type(role) is Role else Role(role),
+            kind=kind if type(kind) is Kind else Kind(kind),
             text=clean_text,
             metadata=clean_meta,
             embedding=np.asarray(embedding, dtype=np.float32),
