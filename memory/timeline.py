@@ -125,7 +125,11 @@ def canonical_metadata(metadata: Mapping[str, Any]) -> str:
 
 def embedding_digest(embedding: np.ndarray) -> str:
     """SHA-256 of the little-endian float32 bytes of an embedding."""
-    return hashlib.sha256(np.asarray(embedding, dtype="<f4").tobytes()).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(embedding, dtype="<f4").reshape(-1)).hexdigest()
+
+
+_QUOTED_ROLE = {role: _QUOTE(role.value) for role in Role}  # enum .value is a slow descriptor
+_QUOTED_KIND = {kind: _QUOTE(kind.value) for kind in Kind}
 
 
 class Canonical(NamedTuple):
@@ -164,8 +168,8 @@ def id_from_canonical(draft: EntryDraft | Entry, fields: Canonical, digest: str,
     if (type(seq) is int and type(prev_id) is str and type(principal) is str and type(situation) is str
             and type(text) is str and type(encoder) is str):
         blob = "".join(('{"embedding_sha256":', _QUOTE(digest), ',"encoder":', _QUOTE(encoder), ',"kind":',
-                        _QUOTE(fields.kind.value), ',"metadata":', fields.metadata_json, ',"prev_id":',
-                        _QUOTE(prev_id), ',"principal":', _QUOTE(principal), ',"role":', _QUOTE(fields.role.value),
+                        _QUOTED_KIND[fields.kind], ',"metadata":', fields.metadata_json, ',"prev_id":',
+                        _QUOTE(prev_id), ',"principal":', _QUOTE(principal), ',"role":', _QUOTED_ROLE[fields.role],
                         ',"seq":', int.__repr__(seq), ',"situation":', _QUOTE(situation), ',"text":', _QUOTE(text),
                         ',"timestamp":', _QUOTE(fields.timestamp), "}"))
     else:
