@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -38,6 +39,7 @@ def _normalize_rows(matrix: np.ndarray) -> np.ndarray:
     return (matrix / norms).astype(np.float32, copy=False)
 
 
+_ONE = np.ones(1).tobytes()  # 1.0 as a float64, the weight of a bigram
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]", re.ASCII)
 
 
@@ -71,11 +73,13 @@ class HashingEncoder:
         # of _buckets/_weights (its word feature, then its character n-grams in order).
         self._token_ids: dict[str, int] = {}
         self._starts = np.zeros(1024, dtype=np.int64)
-        self._starts_list = [0]  # the same offsets as Python ints (the one-text path reads these)
+        self._starts_list = [0]  # the same offsets as Python ints
         self._buckets = np.zeros(16_384, dtype=np.int64)
         self._weights = np.zeros(16_384, dtype=np.float64)
         self._filled = 0  # used length of _buckets/_weights
         self._bigram_cache: dict[str, int] = {}
+        # The same features as raw bytes per token, filled by the one-text path only
+        self._token_bytes: dict[str, tuple[bytes, bytes]] = {}
 
     def _bucket(self, feature: str) -> int:
         return murmurhash3_32(feature, positive=True) % self.dim
@@ -108,6 +112,30 @@ class HashingEncoder:
         self._token_ids[token] = number
         return number
 
+    def _token_bytes_of(self, token: str) -> tuple[bytes, bytes]:
+        number = self._token_number(token)
+        start, end = self._starts_list[number], self._starts_list[number + 1]
+        parts = (self._buckets[start:end].tobytes(), self._weights[start:end].tobytes())
+        self._token_bytes[token] = parts
+        return parts
+
+    def _encode_one(self, text: str) -> np.ndarray:
+        """`encode([text])` with as few numpy calls as possible (a single append waits for it)."""
+        tokens = _TOKEN.findall(text.lower())
+        if not tokens:
+            return np.zeros((1, self.dim), dtype=np.float32)
+        cached = self._token_bytes.get
+        parts = [cached(token) or self._token_bytes_of(token) for token in tokens]
+        keys = list(map(" ".join, zip(tokens, tokens[1:])))
+        bigrams = [self._bigram_bucket(key) for key in keys]
+        # Same sums in the same order as `encode`: token features in order, then bigrams.
+        index = np.frombuffer(b"".join([p[0] for p in parts]) + array("q", bigrams).tobytes(), dtype=np.int64)
+        weight = np.frombuffer(b"".join([p[1] for p in parts]) + _ONE * len(bigrams), dtype=np.float64)
+        flat = np.bincount(index, weight, minlength=self.dim)
+        np.log1p(flat, out=flat, where=flat != 0.0)
+        norm = np.sqrt(np.add.reduce(flat * flat))  # what _normalize_rows computes for one row
+        return (flat / norm if norm != 0.0 else flat).astype(np.float32).reshape(1, self.dim)
+
     def _bigram_bucket(self, key: str) -> int:
         bucket = self._bigram_cache.get(key)
         if bucket is None:
@@ -121,6 +149,8 @@ class HashingEncoder:
             return np.concatenate([self.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)])
         if max(len(self._token_ids), len(self._bigram_cache)) > self.cache_limit:  # bound memory on adversarial input
             self._reset_caches()  # the caches only remember a pure function
+        if len(texts) == 1:
+            return self._encode_one(texts[0])
         token_get = self._token_ids.get
         bigram_get = self._bigram_cache.get
         tokens_of: list[int] = []  # token numbers of every text, in order
@@ -141,16 +171,7 @@ class HashingEncoder:
             token_counts.append(len(numbers))
             bigram_counts.append(len(buckets))
         size = len(texts) * self.dim
-        if len(texts) == 1 and tokens_of:
-            # One text (a single append): the same sums with far fewer numpy calls.
-            starts, buckets, weights = self._starts_list, self._buckets, self._weights
-            runs = [(starts[number], starts[number + 1]) for number in tokens_of]
-            index = np.concatenate([buckets[a:b] for a, b in runs] + [np.asarray(bigrams_of, dtype=np.int64)])
-            weight = np.concatenate([weights[a:b] for a, b in runs] + [np.ones(len(bigrams_of))])
-            flat = np.bincount(index, weight, minlength=size)
-            hit = np.flatnonzero(flat)
-            flat[hit] = np.log1p(flat[hit])
-        elif tokens_of:
+        if tokens_of:
             # Gather each token's feature run from the CSR table. Per text, the contributions
             # keep their order (tokens in order, then bigrams), so every float sum is the same.
             numbers = np.asarray(tokens_of, dtype=np.int64)
