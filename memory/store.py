@@ -385,10 +385,11 @@ class SQLiteStore:
         for start in range(0, len(entry_ids), 900):
             chunk = list(entry_ids[start : start + 900])
             marks = ",".join("?" * len(chunk))
-            for id_, kind, text, metadata, blob in self._db.execute(
-                    f"SELECT id, kind, text, metadata, embedding FROM timeline WHERE id IN ({marks})", chunk):
-                found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {},
-                                        embedding_blob.unpack(blob))
+            rows = self._db.execute(
+                f"SELECT id, kind, text, metadata, embedding FROM timeline WHERE id IN ({marks})", chunk).fetchall()
+            vectors = embedding_blob.unpack_rows([row[4] for row in rows])
+            for (id_, kind, text, metadata, _), vector in zip(rows, vectors):
+                found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
         return found
 
     # -- derived records ----------------------------------------------------------------

@@ -37,6 +37,8 @@ def test_pack_unpack_is_bit_identical(batch):
         assert np.array_equal(_bits(embedding_blob.unpack(blob)), _bits(vector))
     same_dim = [v for v in batch if v.size == batch[0].size]
     assert embedding_blob.pack_rows(np.stack(same_dim)) == [embedding_blob.pack(v) for v in same_dim]
+    many = embedding_blob.unpack_rows([embedding_blob.pack(v) for v in batch])
+    assert all(np.array_equal(_bits(got), _bits(v)) and not got.flags.writeable for got, v in zip(many, batch))
 
 
 def test_layouts_are_told_apart_by_length():
@@ -56,6 +58,13 @@ def test_layouts_are_told_apart_by_length():
 def test_malformed_blobs_raise_value_error(blob):
     with pytest.raises(ValueError):
         embedding_blob.unpack(blob)
+
+
+@pytest.mark.parametrize("blob", [b"S", b"\x00" * 13 + b"S", b"\x00\x00\x00\x00\x05\x00\x01\x00\x04\x00\x00\x00S"])
+def test_unpack_rows_raises_like_unpack(blob):
+    good = embedding_blob.pack(np.eye(1, 64, 3, dtype=np.float32)[0])
+    with pytest.raises(ValueError):
+        embedding_blob.unpack_rows([good, blob, good])
 
 
 def _timeline(path):
