@@ -13,6 +13,7 @@ from hypothesis.extra import numpy as hnp
 
 from memory import HashingEncoder, NoRedaction, SQLiteStore, Timeline
 from memory import embedding_blob
+from memory.errors import StoreError
 from memory.timeline import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
 
 T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
@@ -193,3 +194,12 @@ def test_entry_id_equals_the_reference_definition(text, principal, situation, me
     assert canonical_metadata(metadata) == json.dumps(metadata, sort_keys=True, separators=(",", ":"),
                                                       ensure_ascii=False, allow_nan=False)
     assert embedding_digest(draft.embedding) == hashlib.sha256(draft.embedding.astype("<f4").tobytes()).hexdigest()
+
+
+def test_a_newer_schema_is_refused_by_name(tmp_path):
+    SQLiteStore(tmp_path / "m.db").close()
+    raw = sqlite3.connect(tmp_path / "m.db")
+    raw.execute("PRAGMA user_version = 3")
+    raw.commit()
+    with pytest.raises(StoreError, match=r"store schema version 3, this code reads 1, 2"):
+        SQLiteStore(tmp_path / "m.db")
