@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from array import array
 from pathlib import Path
 from typing import Protocol, Sequence
@@ -66,7 +67,14 @@ class HashingEncoder:
         self.dim = dim
         self.char_weight = char_weight
         self.name = f"hashing-v2-d{dim}-c{char_weight:g}"
+        self._lock = threading.Lock()  # the caches are shared state: one encode at a time
         self._reset_caches()
+
+    def __getstate__(self) -> dict[str, float]:
+        return {"dim": self.dim, "char_weight": self.char_weight}  # caches and lock are rebuilt
+
+    def __setstate__(self, state: dict[str, float]) -> None:
+        self.__init__(int(state["dim"]), float(state["char_weight"]))  # type: ignore[misc]
 
     def _reset_caches(self) -> None:
         # Token features as a flat CSR table: token number t owns rows _starts[t]:_starts[t + 1]
@@ -147,6 +155,10 @@ class HashingEncoder:
         texts = list(texts)
         if len(texts) > 256:  # bounded scratch memory for large batches
             return np.concatenate([self.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)])
+        with self._lock:
+            return self._encode_chunk(texts)
+
+    def _encode_chunk(self, texts: list[str]) -> np.ndarray:
         if max(len(self._token_ids), len(self._bigram_cache)) > self.cache_limit:  # bound memory on adversarial input
             self._reset_caches()  # the caches only remember a pure function
         if len(texts) == 1:

@@ -159,3 +159,25 @@ def test_encoder_caches_start_over_without_changing_vectors():
     assert np.array_equal(small.encode(texts[:100]), HashingEncoder(dim=256).encode(texts[:100]))
     assert np.array_equal(small.encode(texts), HashingEncoder(dim=256).encode(texts))
     assert len(small._token_ids) < 400
+
+
+def test_encoder_shared_by_threads_gives_the_same_vectors():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"pool{i} exhausted on shard-{i % 13} after deploy v{i % 5}" for i in range(400)]
+    expected = HashingEncoder(dim=128).encode(texts)
+    shared = HashingEncoder(dim=128)
+    shared.cache_limit = 300  # caches start over while other threads encode
+    with ThreadPoolExecutor(4) as pool:
+        rows = list(pool.map(lambda i: shared.encode([texts[i]])[0] if i % 2 else shared.encode(texts[i : i + 3])[0],
+                             range(len(texts) - 2)))
+    assert all(np.array_equal(row, expected[i]) for i, row in enumerate(rows))
+
+
+def test_encoder_pickles_without_its_caches():
+    import pickle
+
+    encoder = HashingEncoder(dim=64)
+    vector = encoder.encode(["pool exhausted"])
+    copy = pickle.loads(pickle.dumps(encoder))
+    assert copy.name == encoder.name and np.array_equal(copy.encode(["pool exhausted"]), vector)
