@@ -55,6 +55,40 @@ _PHONE = re.compile(
 )
 
 
+# A necessary condition for any of the patterns above to match, checked before running them
+# (most log lines hold no sensitive value). Each test below is implied by a match of the
+# patterns it stands for, so a text that passes none of them comes out of every `sub`
+# unchanged (a test checks this against the full redactor):
+# - _EMAIL needs "@";
+# - _BEARER and _KEYED_SECRET need one of _SECRET_WORDS, matched case-insensitively; on
+#   ASCII-only text that is a substring test on the lower-cased text (beyond ASCII, Unicode
+#   case folding maps other characters to these letters, so such text takes the full path);
+# - _PREFIXED_KEY needs one of its literal prefixes (_KEY_PREFIX);
+# - _CARD needs 13 digits each followed by at most one space or hyphen, _PHONE three digits,
+#   a separator and three more, or "+" and eight digits (_DIGIT_GROUPS); a card has at least
+#   13 digits and a phone number at least 8, so a text with fewer than 8 needs no search.
+_SECRET_WORDS = ("key", "token", "secret", "passw", "bearer", "basic")
+_KEY_PREFIX = re.compile(r"sk-|AKIA|gh[pousr]_|xox[abprs]-|AIza|eyJ")
+_DIGIT_GROUPS = re.compile(r"\d(?:[ -]?\d){12}|\d{3}[ .-]\d{3}|\+\d{8}")
+_DIGITS = b"0123456789"
+
+
+def may_hold_secret(text: str) -> bool:
+    """False only when no pattern of `PatternRedactor` can match `text` (a cheap pre-check)."""
+    if not text.isascii() or "@" in text:
+        return True
+    lowered = text.lower()
+    for word in _SECRET_WORDS:
+        if word in lowered:
+            return True
+    if _KEY_PREFIX.search(text) is not None:
+        return True
+    raw = text.encode("ascii")
+    if len(raw) - len(raw.translate(None, _DIGITS)) < 8:
+        return False
+    return _DIGIT_GROUPS.search(text) is not None
+
+
 class PatternRedactor:
     """Regex-based redactor for e-mails, phones, cards, keys and tokens.
 
@@ -72,6 +106,10 @@ class PatternRedactor:
 
     def redact(self, text: str) -> str:
         """Return `text` with every recognised sensitive value replaced."""
+        return self.redact_all(text) if may_hold_secret(text) else text
+
+    def redact_all(self, text: str) -> str:
+        """`redact` without the pre-check: every pattern runs."""
         text = _BEARER.sub(lambda m: f"{m.group(1)} {self._token('TOKEN', m.group(0))}", text)
         text = _KEYED_SECRET.sub(
             lambda m: f"{m.group(1)}{m.group(2)}{self._token('SECRET', m.group(4))}", text

@@ -1,6 +1,7 @@
 """Persistence: an embedded SQLite store, insert-only at the database level.
 
-Only this module touches disk. The `timeline` table holds chained entries; the
+Only this module touches disk. The `timeline` table holds chained entries (embeddings
+in the layouts of `memory.embedding_blob`); the
 `records` table holds derived, insert-only records (episodes, edges, fact versions,
 reinforcement marks) as canonical JSON keyed by ``(kind, id)``. Triggers make SQLite itself
 refuse UPDATE and DELETE on both tables. Appends run in ``BEGIN IMMEDIATE`` transactions,
@@ -17,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol, Seque
 
 import numpy as np
 
+from memory import embedding_blob
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline import (
     GENESIS_ID,
@@ -25,16 +27,22 @@ from memory.timeline import (
     EntryDraft,
     Kind,
     Role,
+    canonical_fields,
     canonical_metadata,
-    chain,
-    entry_id,
+    chain_canonical,
+    embedding_digest,
     format_timestamp,
     parse_timestamp,
     verify_chain,
 )
 
 APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
-SCHEMA_VERSION = 1
+# Schema 2 adds the compact (sparse) embedding layout of `memory.embedding_blob`; schema 1
+# stores hold dense blobs only, which schema 2 still reads. A schema 1 store is marked 2 by
+# the first transaction that writes entries into it, so older code refuses it with a clear
+# message instead of misreading a compact blob.
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS timeline (
@@ -153,26 +161,35 @@ def _row_to_entry(row: Sequence[Any]) -> Entry:
         kind=Kind(kind),
         text=text,
         metadata=json.loads(metadata),
-        embedding=np.frombuffer(blob, dtype="<f4").astype(np.float32),
+        embedding=embedding_blob.unpack(blob, writable=True),
         encoder=encoder,
     )
 
 
-def _entry_to_row(entry: Entry) -> tuple[Any, ...]:
+def _entry_to_row(entry: Entry, blob: bytes | None = None, timestamp: str | None = None,
+                  metadata: str | None = None) -> tuple[Any, ...]:
+    """The timeline row of an entry; parts already computed by the caller are passed in."""
     return (
         entry.seq,
         entry.id,
         entry.prev_id,
-        format_timestamp(entry.timestamp),
+        format_timestamp(entry.timestamp) if timestamp is None else timestamp,
         entry.principal,
         entry.situation,
         entry.role.value,
         entry.kind.value,
         entry.text,
-        canonical_metadata(entry.metadata),
+        canonical_metadata(entry.metadata) if metadata is None else metadata,
         entry.encoder,
-        np.asarray(entry.embedding, dtype="<f4").tobytes(),
+        embedding_blob.pack(entry.embedding) if blob is None else blob,
     )
+
+
+def _pack_embeddings(vectors: Sequence[np.ndarray]) -> list[bytes]:
+    """Stored blobs of many embeddings, vectorized when they share one dimension."""
+    if len(vectors) > 1 and len({np.shape(v) for v in vectors}) == 1 and np.ndim(vectors[0]) == 1:
+        return embedding_blob.pack_rows(np.stack(vectors))
+    return [embedding_blob.pack(v) for v in vectors]
 
 
 def entry_to_json(entry: Entry) -> dict[str, Any]:
@@ -252,8 +269,10 @@ class SQLiteStore:
                                    f"PRAGMA user_version = {SCHEMA_VERSION};")
             self._db.execute("COMMIT") if self._db.in_transaction else None
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version != SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: store schema version {version}, this code reads {SCHEMA_VERSION}")
+        if version not in READABLE_SCHEMAS:
+            raise StoreError(f"{self.path}: store schema version {version}, this code reads "
+                             f"{', '.join(map(str, READABLE_SCHEMAS))}")
+        self._schema = version
         if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone() is None:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executescript(_SNAPSHOTS.replace("\n\n", "\n"))
@@ -271,16 +290,31 @@ class SQLiteStore:
     def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         if not drafts:
             return []
+        # Everything but the chain links is computed before the write lock is taken.
+        vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
+        blobs = _pack_embeddings(vectors)
+        digests = [embedding_digest(vector) for vector in vectors]
+        fields = [canonical_fields(draft) for draft in drafts]
         with self._write():
             seq, prev_id = self._head()
-            entries = []
-            for draft in drafts:
-                entry = chain(draft, prev_id=prev_id, seq=seq)
+            entries, rows = [], []
+            for draft, canonical, digest, blob in zip(drafts, fields, digests, blobs):
+                entry = chain_canonical(draft, canonical, prev_id=prev_id, seq=seq, digest=digest)
                 entries.append(entry)
+                rows.append(_entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
                 prev_id, seq = entry.id, seq + 1
-            self._db.executemany(f"INSERT INTO timeline ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 [_entry_to_row(entry) for entry in entries])
+            self._insert_rows(rows)
+        self._schema = SCHEMA_VERSION
         return entries
+
+    def _insert_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Insert timeline rows inside the caller's write transaction, marking a schema 1 store as 2.
+
+        The caller sets ``self._schema`` once the transaction committed (a rollback undoes the mark).
+        """
+        if self._schema != SCHEMA_VERSION:
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._db.executemany(f"INSERT INTO timeline ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def get(self, entry_id: str) -> Entry | None:
         row = self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE id = ?", (entry_id,)).fetchone()
@@ -351,10 +385,11 @@ class SQLiteStore:
         for start in range(0, len(entry_ids), 900):
             chunk = list(entry_ids[start : start + 900])
             marks = ",".join("?" * len(chunk))
-            for id_, kind, text, metadata, blob in self._db.execute(
-                    f"SELECT id, kind, text, metadata, embedding FROM timeline WHERE id IN ({marks})", chunk):
-                found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {},
-                                        np.frombuffer(blob, dtype="<f4"))
+            rows = self._db.execute(
+                f"SELECT id, kind, text, metadata, embedding FROM timeline WHERE id IN ({marks})", chunk).fetchall()
+            vectors = embedding_blob.unpack_rows([row[4] for row in rows])
+            for (id_, kind, text, metadata, _), vector in zip(rows, vectors):
+                found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
         return found
 
     # -- derived records ----------------------------------------------------------------
@@ -426,10 +461,21 @@ class SQLiteStore:
 
     def verify(self) -> ChainBreak | None:
         """Recompute the whole chain; the first bad entry, or None when intact."""
+        unreadable: list[ChainBreak] = []
+
+        def readable() -> Iterator[Entry]:
+            for row in self._db.execute(f"SELECT {_COLUMNS} FROM timeline ORDER BY seq"):
+                try:
+                    yield _row_to_entry(row)
+                except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+                    unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
+                    return
+
         try:
-            return verify_chain(self.entries())
+            brk = verify_chain(readable())
         except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
             return ChainBreak(-1, "?", f"unreadable row: {exc}")
+        return unreadable[0] if unreadable else brk
 
     def export_jsonl(self, out: str | Path) -> int:
         """Write every entry as one JSON line; returns the number written."""
@@ -473,8 +519,9 @@ class SQLiteStore:
                         position = index
                         break
                 raise ImportFailed(path, line_of[position], f"entry {brk.id[:12]}…: {brk.reason}")
-            self._db.executemany(f"INSERT INTO timeline ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                                 [_entry_to_row(entry) for entry in parsed])
+            blobs = _pack_embeddings([entry.embedding for entry in parsed])
+            self._insert_rows([_entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
+        self._schema = SCHEMA_VERSION
         return len(parsed)
 
     def stats(self) -> StoreStats:

@@ -80,6 +80,8 @@ class Entry:
 
 def to_utc(timestamp: datetime) -> datetime:
     """Return `timestamp` in UTC; naive datetimes are rejected, not guessed."""
+    if timestamp.tzinfo is timezone.utc:
+        return timestamp
     if timestamp.tzinfo is None or timestamp.utcoffset() is None:
         raise ValueError(f"timestamp {timestamp.isoformat()} has no timezone")
     return timestamp.astimezone(timezone.utc)
@@ -87,7 +89,11 @@ def to_utc(timestamp: datetime) -> datetime:
 
 def format_timestamp(timestamp: datetime) -> str:
     """Canonical text form: ``YYYY-MM-DDTHH:MM:SS.ffffffZ``."""
-    return to_utc(timestamp).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    t = to_utc(timestamp)
+    if t.year < 1000:  # strftime's %Y is not zero-padded below 1000 on every platform: keep its form
+        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (t.year, t.month, t.day, t.hour, t.minute, t.second,
+                                                    t.microsecond)
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -95,49 +101,108 @@ def parse_timestamp(text: str) -> datetime:
     return to_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_QUOTE = json.encoder.encode_basestring  # how json.dumps(..., ensure_ascii=False) writes a string
+# The C encoder behind `_CANONICAL`, built once (JSONEncoder.encode builds one per call).
+# Without a markers dict it does not look for cycles: a cyclic value ends in RecursionError,
+# and `canonical_metadata` then lets `_CANONICAL` raise its usual ValueError.
+_C_CANONICAL = (json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
+                if json.encoder.c_make_encoder is not None else None)
+
+
 def canonical_metadata(metadata: Mapping[str, Any]) -> str:
     """Canonical JSON of metadata (sorted keys, no spaces); raises on non-JSON values."""
-    return json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if type(metadata) is dict:
+        if not metadata:
+            return "{}"
+        if _C_CANONICAL is not None:
+            try:
+                return "".join(_C_CANONICAL(metadata, 0))
+            except RecursionError:
+                pass
+    return _CANONICAL.encode(metadata)
 
 
 def embedding_digest(embedding: np.ndarray) -> str:
     """SHA-256 of the little-endian float32 bytes of an embedding."""
-    return hashlib.sha256(np.asarray(embedding, dtype="<f4").tobytes()).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(embedding, dtype="<f4").reshape(-1)).hexdigest()
+
+
+_QUOTED_ROLE = {role: _QUOTE(role.value) for role in Role}  # enum .value is a slow descriptor
+_QUOTED_KIND = {kind: _QUOTE(kind.value) for kind in Kind}
+
+
+class Canonical(NamedTuple):
+    """An entry's fields in the form its id covers (and the store keeps)."""
+
+    timestamp: str  # `format_timestamp` of the timestamp
+    role: Role  # the role as an enum member
+    kind: Kind  # the kind as an enum member
+    metadata: dict[str, Any]  # metadata as it reads back from its canonical JSON
+    metadata_json: str  # canonical JSON of `metadata`
+
+
+def canonical_fields(draft: EntryDraft | Entry) -> Canonical:
+    """The canonical forms `entry_id` hashes: computed once, shared by the id and the stored row."""
+    role = draft.role if type(draft.role) is Role else Role(draft.role)
+    kind = draft.kind if type(draft.kind) is Kind else Kind(draft.kind)
+    metadata = json.loads(canonical_metadata(draft.metadata))
+    return Canonical(format_timestamp(draft.timestamp), role, kind, metadata, canonical_metadata(metadata))
 
 
 def entry_id(draft: EntryDraft | Entry, *, prev_id: str, seq: int) -> str:
     """Content address of an entry: SHA-256 over all fields and the previous id."""
-    payload = {
-        "prev_id": prev_id,
-        "seq": seq,
-        "timestamp": format_timestamp(draft.timestamp),
-        "principal": draft.principal,
-        "situation": draft.situation,
-        "role": Role(draft.role).value,
-        "kind": Kind(draft.kind).value,
-        "text": draft.text,
-        "metadata": json.loads(canonical_metadata(draft.metadata)),
-        "encoder": draft.encoder,
-        "embedding_sha256": embedding_digest(draft.embedding),
-    }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return id_from_canonical(draft, canonical_fields(draft), embedding_digest(draft.embedding), prev_id=prev_id,
+                             seq=seq)
+
+
+def id_from_canonical(draft: EntryDraft | Entry, fields: Canonical, digest: str, *, prev_id: str, seq: int) -> str:
+    """`entry_id` from already computed canonical fields and embedding digest.
+
+    The hashed text is the canonical JSON (sorted keys, no spaces, non-ASCII kept) of
+    ``{prev_id, seq, timestamp, principal, situation, role, kind, text, metadata, encoder,
+    embedding_sha256}``; it is written directly when every field has its usual type, which
+    gives the same characters as ``json.dumps`` of that object (a test checks it).
+    """
+    principal, situation, text, encoder = draft.principal, draft.situation, draft.text, draft.encoder
+    if (type(seq) is int and type(prev_id) is str and type(principal) is str and type(situation) is str
+            and type(text) is str and type(encoder) is str):
+        blob = "".join(('{"embedding_sha256":', _QUOTE(digest), ',"encoder":', _QUOTE(encoder), ',"kind":',
+                        _QUOTED_KIND[fields.kind], ',"metadata":', fields.metadata_json, ',"prev_id":',
+                        _QUOTE(prev_id), ',"principal":', _QUOTE(principal), ',"role":', _QUOTED_ROLE[fields.role],
+                        ',"seq":', int.__repr__(seq), ',"situation":', _QUOTE(situation), ',"text":', _QUOTE(text),
+                        ',"timestamp":', _QUOTE(fields.timestamp), "}"))
+    else:
+        blob = json.dumps({"prev_id": prev_id, "seq": seq, "timestamp": fields.timestamp, "principal": principal,
+                           "situation": situation, "role": fields.role.value, "kind": fields.kind.value,
+                           "text": text, "metadata": fields.metadata, "encoder": encoder,
+                           "embedding_sha256": digest}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def chain(draft: EntryDraft, *, prev_id: str, seq: int) -> Entry:
     """Turn a draft into the entry that follows `prev_id` at position `seq`."""
+    return chain_canonical(draft, canonical_fields(draft), prev_id=prev_id, seq=seq)
+
+
+def chain_canonical(draft: EntryDraft, fields: Canonical, *, prev_id: str, seq: int,
+                    digest: str | None = None) -> Entry:
+    """`chain` from already computed canonical fields (and optionally the embedding digest)."""
+    embedding = np.asarray(draft.embedding, dtype=np.float32)
+    if digest is None:
+        digest = embedding_digest(embedding)
     return Entry(
-        id=entry_id(draft, prev_id=prev_id, seq=seq),
+        id=id_from_canonical(draft, fields, digest, prev_id=prev_id, seq=seq),
         prev_id=prev_id,
         seq=seq,
         timestamp=to_utc(draft.timestamp),
         principal=draft.principal,
         situation=draft.situation,
-        role=Role(draft.role),
-        kind=Kind(draft.kind),
+        role=fields.role,
+        kind=fields.kind,
         text=draft.text,
-        metadata=json.loads(canonical_metadata(draft.metadata)),
-        embedding=np.asarray(draft.embedding, dtype=np.float32),
+        metadata=fields.metadata,
+        embedding=embedding,
         encoder=draft.encoder,
     )
 
@@ -201,14 +266,14 @@ class Timeline:
         principal: str = "default",
         metadata: Mapping[str, Any] | None = None,
     ) -> EntryDraft:
-        clean_meta = redact_value(dict(metadata or {}), self.redactor.redact)
+        clean_meta = redact_value(dict(metadata), self.redactor.redact) if metadata else {}
         canonical_metadata(clean_meta)  # fail early on non-JSON metadata
         return EntryDraft(
             timestamp=to_utc(timestamp),
             principal=principal,
             situation=situation,
-            role=Role(role),
-            kind=Kind(kind),
+            role=role if type(role) is Role else Role(role),
+            kind=kind if type(kind) is Kind else Kind(kind),
             text=clean_text,
             metadata=clean_meta,
             embedding=np.asarray(embedding, dtype=np.float32),

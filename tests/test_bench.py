@@ -14,7 +14,7 @@ from memory.agent_memory import EPISODE, EpisodicMemory
 from memory.store import SQLiteStore
 
 TINY = cli.Plan(True, durable=4, batches=2, batch_size=20, sizes=(12, 30), queries=3, opens=2, rounds=6,
-                compare_runs=0)
+                compare_runs=0, durable_settle=3)
 
 
 def test_summarize_known_samples():
@@ -116,6 +116,8 @@ def test_run_document_has_the_documented_keys(tmp_path):
         assert {"median", "p95", "n", "target", "passed"} <= set(results[name])
     assert results["append_durable_ms"]["n"] == 4 and results["append_durable_ms"]["synchronous"] == "FULL"
     assert results["append_durable_ms"]["normal"]["synchronous"] == "NORMAL"
+    assert results["append_durable_ms"]["new_store"]["n"] == 4 and results["append_durable_ms"]["settle_appends"] == 3
+    assert results["append_durable_ms"]["settled"] is False  # 3 settling appends cannot reach the WAL's reuse
     assert results["append_batch_per_s"]["n"] == 2
     assert list(results["recall_ms"]) == ["12", "30"]
     for size, entry in results["recall_ms"].items():
@@ -146,6 +148,12 @@ def test_main_writes_json_in_process(tmp_path, monkeypatch, capsys):
 def test_main_rejects_bad_arguments(argv, message, capsys):
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_durable_appends_time_the_steady_state_after_the_wal_is_reused(tmp_path):
+    run = measure.durable_appends(tmp_path, 3, synchronous="OFF", quiet=20, max_settle=5000)
+    assert len(run.new_store_ms) == 3 and len(run.steady_ms) == 3
+    assert run.settled and run.settle_appends >= 20 and 23 < run.wal_grew_until < 20 + 3 + run.settle_appends
 
 
 def test_compare_run_measures_the_child():

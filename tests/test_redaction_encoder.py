@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import HashingEncoder, PatternRedactor, SQLiteStore, Timeline
+from memory.redaction import may_hold_secret
 from memory.errors import EncoderUnavailable
 from memory.encoder import SentenceTransformerEncoder
 
@@ -83,3 +84,100 @@ def test_encoder_batches_equal_single_calls(texts):
 def test_missing_sentence_transformer_model_is_a_clear_error(tmp_path):
     with pytest.raises(EncoderUnavailable):
         SentenceTransformerEncoder(tmp_path / "no-such-model")
+
+
+_FRAGMENTS = st.sampled_from([
+    "jane.doe@example.com", "a@b.co", "@", "Bearer abcDEF123456ghiJKL789", "basic  QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+    "TOKEN xyz", "api_key=s3cr3tvalue42", "Password: 'hunter2hunter2'", "secret = x", "access-key:abcdefgh",
+    "sk-ant-api03-AAAAbbbbCCCCdddd1234", "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a" * 36, "xoxb-1234567890-abc",
+    "AIza" + "B" * 35, "eyJhbGciOi.eyJzdWIiOiIx.SflKxwRJSMeKKF", "4111 1111 1111 1111", "4111-1111-1111-1112",
+    "4111111111111111", "+1 415-555-0132", "(415) 555-0199", "+4420794609580", "020 7946 0958", "555-0132",
+    "10.0.0.12:6379", "ip-10-100-232-142", "v2.3.1", "3,400", "1234567890123", "12 345 678", "p99 1200 ms",
+    "\u212aey", "\u017fecret", "TO\u212aEN abcdefghijklmnop", "İ", "ı", "ß", "cache key", "monkey", "tokens",
+    " ", "-", ".", ":", "=", "'", "\"", "\n", "(", ")", "+", "0", "7", "٣", "pool exhausted",
+])
+_TEXTS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0-9 .()+-]{1,20}", fullmatch=True)),
+                  max_size=8).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_TEXTS)
+def test_redaction_pre_check_never_skips_a_text_the_patterns_change(text):
+    redactor = PatternRedactor(salt="s")
+    full = redactor.redact_all(text)
+    assert redactor.redact(text) == full
+    if not may_hold_secret(text):
+        assert full == text
+
+
+def _reference_vectors(texts, dim, char_weight):
+    """The hashing encoder's definition, one text at a time and without caches."""
+    from sklearn.utils import murmurhash3_32
+
+    from memory.encoder import _TOKEN
+
+    bucket = lambda feature: murmurhash3_32(feature, positive=True) % dim  # noqa: E731
+    out = []
+    for text in texts:
+        tokens = _TOKEN.findall(text.lower())
+        index, weight = [], []
+        for token in tokens:
+            padded = f" {token} "
+            grams = [padded[i : i + n] for n in (3, 4, 5) for i in range(len(padded) - n + 1)]
+            index += [bucket("w:" + token)] + [bucket("c:" + gram) for gram in grams]
+            weight += [1.0] + [char_weight] * len(grams)
+        index += [bucket("b:" + a + " " + b) for a, b in zip(tokens, tokens[1:])]
+        weight += [1.0] * (len(tokens) - 1 if tokens else 0)
+        counts = np.log1p(np.bincount(np.asarray(index, dtype=np.int64), np.asarray(weight), minlength=dim))
+        norm = np.linalg.norm(counts[None, :], axis=1, keepdims=True)
+        norm[norm == 0.0] = 1.0
+        out.append((counts[None, :] / norm).astype(np.float32)[0])
+    return np.asarray(out, dtype=np.float32).reshape(len(texts), dim)
+
+
+_WORDS = st.sampled_from(["pool", "exhausted", "redis", "pool", "api-1", "x", "v2.3.1", "deploy", "é", "_", "42"])
+_ENCODER_TEXTS = st.lists(st.one_of(st.lists(_WORDS, max_size=12).map(" ".join), st.text(max_size=60)),
+                          min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ENCODER_TEXTS, _ENCODER_TEXTS, st.sampled_from([0.5, 0.3]))
+def test_batch_encoding_equals_the_definition_one_text_at_a_time(warm, texts, char_weight):
+    encoder = HashingEncoder(dim=128, char_weight=char_weight)
+    encoder.encode(warm)  # tokens seen before come from the cache
+    batch = encoder.encode(texts)
+    expected = _reference_vectors(texts, 128, char_weight)
+    assert batch.dtype == np.float32 and np.array_equal(batch.view(np.uint32), expected.view(np.uint32))
+    singles = np.stack([HashingEncoder(dim=128, char_weight=char_weight).encode([t])[0] for t in texts])
+    assert np.array_equal(singles.view(np.uint32), expected.view(np.uint32))
+
+
+def test_encoder_caches_start_over_without_changing_vectors():
+    texts = [f"token{i} pool{i % 7} exhausted shard-{i}" for i in range(300)]
+    small = HashingEncoder(dim=256)
+    small.cache_limit = 50
+    assert np.array_equal(small.encode(texts[:100]), HashingEncoder(dim=256).encode(texts[:100]))
+    assert np.array_equal(small.encode(texts), HashingEncoder(dim=256).encode(texts))
+    assert len(small._token_ids) < 400
+
+
+def test_encoder_shared_by_threads_gives_the_same_vectors():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"pool{i} exhausted on shard-{i % 13} after deploy v{i % 5}" for i in range(400)]
+    expected = HashingEncoder(dim=128).encode(texts)
+    shared = HashingEncoder(dim=128)
+    shared.cache_limit = 300  # caches start over while other threads encode
+    with ThreadPoolExecutor(4) as pool:
+        rows = list(pool.map(lambda i: shared.encode([texts[i]])[0] if i % 2 else shared.encode(texts[i : i + 3])[0],
+                             range(len(texts) - 2)))
+    assert all(np.array_equal(row, expected[i]) for i, row in enumerate(rows))
+
+
+def test_encoder_pickles_without_its_caches():
+    import pickle
+
+    encoder = HashingEncoder(dim=64)
+    vector = encoder.encode(["pool exhausted"])
+    copy = pickle.loads(pickle.dumps(encoder))
+    assert copy.name == encoder.name and np.array_equal(copy.encode(["pool exhausted"]), vector)

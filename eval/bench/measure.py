@@ -10,13 +10,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from memory.encoder import HashingEncoder
 from memory.store import SQLiteStore
 from memory.timeline import Timeline
 
-from eval.bench.corpus import SITUATION, log_lines
+from eval.bench.corpus import SITUATION, incident_stream, log_lines
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the eval.compare subprocess)
 RECALL_K = 6  # evidence items per decision: the harness's default context budget
@@ -26,21 +26,63 @@ def _ms(seconds: float) -> float:
     return seconds * 1000.0
 
 
-def durable_appends(directory: Path, n: int, *, synchronous: str = "FULL", seed: int = 0,
-                    warmup: int = 20) -> list[float]:
-    """Milliseconds of `n` single `Timeline.append` calls, each its own committed transaction."""
-    items = log_lines(n + warmup, seed)
+class Durable(NamedTuple):
+    """Single committed appends to one brand-new file store, timed in two phases."""
+
+    steady_ms: list[float]  # after the store's first WAL checkpoint, once commits reuse the WAL file (judged)
+    new_store_ms: list[float]  # right after creation (after the warm-ups), while the WAL file still grows
+    wal_grew_until: int  # appends since creation when the WAL file last grew (its first reuse followed)
+    settle_appends: int  # untimed appends between the two phases
+    settled: bool  # whether the WAL file stopped growing within the allowed settling appends
+
+
+def _lines(seed: int) -> Iterator[dict[str, Any]]:
+    """The items of `log_lines(n, seed)`, as an endless stream."""
+    for _, batch in incident_stream(seed, principals=(("team-core", 1.0),)):
+        yield from batch
+
+
+def durable_appends(directory: Path, n: int, *, synchronous: str = "FULL", seed: int = 0, warmup: int = 20,
+                    max_settle: int = 20_000, quiet: int = 50) -> Durable:
+    """Milliseconds of single `Timeline.append` calls, each its own committed transaction.
+
+    A new SQLite store in WAL mode appends to its WAL file until the first automatic
+    checkpoint (about 1,000 pages); later commits overwrite the WAL from its start, which
+    costs less to make durable than growing the file. A long-lived store is in that second
+    state, so `n` appends are timed on the brand-new store (after `warmup`) and `n` more once
+    the WAL file has not grown for `quiet` consecutive appends (at most `max_settle` untimed
+    appends in between).
+    """
+    items = _lines(seed)
     path = directory / f"durable-{synchronous.lower()}-{seed}.sqlite"
+    wal = Path(f"{path}-wal")
     with SQLiteStore(path, synchronous=synchronous) as store:
         timeline = Timeline(store, HashingEncoder())
-        times = []
-        for i, item in enumerate(items):
+        count, grew, size = 0, 0, 0
+
+        def append() -> float:
+            nonlocal count, grew, size
+            item = next(items)
             fields = {k: v for k, v in item.items() if k != "text"}
             start = time.perf_counter()
             timeline.append(item["text"], **fields)
-            if i >= warmup:
-                times.append(_ms(time.perf_counter() - start))
-    return times
+            elapsed = _ms(time.perf_counter() - start)
+            count += 1
+            now = wal.stat().st_size if wal.exists() else 0
+            if now > size:
+                grew, size = count, now
+            return elapsed
+
+        for _ in range(warmup):
+            append()
+        new_store = [append() for _ in range(n)]
+        settle = 0
+        while count - grew < quiet and settle < max_settle:
+            append()
+            settle += 1
+        settled = count - grew >= quiet
+        steady = [append() for _ in range(n)]
+    return Durable(steady, new_store, grew, settle, settled)
 
 
 def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) -> list[float]:

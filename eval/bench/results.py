@@ -99,6 +99,9 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     rows: list[tuple[str, str, dict[str, Any]]] = []
     durable = results["append_durable_ms"]
     rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')}", durable))
+    if durable.get("new_store"):
+        rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')} new store (extra)",
+                     durable["new_store"]))
     if durable.get("normal"):
         rows.append(("append_durable_ms", "append_durable_ms NORMAL (extra)", durable["normal"]))
     rows.append(("append_batch_per_s", "append_batch_per_s", results["append_batch_per_s"]))
