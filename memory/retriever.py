@@ -169,6 +169,7 @@ PRUNE_FROM = 4096  # partitions at least this large score relevance through boun
 BASIS_SAMPLE = 4096  # leading vectors of a partition its bounding basis is fitted on
 BASIS_DIM = 128  # dimensions of the bounding basis
 BOUND_SLACK = 1e-3  # added to every relevance bound: covers float32 rounding of both dot products
+SCORE_FIRST = 64  # when many rows pass the bounds, this many of the likeliest are scored first to tighten the cut
 
 
 class Bounds:
@@ -215,8 +216,10 @@ class Bounds:
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row."""
         proj, resid = self.split(query)
-        # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK
-        high = self._proj[: self.size] @ proj[0]
+        # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK; einsum runs in
+        # numpy's own single-threaded kernel, which a threaded BLAS matrix-vector product on
+        # a busy machine is several times slower than
+        high = np.einsum("ij,j->i", self._proj[: self.size], proj[0])
         radius = self._resid[: self.size] * np.float32(resid[0])
         radius += np.float32(BOUND_SLACK)
         low = high - radius
@@ -424,7 +427,7 @@ def _kth(values: np.ndarray, n: int) -> float:
         return float("inf")
     if n >= len(values):
         return float(values.min())
-    return float(values[np.argpartition(-values, n - 1)[n - 1]])
+    return float(np.partition(values, len(values) - n)[len(values) - n])
 
 
 def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
@@ -557,6 +560,7 @@ class Retriever:
             low, high = bounds.relevance(qvec)
             relevance = np.zeros(len(part))
             known = np.zeros(len(part), dtype=bool)
+            scored: list[np.ndarray] = []  # rows scored exactly so far
         use_graph = cfg.graph > 0 and len(self.graph)  # len is O(1); number_of_edges is not
 
         def score(rows: np.ndarray) -> np.ndarray:
@@ -565,13 +569,19 @@ class Retriever:
                 if len(todo):
                     relevance[todo] = self._relevance(part, qvec, todo)
                     known[todo] = True
+                    scored.append(todo)
             return rows
 
         if use_graph:
             if known is None:
                 top = _top(relevance, cfg.seeds)
             else:
-                rows = score(np.flatnonzero(high >= _kth(low, cfg.seeds)))
+                rows = np.flatnonzero(high >= _kth(low, cfg.seeds))
+                if len(rows) > 2 * max(SCORE_FIRST, cfg.seeds):
+                    # the likeliest rows first: their exact values raise the cut the others must reach
+                    first = score(rows[_top(high[rows], max(SCORE_FIRST, cfg.seeds))])
+                    rows = rows[high[rows] >= _kth(relevance[first], cfg.seeds)]
+                rows = score(rows)
                 top = rows[_top(relevance[rows], cfg.seeds)]
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
             near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
@@ -588,8 +598,22 @@ class Retriever:
                 rest = rest.copy()
                 rest[linked] += (cfg.graph * graph[linked]).astype(np.float32)
             weight = np.float32(cfg.relevance)
-            floor = _kth(weight * low + rest, size) - 1e-5  # 1e-5: float32 rounding and summation order
-            rows = score(np.flatnonzero(weight * high + rest >= floor))
+
+            def floor(rows: np.ndarray | None) -> float:
+                """A total the `size`-th best reaches: lower bounds, exact where scored (rounding slack)."""
+                value = weight * (low if rows is None else low[rows]) + (rest if rows is None else rest[rows])
+                done = np.concatenate(scored) if scored else np.zeros(0, dtype=np.intp)
+                at = done if rows is None else np.flatnonzero(known[rows])
+                exact = done if rows is None else rows[at]
+                value[at] = weight * relevance[exact].astype(np.float32) + rest[exact]
+                return _kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
+
+            rows = np.flatnonzero(weight * high + rest >= floor(None))
+            if len(rows) > 2 * max(SCORE_FIRST, size):
+                upper = weight * high[rows] + rest[rows]
+                score(rows[_top(upper, max(SCORE_FIRST, size))])
+                rows = rows[upper >= floor(rows)]
+            rows = score(rows)
             total = np.zeros(len(part))
             total[rows] = (cfg.relevance * relevance[rows] + cfg.recency * recency[rows] + cfg.situation * sit[rows]
                            + cfg.outcome * outcome[rows] + cfg.graph * graph[rows])

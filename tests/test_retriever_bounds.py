@@ -33,6 +33,23 @@ def test_bounded_recall_equals_the_full_scan(monkeypatch):
     assert pruned == full and any(full)
 
 
+@pytest.mark.parametrize("score_first", [1, 3, 40])
+def test_scoring_the_likeliest_rows_first_changes_no_recall(monkeypatch, score_first):
+    full, _ = recalls(10**9, monkeypatch)
+    monkeypatch.setattr(retriever, "SCORE_FIRST", score_first)
+    batches = []
+    exact = retriever.Retriever._relevance
+
+    def spy(self, part, qvec, rows=None):
+        batches.append(None if rows is None else len(rows))
+        return exact(self, part, qvec, rows)
+
+    monkeypatch.setattr(retriever.Retriever, "_relevance", spy)
+    pruned, _ = recalls(1, monkeypatch)
+    assert pruned == full
+    assert len(batches) > 2 * 75  # some recalls scored a first batch before the rest (75 recalls)
+
+
 def test_bounds_contain_the_exact_cosine_also_for_rows_added_after_fitting():
     rng = np.random.default_rng(0)
     rows = HashingEncoder().encode([t for t, _ in synthetic_texts(300)])
