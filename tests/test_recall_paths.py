@@ -1,0 +1,101 @@
+"""Fast paths of recall give exactly what the plain definitions give."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import networkx as nx
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.episodes import EdgeType, Episode, Outcome
+from memory.graph import BACKWARD, FORWARD, Link, _sort_key, _steps, causal_chain
+from memory.retriever import _power_iteration
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    for _ in range(100):
+        nxt = rank @ matrix
+        if np.abs(nxt - rank).sum() < 1e-10:
+            return nxt
+        rank = nxt
+    return rank
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([0.0, 0.5, 0.85, 1.0]),
+       chunk=st.integers(1, 40))
+def test_power_iteration_gives_the_vector_of_the_plain_loop(n, seed, alpha, chunk):
+    rng = np.random.default_rng(seed)
+    links = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
+    links[links.sum(axis=1) == 0, 0] = 1.0
+    personal = rng.random(n)
+    google = alpha * links / links.sum(axis=1)[:, None] + (1 - alpha) * personal / personal.sum()
+    start = np.full(n, 1.0 / n)
+    fast = _power_iteration(google, start, chunk=chunk)
+    assert np.array_equal(fast, plain_power_iteration(google, start))
+
+
+def reference_chain(G: nx.MultiDiGraph, episode_id: str, max_hops: int = 3):
+    """The chain as first defined: a DiGraph of causal edges over the reached episodes."""
+
+    def backward_neighbours(node):
+        for other, keyed in G.succ[node].items():
+            if any(data.get("type") in BACKWARD for data in keyed.values()):
+                yield other
+        for other, keyed in G.pred[node].items():
+            if any(data.get("type") in FORWARD for data in keyed.values()):
+                yield other
+
+    reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
+                                                                 depth_limit=max_hops)}
+    back = nx.DiGraph()
+    for u in sorted(reached, key=lambda n: _sort_key(G, n)):
+        back.add_node(u)
+        for v, keyed in G.succ[u].items():
+            if v not in reached:
+                continue
+            for data in keyed.values():
+                kind = data.get("type")
+                if kind in BACKWARD:
+                    back.add_edge(u, v, type=kind)
+                elif kind in FORWARD and not back.has_edge(v, u):
+                    back.add_edge(v, u, type=kind)
+    nodes = sorted(reached, key=lambda n: _sort_key(G, n))
+    links = tuple(sorted((Link(u, v, d["type"]) for u, v, d in back.edges(data=True)),
+                         key=lambda link: (_sort_key(G, link.source), _sort_key(G, link.target))))
+    words = []
+    for position, node in enumerate(nodes):
+        words.extend(_steps(G.nodes[node].get("episode"), position == 0))
+    return tuple(nodes), links, tuple(link.type for link in links), " → ".join(words)
+
+
+def episode(i: int, rng: np.random.Generator) -> Episode:
+    at = T0 + timedelta(hours=int(rng.integers(0, 50)))  # shared starts: ties fall to first_seq and id
+    return Episode(id=f"ep{i:03d}", entry_ids=(f"e{i}",), first_seq=int(rng.integers(0, 5)), last_seq=i,
+                   principal="p", situation="ops", subject=None, start=at, end=at, summary=f"episode {i}",
+                   outcome=list(Outcome)[int(rng.integers(len(Outcome)))], outcome_evidence="",
+                   decisions=("Decision: x",) if rng.random() < 0.6 else (),
+                   corrections=("y",) if rng.random() < 0.3 else (),
+                   observations=("z",) if rng.random() < 0.5 else ())
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 14), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4))
+def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, hops):
+    rng = np.random.default_rng(seed)
+    G = nx.MultiDiGraph()
+    for i in range(n):
+        ep = episode(i, rng)
+        G.add_node(ep.id, episode=ep, start=ep.start, first_seq=ep.first_seq)
+    types = list(EdgeType)
+    for u in range(n):
+        for v in range(n):
+            for kind in types:
+                if u != v and rng.random() < density / len(types) * 3:
+                    G.add_edge(f"ep{u:03d}", f"ep{v:03d}", key=kind.value, type=kind, weight=0.5, evidence="")
+    for node in G:
+        assert tuple(causal_chain(G, node, max_hops=hops)) == reference_chain(G, node, hops)
