@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import networkx as nx
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, FactVersion, terms
@@ -188,7 +189,8 @@ class Bounds:
         x = np.asarray(sample, dtype=np.float64)
         _, vectors = np.linalg.eigh(x.T @ x)
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
-        self._proj = np.zeros((16, self.basis.shape[1]), dtype=np.float32)
+        # projections one per column: BLAS's matrix-vector product is fastest in this layout
+        self._proj = np.zeros((self.basis.shape[1], 16), dtype=np.float32)
         self._resid = np.zeros(16, dtype=np.float32)
         self.size = 0
 
@@ -206,25 +208,40 @@ class Bounds:
             end = self.size + len(proj)
             if end > len(self._resid):
                 cap = max(end, 2 * len(self._resid))
-                self._proj = np.concatenate([self._proj, np.zeros((cap - len(self._resid), self._proj.shape[1]),
-                                                                  dtype=np.float32)])
+                grown = np.zeros((self._proj.shape[0], cap), dtype=np.float32)
+                grown[:, : self.size] = self._proj[:, : self.size]
+                self._proj = grown
                 self._resid = np.concatenate([self._resid, np.zeros(cap - len(self._resid), dtype=np.float32)])
-            self._proj[self.size : end] = proj
+            self._proj[:, self.size : end] = proj.T
             self._resid[self.size : end] = resid
             self.size = end
 
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row."""
-        proj, resid = self.split(query)
-        # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK; einsum runs in
-        # numpy's own single-threaded kernel, which a threaded BLAS matrix-vector product on
-        # a busy machine is several times slower than
-        high = np.einsum("ij,j->i", self._proj[: self.size], proj[0])
+        with one_blas_thread():
+            proj, resid = self.split(query)
+            # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK
+            high = proj[0] @ self._proj[:, : self.size]
         radius = self._resid[: self.size] * np.float32(resid[0])
         radius += np.float32(BOUND_SLACK)
         low = high - radius
         high += radius
         return np.clip(low, 0.0, 1.0, out=low), np.clip(high, 0.0, 1.0, out=high)
+
+
+_BLAS: ThreadpoolController | None = None
+
+
+def one_blas_thread() -> Any:
+    """Context in which BLAS calls run on the calling thread only.
+
+    A matrix-vector product of this size is bound by memory, so more threads barely help;
+    on a busy machine their synchronisation made it several times slower.
+    """
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 class Partition:
