@@ -183,15 +183,23 @@ class Bounds:
     scored exactly. Any orthonormal basis gives true bounds: the principal directions of the
     partition's first vectors (fitted once, then fixed) merely make them tight, so the basis
     changes speed, never results.
+
+    The same split works on the leading ``r/2`` basis vectors alone (the rest of the
+    projection joins the residual), so a `Probe` first bounds every row from the first half
+    of the projection, then refines only the rows a recall still needs with the second half.
     """
 
     def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
         x = np.asarray(sample, dtype=np.float64)
         _, vectors = np.linalg.eigh(x.T @ x)
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
-        # projections one per column: BLAS's matrix-vector product is fastest in this layout
-        self._proj = np.zeros((self.basis.shape[1], 16), dtype=np.float32)
-        self._resid = np.zeros(16, dtype=np.float32)
+        self.head = (self.basis.shape[1] + 1) // 2  # leading basis vectors of the first pass
+        # first halves one per column (BLAS's matrix-vector product is fastest in this layout),
+        # second halves one per row (a few rows are gathered at a time)
+        self._head = np.zeros((self.head, 16), dtype=np.float32)
+        self._tail = np.zeros((16, self.basis.shape[1] - self.head), dtype=np.float32)
+        self._resid = np.zeros(16, dtype=np.float32)  # norm of the residual outside the basis
+        self._outside = np.zeros(16, dtype=np.float32)  # norm of everything outside the first half
         self.size = 0
 
     def split(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,25 +216,61 @@ class Bounds:
             end = self.size + len(proj)
             if end > len(self._resid):
                 cap = max(end, 2 * len(self._resid))
-                grown = np.zeros((self._proj.shape[0], cap), dtype=np.float32)
-                grown[:, : self.size] = self._proj[:, : self.size]
-                self._proj = grown
-                self._resid = np.concatenate([self._resid, np.zeros(cap - len(self._resid), dtype=np.float32)])
-            self._proj[:, self.size : end] = proj.T
+                head = np.zeros((self.head, cap), dtype=np.float32)
+                head[:, : self.size] = self._head[:, : self.size]
+                self._head = head
+                grow = lambda a: np.concatenate([a, np.zeros((cap - len(a), *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
+                self._tail, self._resid, self._outside = grow(self._tail), grow(self._resid), grow(self._outside)
+            tail = proj[:, self.head :].astype(np.float64)
+            self._head[:, self.size : end] = proj[:, : self.head].T
+            self._tail[self.size : end] = proj[:, self.head :]
             self._resid[self.size : end] = resid
+            self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
             self.size = end
 
+    def probe(self, query: np.ndarray) -> Probe:
+        """First-pass bounds of every row for `query` (see `Probe`)."""
+        return Probe(self, query)
+
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row."""
+        """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
+        probe = self.probe(query)
+        probe.refine(np.arange(self.size))
+        return probe.low, probe.high
+
+
+class Probe:
+    """Bounds of ``clip(row·query, 0, 1)`` for one query: every row from the first half of
+    the basis, refined on demand (`refine`) with the whole basis. `low` and `high` are
+    updated in place and are valid bounds at every moment."""
+
+    def __init__(self, bounds: Bounds, query: np.ndarray) -> None:
+        self._bounds = bounds
         with one_blas_thread():
-            proj, resid = self.split(query)
-            # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK
-            high = proj[0] @ self._proj[:, : self.size]
-        radius = self._resid[: self.size] * np.float32(resid[0])
+            proj, resid = bounds.split(query)
+            self._dot = proj[0, : bounds.head] @ bounds._head[:, : bounds.size]  # float32: rounding ≪ BOUND_SLACK
+        self._tail = proj[0, bounds.head :]
+        self._resid = np.float32(resid[0])
+        outside = np.float32(np.sqrt(resid[0] ** 2 + float(np.dot(self._tail.astype(np.float64), self._tail))))
+        radius = bounds._outside[: bounds.size] * outside
         radius += np.float32(BOUND_SLACK)
-        low = high - radius
-        high += radius
-        return np.clip(low, 0.0, 1.0, out=low), np.clip(high, 0.0, 1.0, out=high)
+        low = self._dot - radius
+        radius += self._dot
+        self.low = np.clip(low, 0.0, 1.0, out=low)  # lower bounds, float32
+        self.high = np.clip(radius, 0.0, 1.0, out=radius)  # upper bounds, float32
+        self._fine = np.zeros(bounds.size, dtype=bool)  # rows refined with the whole basis
+
+    def refine(self, rows: np.ndarray) -> None:
+        """Tighten the bounds of `rows` with the second half of the basis."""
+        todo = rows[~self._fine[rows]]
+        if not len(todo):
+            return
+        b = self._bounds
+        dot = self._dot[todo] + np.einsum("ij,j->i", b._tail[todo], self._tail)
+        radius = b._resid[todo] * self._resid + np.float32(BOUND_SLACK)
+        self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
+        self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
+        self._fine[todo] = True
 
 
 _BLAS: ThreadpoolController | None = None
@@ -590,7 +634,8 @@ class Retriever:
             relevance = self._relevance(part, qvec)
             known = None
         else:  # exact scores for the rows whose bounds can reach the top; the others cannot be chosen
-            low, high = bounds.relevance(qvec)
+            probe = bounds.probe(qvec)
+            low, high = probe.low, probe.high  # refined in place where a stage needs tighter bounds
             relevance = np.zeros(len(part))
             known = np.zeros(len(part), dtype=bool)
             scored: list[np.ndarray] = []  # rows scored exactly so far
@@ -610,11 +655,14 @@ class Retriever:
                 top = _top(relevance, cfg.seeds)
             else:
                 rows = np.flatnonzero(high >= _kth(low, cfg.seeds))
-                if len(rows) > 2 * max(SCORE_FIRST, cfg.seeds):
+                first = max(SCORE_FIRST, cfg.seeds)
+                if len(rows) > 2 * first:
                     # the likeliest rows first: their exact values raise the cut the others must reach
-                    first = score(rows[_top(high[rows], max(SCORE_FIRST, cfg.seeds))])
-                    rows = rows[high[rows] >= _kth(relevance[first], cfg.seeds)]
-                rows = score(rows)
+                    best = score(rows[_top(high[rows], first)])
+                    rows = rows[high[rows] >= _kth(relevance[best], cfg.seeds)]
+                probe.refine(rows)
+                # rows hold the best lower bounds (exact where scored), so their k-th is a valid cut
+                rows = score(rows[high[rows] >= _kth(np.where(known[rows], relevance[rows], low[rows]), cfg.seeds)])
                 top = rows[_top(relevance[rows], cfg.seeds)]
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
             near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
@@ -642,6 +690,8 @@ class Retriever:
                 return _kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
 
             rows = np.flatnonzero(weight * high + rest >= floor(None))
+            probe.refine(rows)
+            rows = rows[weight * high[rows] + rest[rows] >= floor(rows)]  # rows hold the best lower bounds
             if len(rows) > 2 * max(SCORE_FIRST, size):
                 upper = weight * high[rows] + rest[rows]
                 score(rows[_top(upper, max(SCORE_FIRST, size))])

@@ -63,6 +63,28 @@ def test_bounds_contain_the_exact_cosine_also_for_rows_added_after_fitting():
         assert np.all(low <= exact) and np.all(exact <= high)
 
 
+@pytest.mark.parametrize("rank", [1, 2, 15, 16])
+def test_first_pass_and_refined_bounds_both_contain_the_exact_cosine(rank):
+    rng = np.random.default_rng(rank)
+    rows = HashingEncoder().encode([t for t, _ in synthetic_texts(300)])
+    bounds = Bounds(rows[:100], rank=rank)
+    bounds.extend(rows[:250])
+    for row in rows[250:]:
+        bounds.extend(row[None, :])
+    for query in [rows[3], rows[280], rng.standard_normal(rows.shape[1]).astype(np.float32)]:
+        exact = np.clip(rows @ query, 0.0, 1.0)
+        probe = bounds.probe(query)
+        first = probe.high - probe.low
+        assert np.all(probe.low <= exact) and np.all(exact <= probe.high)
+        some = np.flatnonzero(rng.random(len(rows)) < 0.3)
+        probe.refine(some)
+        probe.refine(some[:5])  # refining twice changes nothing
+        assert np.all(probe.low <= exact) and np.all(exact <= probe.high)
+        assert np.all(probe.high[some] - probe.low[some] <= first[some] + 1e-6)  # refined bounds are no looser
+        full_low, full_high = bounds.relevance(query)
+        assert np.array_equal(full_low[some], probe.low[some]) and np.array_equal(full_high[some], probe.high[some])
+
+
 def test_top_breaks_ties_by_lower_index_also_at_the_cut():
     values = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.9])
     assert _top(values, 3).tolist() == [1, 5, 0]
