@@ -498,6 +498,21 @@ def _top(values: np.ndarray, n: int) -> np.ndarray:
     return part[np.lexsort((part, -values[part]))]
 
 
+def _at_most_kth(values: np.ndarray, n: int) -> float:
+    """A value no larger than the `n`-th largest (the smallest when there are fewer than `n`).
+
+    For long arrays, the `n`-th largest of the maxima of short blocks: these are values of
+    distinct rows, so it cannot exceed the true one, and it equals it unless two of the best
+    `n` share a block. One pass instead of a partition of the whole array.
+    """
+    block = len(values) // (64 * max(n, 1))
+    if block < 4:
+        return _kth(values, n)
+    whole = len(values) - len(values) % block
+    maxima = values[:whole].reshape(-1, block).max(axis=1)
+    return _kth(np.concatenate([maxima, values[whole:]]), n)
+
+
 def _kth(values: np.ndarray, n: int) -> float:
     """The `n`-th largest value (the smallest when there are fewer than `n`)."""
     if n <= 0:
@@ -654,8 +669,8 @@ class Retriever:
             if known is None:
                 top = _top(relevance, cfg.seeds)
             else:
-                rows = np.flatnonzero(high >= _kth(low, cfg.seeds))
-                first = max(SCORE_FIRST, cfg.seeds)
+                rows = np.flatnonzero(high >= _at_most_kth(low, cfg.seeds))
+                first = max(SCORE_FIRST // 4, cfg.seeds)
                 if len(rows) > 2 * first:
                     # the likeliest rows first: their exact values raise the cut the others must reach
                     best = score(rows[_top(high[rows], first)])
@@ -666,16 +681,15 @@ class Retriever:
                 top = rows[_top(relevance[rows], cfg.seeds)]
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
             near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
-            for node, value in near.items():
-                graph[part.position[node]] = value
+            linked = np.array([part.position[node] for node in near], dtype=np.intp)
+            graph[linked] = list(near.values())
         size = max(cfg.pool, k)
         if known is None:
             total = (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
                      + cfg.outcome * outcome + cfg.graph * graph)
             pool = _top(total, size)
         else:
-            linked = np.flatnonzero(graph)
-            if len(linked):
+            if use_graph and len(linked):
                 rest = rest.copy()
                 rest[linked] += (cfg.graph * graph[linked]).astype(np.float32)
             weight = np.float32(cfg.relevance)
@@ -687,7 +701,7 @@ class Retriever:
                 at = done if rows is None else np.flatnonzero(known[rows])
                 exact = done if rows is None else rows[at]
                 value[at] = weight * relevance[exact].astype(np.float32) + rest[exact]
-                return _kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
+                return _at_most_kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
 
             rows = np.flatnonzero(weight * high + rest >= floor(None))
             probe.refine(rows)

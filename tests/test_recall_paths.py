@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import networkx as nx
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,17 @@ from memory.graph import BACKWARD, FORWARD, Link, _sort_key, _steps, causal_chai
 from memory.retriever import _power_iteration
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """Every partition scored through its bounds (they are fitted on the first recall)."""
+    import memory.retriever as retriever
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(retriever, "PRUNE_FROM", 1)
+    yield patch
+    patch.undo()
 
 
 def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -99,3 +111,69 @@ def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, h
                     G.add_edge(f"ep{u:03d}", f"ep{v:03d}", key=kind.value, type=kind, weight=0.5, evidence="")
     for node in G:
         assert tuple(causal_chain(G, node, max_hops=hops)) == reference_chain(G, node, hops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 60), size=st.integers(1, 30000), seed=st.integers(0, 2**32 - 1),
+       ties=st.booleans())
+def test_at_most_kth_is_a_lower_bound_of_the_kth_largest(n, size, seed, ties):
+    from memory.retriever import _at_most_kth, _kth
+
+    rng = np.random.default_rng(seed)
+    values = (rng.integers(0, 5, size) if ties else rng.random(size)).astype(np.float32)
+    got = _at_most_kth(values, n)
+    assert got <= _kth(values, n)
+    block = len(values) // (64 * n)
+    if block >= 4:  # no more than n - 1 blocks hold values above it
+        assert got >= _kth(values, (n - 1) * block + 1)
+    else:
+        assert got == _kth(values, n)
+
+
+def grown_retriever(n_first: int, n_more: int, edges_every: int):
+    """A retriever fed `n_first` episodes, recalled once (fitting bounds), then fed `n_more`."""
+    from memory.encoder import HashingEncoder
+    from memory.episodes import Edge
+    from memory.graph import add_edges, add_episode
+    from memory.retriever import DEFAULT, EpisodeIndex, Retriever, episode_vector
+    from tests.test_retriever_latency import synthetic_texts
+
+    encoder = HashingEncoder()
+    texts = synthetic_texts(n_first + n_more, seed=11)
+    vectors = encoder.encode([t for t, _ in texts])
+    index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
+    chain = lambda G, node, hops: causal_chain(G, node, max_hops=hops).narrative  # noqa: E731
+    retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=DEFAULT)
+
+    def feed(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            text, cause = texts[i]
+            at = T0 + timedelta(hours=i)
+            ep = Episode(id=f"ep{i:05d}", entry_ids=(f"e{i}",), first_seq=i, last_seq=i, principal="p",
+                         situation="ops", subject=None, start=at, end=at, summary=text,
+                         outcome=(Outcome.SUCCESS, Outcome.FAILURE)[i % 3 == 0], outcome_evidence="",
+                         choices=(cause,), decisions=(f"Decision: {cause}",), observations=(text,))
+            index.add(ep, episode_vector(vectors[i][None, :]))
+            add_episode(graph, ep)
+            if i and i % edges_every == 0:
+                add_edges(graph, [Edge(ep.id, f"ep{i - 1:05d}", EdgeType.RETRY_OF, 0.7, "test"),
+                                  Edge(f"ep{i // 2:05d}", ep.id, EdgeType.LED_TO, 0.5, "test")])
+
+    feed(0, n_first)
+    retriever.recall(texts[0][0], principal="p", situation="ops", k=5)
+    feed(n_first, n_first + n_more)
+    return retriever, [t for t, _ in texts]
+
+
+@settings(max_examples=12, deadline=None)
+@given(n_first=st.integers(20, 120), n_more=st.integers(1, 80), edges_every=st.integers(2, 7),
+       query=st.integers(0, 199))
+def test_recall_after_growth_equals_recall_over_the_same_content_built_at_once(monkeypatch_module, n_first, n_more,
+                                                                               edges_every, query):
+    grown, texts = grown_retriever(n_first, n_more, edges_every)
+    fresh, _ = grown_retriever(n_first + n_more, 0, edges_every)
+    text = texts[query % len(texts)]
+    for k in (1, 6):
+        a = grown.recall(text, principal="p", situation="ops", k=k)
+        b = fresh.recall(text, principal="p", situation="ops", k=k)
+        assert a == b and a.episodes
