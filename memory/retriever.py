@@ -431,8 +431,10 @@ def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Ca
         nodes |= frontier
     sub = nx.Graph()  # isolated seeds stay out: proximity needs a link
     for u in sorted(nodes):
-        for _, v, data in graph.out_edges(u, data=True):
-            if v in nodes and v != u:
+        for v, keyed in graph.succ[u].items():  # the order of `graph.out_edges(u)`, without a view per node
+            if v not in nodes or v == u:
+                continue
+            for data in keyed.values():
                 w = float(data.get(weight, 1.0))
                 sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
     seeds = {s: w for s, w in seeds.items() if s in sub}

@@ -177,3 +177,46 @@ def test_recall_after_growth_equals_recall_over_the_same_content_built_at_once(m
         a = grown.recall(text, principal="p", situation="ops", k=k)
         b = fresh.recall(text, principal="p", situation="ops", k=k)
         assert a == b and a.episodes
+
+
+def reference_proximity(graph, seeds, allowed, hops=2, weight="weight", alpha=0.85):
+    """Graph proximity as first written: out_edges views and a plain power iteration."""
+    seeds = {s: w for s, w in seeds.items() if w > 0 and s in graph}
+    nodes, frontier = set(seeds), set(seeds)
+    for _ in range(hops):
+        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))
+                    if m not in nodes and allowed(m)}
+        nodes |= frontier
+    sub = nx.Graph()
+    for u in sorted(nodes):
+        for _, v, data in graph.out_edges(u, data=True):
+            if v in nodes and v != u:
+                w = float(data.get(weight, 1.0))
+                sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
+    seeds = {s: w for s, w in seeds.items() if s in sub}
+    if not seeds:
+        return {}
+    order = list(sub)
+    google = nx.google_matrix(sub, alpha=alpha, personalization=seeds, nodelist=order, weight=weight)
+    rank = plain_power_iteration(google, np.full(len(order), 1.0 / len(order)))
+    top = float(rank.max())
+    return {n: float(r) / top for n, r in zip(order, rank)} if top > 0 else {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 25), density=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 3))
+def test_graph_proximity_equals_its_first_definition(n, density, seed, hops):
+    from memory.retriever import graph_proximity
+
+    rng = np.random.default_rng(seed)
+    G = nx.MultiDiGraph()
+    G.add_nodes_from(f"n{i}" for i in range(n))
+    for u in range(n):
+        for v in range(n):
+            for kind in list(EdgeType)[:3]:
+                if rng.random() < density / 3:
+                    G.add_edge(f"n{u}", f"n{v}", key=kind.value, weight=float(rng.choice([0.3, 0.5, 0.9])))
+    seeds = {f"n{i}": float(rng.random()) for i in rng.choice(n, size=min(n, 5), replace=False)}
+    banned = {f"n{i}" for i in range(n) if rng.random() < 0.2}
+    allowed = lambda node: node not in banned  # noqa: E731
+    assert graph_proximity(G, seeds, allowed, hops=hops) == reference_proximity(G, seeds, allowed, hops=hops)
