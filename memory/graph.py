@@ -398,22 +398,22 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3) -> C
     # chain's neighbourhood, not on the size of the graph.
     reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
                                                                  depth_limit=max_hops)}
-    back = nx.DiGraph()  # the orientation of `_backward_view`, restricted to the reached episodes
-    for u in sorted(reached, key=lambda n: _sort_key(G, n)):
-        back.add_node(u)
+    key = {n: _sort_key(G, n) for n in reached}
+    nodes = sorted(reached, key=key.__getitem__)
+    # The orientation of `_backward_view`, restricted to the reached episodes: (later, earlier) → type
+    back: dict[tuple[str, str], EdgeType] = {}
+    for u in nodes:
         for v, keyed in G.succ[u].items():
             if v not in reached:
                 continue
             for data in keyed.values():
                 kind = data.get("type")
                 if kind in BACKWARD:
-                    back.add_edge(u, v, type=kind)
-                elif kind in FORWARD and not back.has_edge(v, u):
-                    back.add_edge(v, u, type=kind)
-    nodes = sorted(reached, key=lambda n: _sort_key(G, n))
-    sub = back.subgraph(nodes)
-    links = tuple(sorted((Link(u, v, d["type"]) for u, v, d in sub.edges(data=True)),
-                         key=lambda link: (_sort_key(G, link.source), _sort_key(G, link.target))))
+                    back[u, v] = kind
+                elif kind in FORWARD and (v, u) not in back:
+                    back[v, u] = kind
+    links = tuple(sorted((Link(u, v, kind) for (u, v), kind in back.items()),
+                         key=lambda link: (key[link.source], key[link.target])))
     words: list[str] = []
     for position, node in enumerate(nodes):
         words.extend(_steps(G.nodes[node].get("episode"), position == 0))

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import networkx as nx
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, FactVersion, terms
@@ -169,6 +170,7 @@ PRUNE_FROM = 4096  # partitions at least this large score relevance through boun
 BASIS_SAMPLE = 4096  # leading vectors of a partition its bounding basis is fitted on
 BASIS_DIM = 128  # dimensions of the bounding basis
 BOUND_SLACK = 1e-3  # added to every relevance bound: covers float32 rounding of both dot products
+SCORE_FIRST = 64  # when many rows pass the bounds, this many of the likeliest are scored first to tighten the cut
 
 
 class Bounds:
@@ -181,14 +183,23 @@ class Bounds:
     scored exactly. Any orthonormal basis gives true bounds: the principal directions of the
     partition's first vectors (fitted once, then fixed) merely make them tight, so the basis
     changes speed, never results.
+
+    The same split works on the leading ``r/2`` basis vectors alone (the rest of the
+    projection joins the residual), so a `Probe` first bounds every row from the first half
+    of the projection, then refines only the rows a recall still needs with the second half.
     """
 
     def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
         x = np.asarray(sample, dtype=np.float64)
         _, vectors = np.linalg.eigh(x.T @ x)
         self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
-        self._proj = np.zeros((16, self.basis.shape[1]), dtype=np.float32)
-        self._resid = np.zeros(16, dtype=np.float32)
+        self.head = (self.basis.shape[1] + 1) // 2  # leading basis vectors of the first pass
+        # first halves one per column (BLAS's matrix-vector product is fastest in this layout),
+        # second halves one per row (a few rows are gathered at a time)
+        self._head = np.zeros((self.head, 16), dtype=np.float32)
+        self._tail = np.zeros((16, self.basis.shape[1] - self.head), dtype=np.float32)
+        self._resid = np.zeros(16, dtype=np.float32)  # norm of the residual outside the basis
+        self._outside = np.zeros(16, dtype=np.float32)  # norm of everything outside the first half
         self.size = 0
 
     def split(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -205,23 +216,76 @@ class Bounds:
             end = self.size + len(proj)
             if end > len(self._resid):
                 cap = max(end, 2 * len(self._resid))
-                self._proj = np.concatenate([self._proj, np.zeros((cap - len(self._resid), self._proj.shape[1]),
-                                                                  dtype=np.float32)])
-                self._resid = np.concatenate([self._resid, np.zeros(cap - len(self._resid), dtype=np.float32)])
-            self._proj[self.size : end] = proj
+                head = np.zeros((self.head, cap), dtype=np.float32)
+                head[:, : self.size] = self._head[:, : self.size]
+                self._head = head
+                grow = lambda a: np.concatenate([a, np.zeros((cap - len(a), *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
+                self._tail, self._resid, self._outside = grow(self._tail), grow(self._resid), grow(self._outside)
+            tail = proj[:, self.head :].astype(np.float64)
+            self._head[:, self.size : end] = proj[:, : self.head].T
+            self._tail[self.size : end] = proj[:, self.head :]
             self._resid[self.size : end] = resid
+            self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
             self.size = end
 
+    def probe(self, query: np.ndarray) -> Probe:
+        """First-pass bounds of every row for `query` (see `Probe`)."""
+        return Probe(self, query)
+
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row."""
-        proj, resid = self.split(query)
-        # float32 throughout: its rounding (~1e-7) is far inside BOUND_SLACK
-        high = self._proj[: self.size] @ proj[0]
-        radius = self._resid[: self.size] * np.float32(resid[0])
+        """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
+        probe = self.probe(query)
+        probe.refine(np.arange(self.size))
+        return probe.low, probe.high
+
+
+class Probe:
+    """Bounds of ``clip(row·query, 0, 1)`` for one query: every row from the first half of
+    the basis, refined on demand (`refine`) with the whole basis. `low` and `high` are
+    updated in place and are valid bounds at every moment."""
+
+    def __init__(self, bounds: Bounds, query: np.ndarray) -> None:
+        self._bounds = bounds
+        with one_blas_thread():
+            proj, resid = bounds.split(query)
+            self._dot = proj[0, : bounds.head] @ bounds._head[:, : bounds.size]  # float32: rounding ≪ BOUND_SLACK
+        self._tail = proj[0, bounds.head :]
+        self._resid = np.float32(resid[0])
+        outside = np.float32(np.sqrt(resid[0] ** 2 + float(np.dot(self._tail.astype(np.float64), self._tail))))
+        radius = bounds._outside[: bounds.size] * outside
         radius += np.float32(BOUND_SLACK)
-        low = high - radius
-        high += radius
-        return np.clip(low, 0.0, 1.0, out=low), np.clip(high, 0.0, 1.0, out=high)
+        low = self._dot - radius
+        radius += self._dot
+        self.low = np.clip(low, 0.0, 1.0, out=low)  # lower bounds, float32
+        self.high = np.clip(radius, 0.0, 1.0, out=radius)  # upper bounds, float32
+        self._fine = np.zeros(bounds.size, dtype=bool)  # rows refined with the whole basis
+
+    def refine(self, rows: np.ndarray) -> None:
+        """Tighten the bounds of `rows` with the second half of the basis."""
+        todo = rows[~self._fine[rows]]
+        if not len(todo):
+            return
+        b = self._bounds
+        dot = self._dot[todo] + np.einsum("ij,j->i", b._tail[todo], self._tail)
+        radius = b._resid[todo] * self._resid + np.float32(BOUND_SLACK)
+        self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
+        self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
+        self._fine[todo] = True
+
+
+_BLAS: ThreadpoolController | None = None
+
+
+def one_blas_thread() -> Any:
+    """Context in which BLAS calls run on the calling thread only.
+
+    A matrix-vector product of this size is bound by memory, so more threads barely help;
+    on a busy machine their synchronisation made it several times slower.
+    """
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 class Partition:
@@ -367,8 +431,10 @@ def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Ca
         nodes |= frontier
     sub = nx.Graph()  # isolated seeds stay out: proximity needs a link
     for u in sorted(nodes):
-        for _, v, data in graph.out_edges(u, data=True):
-            if v in nodes and v != u:
+        for v, keyed in graph.succ[u].items():  # the order of `graph.out_edges(u)`, without a view per node
+            if v not in nodes or v == u:
+                continue
+            for data in keyed.values():
                 w = float(data.get(weight, 1.0))
                 sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
     seeds = {s: w for s, w in seeds.items() if s in sub}
@@ -376,15 +442,31 @@ def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Ca
         return {}
     order = list(sub)
     google = nx.google_matrix(sub, alpha=alpha, personalization=seeds, nodelist=order, weight=weight)
-    rank = np.full(len(order), 1.0 / len(order))
-    for _ in range(100):
-        nxt = rank @ google
-        if np.abs(nxt - rank).sum() < 1e-10:
-            rank = nxt
-            break
-        rank = nxt
+    rank = _power_iteration(google, np.full(len(order), 1.0 / len(order)))
     top = float(rank.max())
     return {n: float(r) / top for n, r in zip(order, rank)} if top > 0 else {}
+
+
+def _power_iteration(matrix: np.ndarray, start: np.ndarray, *, steps: int = 100, tol: float = 1e-10,
+                     chunk: int = 25) -> np.ndarray:
+    """``x ← x @ matrix`` until the L1 change is below `tol`, at most `steps` times.
+
+    The same products as a plain loop, but the convergence test runs once per `chunk`
+    steps over all of them: fewer small numpy calls, the same vector.
+    """
+    xs = np.empty((chunk + 1, len(start)))
+    xs[0] = start
+    done = 0
+    while done < steps:
+        m = min(chunk, steps - done)
+        for j in range(m):
+            np.matmul(xs[j], matrix, out=xs[j + 1])
+        hit = np.flatnonzero(np.abs(xs[1 : m + 1] - xs[:m]).sum(axis=1) < tol)
+        if len(hit):
+            return xs[hit[0] + 1].copy()
+        xs[0] = xs[m]
+        done += m
+    return xs[0].copy()
 
 
 def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float,
@@ -418,13 +500,28 @@ def _top(values: np.ndarray, n: int) -> np.ndarray:
     return part[np.lexsort((part, -values[part]))]
 
 
+def _at_most_kth(values: np.ndarray, n: int) -> float:
+    """A value no larger than the `n`-th largest (the smallest when there are fewer than `n`).
+
+    For long arrays, the `n`-th largest of the maxima of short blocks: these are values of
+    distinct rows, so it cannot exceed the true one, and it equals it unless two of the best
+    `n` share a block. One pass instead of a partition of the whole array.
+    """
+    block = len(values) // (64 * max(n, 1))
+    if block < 4:
+        return _kth(values, n)
+    whole = len(values) - len(values) % block
+    maxima = values[:whole].reshape(-1, block).max(axis=1)
+    return _kth(np.concatenate([maxima, values[whole:]]), n)
+
+
 def _kth(values: np.ndarray, n: int) -> float:
     """The `n`-th largest value (the smallest when there are fewer than `n`)."""
     if n <= 0:
         return float("inf")
     if n >= len(values):
         return float(values.min())
-    return float(values[np.argpartition(-values, n - 1)[n - 1]])
+    return float(np.partition(values, len(values) - n)[len(values) - n])
 
 
 def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
@@ -554,9 +651,11 @@ class Retriever:
             relevance = self._relevance(part, qvec)
             known = None
         else:  # exact scores for the rows whose bounds can reach the top; the others cannot be chosen
-            low, high = bounds.relevance(qvec)
+            probe = bounds.probe(qvec)
+            low, high = probe.low, probe.high  # refined in place where a stage needs tighter bounds
             relevance = np.zeros(len(part))
             known = np.zeros(len(part), dtype=bool)
+            scored: list[np.ndarray] = []  # rows scored exactly so far
         use_graph = cfg.graph > 0 and len(self.graph)  # len is O(1); number_of_edges is not
 
         def score(rows: np.ndarray) -> np.ndarray:
@@ -565,31 +664,55 @@ class Retriever:
                 if len(todo):
                     relevance[todo] = self._relevance(part, qvec, todo)
                     known[todo] = True
+                    scored.append(todo)
             return rows
 
         if use_graph:
             if known is None:
                 top = _top(relevance, cfg.seeds)
             else:
-                rows = score(np.flatnonzero(high >= _kth(low, cfg.seeds)))
+                rows = np.flatnonzero(high >= _at_most_kth(low, cfg.seeds))
+                first = max(SCORE_FIRST // 4, cfg.seeds)
+                if len(rows) > 2 * first:
+                    # the likeliest rows first: their exact values raise the cut the others must reach
+                    best = score(rows[_top(high[rows], first)])
+                    rows = rows[high[rows] >= _kth(relevance[best], cfg.seeds)]
+                probe.refine(rows)
+                # rows hold the best lower bounds (exact where scored), so their k-th is a valid cut
+                rows = score(rows[high[rows] >= _kth(np.where(known[rows], relevance[rows], low[rows]), cfg.seeds)])
                 top = rows[_top(relevance[rows], cfg.seeds)]
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
             near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
-            for node, value in near.items():
-                graph[part.position[node]] = value
+            linked = np.array([part.position[node] for node in near], dtype=np.intp)
+            graph[linked] = list(near.values())
         size = max(cfg.pool, k)
         if known is None:
             total = (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
                      + cfg.outcome * outcome + cfg.graph * graph)
             pool = _top(total, size)
         else:
-            linked = np.flatnonzero(graph)
-            if len(linked):
+            if use_graph and len(linked):
                 rest = rest.copy()
                 rest[linked] += (cfg.graph * graph[linked]).astype(np.float32)
             weight = np.float32(cfg.relevance)
-            floor = _kth(weight * low + rest, size) - 1e-5  # 1e-5: float32 rounding and summation order
-            rows = score(np.flatnonzero(weight * high + rest >= floor))
+
+            def floor(rows: np.ndarray | None) -> float:
+                """A total the `size`-th best reaches: lower bounds, exact where scored (rounding slack)."""
+                value = weight * (low if rows is None else low[rows]) + (rest if rows is None else rest[rows])
+                done = np.concatenate(scored) if scored else np.zeros(0, dtype=np.intp)
+                at = done if rows is None else np.flatnonzero(known[rows])
+                exact = done if rows is None else rows[at]
+                value[at] = weight * relevance[exact].astype(np.float32) + rest[exact]
+                return _at_most_kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
+
+            rows = np.flatnonzero(weight * high + rest >= floor(None))
+            probe.refine(rows)
+            rows = rows[weight * high[rows] + rest[rows] >= floor(rows)]  # rows hold the best lower bounds
+            if len(rows) > 2 * max(SCORE_FIRST, size):
+                upper = weight * high[rows] + rest[rows]
+                score(rows[_top(upper, max(SCORE_FIRST, size))])
+                rows = rows[upper >= floor(rows)]
+            rows = score(rows)
             total = np.zeros(len(part))
             total[rows] = (cfg.relevance * relevance[rows] + cfg.recency * recency[rows] + cfg.situation * sit[rows]
                            + cfg.outcome * outcome[rows] + cfg.graph * graph[rows])

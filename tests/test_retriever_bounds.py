@@ -33,6 +33,23 @@ def test_bounded_recall_equals_the_full_scan(monkeypatch):
     assert pruned == full and any(full)
 
 
+@pytest.mark.parametrize("score_first", [1, 3, 40])
+def test_scoring_the_likeliest_rows_first_changes_no_recall(monkeypatch, score_first):
+    full, _ = recalls(10**9, monkeypatch)
+    monkeypatch.setattr(retriever, "SCORE_FIRST", score_first)
+    batches = []
+    exact = retriever.Retriever._relevance
+
+    def spy(self, part, qvec, rows=None):
+        batches.append(None if rows is None else len(rows))
+        return exact(self, part, qvec, rows)
+
+    monkeypatch.setattr(retriever.Retriever, "_relevance", spy)
+    pruned, _ = recalls(1, monkeypatch)
+    assert pruned == full
+    assert len(batches) > 2 * 75  # some recalls scored a first batch before the rest (75 recalls)
+
+
 def test_bounds_contain_the_exact_cosine_also_for_rows_added_after_fitting():
     rng = np.random.default_rng(0)
     rows = HashingEncoder().encode([t for t, _ in synthetic_texts(300)])
@@ -44,6 +61,28 @@ def test_bounds_contain_the_exact_cosine_also_for_rows_added_after_fitting():
         exact = np.clip(rows @ query, 0.0, 1.0)
         low, high = bounds.relevance(query)
         assert np.all(low <= exact) and np.all(exact <= high)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 15, 16])
+def test_first_pass_and_refined_bounds_both_contain_the_exact_cosine(rank):
+    rng = np.random.default_rng(rank)
+    rows = HashingEncoder().encode([t for t, _ in synthetic_texts(300)])
+    bounds = Bounds(rows[:100], rank=rank)
+    bounds.extend(rows[:250])
+    for row in rows[250:]:
+        bounds.extend(row[None, :])
+    for query in [rows[3], rows[280], rng.standard_normal(rows.shape[1]).astype(np.float32)]:
+        exact = np.clip(rows @ query, 0.0, 1.0)
+        probe = bounds.probe(query)
+        first = probe.high - probe.low
+        assert np.all(probe.low <= exact) and np.all(exact <= probe.high)
+        some = np.flatnonzero(rng.random(len(rows)) < 0.3)
+        probe.refine(some)
+        probe.refine(some[:5])  # refining twice changes nothing
+        assert np.all(probe.low <= exact) and np.all(exact <= probe.high)
+        assert np.all(probe.high[some] - probe.low[some] <= first[some] + 1e-6)  # refined bounds are no looser
+        full_low, full_high = bounds.relevance(query)
+        assert np.array_equal(full_low[some], probe.low[some]) and np.array_equal(full_high[some], probe.high[some])
 
 
 def test_top_breaks_ties_by_lower_index_also_at_the_cut():

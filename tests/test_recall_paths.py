@@ -1,0 +1,222 @@
+"""Fast paths of recall give exactly what the plain definitions give."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.episodes import EdgeType, Episode, Outcome
+from memory.graph import BACKWARD, FORWARD, Link, _sort_key, _steps, causal_chain
+from memory.retriever import _power_iteration
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    """Every partition scored through its bounds (they are fitted on the first recall)."""
+    import memory.retriever as retriever
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(retriever, "PRUNE_FROM", 1)
+    yield patch
+    patch.undo()
+
+
+def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    for _ in range(100):
+        nxt = rank @ matrix
+        if np.abs(nxt - rank).sum() < 1e-10:
+            return nxt
+        rank = nxt
+    return rank
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([0.0, 0.5, 0.85, 1.0]),
+       chunk=st.integers(1, 40))
+def test_power_iteration_gives_the_vector_of_the_plain_loop(n, seed, alpha, chunk):
+    rng = np.random.default_rng(seed)
+    links = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
+    links[links.sum(axis=1) == 0, 0] = 1.0
+    personal = rng.random(n)
+    google = alpha * links / links.sum(axis=1)[:, None] + (1 - alpha) * personal / personal.sum()
+    start = np.full(n, 1.0 / n)
+    fast = _power_iteration(google, start, chunk=chunk)
+    assert np.array_equal(fast, plain_power_iteration(google, start))
+
+
+def reference_chain(G: nx.MultiDiGraph, episode_id: str, max_hops: int = 3):
+    """The chain as first defined: a DiGraph of causal edges over the reached episodes."""
+
+    def backward_neighbours(node):
+        for other, keyed in G.succ[node].items():
+            if any(data.get("type") in BACKWARD for data in keyed.values()):
+                yield other
+        for other, keyed in G.pred[node].items():
+            if any(data.get("type") in FORWARD for data in keyed.values()):
+                yield other
+
+    reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
+                                                                 depth_limit=max_hops)}
+    back = nx.DiGraph()
+    for u in sorted(reached, key=lambda n: _sort_key(G, n)):
+        back.add_node(u)
+        for v, keyed in G.succ[u].items():
+            if v not in reached:
+                continue
+            for data in keyed.values():
+                kind = data.get("type")
+                if kind in BACKWARD:
+                    back.add_edge(u, v, type=kind)
+                elif kind in FORWARD and not back.has_edge(v, u):
+                    back.add_edge(v, u, type=kind)
+    nodes = sorted(reached, key=lambda n: _sort_key(G, n))
+    links = tuple(sorted((Link(u, v, d["type"]) for u, v, d in back.edges(data=True)),
+                         key=lambda link: (_sort_key(G, link.source), _sort_key(G, link.target))))
+    words = []
+    for position, node in enumerate(nodes):
+        words.extend(_steps(G.nodes[node].get("episode"), position == 0))
+    return tuple(nodes), links, tuple(link.type for link in links), " → ".join(words)
+
+
+def episode(i: int, rng: np.random.Generator) -> Episode:
+    at = T0 + timedelta(hours=int(rng.integers(0, 50)))  # shared starts: ties fall to first_seq and id
+    return Episode(id=f"ep{i:03d}", entry_ids=(f"e{i}",), first_seq=int(rng.integers(0, 5)), last_seq=i,
+                   principal="p", situation="ops", subject=None, start=at, end=at, summary=f"episode {i}",
+                   outcome=list(Outcome)[int(rng.integers(len(Outcome)))], outcome_evidence="",
+                   decisions=("Decision: x",) if rng.random() < 0.6 else (),
+                   corrections=("y",) if rng.random() < 0.3 else (),
+                   observations=("z",) if rng.random() < 0.5 else ())
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 14), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4))
+def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, hops):
+    rng = np.random.default_rng(seed)
+    G = nx.MultiDiGraph()
+    for i in range(n):
+        ep = episode(i, rng)
+        G.add_node(ep.id, episode=ep, start=ep.start, first_seq=ep.first_seq)
+    types = list(EdgeType)
+    for u in range(n):
+        for v in range(n):
+            for kind in types:
+                if u != v and rng.random() < density / len(types) * 3:
+                    G.add_edge(f"ep{u:03d}", f"ep{v:03d}", key=kind.value, type=kind, weight=0.5, evidence="")
+    for node in G:
+        assert tuple(causal_chain(G, node, max_hops=hops)) == reference_chain(G, node, hops)
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(1, 60), size=st.integers(1, 30000), seed=st.integers(0, 2**32 - 1),
+       ties=st.booleans())
+def test_at_most_kth_is_a_lower_bound_of_the_kth_largest(n, size, seed, ties):
+    from memory.retriever import _at_most_kth, _kth
+
+    rng = np.random.default_rng(seed)
+    values = (rng.integers(0, 5, size) if ties else rng.random(size)).astype(np.float32)
+    got = _at_most_kth(values, n)
+    assert got <= _kth(values, n)
+    block = len(values) // (64 * n)
+    if block >= 4:  # no more than n - 1 blocks hold values above it
+        assert got >= _kth(values, (n - 1) * block + 1)
+    else:
+        assert got == _kth(values, n)
+
+
+def grown_retriever(n_first: int, n_more: int, edges_every: int):
+    """A retriever fed `n_first` episodes, recalled once (fitting bounds), then fed `n_more`."""
+    from memory.encoder import HashingEncoder
+    from memory.episodes import Edge
+    from memory.graph import add_edges, add_episode
+    from memory.retriever import DEFAULT, EpisodeIndex, Retriever, episode_vector
+    from tests.test_retriever_latency import synthetic_texts
+
+    encoder = HashingEncoder()
+    texts = synthetic_texts(n_first + n_more, seed=11)
+    vectors = encoder.encode([t for t, _ in texts])
+    index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
+    chain = lambda G, node, hops: causal_chain(G, node, max_hops=hops).narrative  # noqa: E731
+    retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=DEFAULT)
+
+    def feed(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            text, cause = texts[i]
+            at = T0 + timedelta(hours=i)
+            ep = Episode(id=f"ep{i:05d}", entry_ids=(f"e{i}",), first_seq=i, last_seq=i, principal="p",
+                         situation="ops", subject=None, start=at, end=at, summary=text,
+                         outcome=(Outcome.SUCCESS, Outcome.FAILURE)[i % 3 == 0], outcome_evidence="",
+                         choices=(cause,), decisions=(f"Decision: {cause}",), observations=(text,))
+            index.add(ep, episode_vector(vectors[i][None, :]))
+            add_episode(graph, ep)
+            if i and i % edges_every == 0:
+                add_edges(graph, [Edge(ep.id, f"ep{i - 1:05d}", EdgeType.RETRY_OF, 0.7, "test"),
+                                  Edge(f"ep{i // 2:05d}", ep.id, EdgeType.LED_TO, 0.5, "test")])
+
+    feed(0, n_first)
+    retriever.recall(texts[0][0], principal="p", situation="ops", k=5)
+    feed(n_first, n_first + n_more)
+    return retriever, [t for t, _ in texts]
+
+
+@settings(max_examples=12, deadline=None)
+@given(n_first=st.integers(20, 120), n_more=st.integers(1, 80), edges_every=st.integers(2, 7),
+       query=st.integers(0, 199))
+def test_recall_after_growth_equals_recall_over_the_same_content_built_at_once(monkeypatch_module, n_first, n_more,
+                                                                               edges_every, query):
+    grown, texts = grown_retriever(n_first, n_more, edges_every)
+    fresh, _ = grown_retriever(n_first + n_more, 0, edges_every)
+    text = texts[query % len(texts)]
+    for k in (1, 6):
+        a = grown.recall(text, principal="p", situation="ops", k=k)
+        b = fresh.recall(text, principal="p", situation="ops", k=k)
+        assert a == b and a.episodes
+
+
+def reference_proximity(graph, seeds, allowed, hops=2, weight="weight", alpha=0.85):
+    """Graph proximity as first written: out_edges views and a plain power iteration."""
+    seeds = {s: w for s, w in seeds.items() if w > 0 and s in graph}
+    nodes, frontier = set(seeds), set(seeds)
+    for _ in range(hops):
+        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))
+                    if m not in nodes and allowed(m)}
+        nodes |= frontier
+    sub = nx.Graph()
+    for u in sorted(nodes):
+        for _, v, data in graph.out_edges(u, data=True):
+            if v in nodes and v != u:
+                w = float(data.get(weight, 1.0))
+                sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
+    seeds = {s: w for s, w in seeds.items() if s in sub}
+    if not seeds:
+        return {}
+    order = list(sub)
+    google = nx.google_matrix(sub, alpha=alpha, personalization=seeds, nodelist=order, weight=weight)
+    rank = plain_power_iteration(google, np.full(len(order), 1.0 / len(order)))
+    top = float(rank.max())
+    return {n: float(r) / top for n, r in zip(order, rank)} if top > 0 else {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 25), density=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 3))
+def test_graph_proximity_equals_its_first_definition(n, density, seed, hops):
+    from memory.retriever import graph_proximity
+
+    rng = np.random.default_rng(seed)
+    G = nx.MultiDiGraph()
+    G.add_nodes_from(f"n{i}" for i in range(n))
+    for u in range(n):
+        for v in range(n):
+            for kind in list(EdgeType)[:3]:
+                if rng.random() < density / 3:
+                    G.add_edge(f"n{u}", f"n{v}", key=kind.value, weight=float(rng.choice([0.3, 0.5, 0.9])))
+    seeds = {f"n{i}": float(rng.random()) for i in rng.choice(n, size=min(n, 5), replace=False)}
+    banned = {f"n{i}" for i in range(n) if rng.random() < 0.2}
+    allowed = lambda node: node not in banned  # noqa: E731
+    assert graph_proximity(G, seeds, allowed, hops=hops) == reference_proximity(G, seeds, allowed, hops=hops)
