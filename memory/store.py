@@ -86,6 +86,8 @@ CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
 BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
 """
 
+_MMAP_BYTES = 1 << 40  # upper bound of the memory map used to read snapshot bodies (see `snapshot_body`)
+
 _COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
 
 
@@ -223,6 +225,7 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL") -> None:
         self.path = str(path)
+        self._mapped = False  # whether reads use a memory map (see `snapshot_body`)
         if self.path != ":memory:":
             file = Path(self.path)
             if file.is_dir():
@@ -409,6 +412,50 @@ class SQLiteStore:
         for snapshot_id, meta, body in self._db.execute(
                 "SELECT id, meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (kind,)):
             yield snapshot_id, json.loads(meta), body
+
+    # -- reads for opening from snapshots ------------------------------------------------------
+
+    def records_after(self, kind: str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Records of one kind stored after record `after` (a records seq), in insertion order."""
+        for record_id, body in self._db.execute(
+                "SELECT id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
+            yield record_id, json.loads(body)
+
+    def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
+        """The body of one record, or None."""
+        row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def record_at(self, seq: int) -> tuple[str, str] | None:
+        """(kind, id) of the record stored at `seq`, or None."""
+        row = self._db.execute("SELECT kind, id FROM records WHERE seq = ?", (seq,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def last_record(self) -> int:
+        """The seq of the last stored record (0 when there is none)."""
+        return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
+
+    def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
+        """(seq, kind, id, body as stored) of the records with ``after < seq <= upto``, in order."""
+        return self._db.execute("SELECT seq, kind, id, body FROM records WHERE seq > ? AND seq <= ? ORDER BY seq",
+                                (after, upto)).fetchall()
+
+    def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
+        """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
+        return [(seq, snapshot_id, json.loads(meta)) for seq, snapshot_id, meta in self._db.execute(
+            "SELECT seq, id, meta FROM snapshots WHERE kind = ? ORDER BY seq", (kind,))]
+
+    def snapshot_body(self, seq: int) -> bytes:
+        """The body of the snapshot stored at `seq` (empty when there is none).
+
+        Bodies are large: the file is memory-mapped for the read, which spares SQLite a
+        read call per page.
+        """
+        if not self._mapped and self.path != ":memory:":
+            self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
+            self._mapped = True
+        row = self._db.execute("SELECT CAST(body AS BLOB) FROM snapshots WHERE seq = ?", (seq,)).fetchone()
+        return row[0] if row else b""
 
     def principal_count(self) -> int:
         """Distinct tenants in the timeline."""
