@@ -16,7 +16,9 @@ whole timeline into a fresh memory; the result equals the live state.
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -28,7 +30,7 @@ import numpy as np
 
 from memory import graph as graph_rules
 from memory.encoder import Encoder, HashingEncoder
-from memory.episodes import Edge, Episode
+from memory.episodes import Edge, Episode, Outcome
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
 from memory.facts import (
     DEFAULT_FACTS,
@@ -437,22 +439,28 @@ class EpisodicMemory:
         State runs (`memory.snapshot`) stand for the records they cover; the records after
         the last usable run are read one by one. Both give the same state, in storing order.
         """
-        runs = snapshot.read_runs(self.store, config=self._config, dim=self.encoder.dim) \
-            if self.store.path != ":memory:" else []
+        collect, interval = gc.isenabled(), sys.getswitchinterval()
+        gc.disable()  # bulk loading makes a few hundred thousand containers, none of them garbage
+        sys.setswitchinterval(0.0005)  # the run reader thread gets the GIL back soon after each read and digest
+        try:
+            runs, late_edges = self._load_runs()
+        finally:
+            sys.setswitchinterval(interval)
+            if collect:
+                gc.enable()
         self._covered = runs[-1].upto if runs else 0
         tail = [Episode.from_record(body) for _, body in self.store.records_after(EPISODE, self._covered)]
-        before = self._load_runs(runs)
         counts: dict[str, int] = {}
         for episode in tail:
             counts[episode.principal] = counts.get(episode.principal, 0) + 1
         self.index.reserve(counts)
-        self._index_stored(tail, before)
+        self._index_stored(tail, sum(len(run.ids) for run in runs))
         tail_edges = list(self.store.records_after(EDGE, self._covered))
-        edges = [e for run in runs for e in run.edges] + [Edge.from_record(body) for _, body in tail_edges]
         for run in runs:
             self._edge_ids.defer(lambda run=run: run.edge_ids)
         self._edge_ids.update(i for i, _ in tail_edges)
-        graph_rules.add_edges(self.graph, edges)
+        graph_rules.add_edge_rows(self.graph, late_edges)
+        graph_rules.add_edges(self.graph, [Edge.from_record(body) for _, body in tail_edges])
         facts = [body for run in runs for body in run.facts]
         facts += [body for _, body in self.store.records_after(FACT, self._covered)]
         self._add_loaded_versions(FactVersion.from_record(body) for body in facts)
@@ -475,69 +483,83 @@ class EpisodicMemory:
         if not self._episodes and len(self.store) == 0:
             return
         start = min(self._closed_seq.values(), default=-1) + 1
-        if self.store.principal_count() > len(self._closed_seq):
+        if any(who not in self._closed_seq for who in self.store.principals()):
             start = 0
         for entry in self.store.entries(start=start):
             if entry.seq > self._closed_seq.get(entry.principal, -1):
                 for episode in self._segmenter.feed(entry):
                     self._close(episode)
 
-    def _load_runs(self, runs: Sequence[snapshot.Run]) -> int:
-        """Index the episodes of state runs in bulk (episodes themselves are read on first use); how many."""
-        rows: dict[str, list[tuple[snapshot.Run, np.ndarray]]] = {}
-        for run in runs:
+    def _load_runs(self) -> tuple[list[snapshot.Run], list[tuple[str, str, Any, float, str]]]:
+        """Load the state runs: episodes (read on first use), nodes, edges, partitions and bounds.
+
+        Returns the runs and the edges of theirs that wait for episodes stored after them
+        (none when a single process wrote the store): the exact load adds every node first.
+        """
+        reader = snapshot.RunReader(self.store, config=self._config, dim=self.encoder.dim)
+        runs: list[snapshot.Run] = []
+        late: list[tuple[str, str, Any, float, str]] = []
+        order: dict[str, list[str]] = {}
+        situations: dict[str, list[str]] = {}
+        outcomes: dict[str, list[Outcome]] = {}
+        columns: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        graph = self.graph
+        for run in reader:
+            runs.append(run)
             ids = run.ids
-            principals = run.decoded("principal")
-            situations = run.decoded("situation")
-            outcomes = [snapshot.OUTCOMES[c] for c in run.column("outcome").tolist()]
-            first_seqs = run.column("seqs")[:, 0].tolist()
+            strings = run.strings
+            codes = run.column("principal")
+            principals = [strings[c] for c in codes.tolist()]
+            sits = run.decoded("situation")
+            outs = [snapshot.OUTCOMES[c] for c in run.column("outcome").tolist()]
             self._episodes.defer(ids)
             self._problems.defer(ids, run)
             self._cites.update(run.cites)
-            graph_rules.add_episode_rows(self.graph, ids, principals, situations, run.decoded("subject"), first_seqs,
-                                         outcomes, self._episodes)
-            codes = run.column("principal")
+            graph_rules.add_episode_rows(graph, ids, principals, sits, run.decoded("subject"),
+                                         run.column("seqs")[:, 0].tolist(), outs, self._episodes)
+            last, ends, corrected = run.column("seqs")[:, 1], run.column("ends"), run.column("corrected")
             for code in np.unique(codes).tolist():
-                rows.setdefault(run.strings[code], []).append((run, np.flatnonzero(codes == code)))
-            last = run.column("seqs")[:, 1]
-            for code in np.unique(codes).tolist():
-                who = run.strings[code]
-                self._closed_seq[who] = max(self._closed_seq.get(who, -1), int(last[codes == code].max()))
-        for who, parts in rows.items():
-            ids = [run.ids[i] for run, picked in parts for i in picked.tolist()]
-            order = self._order.setdefault(who, [])
-            self._position.update(zip(ids, range(len(order), len(order) + len(ids))))
-            order.extend(ids)
-            self.index.load(
-                who, snapshot.EpisodeList(ids, self._episodes), ids,
-                np.concatenate([run.column("vectors")[picked] for run, picked in parts]),
-                np.concatenate([run.column("ends")[picked] for run, picked in parts]),
-                [snapshot.OUTCOMES[c] for run, picked in parts for c in run.column("outcome")[picked].tolist()],
-                np.concatenate([run.column("corrected")[picked] for run, picked in parts]),
-                [s for run, picked in parts for s in np.asarray(run.strings, dtype=object)[run.column("situation")[picked]]])
-            self._load_bounds(who, parts)
-        return sum(len(run.ids) for run in runs)
+                who = strings[code]
+                picked = np.flatnonzero(codes == code)
+                rows = picked.tolist()
+                order.setdefault(who, []).extend([ids[i] for i in rows])
+                situations.setdefault(who, []).extend([sits[i] for i in rows])
+                outcomes.setdefault(who, []).extend([outs[i] for i in rows])
+                columns.setdefault(who, []).append((ends[picked], corrected[picked]))
+                self._closed_seq[who] = max(self._closed_seq.get(who, -1), int(last[picked].max()))
+            edges = run.edges
+            if not late and self._episodes.has_all({s for s, *_ in edges} | {t for _, t, *_ in edges}):
+                graph_rules.add_edge_rows(graph, edges)
+            else:
+                late.extend(edges)
+        for who, ids in order.items():
+            self._order[who] = ids
+            self._position.update(zip(ids, range(len(ids))))
+            self.index.load(who, snapshot.EpisodeList(ids, self._episodes), ids, reader.vectors[who][: len(ids)],
+                            np.concatenate([e for e, _ in columns[who]]), outcomes[who],
+                            np.concatenate([c for _, c in columns[who]]), situations[who])
+            self._load_bounds(who, reader, [run for run in runs if who in run.rows])
+        return runs, late
 
-    def _load_bounds(self, principal: str, parts: list[tuple[snapshot.Run, np.ndarray]]) -> None:
+    def _load_bounds(self, principal: str, reader: snapshot.RunReader, runs: list[snapshot.Run]) -> None:
         """Install a partition's relevance bounds from the runs' stored projections.
 
         The basis is the one the latest runs used; rows of runs stored before it (or with
         another) are projected here. Without any stored basis the bounds are fitted on first use.
         """
         part = self.index.partition(principal)
-        stored = [run.projections(principal) for run, _ in parts]
-        digest = next((p[0] for p in reversed(stored) if p is not None), None)
+        digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
         basis = snapshot.read_basis(self.store, principal, digest) if digest is not None else None
-        if basis is None or basis.shape[0] != self.encoder.dim or len(part) < max(retrieval.PRUNE_FROM, 1):
+        proj, resid = reader.proj.get(principal), reader.resid.get(principal)
+        if basis is None or proj is None or basis.shape != (self.encoder.dim, proj.shape[1]) \
+                or len(part) < max(retrieval.PRUNE_FROM, 1):
             return
         empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
-        proj, resid = [], []
-        for (run, picked), p in zip(parts, stored):
-            if p is None or p[0] != digest:
-                p = (digest, *empty.split(run.column("vectors")[picked]))
-            proj.append(p[1])
-            resid.append(p[2])
-        part.bounds = Bounds.from_parts(basis, np.concatenate(proj), np.concatenate(resid))
+        for run in runs:
+            if run.bases[principal] != digest:
+                rows = slice(run.offsets[principal], run.offsets[principal] + run.rows[principal])
+                proj[rows], resid[rows] = empty.split(part.matrix[rows])
+        part.bounds = Bounds.from_parts(basis, proj[: len(part)], resid[: len(part)])
 
     def _index_stored(self, stored: list[Episode], before: int) -> None:
         """Index episodes read from their records (`before` episodes precede them), problems from entries.
@@ -617,7 +639,7 @@ class EpisodicMemory:
             dim=self.encoder.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
             cites={ep.id: self._cites[ep.id] for ep in episodes if ep.id in self._cites}, edges=edges, facts=facts,
             marks=marks, projections=projections)
-        name = snapshot.run_id(meta, body)
+        name = snapshot.run_id(meta)
         known = {i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}
         while name in known:  # a damaged copy holds the name: store this one beside it
             name += "+"

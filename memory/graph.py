@@ -342,8 +342,14 @@ def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
 
 def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:
     """Add edges keyed by type; a later record of the same key replaces the weight."""
-    G.add_edges_from((edge.source, edge.target, edge.type.value,
-                      {"type": edge.type, "weight": edge.weight, "evidence": edge.evidence}) for edge in edges)
+    add_edge_rows(G, ((edge.source, edge.target, edge.type, edge.weight, edge.evidence) for edge in edges))
+
+
+def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, float, str]]) -> None:
+    """`add_edges` from (source, target, type, weight, evidence) rows."""
+    add = G.add_edge  # one call per edge: cheaper than add_edges_from, which builds a view per edge
+    for source, target, kind, weight, evidence in rows:
+        add(source, target, kind.value, type=kind, weight=weight, evidence=evidence)
 
 
 def build_graph(episodes: Iterable[Episode], edges: Iterable[Edge]) -> nx.MultiDiGraph:

@@ -217,8 +217,8 @@ class Bounds:
         """Bounds over stored rows (bulk loading): a basis and the rows' `split` parts, as float32."""
         bounds = cls.__new__(cls)
         bounds.basis = np.ascontiguousarray(basis, dtype=np.float64)
-        bounds._proj = np.array(proj, dtype=np.float32).reshape(-1, bounds.basis.shape[1])
-        bounds._resid = np.array(resid, dtype=np.float32).reshape(-1)
+        bounds._proj = np.ascontiguousarray(proj, dtype=np.float32).reshape(-1, bounds.basis.shape[1])
+        bounds._resid = np.ascontiguousarray(resid, dtype=np.float32).reshape(-1)
         bounds.size = len(bounds._resid)
         return bounds
 

@@ -9,8 +9,8 @@ and the records are never touched, so a crash while writing one leaves a valid s
 
 Opening follows the runs from the first record onwards and loads the records after the
 last usable one the exact way. A run is used only when everything checks out: its format
-and the graph configuration its problems were computed under, the sha256 of every section
-of its body (a truncated or altered body fails), and the records at both ends of its range
+and the graph configuration its problems were computed under, the size and sha256 of its
+body (a truncated or altered body fails), the shapes of its sections, and the records at both ends of its range
 (the records are insert-only and content-addressed, so a run made of another store or
 another range fails). Anything else falls back to the exact path; a run can make opening
 faster, never different.
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import queue
+import threading
 from collections.abc import MutableMapping, MutableSequence, MutableSet
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -75,7 +77,7 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
     """
     sections: list[tuple[str, bytes, str | None, list[int] | None]] = []
 
-    def array(name: str, values: np.ndarray, dtype: str) -> None:
+    def array(name: str, values: Any, dtype: str) -> None:
         a = np.ascontiguousarray(values, dtype=dtype)
         sections.append((name, a.tobytes(), dtype, list(a.shape)))
 
@@ -88,11 +90,15 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
     array("principal", [code(ep.principal) for ep in episodes], "<i4")
     array("situation", [code(ep.situation) for ep in episodes], "<i4")
     array("subject", [code(ep.subject) for ep in episodes], "<i4")
-    array("seqs", [(ep.first_seq, ep.last_seq) for ep in episodes] or np.zeros((0, 2)), "<i8")
+    array("seqs", np.array([(ep.first_seq, ep.last_seq) for ep in episodes]).reshape(-1, 2), "<i8")
     array("ends", [ep.end.timestamp() for ep in episodes], "<f8")
     array("outcome", [OUTCOMES.index(ep.outcome) for ep in episodes], "<i1")
     array("corrected", [bool(ep.corrections) for ep in episodes], "u1")
-    array("vectors", np.stack([v for _, v in problems]) if problems else np.zeros((0, dim)), "<f4")
+    rows: dict[str, list[int]] = {}
+    for n, ep in enumerate(episodes):
+        rows.setdefault(ep.principal, []).append(n)
+    for principal, picked in rows.items():  # one block per principal: copied straight into its partition
+        array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
     document("texts", [t for t, _ in problems])
     document("cites", {i: list(c) for i, c in cites.items()})
     document("edges", [[body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
@@ -112,17 +118,19 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
     document("strings", list(strings))
     layout, chunks, offset = {}, [], 0
     for name, data, dtype, shape in sections:
-        layout[name] = [offset, len(data), _digest(data), dtype, shape]
+        layout[name] = [offset, len(data), dtype, shape]
         chunks.append(data)
         offset += len(data)
+    body = b"".join(chunks)
     meta = {"format": FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
-            "config": config, "dim": dim, "episodes": len(episodes), "bases": bases, "sections": layout}
-    return meta, b"".join(chunks)
+            "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
+            "bases": bases, "sections": layout, "size": len(body), "digest": _digest(body)}
+    return meta, body
 
 
-def run_id(meta: Mapping[str, Any], body: bytes) -> str:
+def run_id(meta: Mapping[str, Any]) -> str:
     """Snapshot id of a run: its range and the digest of its body."""
-    return f"{meta['after']}:{meta['upto']}:{_digest(body)[:32]}"
+    return f"{meta['after']}:{meta['upto']}:{meta['digest'][:32]}"
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -132,51 +140,33 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-class Run:
-    """A verified run, decoded column by column on first use."""
+_BULK = ("vectors:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
 
-    def __init__(self, meta: Mapping[str, Any], body: bytes) -> None:
+
+class Run:
+    """A checked run: its small sections, decoded on first use (the vectors went to `RunReader.vectors`)."""
+
+    def __init__(self, meta: Mapping[str, Any], sections: dict[str, tuple[bytes, str | None, list[int] | None]]) -> None:
         self.meta = meta
         self.after: int = int(meta["after"])
         self.upto: int = int(meta["upto"])
-        self._body = memoryview(body)
-        layout = meta["sections"]
-        if not isinstance(layout, dict):
-            raise Corrupt("no section table")
-        for name, (offset, length, digest, _, _) in layout.items():
-            if offset < 0 or offset + length > len(body) or _digest(self._body[offset : offset + length]) != digest:
-                raise Corrupt(f"section {name} is truncated or altered")
-        self._layout = layout
-        n = int(meta["episodes"])
-        for name in ("principal", "situation", "subject", "ends", "outcome", "corrected"):
-            if self._array(name).shape != (n,):
-                raise Corrupt(f"section {name} does not have {n} rows")
-        if self._array("seqs").shape != (n, 2) or self._array("vectors").shape != (n, int(meta["dim"])):
-            raise Corrupt("episode sections disagree on their rows")
-        if len(self.ids) != n:
-            raise Corrupt("episode ids disagree with the count")
+        self.rows: dict[str, int] = dict(meta["rows"])  # episodes per principal
+        self.offsets: dict[str, int] = {}  # principal → first row of this run in `RunReader.vectors`
+        self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
+        self._sections = sections
 
     def _array(self, name: str) -> np.ndarray:
-        offset, length, _, dtype, shape = self._layout[name]
-        return np.frombuffer(self._body[offset : offset + length], dtype=dtype).reshape(shape)
+        data, dtype, shape = self._sections[name]
+        return np.frombuffer(data, dtype=dtype).reshape(shape)
 
     def _document(self, name: str) -> Any:
-        kept = getattr(self, "_kept", None)
-        if kept is not None and name in kept:
-            return json.loads(kept.pop(name).decode("utf-8"))
-        offset, length = self._layout[name][:2]
-        return json.loads(bytes(self._body[offset : offset + length]).decode("utf-8"))
+        data = self._sections.pop(name)[0]
+        return json.loads(data.decode("utf-8"))
 
     def release(self) -> None:
-        """Drop the body, keeping only what is read later (texts, ids, principal codes): frees the vectors."""
-        keep = {}
-        for name in ("texts", "edge_ids", "marks"):
-            offset, length = self._layout[name][:2]
-            keep[name] = bytes(self._body[offset : offset + length])
-        principals = self._array("principal").copy()
-        self._body = memoryview(b"")
-        self._kept = keep
-        self._principals = principals
+        """Drop the columns only opening needs (what is read later stays)."""
+        keep = ("texts", "edge_ids", "marks", "principal", "strings")
+        self._sections = {name: value for name, value in self._sections.items() if name in keep}
 
     def row(self, episode_id: str) -> int:
         """The row of an episode of this run."""
@@ -186,8 +176,7 @@ class Run:
         return rows[episode_id]
 
     def principal_at(self, row: int) -> str:
-        codes = self._principals if hasattr(self, "_principals") else self._array("principal")
-        return self.strings[int(codes[row])]
+        return self.strings[int(self._array("principal")[row])]
 
     @cached_property
     def ids(self) -> list[str]:
@@ -198,7 +187,7 @@ class Run:
         return self._document("strings")
 
     def column(self, name: str) -> np.ndarray:
-        """A numeric column: principal, situation, subject (string codes), seqs, ends, outcome, corrected, vectors."""
+        """A numeric column: principal, situation, subject (string codes), seqs, ends, outcome, corrected."""
         return self._array(name)
 
     def decoded(self, name: str) -> list[str | None]:
@@ -215,9 +204,10 @@ class Run:
         return self._document("cites")
 
     @cached_property
-    def edges(self) -> list[Edge]:
+    def edges(self) -> list[tuple[str, str, EdgeType, float, str]]:
+        """(source, target, type, weight, evidence) of each edge record, in storing order."""
         weights = self._array("weights").tolist()
-        return [Edge(s, t, EDGE_TYPES[k], w, ev) for (s, t, k, ev), w in zip(self._document("edges"), weights)]
+        return [(s, t, EDGE_TYPES[k], w, ev) for (s, t, k, ev), w in zip(self._document("edges"), weights)]
 
     @cached_property
     def edge_ids(self) -> list[str]:
@@ -241,41 +231,151 @@ class Run:
         """Episodes stored before the run that got a reinforcement mark in it."""
         return self._document("outside")
 
-    def projections(self, principal: str) -> tuple[str, np.ndarray, np.ndarray] | None:
-        """(basis digest, projections, residual norms) of a principal's rows, when stored."""
-        basis = self.meta["bases"].get(principal)
-        if basis is None:
-            return None
-        return basis, self._array(f"proj:{principal}"), self._array(f"resid:{principal}")
 
+class RunReader:
+    """The usable runs of a store, in records order from the first record on (see the module docstring).
 
-def read_runs(store: Any, *, config: str, dim: int) -> list[Run]:
-    """The usable runs of a store, in records order from the first record on (see the module docstring)."""
-    candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-    for seq, _, meta in store.snapshot_index(RUN):
-        if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("config") == config \
-                and meta.get("dim") == dim and isinstance(meta.get("after"), int):
-            candidates.setdefault(meta["after"], []).append((seq, meta))
-    runs: list[Run] = []
-    after, last = 0, store.last_record()
-    while after in candidates:
-        found = None
-        for seq, meta in candidates[after]:
+    Iterating yields the runs; meanwhile a worker thread with its own connection reads and
+    checks the bodies and copies each principal's vectors and bound projections into
+    `vectors` / `projections` (SQLite, sha256 and numpy copies release the GIL), so the
+    caller's work on one run overlaps reading the next.
+    """
+
+    def __init__(self, store: Any, *, config: str, dim: int) -> None:
+        self.store = store
+        self.dim = dim
+        self.candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        for seq, _, meta in store.snapshot_index(RUN) if store.path != ":memory:" else ():
+            if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("config") == config \
+                    and meta.get("dim") == dim and isinstance(meta.get("after"), int) \
+                    and isinstance(meta.get("rows"), dict) and isinstance(meta.get("bases"), dict):
+                self.candidates.setdefault(meta["after"], []).append((seq, meta))
+        self.last = store.last_record() if self.candidates else 0
+        rows: dict[str, int] = {}  # capacity: every candidate's rows (untouched pages of np.empty cost nothing)
+        ranks: dict[str, int] = {}
+        for _, meta in (c for found in self.candidates.values() for c in found):
+            for principal, k in meta["rows"].items():
+                rows[principal] = rows.get(principal, 0) + int(k)
+                shape = meta["sections"].get(f"proj:{principal}", [0, 0, "", [0, 0]])[3]
+                if len(shape) == 2 and int(shape[1]) > 0:
+                    ranks.setdefault(principal, int(shape[1]))
+        self.vectors = {p: np.empty((k, dim), dtype=np.float32) for p, k in rows.items()}
+        self.proj = {p: np.empty((k, ranks[p]), dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
+        self.resid = {p: np.empty(k, dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
+        self.filled = dict.fromkeys(rows, 0)  # rows filled per principal, by the runs yielded so far
+
+    def __iter__(self) -> Iterator[Run]:
+        if 0 not in self.candidates:
+            return
+        found: queue.Queue = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def offer(item: Any) -> bool:
+            while not stop.is_set():
+                try:
+                    found.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def work() -> None:
+            try:
+                reader = type(self.store)(self.store.path, create=False)
+                try:
+                    after = 0
+                    while after in self.candidates:
+                        run = self._first_usable(reader, after)
+                        if run is None or not offer(run):
+                            break
+                        after = run.upto
+                finally:
+                    reader.close()
+            except BaseException as exc:  # handed to the caller, raised there
+                offer(exc)
+            finally:
+                offer(None)
+
+        worker = threading.Thread(target=work, name="snapshot-reader", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = found.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()
+            worker.join()
+
+    def _first_usable(self, store: Any, after: int) -> Run | None:
+        """The first candidate run starting after `after` that checks out and fits, copied in; or None."""
+        for seq, meta in self.candidates[after]:
             try:
                 upto = int(meta["upto"])
-                if not after < upto <= last:
+                if not after < upto <= self.last:
                     continue
                 if store.record_at(after + 1) != tuple(meta["first"]) or store.record_at(upto) != tuple(meta["last"]):
                     continue  # made of other records
-                found = Run(meta, store.snapshot_body(seq))
-                break
-            except (Corrupt, KeyError, TypeError, ValueError):
+                run = self._copy(store, seq, meta)
+            except (Corrupt, KeyError, TypeError, ValueError, IndexError, AttributeError):
                 continue
-        if found is None:
-            break
-        runs.append(found)
-        after = found.upto
-    return runs
+            if run is not None:
+                return run
+        return None
+
+    def _copy(self, store: Any, seq: int, meta: Mapping[str, Any]) -> Run | None:
+        """Read and check a run's sections; its vectors and projections go to the principals' arrays.
+
+        Raises `Corrupt` when a section is truncated, altered or of the wrong shape; None when
+        the run does not fit the arrays (the rest then loads the exact way).
+        """
+        layout = meta["sections"]
+        n, dim = int(meta["episodes"]), int(meta["dim"])
+        rows = {p: int(k) for p, k in meta["rows"].items()}
+        if not isinstance(layout, dict) or sum(rows.values()) != n:
+            raise Corrupt("no section table, or rows disagree with the episodes")
+        expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
+                    "seqs": [n, 2], **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
+        for name, shape in expected.items():
+            if name not in layout or list(layout[name][3]) != shape:
+                raise Corrupt(f"section {name} is missing or has another shape")
+        if any(self.filled.get(p, 0) + k > len(self.vectors.get(p, ())) for p, k in rows.items()):
+            return None
+        body = store.snapshot_body(seq)  # one read and one digest per run: the GIL is released for both
+        if len(body) != int(meta["size"]) or _digest(body) != meta["digest"]:
+            raise Corrupt("body is truncated or altered")
+        view = memoryview(body)
+        kept: dict[str, tuple[bytes, str | None, list[int] | None]] = {}
+        bulk: dict[str, np.ndarray] = {}
+        for name, (offset, length, dtype, shape) in layout.items():
+            if not 0 <= offset <= offset + length <= len(body) or \
+                    dtype is not None and int(np.prod(shape)) * np.dtype(dtype).itemsize != length:
+                raise Corrupt(f"section {name} does not fit the body or its shape")
+            data = view[offset : offset + length]
+            if name.startswith(_BULK):
+                bulk[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
+            else:
+                kept[name] = (bytes(data), dtype, shape)
+        run = Run(meta, kept)
+        for principal, k in rows.items():
+            at = self.filled[principal]
+            self.vectors[principal][at : at + k] = bulk[f"vectors:{principal}"]
+            digest = meta["bases"].get(principal)
+            proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
+            target = self.proj.get(principal)
+            if digest is not None and proj is not None and resid is not None and target is not None \
+                    and proj.shape == (k, target.shape[1]) and resid.shape == (k,):
+                target[at : at + k] = proj
+                self.resid[principal][at : at + k] = resid
+                run.bases[principal] = digest
+            else:
+                run.bases[principal] = None
+            run.offsets[principal] = at
+            self.filled[principal] = at + k
+        return run
 
 
 def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
@@ -339,6 +439,10 @@ class LazyMap(MutableMapping):
 
     def __contains__(self, key: object) -> bool:
         return key in self._known
+
+    def has_all(self, keys: set[Any]) -> bool:
+        """Whether every one of `keys` is a key."""
+        return self._known.keys() >= keys
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._known[key] = value

@@ -86,8 +86,6 @@ CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
 BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
 """
 
-_MMAP_BYTES = 1 << 40  # upper bound of the memory map used to read snapshot bodies (see `snapshot_body`)
-
 _COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
 
 
@@ -225,7 +223,6 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL") -> None:
         self.path = str(path)
-        self._mapped = False  # whether reads use a memory map (see `snapshot_body`)
         if self.path != ":memory:":
             file = Path(self.path)
             if file.is_dir():
@@ -448,14 +445,24 @@ class SQLiteStore:
     def snapshot_body(self, seq: int) -> bytes:
         """The body of the snapshot stored at `seq` (empty when there is none).
 
-        Bodies are large: the file is memory-mapped for the read, which spares SQLite a
-        read call per page.
+        Read with SQLite's incremental blob I/O: large bodies are copied once, not three times.
         """
-        if not self._mapped and self.path != ":memory:":
-            self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
-            self._mapped = True
-        row = self._db.execute("SELECT CAST(body AS BLOB) FROM snapshots WHERE seq = ?", (seq,)).fetchone()
-        return row[0] if row else b""
+        try:
+            with self._db.blobopen("snapshots", "body", seq, readonly=True) as blob:
+                return blob.read()
+        except sqlite3.OperationalError:  # no such row, or a body not stored as a blob
+            row = self._db.execute("SELECT CAST(body AS BLOB) FROM snapshots WHERE seq = ?", (seq,)).fetchone()
+            return row[0] if row else b""
+
+    def principals(self) -> list[str]:
+        """Distinct tenants in the timeline, sorted (one index seek each)."""
+        found: list[str] = []
+        row = self._db.execute("SELECT principal FROM timeline ORDER BY principal LIMIT 1").fetchone()
+        while row is not None:
+            found.append(row[0])
+            row = self._db.execute("SELECT principal FROM timeline WHERE principal > ? ORDER BY principal LIMIT 1",
+                                   (row[0],)).fetchone()
+        return found
 
     def principal_count(self) -> int:
         """Distinct tenants in the timeline."""
