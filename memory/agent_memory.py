@@ -352,7 +352,14 @@ class EpisodicMemory:
             return None
         found = []
         for i in self._order[principal]:
-            ev = evidence_from(self._episodes[i], self._problems[i].text, cited=self._cites.get(i, ()))
+            run = self._problems.source(i)
+            if run is not None and self._episodes.unread(i):  # not read yet: the run's columns suffice
+                row = run.row(i)
+                outcome, choice, end = run.verdict(row)
+                seen = _Verdict(i, principal, (choice,) if choice is not None else (), outcome, end)
+                ev = evidence_from(seen, run.texts[row], cited=self._cites.get(i, ()))  # type: ignore[arg-type]
+            else:
+                ev = evidence_from(self._episodes[i], self._problems[i].text, cited=self._cites.get(i, ()))
             if ev is not None:
                 found.append(ev)
         return found
@@ -663,6 +670,16 @@ class EpisodicMemory:
             self._versions.append(v)
             if v.fact_id not in self._current or v.version > self._current[v.fact_id].version:
                 self._current[v.fact_id] = v
+
+
+class _Verdict(NamedTuple):
+    """The fields of an episode `evidence_from` reads, from a state run (the episode itself is not read)."""
+
+    id: str
+    principal: str
+    choices: tuple[str, ...]  # the last structured choice only
+    outcome: Outcome
+    end: datetime
 
 
 class _Evidence(dict):

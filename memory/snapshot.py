@@ -26,6 +26,7 @@ import queue
 import threading
 from collections.abc import MutableMapping, MutableSequence, MutableSet
 from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -92,6 +93,8 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
     array("subject", [code(ep.subject) for ep in episodes], "<i4")
     array("seqs", np.array([(ep.first_seq, ep.last_seq) for ep in episodes]).reshape(-1, 2), "<i8")
     array("ends", [ep.end.timestamp() for ep in episodes], "<f8")
+    array("end_us", [_microseconds(ep.end) for ep in episodes], "<i8")
+    array("choice", [code(ep.choices[-1]) if ep.choices else -1 for ep in episodes], "<i4")
     array("outcome", [OUTCOMES.index(ep.outcome) for ep in episodes], "<i1")
     array("corrected", [bool(ep.corrections) for ep in episodes], "u1")
     rows: dict[str, list[int]] = {}
@@ -126,6 +129,13 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
             "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
             "bases": bases, "sections": layout, "size": len(body), "digest": _digest(body)}
     return meta, body
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _microseconds(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def run_id(meta: Mapping[str, Any]) -> str:
@@ -165,7 +175,7 @@ class Run:
 
     def release(self) -> None:
         """Drop the columns only opening needs (what is read later stays)."""
-        keep = ("texts", "edge_ids", "marks", "principal", "strings")
+        keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us")
         self._sections = {name: value for name, value in self._sections.items() if name in keep}
 
     def row(self, episode_id: str) -> int:
@@ -174,6 +184,12 @@ class Run:
         if rows is None:
             rows = self.__dict__["_rows"] = {i: n for n, i in enumerate(self.ids)}
         return rows[episode_id]
+
+    def verdict(self, row: int) -> tuple[Outcome, str | None, datetime]:
+        """Outcome, last structured choice and end of the episode at a row (what its evidence needs)."""
+        choice = int(self._array("choice")[row])
+        end = _EPOCH + timedelta(microseconds=int(self._array("end_us")[row]))
+        return OUTCOMES[int(self._array("outcome")[row])], self.strings[choice] if choice >= 0 else None, end
 
     def principal_at(self, row: int) -> str:
         return self.strings[int(self._array("principal")[row])]
@@ -338,6 +354,7 @@ class RunReader:
         if not isinstance(layout, dict) or sum(rows.values()) != n:
             raise Corrupt("no section table, or rows disagree with the episodes")
         expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
+                    "end_us": [n], "choice": [n],
                     "seqs": [n, 2], **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
         for name, shape in expected.items():
             if name not in layout or list(layout[name][3]) != shape:
@@ -439,6 +456,15 @@ class LazyMap(MutableMapping):
 
     def __contains__(self, key: object) -> bool:
         return key in self._known
+
+    def unread(self, key: Any) -> bool:
+        """Whether the value of `key` is still to be read."""
+        return type(self._known.get(key)) is _Later
+
+    def source(self, key: Any) -> Any:
+        """Where the value of `key` is to be read from (the `defer` source); None once read, or unknown."""
+        value = self._known.get(key)
+        return value.source if type(value) is _Later else None
 
     def has_all(self, keys: set[Any]) -> bool:
         """Whether every one of `keys` is a key."""

@@ -26,6 +26,7 @@ def state(memory: EpisodicMemory):
     """Everything an open derives, as plain values (recalls included)."""
     recalls = [[(e.episode.id, e.score, e.why, e.chain) for e in
                 memory.recall(q, situation="ops", k=5, principal=p).episodes] for q in QUERIES for p in ("p0", "p1")]
+    evidence = (memory._evidence.get("p0"), memory._evidence.get("p1"))  # before anything reads every episode
     g = memory.graph
     parts = {}
     for who in ("p0", "p1"):
@@ -41,7 +42,7 @@ def state(memory: EpisodicMemory):
         "versions": memory._versions, "current": memory._current,
         "nodes": [(n, dict(d)) for n, d in g.nodes(data=True)],
         "edges": [(u, v, k, dict(d)) for u, v, k, d in g.edges(keys=True, data=True)],
-        "evidence": (memory._evidence.get("p0"), memory._evidence.get("p1")),
+        "evidence": evidence,
         "parts": parts, "projection": memory.projection(),
     }
 
