@@ -10,10 +10,13 @@ and the records are never touched, so a crash while writing one leaves a valid s
 Opening follows the runs from the first record onwards and loads the records after the
 last usable one the exact way. A run is used only when everything checks out: its format
 and the graph configuration its problems were computed under, the size and sha256 of its
-body (a truncated or altered body fails), the shapes of its sections, and the records at both ends of its range
-(the records are insert-only and content-addressed, so a run made of another store or
-another range fails). Anything else falls back to the exact path; a run can make opening
-faster, never different.
+body (a truncated or altered body fails), the shapes of its sections, and the records at
+both ends of its range (the records are insert-only and content-addressed, so a run made
+of another store or another range fails). Anything else falls back to the exact path; a
+run can make opening faster, never different.
+
+Opening reads only the columns recall needs: episodes are read from their records on first
+use (`LazyMap`, `NodeAttrs`), problem texts, edge ids and mark ids when first asked for.
 
 No pickle: bodies are raw little-endian arrays and UTF-8 JSON.
 """
@@ -307,8 +310,8 @@ class RunReader:
                         after = run.upto
                 finally:
                     reader.close()
-            except BaseException as exc:  # handed to the caller, raised there
-                offer(exc)
+            except Exception:  # noqa: BLE001 - runs only make opening faster: what they do not cover loads exactly
+                pass
             finally:
                 offer(None)
 
@@ -319,8 +322,6 @@ class RunReader:
                 item = found.get()
                 if item is None:
                     return
-                if isinstance(item, BaseException):
-                    raise item
                 yield item
         finally:
             stop.set()
