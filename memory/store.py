@@ -420,7 +420,10 @@ class SQLiteStore:
 
     def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
-        row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+        try:
+            row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+        except sqlite3.ProgrammingError as exc:
+            raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
         return json.loads(row[0]) if row else None
 
     def record_at(self, seq: int) -> tuple[str, str] | None:

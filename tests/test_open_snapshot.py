@@ -15,6 +15,7 @@ import memory.agent_memory as agent_memory
 import memory.retriever as retriever
 from memory import snapshot
 from memory.agent_memory import PROBLEMS, EpisodicMemory
+from memory.errors import StoreError
 from memory.graph import GraphConfig
 from tests.test_retriever_bounds import play
 from tests.test_retriever_latency import synthetic_texts
@@ -224,6 +225,17 @@ def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run
         with EpisodicMemory(path, principal="p0") as again:
             assert state(again) == expected
         assert exact(path) == expected
+
+
+def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path, small_runs):
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 40)
+    with EpisodicMemory(path, principal="p0") as reopened:
+        first = reopened.episodes("p0")  # read while open: kept
+    assert reopened.episodes("p0") == first
+    with pytest.raises(StoreError, match="the store is closed"):
+        reopened.episodes("p1")
 
 
 def test_tail_is_the_last_entries_of_a_principal_in_order(tmp_path):
