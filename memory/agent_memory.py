@@ -16,12 +16,14 @@ whole timeline into a fresh memory; the result equals the live state.
 
 from __future__ import annotations
 
-import hashlib
+import gc
+import json
+import sys
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, MutableMapping, NamedTuple, Sequence
 
 import networkx as nx
 import numpy as np
@@ -29,7 +31,7 @@ import numpy as np
 from memory import graph as graph_rules
 from memory.chain_cache import ChainCache
 from memory.encoder import Encoder, HashingEncoder
-from memory.episodes import Edge, Episode
+from memory.episodes import Edge, Episode, Outcome
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
 from memory.facts import (
     DEFAULT_FACTS,
@@ -45,14 +47,19 @@ from memory.facts import (
 )
 from memory.redaction import Redactor
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
-from memory.retriever import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
+from memory import retriever as retrieval
+from memory import snapshot
+from memory.retriever import DEFAULT, Bounds, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
 from memory.segmenter import Segmenter, SegmenterConfig
+from memory.snapshot import LazyMap, LazySet
 from memory.store import EntryParts, SQLiteStore
 from memory.timeline import Entry, EntryDraft, Kind, Role, Timeline
 
 EPISODE, EDGE, FACT, MARK, FLUSH = "episode", "edge", "fact_version", "reinforcement", "flush"
-PROBLEMS = "episode_problems/1"  # snapshot kind: problem vectors, texts and citations of a run of episodes
-SNAPSHOT_EPISODES = 4096  # episodes (in storing order) per problem snapshot
+PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
+SNAPSHOT_EPISODES = 4096  # episodes (in storing order) per legacy problem snapshot
+RUN_EPISODES = 4096  # most episodes per state run (`memory.snapshot`); a run is written once this many are stored
+OPEN_RUN_MIN = 256  # opening writes runs for the records after the last run once they hold this many episodes
 _RECENT = 256  # entries kept per principal for the short-term window
 
 
@@ -102,25 +109,26 @@ class EpisodicMemory:
         self.fact_config = facts
         self.graph_config = links
         self.proposer = proposer
-        self.graph: nx.MultiDiGraph = nx.MultiDiGraph()
+        self.graph: nx.MultiDiGraph = graph_rules.EpisodeGraph()
         self.index = EpisodeIndex(self.encoder.dim)
         self.reinforcements: list[Reinforcement] = []  # what each episode closed in this process changed
         self._segmenter = Segmenter(self.segmenter_config)
-        self._episodes: dict[str, Episode] = {}
+        self._episodes: MutableMapping[str, Episode] = LazyMap(self._read_episode)  # closing order
         self._order: dict[str, list[str]] = {}
         self._position: dict[str, int] = {}  # episode id → its place in its principal's closing order
-        self._problems: dict[str, _Problem] = {}
+        self._problems: MutableMapping[str, _Problem] = LazyMap(self._read_problem)
         self._cites: dict[str, list[str]] = {}  # episode id → fact ids its decisions cited (when any)
         self._evidence = _Evidence(self._evidence_of, lambda: self._order)
-        self._edge_ids: set[str] = set()
+        self._edge_ids: set[str] = LazySet()
         self._versions: list[FactVersion] = []
         self._current: dict[str, FactVersion] = {}
-        self._marks: set[str] = set()
+        self._marks: set[str] = LazySet()
         self._closed_seq: dict[str, int] = {}
         self._recent: dict[str, deque[Entry]] = {}
-        self._unsnapped: list[str] = []  # ids of indexed episodes after the last full snapshot run
-        self._snapped = 0  # episodes (in storing order) before `_unsnapped`
-        self._snapshot_runs: set[int] = set()  # starts of the runs already stored
+        self._covered = 0  # records (by seq) that stored state runs stand for
+        self._uncovered = 0  # episodes indexed since the last run
+        self._loading = True  # no runs are written while the store is being opened
+        self._config = snapshot.config_digest(links)
         self._chains = ChainCache(self.graph)
         self._retriever = Retriever(self.index, self.encoder.encode, graph=self.graph, facts=self._facts_of,
                                     chain=lambda graph, episode_id, hops: self._chains.narrative(episode_id, hops),
@@ -332,7 +340,9 @@ class EpisodicMemory:
         problem, cited = known if known is not None else (self._problem(episode, entries), _cited(entries))
         self._problems[episode.id] = problem
         self.index.add(episode, problem.vector)
-        self._snapshot(episode.id)
+        self._uncovered += 1
+        if not self._loading and self._uncovered >= RUN_EPISODES:
+            self._write_runs(RUN_EPISODES)
         if cited:
             self._cites[episode.id] = cited
         if episode.principal in self._evidence:  # else built on first use, from the closing order
@@ -340,32 +350,20 @@ class EpisodicMemory:
             if ev is not None:
                 self._evidence[episode.principal].append(ev)
 
-    def _snapshot(self, episode_id: str) -> None:
-        """Store the problems of each full run of `SNAPSHOT_EPISODES` indexed episodes (file stores only)."""
-        if self.store.path == ":memory:":
-            return
-        self._unsnapped.append(episode_id)
-        if len(self._unsnapped) < SNAPSHOT_EPISODES:
-            return
-        ids, start = self._unsnapped, self._snapped
-        self._unsnapped, self._snapped = [], start + len(ids)
-        if start in self._snapshot_runs:
-            return
-        problems = [self._problems[i] for i in ids]
-        meta = {"start": start, "episodes": ids, "texts": [p.text for p in problems],
-                "cites": {i: self._cites[i] for i in ids if i in self._cites}}
-        body = np.stack([p.vector for p in problems]).astype("<f4").tobytes()
-        digest = hashlib.sha256("\n".join(ids).encode("ascii")).hexdigest()
-        self.store.add_snapshot(PROBLEMS, f"{start}:{digest}", meta, body)
-        self._snapshot_runs.add(start)
-
     def _evidence_of(self, principal: str) -> EvidenceLog | None:
         """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
         if principal not in self._order:
             return None
         found = EvidenceLog()
         for i in self._order[principal]:
-            ev = evidence_from(self._episodes[i], self._problems[i].text, cited=self._cites.get(i, ()))
+            run = self._problems.source(i)
+            if run is not None and self._episodes.unread(i):  # not read yet: the run's columns suffice
+                row = run.row(i)
+                outcome, choice, end = run.verdict(row)
+                seen = _Verdict(i, principal, (choice,) if choice is not None else (), outcome, end)
+                ev = evidence_from(seen, run.texts[row], cited=self._cites.get(i, ()))  # type: ignore[arg-type]
+            else:
+                ev = evidence_from(self._episodes[i], self._problems[i].text, cited=self._cites.get(i, ()))
             if ev is not None:
                 found.append(ev)
         return found
@@ -448,21 +446,149 @@ class EpisodicMemory:
                 if f.principal == principal and (retired or f.status == "active")]
 
     def _load(self) -> None:
-        """Rebuild the projection from stored records, then resume open episodes."""
-        stored = [Episode.from_record(body) for _, body in self.store.records(EPISODE)]
+        """Rebuild the projection from stored records, then resume open episodes.
+
+        State runs (`memory.snapshot`) stand for the records they cover; the records after
+        the last usable run are read one by one. Both give the same state, in storing order.
+        """
+        collect, interval = gc.isenabled(), sys.getswitchinterval()
+        gc.disable()  # bulk loading makes a few hundred thousand containers, none of them garbage
+        sys.setswitchinterval(0.0005)  # the run reader thread gets the GIL back soon after each read and digest
+        try:
+            runs, late_edges = self._load_runs()
+        finally:
+            sys.setswitchinterval(interval)
+            if collect:
+                gc.enable()
+        self._covered = runs[-1].upto if runs else 0
+        tail = [Episode.from_record(body) for _, body in self.store.records_after(EPISODE, self._covered)]
         counts: dict[str, int] = {}
-        for episode in stored:
+        for episode in tail:
             counts[episode.principal] = counts.get(episode.principal, 0) + 1
         self.index.reserve(counts)
+        self._index_stored(tail, sum(len(run.ids) for run in runs))
+        tail_edges = list(self.store.records_after(EDGE, self._covered))
+        for run in runs:
+            self._edge_ids.defer(lambda run=run: run.edge_ids)
+        self._edge_ids.update(i for i, _ in tail_edges)
+        graph_rules.add_edge_rows(self.graph, late_edges)
+        graph_rules.add_edges(self.graph, [Edge.from_record(body) for _, body in tail_edges])
+        facts = [body for run in runs for body in run.facts]
+        facts += [body for _, body in self.store.records_after(FACT, self._covered)]
+        self._add_loaded_versions(FactVersion.from_record(body) for body in facts)
+        for run in runs:
+            self._marks.defer(lambda run=run: run.marks)
+        learned = set()
+        for mark, body in self.store.records_after(MARK, self._covered):
+            self._marks.add(mark)
+            learned.add(body["episode"])
+        resolved = learned.union(*(run.outside for run in runs))
+        unlearned = [i for run in runs for i in run.unmarked if i not in resolved]
+        unlearned += [episode.id for episode in tail if episode.id not in learned]
+        for run in runs:
+            run.release()
+        for episode_id in unlearned:  # a pipeline interrupted after storing the episode resumes here
+            episode = self._episodes[episode_id]
+            self._learn(episode, self.store.get_many(list(episode.entry_ids)))
+        self._loading = False
+        self._write_runs(OPEN_RUN_MIN)
+        if not self._episodes and len(self.store) == 0:
+            return
+        start = min(self._closed_seq.values(), default=-1) + 1
+        if any(who not in self._closed_seq for who in self.store.principals()):
+            start = 0
+        for entry in self.store.entries(start=start):
+            if entry.seq > self._closed_seq.get(entry.principal, -1):
+                for episode in self._segmenter.feed(entry):
+                    self._close(episode)
+
+    def _load_runs(self) -> tuple[list[snapshot.Run], list[tuple[str, str, Any, float, str]]]:
+        """Load the state runs: episodes (read on first use), nodes, edges, partitions and bounds.
+
+        Returns the runs and the edges of theirs that wait for episodes stored after them
+        (none when a single process wrote the store): the exact load adds every node first.
+        """
+        reader = snapshot.RunReader(self.store, config=self._config, dim=self.encoder.dim)
+        runs: list[snapshot.Run] = []
+        late: list[tuple[str, str, Any, float, str]] = []
+        order: dict[str, list[str]] = {}
+        situations: dict[str, list[str]] = {}
+        outcomes: dict[str, list[Outcome]] = {}
+        columns: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+        graph = self.graph
+        for run in reader:
+            runs.append(run)
+            ids = run.ids
+            strings = run.strings
+            codes = run.column("principal")
+            principals = [strings[c] for c in codes.tolist()]
+            sits = run.decoded("situation")
+            outs = [snapshot.OUTCOMES[c] for c in run.column("outcome").tolist()]
+            self._episodes.defer(ids)
+            self._problems.defer(ids, run)
+            self._cites.update(run.cites)
+            graph_rules.add_episode_rows(graph, ids, principals, sits, run.decoded("subject"),
+                                         run.column("seqs")[:, 0].tolist(), outs, self._episodes)
+            last, ends, corrected = run.column("seqs")[:, 1], run.column("ends"), run.column("corrected")
+            for code in np.unique(codes).tolist():
+                who = strings[code]
+                picked = np.flatnonzero(codes == code)
+                rows = picked.tolist()
+                order.setdefault(who, []).extend([ids[i] for i in rows])
+                situations.setdefault(who, []).extend([sits[i] for i in rows])
+                outcomes.setdefault(who, []).extend([outs[i] for i in rows])
+                columns.setdefault(who, []).append((ends[picked], corrected[picked]))
+                self._closed_seq[who] = max(self._closed_seq.get(who, -1), int(last[picked].max()))
+            edges = run.edges
+            if not late and self._episodes.has_all({s for s, *_ in edges} | {t for _, t, *_ in edges}):
+                graph_rules.add_edge_rows(graph, edges)
+            else:
+                late.extend(edges)
+        for who, ids in order.items():
+            self._order[who] = ids
+            self._position.update(zip(ids, range(len(ids))))
+            self.index.load(who, snapshot.EpisodeList(ids, self._episodes), ids, reader.vectors[who][: len(ids)],
+                            np.concatenate([e for e, _ in columns[who]]), outcomes[who],
+                            np.concatenate([c for _, c in columns[who]]), situations[who])
+            self._load_bounds(who, reader, [run for run in runs if who in run.rows])
+        return runs, late
+
+    def _load_bounds(self, principal: str, reader: snapshot.RunReader, runs: list[snapshot.Run]) -> None:
+        """Install a partition's relevance bounds from the runs' stored projections.
+
+        The basis is the one the latest runs used; rows of runs stored before it (or with
+        another) are projected here. Without any stored basis the bounds are fitted on first use.
+        """
+        part = self.index.partition(principal)
+        digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
+        basis = snapshot.read_basis(self.store, principal, digest) if digest is not None else None
+        proj, resid = reader.proj.get(principal), reader.resid.get(principal)
+        if basis is None or proj is None or basis.shape != (self.encoder.dim, proj.shape[1]) \
+                or len(part) < max(retrieval.PRUNE_FROM, 1):
+            return
+        empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
+        for run in runs:
+            if run.bases[principal] != digest:
+                rows = slice(run.offsets[principal], run.offsets[principal] + run.rows[principal])
+                proj[rows], resid[rows] = empty.split(part.matrix[rows])
+        part.bounds = Bounds.from_parts(basis, proj[: len(part)], resid[: len(part)])
+
+    def _index_stored(self, stored: list[Episode], before: int) -> None:
+        """Index episodes read from their records (`before` episodes precede them), problems from entries.
+
+        Problems come from legacy problem snapshots (`PROBLEMS`) where one covers exactly a
+        run of `SNAPSHOT_EPISODES` of them, else from the entries.
+        """
         runs: dict[int, tuple[dict[str, Any], bytes]] = {}
-        if self.store.path != ":memory:":
+        if self.store.path != ":memory:" and stored:
             for _, meta, body in self.store.snapshots(PROBLEMS):
                 runs.setdefault(int(meta["start"]), (meta, body))
-        for start in range(0, len(stored), SNAPSHOT_EPISODES):
-            run = stored[start : start + SNAPSHOT_EPISODES]
+        first = before - before % SNAPSHOT_EPISODES
+        for start in range(first, before + len(stored), SNAPSHOT_EPISODES):
+            run = stored[max(start - before, 0) : start - before + SNAPSHOT_EPISODES]
             meta, body = runs.get(start, ({}, b""))
-            if meta.get("episodes") == [ep.id for ep in run]:  # a snapshot of exactly these episodes
-                self._snapshot_runs.add(start)
+            if start >= before and meta.get("episodes") == [ep.id for ep in run] \
+                    and len(body) == len(run) * self.encoder.dim * 4:  # a snapshot of exactly these episodes
                 vectors = np.frombuffer(body, dtype="<f4").reshape(len(run), -1)
                 cites = meta["cites"]
                 for episode, vector, text in zip(run, vectors, meta["texts"]):
@@ -473,34 +599,92 @@ class EpisodicMemory:
                 parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
                 for episode in chunk:
                     self._index(episode, [parts[i] for i in episode.entry_ids if i in parts])
-        edge_ids = self.store.record_ids(EDGE)  # records are keyed by the edge's content address
-        edges = [Edge.from_record(body) for _, body in self.store.records(EDGE)]
-        self._edge_ids.update(edge_ids)
-        graph_rules.add_edges(self.graph, edges)
-        self._chains.edges_added(edges)
-        self._add_loaded_versions(FactVersion.from_record(body) for _, body in self.store.records(FACT))
-        learned = set()
-        for mark, episode_id in self.store.record_field(MARK, "episode"):
-            self._marks.add(mark)
-            learned.add(episode_id)
-        for episode in stored:  # a pipeline interrupted after storing the episode resumes here
-            if episode.id not in learned:
-                self._learn(episode, self.store.get_many(list(episode.entry_ids)))
-        if not stored and len(self.store) == 0:
+
+    def _read_episode(self, episode_id: str, _: Any) -> Episode | None:
+        body = self.store.record(EPISODE, episode_id)
+        return Episode.from_record(body) if body is not None else None
+
+    def _read_problem(self, episode_id: str, run: snapshot.Run) -> _Problem:
+        row = run.row(episode_id)
+        part = self.index.partition(run.principal_at(row))
+        return _Problem(run.texts[row], part.matrix[part.position[episode_id]].copy())
+
+    def _write_runs(self, least: int) -> None:
+        """Store state runs for the records after the last run once they hold `least` episodes (file stores only)."""
+        if self.store.path == ":memory:" or self._uncovered < least:
             return
-        start = min(self._closed_seq.values(), default=-1) + 1
-        if self.store.principal_count() > len(self._closed_seq):
-            start = 0
-        for entry in self.store.entries(start=start):
-            if entry.seq > self._closed_seq.get(entry.principal, -1):
-                for episode in self._segmenter.feed(entry):
-                    self._close(episode)
+        self._uncovered = 0
+        rows = self.store.record_rows(self._covered, self.store.last_record())
+        chunk: list[tuple[int, str, str, str]] = []
+        count = 0
+        for row in rows:
+            if row[1] == EPISODE:
+                if count == RUN_EPISODES:
+                    if not self._write_run(chunk):
+                        return
+                    chunk, count = [], 0
+                count += 1
+            chunk.append(row)
+        if chunk and count:
+            self._write_run(chunk)
+
+    def _write_run(self, rows: list[tuple[int, str, str, str]]) -> bool:
+        """Store one run for these records (which must follow `_covered`); False when this memory cannot."""
+        episodes = [self._episodes.get(i) for _, kind, i, _ in rows if kind == EPISODE]
+        if any(ep is None or ep.id not in self._problems for ep in episodes):
+            return False  # stored by another process and not indexed here
+        edges = [(i, json.loads(body)) for _, kind, i, body in rows if kind == EDGE]
+        facts = [json.loads(body) for _, kind, _, body in rows if kind == FACT]
+        marks = [(i, json.loads(body)["episode"]) for _, kind, i, body in rows if kind == MARK]
+        projections = {}
+        for who in dict.fromkeys(ep.principal for ep in episodes):
+            part = self.index.partition(who)
+            bounds = part.bounded(retrieval.PRUNE_FROM)
+            if bounds is not None:
+                digest = snapshot.basis_digest(bounds.basis)
+                self._store_basis(who, digest, bounds.basis)
+                picked = np.array([part.position[ep.id] for ep in episodes if ep.principal == who], dtype=np.intp)
+                projections[who] = (digest, *bounds.rows(picked))
+        problems = [self._problems[ep.id] for ep in episodes]
+        meta, body = snapshot.encode_run(
+            after=self._covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self._config,
+            dim=self.encoder.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
+            cites={ep.id: self._cites[ep.id] for ep in episodes if ep.id in self._cites}, edges=edges, facts=facts,
+            marks=marks, projections=projections)
+        name = snapshot.run_id(meta)
+        known = {i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}
+        while name in known:  # a damaged copy holds the name: store this one beside it
+            name += "+"
+        self.store.add_snapshot(snapshot.RUN, name, meta, body)
+        self._covered = rows[-1][0]
+        return True
+
+    def _store_basis(self, principal: str, digest: str, basis: np.ndarray) -> None:
+        if snapshot.read_basis(self.store, principal, digest) is not None:
+            return
+        data = np.ascontiguousarray(basis, dtype="<f8")
+        name = f"{principal}:{digest}"
+        known = {i for _, i, _ in self.store.snapshot_index(snapshot.BASIS)}
+        while name in known:  # a damaged copy holds the name
+            name += "+"
+        self.store.add_snapshot(snapshot.BASIS, name, {"principal": principal, "digest": digest,
+                                                      "shape": list(data.shape)}, data.tobytes())
 
     def _add_loaded_versions(self, versions: Iterable[FactVersion]) -> None:
         for v in versions:
             self._versions.append(v)
             if v.fact_id not in self._current or v.version > self._current[v.fact_id].version:
                 self._current[v.fact_id] = v
+
+
+class _Verdict(NamedTuple):
+    """The fields of an episode `evidence_from` reads, from a state run (the episode itself is not read)."""
+
+    id: str
+    principal: str
+    choices: tuple[str, ...]  # the last structured choice only
+    outcome: Outcome
+    end: datetime
 
 
 class _Evidence(dict):

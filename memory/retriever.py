@@ -232,6 +232,28 @@ class Bounds:
         """First-pass bounds of every row for `query` (see `Probe`)."""
         return Probe(self, query)
 
+    @classmethod
+    def from_parts(cls, basis: np.ndarray, proj: np.ndarray, resid: np.ndarray) -> "Bounds":
+        """Bounds over stored rows (bulk loading): a basis and the rows' `split` parts (see `rows`)."""
+        bounds = cls.__new__(cls)
+        bounds.basis = np.ascontiguousarray(basis, dtype=np.float64)
+        rank = bounds.basis.shape[1]
+        bounds.head = (rank + 1) // 2
+        proj = np.asarray(proj, dtype=np.float32).reshape(-1, rank)
+        bounds._head = np.ascontiguousarray(proj[:, : bounds.head].T)
+        bounds._tail = np.ascontiguousarray(proj[:, bounds.head :])
+        bounds._resid = np.ascontiguousarray(resid, dtype=np.float32).reshape(-1)
+        tail = bounds._tail.astype(np.float64)
+        resid64 = bounds._resid.astype(np.float64)
+        bounds._outside = np.sqrt(resid64**2 + np.einsum("ij,ij->i", tail, tail)).astype(np.float32)
+        bounds.size = len(bounds._resid)
+        return bounds
+
+    def rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The projections (float32) and residual norms of some rows (to persist them)."""
+        proj = np.concatenate([self._head[:, : self.size][:, rows].T, self._tail[: self.size][rows]], axis=1)
+        return proj, self._resid[: self.size][rows]
+
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
         probe = self.probe(query)
@@ -329,6 +351,30 @@ class Partition:
         if self.cache:
             self.cache.clear()
 
+    def load(self, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray, ends: np.ndarray,
+             outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> None:
+        """Bulk-load rows into an empty partition; the same state as `add` of each row in order.
+
+        `episodes` is the row list the partition keeps (it may read episodes lazily; it must
+        support `append` for later rows).
+        """
+        if len(self):
+            raise ValueError("bulk loading needs an empty partition")
+        n = len(ids)
+        if not n:
+            return
+        self._matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(n, -1)  # adopted when it is float32
+        self._ends = np.array(ends, dtype=np.float64)
+        value = {o: OUTCOME_VALUE[o] for o in Outcome}
+        self._outcomes = np.array([min(1.0, value[o] + (CORRECTION_BONUS if c else 0.0))
+                                   for o, c in zip(outcomes, np.asarray(corrected).tolist())], dtype=np.float64)
+        codes = self.situation_codes
+        self._situations = np.array([codes.setdefault(s, len(codes)) for s in situations], dtype=np.int32)
+        self.position = dict(zip(ids, range(n)))
+        self.episodes = episodes
+        self.bounds = None
+        self.cache.clear()
+
     def bounded(self, prune_from: int = PRUNE_FROM) -> Bounds | None:
         """The relevance bounds of this partition, fitted on first use when it is large enough."""
         if self.bounds is None and len(self) >= max(prune_from, 1):
@@ -377,6 +423,16 @@ class EpisodeIndex:
         for principal, count in counts.items():
             part = self._parts.setdefault(principal, Partition(self.dim))
             part.reserve(len(part) + count)
+
+    def load(self, principal: str, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray,
+             ends: np.ndarray, outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> Partition:
+        """Bulk-load a principal's episodes into its (empty) partition; see `Partition.load`."""
+        part = self._parts.get(principal)
+        if part is None:
+            part = self._parts[principal] = Partition(self.dim)
+        part.load(episodes, ids, matrix, ends, outcomes, corrected, situations)
+        self._owner.update(dict.fromkeys(ids, principal))
+        return part
 
     def partition(self, principal: str) -> Partition:
         """The principal's partition (empty when unknown)."""

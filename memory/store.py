@@ -445,6 +445,63 @@ class SQLiteStore:
                 "SELECT id, meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (kind,)):
             yield snapshot_id, json.loads(meta), body
 
+    # -- reads for opening from snapshots ------------------------------------------------------
+
+    def records_after(self, kind: str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Records of one kind stored after record `after` (a records seq), in insertion order."""
+        for record_id, body in self._db.execute(
+                "SELECT id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
+            yield record_id, json.loads(body)
+
+    def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
+        """The body of one record, or None."""
+        try:
+            row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+        except sqlite3.ProgrammingError as exc:
+            raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
+        return json.loads(row[0]) if row else None
+
+    def record_at(self, seq: int) -> tuple[str, str] | None:
+        """(kind, id) of the record stored at `seq`, or None."""
+        row = self._db.execute("SELECT kind, id FROM records WHERE seq = ?", (seq,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def last_record(self) -> int:
+        """The seq of the last stored record (0 when there is none)."""
+        return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
+
+    def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
+        """(seq, kind, id, body as stored) of the records with ``after < seq <= upto``, in order."""
+        return self._db.execute("SELECT seq, kind, id, body FROM records WHERE seq > ? AND seq <= ? ORDER BY seq",
+                                (after, upto)).fetchall()
+
+    def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
+        """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
+        return [(seq, snapshot_id, json.loads(meta)) for seq, snapshot_id, meta in self._db.execute(
+            "SELECT seq, id, meta FROM snapshots WHERE kind = ? ORDER BY seq", (kind,))]
+
+    def snapshot_body(self, seq: int) -> bytes:
+        """The body of the snapshot stored at `seq` (empty when there is none).
+
+        Read with SQLite's incremental blob I/O: large bodies are copied once, not three times.
+        """
+        try:
+            with self._db.blobopen("snapshots", "body", seq, readonly=True) as blob:
+                return blob.read()
+        except sqlite3.OperationalError:  # no such row, or a body not stored as a blob
+            row = self._db.execute("SELECT CAST(body AS BLOB) FROM snapshots WHERE seq = ?", (seq,)).fetchone()
+            return row[0] if row else b""
+
+    def principals(self) -> list[str]:
+        """Distinct tenants in the timeline, sorted (one index seek each)."""
+        found: list[str] = []
+        row = self._db.execute("SELECT principal FROM timeline ORDER BY principal LIMIT 1").fetchone()
+        while row is not None:
+            found.append(row[0])
+            row = self._db.execute("SELECT principal FROM timeline WHERE principal > ? ORDER BY principal LIMIT 1",
+                                   (row[0],)).fetchone()
+        return found
+
     def principal_count(self) -> int:
         """Distinct tenants in the timeline."""
         return self._db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0]

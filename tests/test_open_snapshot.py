@@ -1,52 +1,241 @@
-"""Opening from problem snapshots gives the same memory as rebuilding the index from the timeline."""
+"""Opening from state runs gives the same memory as loading every record, and as the live memory.
+
+Runs that do not check out (altered, truncated, of other records, of another configuration)
+are ignored: the records they claim to stand for are loaded the exact way.
+"""
+
+import sqlite3
 
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import memory.agent_memory as agent_memory
+import memory.retriever as retriever
+from memory import snapshot
 from memory.agent_memory import PROBLEMS, EpisodicMemory
+from memory.errors import StoreError
+from memory.graph import GraphConfig
 from tests.test_retriever_bounds import play
 from tests.test_retriever_latency import synthetic_texts
 
-
-def state(memory: EpisodicMemory, queries):
-    recalls = [[(e.episode.id, e.score, e.why) for e in memory.recall(q, situation="ops", k=5, principal=p).episodes]
-               for q in queries for p in ("p0", "p1")]
-    vectors = {i: memory._problems[i].vector.tobytes() for i in memory._episodes}
-    texts = {i: memory._problems[i].text for i in memory._episodes}
-    return recalls, vectors, texts, memory._evidence.get("p0"), memory._evidence.get("p1"), memory._cites
+QUERIES = [t for t, _ in synthetic_texts(6, seed=11)]
 
 
-def test_snapshot_open_equals_rebuilt_open_and_the_live_memory(tmp_path, monkeypatch):
-    monkeypatch.setattr(agent_memory, "SNAPSHOT_EPISODES", 16)
+def state(memory: EpisodicMemory):
+    """Everything an open derives, as plain values (recalls included)."""
+    recalls = [[(e.episode.id, e.score, e.why, e.chain) for e in
+                memory.recall(q, situation="ops", k=5, principal=p).episodes] for q in QUERIES for p in ("p0", "p1")]
+    evidence = (memory._evidence.get("p0"), memory._evidence.get("p1"))  # before anything reads every episode
+    g = memory.graph
+    parts = {}
+    for who in ("p0", "p1"):
+        part = memory.index.partition(who)
+        parts[who] = (part.matrix.tobytes(), part.ends.tolist(), part.outcomes.tolist(), part.situations.tolist(),
+                      part.position, [ep.id for ep in part.episodes], part.situation_codes)
+    return {
+        "recalls": recalls,
+        "episodes": list(memory._episodes.items()),
+        "problems": {i: (p.text, p.vector.tobytes()) for i, p in memory._problems.items()},
+        "order": memory._order, "position": memory._position, "closed": memory._closed_seq,
+        "cites": memory._cites, "edge_ids": set(memory._edge_ids), "marks": set(memory._marks),
+        "versions": memory._versions, "current": memory._current,
+        "nodes": [(n, dict(d)) for n, d in g.nodes(data=True)],
+        "edges": [(u, v, k, dict(d)) for u, v, k, d in g.edges(keys=True, data=True)],
+        "evidence": evidence,
+        "parts": parts, "projection": memory.projection(),
+    }
+
+
+def exact(path, **options):
+    """The state of an open that ignores every run."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(snapshot, "RUN", "no-such-run")
+        mp.setattr(agent_memory, "OPEN_RUN_MIN", 10**9)
+        with EpisodicMemory(path, principal="p0", **options) as memory:
+            assert memory._covered == 0
+            return state(memory)
+
+
+def runs_of(path):
+    with EpisodicMemory(path, principal="p0") as memory:
+        return memory.store.snapshot_index(snapshot.RUN)
+
+
+def raw(path, sql, *params):
+    """Change the file behind the store's back (as damage would), bypassing the insert-only triggers."""
+    db = sqlite3.connect(path)
+    db.execute("DROP TRIGGER IF EXISTS snapshots_no_update")
+    db.execute(sql, params)
+    db.commit()
+    db.close()
+
+
+@pytest.fixture
+def small_runs(monkeypatch):
+    monkeypatch.setattr(agent_memory, "RUN_EPISODES", 16)
+    monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 4)
+    monkeypatch.setattr(retriever, "PRUNE_FROM", 20)
+
+
+def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path, small_runs):
     path = tmp_path / "m.sqlite"
-    queries = [t for t, _ in synthetic_texts(8, seed=11)]
     with EpisodicMemory(path, principal="p0") as live:
-        play(live, 120)
-        expected = state(live, queries)
-        written = list(live.store.snapshots(PROBLEMS))
-    assert len(written) == len(live._episodes) // 16 > 0
-    with EpisodicMemory(path, principal="p0") as snapped:
-        assert snapped._snapshot_runs == {run[1]["start"] for run in written}
-        assert state(snapped, queries) == expected
-    monkeypatch.setattr(agent_memory, "PROBLEMS", "no-such-snapshot")  # the same store, rebuilt from entries
-    with EpisodicMemory(path, principal="p0") as rebuilt:
-        assert state(rebuilt, queries) == expected
-
-
-def test_a_snapshot_of_other_episodes_is_ignored(tmp_path, monkeypatch):
-    monkeypatch.setattr(agent_memory, "SNAPSHOT_EPISODES", 16)
-    path = tmp_path / "m.sqlite"
-    queries = [t for t, _ in synthetic_texts(4, seed=12)]
-    with EpisodicMemory(path, principal="p0") as live:
-        bogus = np.ones((16, live.encoder.dim), dtype="<f4").tobytes()  # stored first: the run it claims is found first
-        live.store.add_snapshot(PROBLEMS, "forged", {"start": 16, "episodes": ["x"] * 16, "texts": [""] * 16,
-                                                     "cites": {}}, bogus)
-        play(live, 60)
-        expected = state(live, queries)
+        play(live, 90)
+        expected = state(live)
+        assert live._covered > 0  # runs were written while recording
     with EpisodicMemory(path, principal="p0") as reopened:
-        assert state(reopened, queries) == expected  # run 16 was recomputed from the entries
-        genuine = [meta for _, meta, _ in reopened.store.snapshots(PROBLEMS) if meta["start"] == 16]
-        assert [meta["episodes"] == ["x"] * 16 for meta in genuine] == [True, False]
+        assert reopened._covered == reopened.store.last_record()  # the open covered the rest
+        assert reopened.index.partition("p0").bounds is not None  # bounds from stored projections
+        assert state(reopened) == expected
+    with EpisodicMemory(path, principal="p0") as again:  # from runs only
+        assert not list(again.store.records_after("episode", again._covered))
+        assert state(again) == expected
+    assert exact(path) == expected
+
+
+def test_runs_then_more_records_then_reopen(tmp_path, small_runs):
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0") as first:
+        play(first, 40)
+    with EpisodicMemory(path, principal="p0") as second:  # opened from runs, then records more
+        second.observe("db pool exhausted on orders", situation="ops", principal="p1")
+        second.decide("Decision: raise the pool", choice="pool", situation="ops", principal="p1")
+        second.outcome("p99 back to normal", status="success", situation="ops", principal="p1")
+        second.flush()
+        expected = state(second)
+    with EpisodicMemory(path, principal="p0") as third:
+        assert state(third) == expected
+    assert exact(path) == expected
+
+
+@pytest.mark.parametrize("damage", ["alter", "truncate", "meta"])
+def test_a_damaged_run_is_ignored_and_replaced(tmp_path, small_runs, damage):
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 60)
+    expected = exact(path)
+    seq, _, meta = runs_of(path)[1]
+    if damage == "alter":  # one byte of the vectors
+        offset = meta["sections"]["vectors:p0"][0] + 5
+        raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
+            offset, offset + 2, seq)
+    elif damage == "truncate":
+        raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, length(body) / 2) AS BLOB) WHERE seq = ?", seq)
+    else:  # a run claiming another range
+        raw(path, "UPDATE snapshots SET meta = replace(meta, ?, ?) WHERE seq = ?",
+            f'"upto":{meta["upto"]}', f'"upto":{meta["upto"] - 1}', seq)
+    with EpisodicMemory(path, principal="p0") as reopened:
+        assert reopened._covered == reopened.store.last_record()  # runs written again for what the damaged one held
+        assert state(reopened) == expected
+    with EpisodicMemory(path, principal="p0") as again:
+        assert state(again) == expected
+
+
+def test_runs_of_another_store_are_ignored(tmp_path, small_runs):
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    with EpisodicMemory(a, principal="p0") as memory:
+        play(memory, 50)
+    with EpisodicMemory(b, principal="p0") as memory:
+        memory.observe("cache hit ratio fell to 20 percent", situation="ops", principal="p0")
+        memory.outcome("recovered", status="success", situation="ops", principal="p0")
+        play(memory, 30)
+    expected = exact(b)
+    db = sqlite3.connect(b)
+    db.execute("DROP TRIGGER snapshots_no_delete")
+    db.execute("DELETE FROM snapshots")
+    db.execute("ATTACH DATABASE ? AS other", (str(a),))
+    db.execute("INSERT INTO snapshots (kind, id, meta, body) SELECT kind, id, meta, body FROM other.snapshots")
+    db.commit()
+    db.close()
+    with EpisodicMemory(b, principal="p0") as reopened:
+        assert state(reopened) == expected
+
+
+def test_runs_of_another_graph_configuration_are_ignored(tmp_path, small_runs):
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 50)
+    other = GraphConfig(retry_window_s=60.0)
+    expected = exact(path, links=other)
+    with EpisodicMemory(path, principal="p0", links=other) as reopened:
+        assert state(reopened) == expected
+
+
+def test_a_crash_while_writing_a_run_leaves_a_valid_store(tmp_path, small_runs, monkeypatch):
+    path = tmp_path / "m.sqlite"
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt("killed while writing a run")
+
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 10)
+        monkeypatch.setattr(live.store, "add_snapshot", crash)
+        with pytest.raises(KeyboardInterrupt):
+            play(live, 20)
+    monkeypatch.undo()
+    monkeypatch.setattr(agent_memory, "RUN_EPISODES", 16)
+    monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 4)
+    expected = exact(path)
+    with EpisodicMemory(path, principal="p0") as reopened:
+        assert reopened.store.verify() is None
+        assert state(reopened) == expected
+
+
+def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(agent_memory, "SNAPSHOT_EPISODES", 16)
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 40)
+    expected = exact(path)
+    monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 10**9)
+    with EpisodicMemory(path, principal="p0") as memory:  # store problem snapshots as earlier versions did
+        ids = list(memory._episodes)[16:32]
+        problems = [memory._problems[i] for i in ids]
+        memory.store.add_snapshot(PROBLEMS, "16:legacy", {
+            "start": 16, "episodes": ids, "texts": [p.text for p in problems],
+            "cites": {i: memory._cites[i] for i in ids if i in memory._cites}},
+            np.stack([p.vector for p in problems]).astype("<f4").tobytes())
+        memory.store.add_snapshot(PROBLEMS, "32:forged", {"start": 32, "episodes": ["x"] * 16, "texts": [""] * 16,
+                                                          "cites": {}}, b"\0" * 16)
+    used = []
+    real = agent_memory.EpisodicMemory._problem
+    monkeypatch.setattr(agent_memory.EpisodicMemory, "_problem", lambda self, ep, entries: used.append(ep.id) or
+                        real(self, ep, entries))
+    with EpisodicMemory(path, principal="p0") as reopened:
+        assert not set(used) & set(ids) and len(used) == len(reopened._episodes) - 16
+        assert state(reopened) == expected
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(episodes=st.integers(1, 70), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
+       prune=st.sampled_from([1, 10, 10**9]))
+def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run, least, prune):
+    path = tmp_path_factory.mktemp("runs") / "m.sqlite"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(agent_memory, "RUN_EPISODES", run)
+        mp.setattr(agent_memory, "OPEN_RUN_MIN", least)
+        mp.setattr(retriever, "PRUNE_FROM", prune)
+        with EpisodicMemory(path, principal="p0") as live:
+            play(live, episodes)
+            expected = state(live)
+        with EpisodicMemory(path, principal="p0") as reopened:
+            assert state(reopened) == expected
+        with EpisodicMemory(path, principal="p0") as again:
+            assert state(again) == expected
+        assert exact(path) == expected
+
+
+def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path, small_runs):
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0") as live:
+        play(live, 40)
+    with EpisodicMemory(path, principal="p0") as reopened:
+        first = reopened.episodes("p0")  # read while open: kept
+    assert reopened.episodes("p0") == first
+    with pytest.raises(StoreError, match="the store is closed"):
+        reopened.episodes("p1")
 
 
 def test_tail_is_the_last_entries_of_a_principal_in_order(tmp_path):

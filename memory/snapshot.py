@@ -1,0 +1,636 @@
+"""Columnar snapshots of the derived state: opening a large store reads a few blobs, not every record.
+
+A *run* stands for the derived records stored in one contiguous range of the records
+table (``after < seq <= upto``): the episodes (as columns), their problem vectors, texts
+and citations, the edges, fact versions and reinforcement marks, plus the relevance-bound
+projections of the vectors when their partition had a bounding basis. Runs are stored in
+the insert-only snapshots table (kind `RUN`), each in its own transaction; the timeline
+and the records are never touched, so a crash while writing one leaves a valid store.
+
+Opening follows the runs from the first record onwards and loads the records after the
+last usable one the exact way. A run is used only when everything checks out: its format
+and the graph configuration its problems were computed under, the size and sha256 of its
+body (a truncated or altered body fails), the shapes of its sections, and the records at
+both ends of its range (the records are insert-only and content-addressed, so a run made
+of another store or another range fails). Anything else falls back to the exact path; a
+run can make opening faster, never different.
+
+Opening reads only the columns recall needs: episodes are read from their records on first
+use (`LazyMap`, `NodeAttrs`), problem texts, edge ids and mark ids when first asked for.
+
+No pickle: bodies are raw little-endian arrays and UTF-8 JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import threading
+from collections.abc import MutableMapping, MutableSequence, MutableSet
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta, timezone
+from functools import cached_property
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from memory.episodes import Edge, EdgeType, Episode, Outcome
+
+RUN = "open_state/1"  # snapshot kind of runs
+BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
+FORMAT = 1  # layout version inside the kind
+
+EPISODE, EDGE, FACT, MARK = "episode", "edge", "fact_version", "reinforcement"  # the record kinds a run holds
+OUTCOMES = tuple(Outcome)  # outcome codes, by position
+EDGE_TYPES = tuple(EdgeType)  # edge type codes, by position
+
+
+def config_digest(config: Any) -> str:
+    """Digest of a frozen dataclass configuration (problem vectors depend on the graph rules)."""
+    return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode("utf-8")).hexdigest()[:32]
+
+
+def _digest(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str, str], config: str, dim: int,
+               episodes: Sequence[Episode], problems: Sequence[tuple[str, np.ndarray]],
+               cites: Mapping[str, list[str]], edges: Sequence[tuple[str, dict[str, Any]]],
+               facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]],
+               projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]]) -> tuple[dict[str, Any], bytes]:
+    """Meta and body of a run.
+
+    Args:
+        after, upto: the records range the run stands for.
+        first, last: (kind, id) of the records at ``after + 1`` and ``upto``.
+        config: `config_digest` of the graph rules the problems were computed under.
+        dim: vector length.
+        episodes: the episode records of the range, in storing order.
+        problems: (text, unit vector) of each of them.
+        cites: fact ids cited by those of them that cite any.
+        edges: (record id, record body) of the edge records, in storing order.
+        facts: fact version record bodies, in storing order.
+        marks: (mark id, episode id) of the reinforcement marks, in storing order.
+        projections: principal → (basis digest, projections, residual norms) of the rows of
+            that principal's episodes (in storing order), for principals with a basis.
+    """
+    sections: list[tuple[str, bytes, str | None, list[int] | None]] = []
+
+    def array(name: str, values: Any, dtype: str) -> None:
+        a = np.ascontiguousarray(values, dtype=dtype)
+        sections.append((name, a.tobytes(), dtype, list(a.shape)))
+
+    def document(name: str, value: Any) -> None:
+        sections.append((name, json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), None, None))
+
+    strings: dict[str | None, int] = {}
+    code = lambda s: strings.setdefault(s, len(strings))  # noqa: E731
+    document("ids", [ep.id for ep in episodes])
+    array("principal", [code(ep.principal) for ep in episodes], "<i4")
+    array("situation", [code(ep.situation) for ep in episodes], "<i4")
+    array("subject", [code(ep.subject) for ep in episodes], "<i4")
+    array("seqs", np.array([(ep.first_seq, ep.last_seq) for ep in episodes]).reshape(-1, 2), "<i8")
+    array("ends", [ep.end.timestamp() for ep in episodes], "<f8")
+    array("end_us", [_microseconds(ep.end) for ep in episodes], "<i8")
+    array("choice", [code(ep.choices[-1]) if ep.choices else -1 for ep in episodes], "<i4")
+    array("outcome", [OUTCOMES.index(ep.outcome) for ep in episodes], "<i1")
+    array("corrected", [bool(ep.corrections) for ep in episodes], "u1")
+    rows: dict[str, list[int]] = {}
+    for n, ep in enumerate(episodes):
+        rows.setdefault(ep.principal, []).append(n)
+    for principal, picked in rows.items():  # one block per principal: copied straight into its partition
+        array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
+    document("texts", [t for t, _ in problems])
+    document("cites", {i: list(c) for i, c in cites.items()})
+    document("edges", [[body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
+                       for _, body in edges])
+    array("weights", [float(body["weight"]) for _, body in edges], "<f8")
+    document("edge_ids", [i for i, _ in edges])
+    document("facts", list(facts))
+    document("marks", [m for m, _ in marks])
+    marked, own = {e for _, e in marks}, {ep.id for ep in episodes}
+    document("unmarked", [ep.id for ep in episodes if ep.id not in marked])  # learned after the range, or never
+    document("outside", sorted(marked - own))  # episodes before the range marked in it
+    bases = {}
+    for principal, (basis, proj, resid) in projections.items():
+        bases[principal] = basis
+        array(f"proj:{principal}", proj, "<f4")
+        array(f"resid:{principal}", resid, "<f4")
+    document("strings", list(strings))
+    layout, chunks, offset = {}, [], 0
+    for name, data, dtype, shape in sections:
+        layout[name] = [offset, len(data), dtype, shape]
+        chunks.append(data)
+        offset += len(data)
+    body = b"".join(chunks)
+    meta = {"format": FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
+            "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
+            "bases": bases, "sections": layout, "size": len(body), "digest": _digest(body)}
+    return meta, body
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _microseconds(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def run_id(meta: Mapping[str, Any]) -> str:
+    """Snapshot id of a run: its range and the digest of its body."""
+    return f"{meta['after']}:{meta['upto']}:{meta['digest'][:32]}"
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+class Corrupt(ValueError):
+    """A run or basis that does not check out (the caller falls back to the exact path)."""
+
+
+_BULK = ("vectors:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
+
+
+class Run:
+    """A checked run: its small sections, decoded on first use (the vectors went to `RunReader.vectors`)."""
+
+    def __init__(self, meta: Mapping[str, Any], sections: dict[str, tuple[bytes, str | None, list[int] | None]]) -> None:
+        self.meta = meta
+        self.after: int = int(meta["after"])
+        self.upto: int = int(meta["upto"])
+        self.rows: dict[str, int] = dict(meta["rows"])  # episodes per principal
+        self.offsets: dict[str, int] = {}  # principal → first row of this run in `RunReader.vectors`
+        self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
+        self._sections = sections
+
+    def _array(self, name: str) -> np.ndarray:
+        data, dtype, shape = self._sections[name]
+        return np.frombuffer(data, dtype=dtype).reshape(shape)
+
+    def _document(self, name: str) -> Any:
+        data = self._sections.pop(name)[0]
+        return json.loads(data.decode("utf-8"))
+
+    def release(self) -> None:
+        """Drop the columns only opening needs (what is read later stays)."""
+        keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us")
+        self._sections = {name: value for name, value in self._sections.items() if name in keep}
+
+    def row(self, episode_id: str) -> int:
+        """The row of an episode of this run."""
+        rows = self.__dict__.get("_rows")
+        if rows is None:
+            rows = self.__dict__["_rows"] = {i: n for n, i in enumerate(self.ids)}
+        return rows[episode_id]
+
+    def verdict(self, row: int) -> tuple[Outcome, str | None, datetime]:
+        """Outcome, last structured choice and end of the episode at a row (what its evidence needs)."""
+        choice = int(self._array("choice")[row])
+        end = _EPOCH + timedelta(microseconds=int(self._array("end_us")[row]))
+        return OUTCOMES[int(self._array("outcome")[row])], self.strings[choice] if choice >= 0 else None, end
+
+    def principal_at(self, row: int) -> str:
+        return self.strings[int(self._array("principal")[row])]
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return self._document("ids")
+
+    @cached_property
+    def strings(self) -> list[str | None]:
+        return self._document("strings")
+
+    def column(self, name: str) -> np.ndarray:
+        """A numeric column: principal, situation, subject (string codes), seqs, ends, outcome, corrected."""
+        return self._array(name)
+
+    def decoded(self, name: str) -> list[str | None]:
+        """A string column (principal, situation, subject), decoded."""
+        table = self.strings
+        return [table[c] for c in self._array(name).tolist()]
+
+    @cached_property
+    def texts(self) -> list[str]:
+        return self._document("texts")
+
+    @cached_property
+    def cites(self) -> dict[str, list[str]]:
+        return self._document("cites")
+
+    @cached_property
+    def edges(self) -> list[tuple[str, str, EdgeType, float, str]]:
+        """(source, target, type, weight, evidence) of each edge record, in storing order."""
+        weights = self._array("weights").tolist()
+        return [(s, t, EDGE_TYPES[k], w, ev) for (s, t, k, ev), w in zip(self._document("edges"), weights)]
+
+    @cached_property
+    def edge_ids(self) -> list[str]:
+        return self._document("edge_ids")
+
+    @cached_property
+    def facts(self) -> list[dict[str, Any]]:
+        return self._document("facts")
+
+    @cached_property
+    def marks(self) -> list[str]:
+        return self._document("marks")
+
+    @cached_property
+    def unmarked(self) -> list[str]:
+        """Episodes of the run without a reinforcement mark in it, in storing order."""
+        return self._document("unmarked")
+
+    @cached_property
+    def outside(self) -> list[str]:
+        """Episodes stored before the run that got a reinforcement mark in it."""
+        return self._document("outside")
+
+
+class RunReader:
+    """The usable runs of a store, in records order from the first record on (see the module docstring).
+
+    Iterating yields the runs; meanwhile a worker thread with its own connection reads and
+    checks the bodies and copies each principal's vectors and bound projections into
+    `vectors` / `projections` (SQLite, sha256 and numpy copies release the GIL), so the
+    caller's work on one run overlaps reading the next.
+    """
+
+    def __init__(self, store: Any, *, config: str, dim: int) -> None:
+        self.store = store
+        self.dim = dim
+        self.candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        for seq, _, meta in store.snapshot_index(RUN) if store.path != ":memory:" else ():
+            if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("config") == config \
+                    and meta.get("dim") == dim and isinstance(meta.get("after"), int) \
+                    and isinstance(meta.get("rows"), dict) and isinstance(meta.get("bases"), dict):
+                self.candidates.setdefault(meta["after"], []).append((seq, meta))
+        self.last = store.last_record() if self.candidates else 0
+        rows: dict[str, int] = {}  # capacity: every candidate's rows (untouched pages of np.empty cost nothing)
+        ranks: dict[str, int] = {}
+        for _, meta in (c for found in self.candidates.values() for c in found):
+            for principal, k in meta["rows"].items():
+                rows[principal] = rows.get(principal, 0) + int(k)
+                shape = meta["sections"].get(f"proj:{principal}", [0, 0, "", [0, 0]])[3]
+                if len(shape) == 2 and int(shape[1]) > 0:
+                    ranks.setdefault(principal, int(shape[1]))
+        self.vectors = {p: np.empty((k, dim), dtype=np.float32) for p, k in rows.items()}
+        self.proj = {p: np.empty((k, ranks[p]), dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
+        self.resid = {p: np.empty(k, dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
+        self.filled = dict.fromkeys(rows, 0)  # rows filled per principal, by the runs yielded so far
+
+    def __iter__(self) -> Iterator[Run]:
+        if 0 not in self.candidates:
+            return
+        found: queue.Queue = queue.Queue(maxsize=2)
+        stop = threading.Event()
+
+        def offer(item: Any) -> bool:
+            while not stop.is_set():
+                try:
+                    found.put(item, timeout=0.05)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def work() -> None:
+            try:
+                reader = type(self.store)(self.store.path, create=False)
+                try:
+                    after = 0
+                    while after in self.candidates:
+                        run = self._first_usable(reader, after)
+                        if run is None or not offer(run):
+                            break
+                        after = run.upto
+                finally:
+                    reader.close()
+            except Exception:  # noqa: BLE001 - runs only make opening faster: what they do not cover loads exactly
+                pass
+            finally:
+                offer(None)
+
+        worker = threading.Thread(target=work, name="snapshot-reader", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = found.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            stop.set()
+            worker.join()
+
+    def _first_usable(self, store: Any, after: int) -> Run | None:
+        """The first candidate run starting after `after` that checks out and fits, copied in; or None."""
+        for seq, meta in self.candidates[after]:
+            try:
+                upto = int(meta["upto"])
+                if not after < upto <= self.last:
+                    continue
+                if store.record_at(after + 1) != tuple(meta["first"]) or store.record_at(upto) != tuple(meta["last"]):
+                    continue  # made of other records
+                run = self._copy(store, seq, meta)
+            except (Corrupt, KeyError, TypeError, ValueError, IndexError, AttributeError):
+                continue
+            if run is not None:
+                return run
+        return None
+
+    def _copy(self, store: Any, seq: int, meta: Mapping[str, Any]) -> Run | None:
+        """Read and check a run's sections; its vectors and projections go to the principals' arrays.
+
+        Raises `Corrupt` when a section is truncated, altered or of the wrong shape; None when
+        the run does not fit the arrays (the rest then loads the exact way).
+        """
+        layout = meta["sections"]
+        n, dim = int(meta["episodes"]), int(meta["dim"])
+        rows = {p: int(k) for p, k in meta["rows"].items()}
+        if not isinstance(layout, dict) or sum(rows.values()) != n:
+            raise Corrupt("no section table, or rows disagree with the episodes")
+        expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
+                    "end_us": [n], "choice": [n],
+                    "seqs": [n, 2], **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
+        for name, shape in expected.items():
+            if name not in layout or list(layout[name][3]) != shape:
+                raise Corrupt(f"section {name} is missing or has another shape")
+        if any(self.filled.get(p, 0) + k > len(self.vectors.get(p, ())) for p, k in rows.items()):
+            return None
+        body = store.snapshot_body(seq)  # one read and one digest per run: the GIL is released for both
+        if len(body) != int(meta["size"]) or _digest(body) != meta["digest"]:
+            raise Corrupt("body is truncated or altered")
+        view = memoryview(body)
+        kept: dict[str, tuple[bytes, str | None, list[int] | None]] = {}
+        bulk: dict[str, np.ndarray] = {}
+        for name, (offset, length, dtype, shape) in layout.items():
+            if not 0 <= offset <= offset + length <= len(body) or \
+                    dtype is not None and int(np.prod(shape)) * np.dtype(dtype).itemsize != length:
+                raise Corrupt(f"section {name} does not fit the body or its shape")
+            data = view[offset : offset + length]
+            if name.startswith(_BULK):
+                bulk[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
+            else:
+                kept[name] = (bytes(data), dtype, shape)
+        run = Run(meta, kept)
+        for principal, k in rows.items():
+            at = self.filled[principal]
+            self.vectors[principal][at : at + k] = bulk[f"vectors:{principal}"]
+            digest = meta["bases"].get(principal)
+            proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
+            target = self.proj.get(principal)
+            if digest is not None and proj is not None and resid is not None and target is not None \
+                    and proj.shape == (k, target.shape[1]) and resid.shape == (k,):
+                target[at : at + k] = proj
+                self.resid[principal][at : at + k] = resid
+                run.bases[principal] = digest
+            else:
+                run.bases[principal] = None
+            run.offsets[principal] = at
+            self.filled[principal] = at + k
+        return run
+
+
+def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
+    """The bounding basis of `principal` with this digest, when stored intact."""
+    for seq, _, meta in store.snapshot_index(BASIS):
+        if meta.get("principal") == principal and meta.get("digest") == digest:
+            body = store.snapshot_body(seq)
+            if _digest(body) == digest:
+                try:
+                    return np.frombuffer(body, dtype="<f8").reshape(meta["shape"])
+                except (ValueError, TypeError):
+                    continue
+    return None
+
+
+def basis_digest(basis: np.ndarray) -> str:
+    return _digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())
+
+
+# -- lazily read episodes ----------------------------------------------------------------------
+
+
+class _Later:
+    """Marks values not read yet, with where to read them from."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+
+class LazyMap(MutableMapping):
+    """A dict whose deferred values are read on first use by ``read(key, source)``, in insertion order.
+
+    Used for episodes (each value is `Episode.from_record` of the stored record, as an exact
+    load makes it) and problems; keys, order and length are there from the start.
+    """
+
+    def __init__(self, read: Callable[[Any, Any], Any]) -> None:
+        self._read = read
+        self._known: dict[Any, Any] = {}
+
+    def defer(self, keys: Iterable[Any], source: Any = None) -> None:
+        """Add keys whose values are read on first use."""
+        self._known.update(dict.fromkeys(keys, _Later(source)))
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self._known[key]
+        if type(value) is _Later:
+            value = self._read(key, value.source)
+            if value is None:
+                raise KeyError(key)
+            self._known[key] = value
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._known
+
+    def unread(self, key: Any) -> bool:
+        """Whether the value of `key` is still to be read."""
+        return type(self._known.get(key)) is _Later
+
+    def source(self, key: Any) -> Any:
+        """Where the value of `key` is to be read from (the `defer` source); None once read, or unknown."""
+        value = self._known.get(key)
+        return value.source if type(value) is _Later else None
+
+    def has_all(self, keys: set[Any]) -> bool:
+        """Whether every one of `keys` is a key."""
+        return self._known.keys() >= keys
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._known[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._known[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+class LazySet(MutableSet):
+    """A set with members still to be added by loaders, run on first use."""
+
+    def __init__(self) -> None:
+        self._members: set[Any] = set()
+        self._pending: list[Callable[[], Iterable[Any]]] = []
+
+    def defer(self, load: Callable[[], Iterable[Any]]) -> None:
+        self._pending.append(load)
+
+    def _ready(self) -> set[Any]:
+        while self._pending:
+            self._members.update(self._pending.pop(0)())
+        return self._members
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._ready()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._ready())
+
+    def __len__(self) -> int:
+        return len(self._ready())
+
+    def add(self, item: Any) -> None:
+        self._members.add(item)
+
+    def discard(self, item: Any) -> None:
+        self._ready().discard(item)
+
+    def update(self, items: Iterable[Any]) -> None:
+        self._members.update(items)
+
+
+class EpisodeList(MutableSequence):
+    """A partition's episodes by row: ids, each episode looked up (and so read lazily) on use."""
+
+    def __init__(self, ids: Iterable[str], lookup: Mapping[str, Episode]) -> None:
+        self._ids = list(ids)
+        self._lookup = lookup
+
+    def __getitem__(self, row: Any) -> Any:
+        if isinstance(row, slice):
+            return [self._lookup[i] for i in self._ids[row]]
+        return self._lookup[self._ids[row]]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __setitem__(self, row: Any, episode: Any) -> None:
+        raise TypeError("partition rows are append-only")
+
+    def __delitem__(self, row: Any) -> None:
+        raise TypeError("partition rows are append-only")
+
+    def insert(self, row: int, episode: Episode) -> None:
+        if row != len(self._ids):
+            raise TypeError("partition rows are append-only")
+        self._ids.append(episode.id)
+
+    def append(self, episode: Episode) -> None:
+        self._ids.append(episode.id)
+
+
+# -- lazily filled node attributes ---------------------------------------------------------------
+
+DEFERRED = ("episode", "start", "end", "summary")  # node attributes read from the episode record on first use
+
+
+class Pending:
+    """Placeholder of a deferred node attribute: where to read the episode from."""
+
+    __slots__ = ("episodes", "episode_id")
+
+    def __init__(self, episodes: Mapping[str, Episode], episode_id: str) -> None:
+        self.episodes = episodes
+        self.episode_id = episode_id
+
+
+class NodeAttrs(dict):
+    """Node attribute dict whose `DEFERRED` values are filled from the episode on first read.
+
+    Keys are always all present; reading any deferred value (or iterating values/items,
+    copying, comparing) fills them, so callers see the same dict an eager build makes.
+    """
+
+    __slots__ = ()
+
+    def _fill(self) -> None:
+        pending = dict.get(self, "episode")
+        if type(pending) is Pending:
+            ep = pending.episodes[pending.episode_id]
+            dict.update(self, episode=ep, start=ep.start, end=ep.end, summary=ep.summary)
+
+    def __getitem__(self, key: Any) -> Any:
+        if key in DEFERRED:
+            self._fill()
+        return dict.__getitem__(self, key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in DEFERRED:
+            self._fill()
+        return dict.get(self, key, default)
+
+    def __iter__(self) -> Iterator[Any]:  # dict(d), {**d} and d.update(other) then go through keys and []
+        self._fill()
+        return dict.__iter__(self)
+
+    def items(self) -> Any:
+        self._fill()
+        return dict.items(self)
+
+    def values(self) -> Any:
+        self._fill()
+        return dict.values(self)
+
+    def copy(self) -> dict:
+        self._fill()
+        return dict(dict.items(self))
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self._fill()
+        return dict.pop(self, key, *default)
+
+    def popitem(self) -> Any:
+        self._fill()
+        return dict.popitem(self)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        self._fill()
+        return dict.setdefault(self, key, default)
+
+    def __eq__(self, other: object) -> bool:
+        self._fill()
+        if isinstance(other, NodeAttrs):
+            other._fill()
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self._fill()
+        return dict.__repr__(self)
+
+    def __reduce__(self) -> Any:
+        self._fill()
+        return (dict, (dict(dict.items(self)),))
