@@ -485,14 +485,25 @@ def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Ca
         frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))
                     if m not in nodes and allowed(m)}
         nodes |= frontier
-    sub = nx.Graph()  # isolated seeds stay out: proximity needs a link
+    # undirected links, weights of parallel and opposite edges summed in `graph.out_edges` order;
+    # each link keeps the orientation it was first met in, so `sub` gets its nodes in that order
+    links: dict[tuple[str, str], list] = {}
     for u in sorted(nodes):
         for v, keyed in graph.succ[u].items():  # the order of `graph.out_edges(u)`, without a view per node
             if v not in nodes or v == u:
                 continue
+            link = links.get((v, u) if v < u else (u, v))
+            if link is None:
+                link = links[(v, u) if v < u else (u, v)] = [u, v, 0.0]
+                first = True
+            else:
+                first = False
             for data in keyed.values():
                 w = float(data.get(weight, 1.0))
-                sub.add_edge(u, v, **{weight: sub[u][v][weight] + w if sub.has_edge(u, v) else w})
+                link[2] = w if first else link[2] + w
+                first = False
+    sub = nx.Graph()  # isolated seeds stay out: proximity needs a link
+    sub.add_weighted_edges_from(links.values(), weight=weight)
     seeds = {s: w for s, w in seeds.items() if s in sub}
     if not seeds:
         return {}
