@@ -1,8 +1,8 @@
 """Text encoders: `encode(texts) -> float32 array`, rows L2-normalized.
 
 The default `HashingEncoder` needs no model and no fitting: word uni/bi-grams and
-character n-grams are hashed into a fixed number of buckets (scikit-learn's
-`HashingVectorizer`), so an entry's vector depends only on its own text and never
+character n-grams are hashed into a fixed number of buckets (the hashing trick, as in
+scikit-learn's `HashingVectorizer`), so an entry's vector depends only on its own text and never
 changes as the corpus grows. `SentenceTransformerEncoder` is optional and loads a model
 that is already installed locally; it never downloads.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol, Sequence
 
 import numpy as np
-from sklearn.utils import murmurhash3_32
+import mmh3
 
 from memory.errors import EncoderUnavailable
 
@@ -49,7 +49,8 @@ class HashingEncoder:
 
     Features are word unigrams, word bigrams and character 3- to 5-grams of each word
     (padded with spaces, as scikit-learn's ``char_wb`` analyzer does), hashed with
-    MurmurHash3 (scikit-learn's ``murmurhash3_32``) into ``dim`` buckets, sublinear
+    32-bit MurmurHash3 of the UTF-8 bytes, seed 0 (``mmh3``; the same values as scikit-learn's
+    ``murmurhash3_32(..., positive=True)``) into ``dim`` buckets, sublinear
     (log1p) counts, L2-normalized. Each token's features are memoized in one flat table, and
     a batch is summed with a single gather and ``bincount``, which makes encoding many times
     faster than ``HashingVectorizer`` on log-like text without changing any vector: the
@@ -90,7 +91,7 @@ class HashingEncoder:
         self._token_bytes: dict[str, tuple[bytes, bytes]] = {}
 
     def _bucket(self, feature: str) -> int:
-        return murmurhash3_32(feature, positive=True) % self.dim
+        return mmh3.hash(feature, 0, signed=False) % self.dim
 
     def _token_features(self, token: str) -> tuple[list[int], list[float]]:
         padded = f" {token} "

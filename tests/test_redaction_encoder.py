@@ -181,3 +181,13 @@ def test_encoder_pickles_without_its_caches():
     vector = encoder.encode(["pool exhausted"])
     copy = pickle.loads(pickle.dumps(encoder))
     assert copy.name == encoder.name and np.array_equal(copy.encode(["pool exhausted"]), vector)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=40))
+def test_the_encoder_hash_is_scikit_learns_murmurhash3(feature):
+    """Vectors stay what they were when the encoder hashed through scikit-learn."""
+    from sklearn.utils import murmurhash3_32
+
+    encoder = HashingEncoder(dim=1024)
+    assert encoder._bucket(feature) == murmurhash3_32(feature, positive=True) % 1024
