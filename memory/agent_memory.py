@@ -131,7 +131,8 @@ class EpisodicMemory:
         self._config = snapshot.config_digest(links)
         self._chains = ChainCache(self.graph)
         self._retriever = Retriever(self.index, self.encoder.encode, graph=self.graph, facts=self._facts_of,
-                                    chain=lambda graph, episode_id, hops: self._chains.narrative(episode_id, hops),
+                                    chain=lambda graph, episode_id, hops, most: self._chains.narrative(
+                                        episode_id, hops, most),
                                     config=retriever)
         self._load()
 

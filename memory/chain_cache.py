@@ -35,22 +35,25 @@ class ChainCache:
     def __init__(self, graph: nx.MultiDiGraph, capacity: int = DEFAULT_CAPACITY) -> None:
         self.graph = graph
         self.capacity = capacity
-        self._chains: OrderedDict[tuple[str, int], tuple[str | None, tuple[str, ...]]] = OrderedDict()
-        self._reaching: dict[str, set[tuple[str, int]]] = {}  # episode → remembered chains that reached it
+        self._chains: OrderedDict[tuple[str, int, int], tuple[str | None, tuple[str, ...]]] = OrderedDict()
+        self._reaching: dict[str, set[tuple[str, int, int]]] = {}  # episode → remembered chains that reached it
 
     def __len__(self) -> int:
         return len(self._chains)
 
-    def narrative(self, episode_id: str, hops: int) -> str | None:
-        """The chain's narrative through `episode_id` when it joins more than one episode, else None."""
-        key = (episode_id, hops)
+    def narrative(self, episode_id: str, hops: int, max_episodes: int = 0) -> str | None:
+        """The chain's narrative through `episode_id` when it joins more than one episode, else None.
+
+        `hops` and `max_episodes` bound the chain as in `memory.graph.causal_chain`.
+        """
+        key = (episode_id, hops, max_episodes)
         found = self._chains.get(key)
         if found is not None:
             self._chains.move_to_end(key)
             return found[0]
         if episode_id not in self.graph:
             return None
-        chain = causal_chain(self.graph, episode_id, max_hops=hops)
+        chain = causal_chain(self.graph, episode_id, max_hops=hops, max_episodes=max_episodes)
         text = chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None
         self._remember(key, text, chain.episode_ids)
         return text
@@ -67,7 +70,7 @@ class ChainCache:
         """Forget the chains that reached an episode whose attributes were just set."""
         self._forget(episode_id)
 
-    def _remember(self, key: tuple[str, int], text: str | None, reached: tuple[str, ...]) -> None:
+    def _remember(self, key: tuple[str, int, int], text: str | None, reached: tuple[str, ...]) -> None:
         self._chains[key] = (text, reached)
         for node in reached:
             self._reaching.setdefault(node, set()).add(key)
@@ -81,7 +84,7 @@ class ChainCache:
             if entry is not None:
                 self._unlink(key, entry[1])
 
-    def _unlink(self, key: tuple[str, int], reached: tuple[str, ...]) -> None:
+    def _unlink(self, key: tuple[str, int, int], reached: tuple[str, ...]) -> None:
         for node in reached:
             keys = self._reaching.get(node)
             if keys is not None:

@@ -97,6 +97,7 @@ class FactConfig:
 
 
 DEFAULT_FACTS = FactConfig()
+TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class EvidenceLog(Sequence[Evidence]):
         self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
         self._successes: set[int] = set()  # positions of every SUCCESS episode
         self._principals: set[str] = set()
+        self._term_counts: dict[frozenset[int], Counter[str]] = {}  # see `term_counts`
         for ev in items:
             self.append(ev)
 
@@ -235,6 +237,23 @@ class EvidenceLog(Sequence[Evidence]):
     def labelled_count(self, conclusion: str) -> int:
         """How many positions are labelled (True or False) for `conclusion`."""
         return len(self._successes) + len(self._refuting.get(conclusion, ()))
+
+    def term_counts(self, positions: set[int]) -> Counter[str]:
+        """How many of `positions` hold each term (do not modify the result).
+
+        Remembered for the last few position sets asked for: entries never change once
+        appended, so the counts of a set stay right however the log grows. Fact extraction
+        asks for the same sets on every close until new confirmations arrive.
+        """
+        key = frozenset(positions)
+        counts = self._term_counts.get(key)
+        if counts is None:
+            items = self._items
+            counts = Counter(t for p in positions for t in items[p].terms)
+            if len(self._term_counts) >= TERM_COUNT_MEMO:
+                del self._term_counts[next(iter(self._term_counts))]
+            self._term_counts[key] = counts
+        return counts
 
     def with_terms(self, positions: Iterable[int], term: str) -> set[int]:
         """The subset of `positions` whose terms contain `term`."""
@@ -394,8 +413,8 @@ def _induce(log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig,
         covered_neg = neg if covered is None else neg & covered
         if condition and not covered_neg:
             break
-        in_pos = Counter(t for p in covered_pos for t in log[p].terms if t not in condition)
-        eligible = [t for t, n in in_pos.items() if n >= need]
+        in_pos = log.term_counts(covered_pos)
+        eligible = [t for t, n in in_pos.items() if n >= need and t not in condition]
         in_neg = {t: len(log.with_terms(covered_neg, t)) for t in eligible}
         ranked = sorted(eligible, key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
         if not ranked:

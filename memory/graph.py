@@ -38,6 +38,7 @@ keyed by type with ``weight`` and ``evidence``); queries are plain functions ove
 from __future__ import annotations
 
 import math
+from itertools import islice
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -408,8 +409,13 @@ def _sort_key(G: nx.MultiDiGraph, node: str) -> tuple[Any, ...]:
     return (data.get("start") or datetime.min, data.get("first_seq", 0), node)
 
 
-def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3) -> CausalChain:
-    """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots."""
+def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3, max_episodes: int = 0) -> CausalChain:
+    """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots.
+
+    The walk is breadth-first, up to `max_hops` steps; with `max_episodes` > 0 it stops once
+    that many episodes are reached (the nearest ones), so an episode that learned from many
+    others, which learned from many more, reads as a chain and not as its whole ancestry.
+    """
     if episode_id not in G:
         raise KeyError(f"episode {episode_id} is not in the graph")
     def backward_neighbours(node: str) -> Iterable[str]:
@@ -422,8 +428,8 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3) -> C
 
     # A bounded breadth-first search over causal edges only: the cost depends on the
     # chain's neighbourhood, not on the size of the graph.
-    reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
-                                                                 depth_limit=max_hops)}
+    walk = (v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours, depth_limit=max_hops))
+    reached = {episode_id} | set(islice(walk, max_episodes - 1) if max_episodes > 0 else walk)
     key = {n: _sort_key(G, n) for n in reached}
     nodes = sorted(reached, key=key.__getitem__)
     # The orientation of `_backward_view`, restricted to the reached episodes: (later, earlier) → type

@@ -10,7 +10,10 @@ Scoring of an episode (each part in [0, 1], weights in `RetrieverConfig`)::
 - outcome: labelled outcomes beat UNKNOWN (`OUTCOME_VALUE`): SUCCESS 1.0, FAILURE and
   PARTIAL 0.6, plus `CORRECTION_BONUS` when the episode holds a correction.
 - graph: personalized PageRank (networkx) on the neighbourhood of the most relevant
-  episodes, personalized by their relevance, scaled so that the best node scores 1.
+  episodes, personalized by their relevance, scaled so that the best node scores 1. The
+  neighbourhood holds at most ``graph_max_nodes`` episodes (the most strongly linked ones
+  at each hop), so an episode that many later ones link to does not make every recall
+  pay for its whole history.
 
 Then maximal marginal relevance picks ``k`` episodes from the best ``pool``:
 ``argmax λ·total − (1 − λ)·max cos(candidate, selected)``; candidates at least
@@ -58,8 +61,10 @@ class RetrieverConfig:
     pool: int = 50  # best-scored candidates MMR chooses from
     seeds: int = 5  # most relevant episodes that personalize PageRank
     graph_hops: int = 2  # neighbourhood radius around the seeds
+    graph_max_nodes: int = 48  # most episodes in that neighbourhood (strongest links kept); 0 = no limit
     chains: bool = True  # attach causal chain narratives from the graph
     chain_hops: int = 3  # longest chain followed
+    chain_max_episodes: int = 12  # most episodes in one chain (nearest first); 0 = no limit
     facts: bool = True  # include applicable facts
     max_facts: int = 3  # most facts in a Context
     fact_min_match: float = 0.5  # least share of a fact's condition terms found in the query
@@ -470,26 +475,53 @@ def episode_vector(observations: np.ndarray, others: np.ndarray | None = None, *
 
 
 def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Callable[[str], bool], *,
-                    hops: int = 2, weight: str = "weight", alpha: float = 0.85) -> dict[str, float]:
+                    hops: int = 2, max_nodes: int = 0, weight: str = "weight",
+                    alpha: float = 0.85) -> dict[str, float]:
     """Personalized PageRank around `seeds`, on allowed nodes within `hops`; best node = 1.
 
     Edge direction is ignored (a cause and its effect are equally near) and parallel edges
-    add their weights. The neighbourhood is small, so the stationary vector of networkx's
-    `google_matrix` is found by power iteration in numpy; on a graph of a few dozen nodes
-    this is far cheaper than `nx.pagerank`'s sparse solver, with the same definition.
+    add their weights. With `max_nodes` > 0 the neighbourhood stops growing at that many
+    nodes: a hop that would overflow it keeps the new nodes with the largest summed link
+    weight to the nodes the previous hop reached (ties: the more recent episode, by
+    ``first_seq``, then the smaller id). The neighbourhood is small, so the stationary
+    vector of networkx's `google_matrix` is found by power iteration in numpy; on a graph
+    of a few dozen nodes this is far cheaper than `nx.pagerank`'s sparse solver, with the
+    same definition.
     """
     seeds = {s: w for s, w in seeds.items() if w > 0 and s in graph}
+    # networkx's own adjacency dicts (`succ`/`pred` wrap them in read-only views, which cost
+    # a Python-level call per item: most of the time of this function on hub episodes)
+    succ, pred = graph._succ, graph._pred
     nodes = set(seeds)
     frontier = set(seeds)
     for _ in range(hops):
-        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))
-                    if m not in nodes and allowed(m)}
+        reached: dict[str, float] = {}  # new node → summed weight of its links to the frontier
+        for n in sorted(frontier):
+            for adjacency in (succ[n], pred[n]):
+                for m, keyed in adjacency.items():
+                    if m in nodes:
+                        continue
+                    strength = reached.get(m)
+                    if strength is None:
+                        if not allowed(m):
+                            continue
+                        strength = 0.0
+                    reached[m] = strength + sum(float(data.get(weight, 1.0)) for data in keyed.values())
+        room = max_nodes - len(nodes)
+        if max_nodes > 0 and len(reached) > room:
+            attrs = graph.nodes
+            ranked = sorted(reached, key=lambda m: (-reached[m], -attrs[m].get("first_seq", 0), m))
+            frontier = set(ranked[: max(room, 0)])
+        else:
+            frontier = set(reached)
+        if not frontier:
+            break
         nodes |= frontier
     # undirected links, weights of parallel and opposite edges summed in `graph.out_edges` order;
     # each link keeps the orientation it was first met in, so `sub` gets its nodes in that order
     links: dict[tuple[str, str], list] = {}
     for u in sorted(nodes):
-        for v, keyed in graph.succ[u].items():  # the order of `graph.out_edges(u)`, without a view per node
+        for v, keyed in succ[u].items():  # the order of `graph.out_edges(u)`
             if v not in nodes or v == u:
                 continue
             link = links.get((v, u) if v < u else (u, v))
@@ -623,7 +655,7 @@ def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], 
     return found[:limit]
 
 
-ChainFinder = Callable[[nx.MultiDiGraph, str, int], "str | None"]
+ChainFinder = Callable[[nx.MultiDiGraph, str, int, int], "str | None"]  # (graph, episode id, hops, max episodes)
 
 
 class Retriever:
@@ -749,7 +781,8 @@ class Retriever:
                 rows = score(rows[high[rows] >= _kth(np.where(known[rows], relevance[rows], low[rows]), cfg.seeds)])
                 top = rows[_top(relevance[rows], cfg.seeds)]
             seeds = {part.episodes[i].id: float(relevance[i]) for i in top}
-            near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops)
+            near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops,
+                                   max_nodes=cfg.graph_max_nodes)
             linked = np.array([part.position[node] for node in near], dtype=np.intp)
             graph[linked] = list(near.values())
         size = max(cfg.pool, k)
@@ -793,6 +826,7 @@ class Retriever:
         for i in picked:
             parts = ScoreParts(*(round(float(a[i]), 6) for a in (relevance, recency, sit, outcome, graph, total)))
             ep = part.episodes[i]
-            chain = self.chain(self.graph, ep.id, cfg.chain_hops) if cfg.chains and self.chain else None
+            chain = (self.chain(self.graph, ep.id, cfg.chain_hops, cfg.chain_max_episodes) if cfg.chains and self.chain
+                     else None)
             out.append(RecalledEpisode(ep, parts, _why(parts, ep, cfg), chain))
         return out

@@ -13,8 +13,8 @@ from simulator import DebugEnv
 from simulator.generate import generate, to_yaml
 
 
-def fresh(graph, episode_id, hops):
-    chain = causal_chain(graph, episode_id, max_hops=hops)
+def fresh(graph, episode_id, hops, most=0):
+    chain = causal_chain(graph, episode_id, max_hops=hops, max_episodes=most)
     return chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None
 
 
@@ -32,12 +32,13 @@ def test_remembered_chains_match_fresh_walks_while_a_memory_grows(seed):
             decision = agent.decide(prompt)
             step = env.step(decision.choice)
             agent.observe(step.events)
-            for (episode_id, hops), (text, _) in list(memory._chains._chains.items()):
-                assert text == fresh(memory.graph, episode_id, hops)
+            for (episode_id, hops, most), (text, _) in list(memory._chains._chains.items()):
+                assert text == fresh(memory.graph, episode_id, hops, most)
                 checked += 1
                 multi += text is not None
             for episode_id in list(memory.graph)[-5:]:  # also ask for chains recall has not asked for
                 assert memory._chains.narrative(episode_id, 3) == fresh(memory.graph, episode_id, 3)
+                assert memory._chains.narrative(episode_id, 3, 3) == fresh(memory.graph, episode_id, 3, 3)
             prompt = step.prompt
     finally:
         agent.close()
@@ -58,12 +59,12 @@ def test_an_edge_into_a_reached_episode_forgets_exactly_the_chains_through_it():
     new = Edge("a", "c", EdgeType.RETRY_OF, 1.0, "t")  # a new backward step out of a, which b's chain reached
     add_edges(graph, [new])
     cache.edges_added([new])
-    assert ("b", 3) not in cache._chains and ("d", 3) in cache._chains
+    assert ("b", 3, 0) not in cache._chains and ("d", 3, 0) in cache._chains
     assert cache.narrative("b", 3) == fresh(graph, "b", 3)
     led = Edge("d", "c", EdgeType.LED_TO, 1.0, "t")  # LED_TO is walked backwards: from c to d
     add_edges(graph, [led])
     cache.edges_added([led])
-    assert ("b", 3) not in cache._chains and cache.narrative("b", 3) == fresh(graph, "b", 3)
+    assert ("b", 3, 0) not in cache._chains and cache.narrative("b", 3) == fresh(graph, "b", 3)
     assert set(causal_chain(graph, "b", max_hops=3).episode_ids) == set("abcd")
 
 

@@ -15,6 +15,7 @@ from memory.facts import (
     DEFAULT_FACTS,
     Evidence,
     EvidenceLog,
+    TERM_COUNT_MEMO,
     FactConfig,
     assess,
     extract_facts,
@@ -170,3 +171,15 @@ def test_extraction_and_updates_follow_the_scans(evidence):
         again = extract_facts(evidence, made, principal="p", at=T0)
         assert all(f.conclusion != fact.conclusion or f.condition != fact.condition for f in again)
         assert update_fact(fact, evidence, at=T0) == update_fact(fact, EvidenceLog(evidence), at=T0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(histories, st.sampled_from(CHOICES))
+def test_induction_on_a_growing_log_reuses_term_counts_and_still_equals_the_scan(evidence, conclusion):
+    log = EvidenceLog()
+    for end, ev in enumerate(evidence, start=1):
+        log.append(ev)
+        assert induce_condition(conclusion, log) == reference_induce(conclusion, evidence[:end], DEFAULT_FACTS, ())
+        for positions in (set(range(end)), log.confirming(conclusion), log.against(conclusion), set()):
+            assert log.term_counts(positions) == Counter(t for p in positions for t in evidence[p].terms)
+    assert len(log._term_counts) <= TERM_COUNT_MEMO

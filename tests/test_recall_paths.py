@@ -142,7 +142,7 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
     texts = synthetic_texts(n_first + n_more, seed=11)
     vectors = encoder.encode([t for t, _ in texts])
     index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
-    chain = lambda G, node, hops: causal_chain(G, node, max_hops=hops).narrative  # noqa: E731
+    chain = lambda G, node, hops, most: causal_chain(G, node, max_hops=hops, max_episodes=most).narrative  # noqa: E731
     retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=DEFAULT)
 
     def feed(start: int, stop: int) -> None:
@@ -220,3 +220,104 @@ def test_graph_proximity_equals_its_first_definition(n, density, seed, hops):
     banned = {f"n{i}" for i in range(n) if rng.random() < 0.2}
     allowed = lambda node: node not in banned  # noqa: E731
     assert graph_proximity(G, seeds, allowed, hops=hops) == reference_proximity(G, seeds, allowed, hops=hops)
+
+
+def random_weighted_graph(n: int, density: float, rng: np.random.Generator) -> nx.MultiDiGraph:
+    G = nx.MultiDiGraph()
+    for i in range(n):
+        G.add_node(f"n{i}", first_seq=int(rng.integers(0, 4)))  # shared first_seq: ties fall to the id
+    for u in range(n):
+        for v in range(n):
+            for kind in list(EdgeType)[:3]:
+                if rng.random() < density / 3:
+                    G.add_edge(f"n{u}", f"n{v}", key=kind.value, weight=float(rng.choice([0.3, 0.5, 0.9])))
+    return G
+
+
+def within(G: nx.MultiDiGraph, seeds, allowed, hops: int) -> set[str]:
+    """Every allowed node within `hops` of the seeds, edge direction ignored."""
+    undirected = G.to_undirected(as_view=True)
+    found = set(seeds)
+    for seed in seeds:
+        found |= {m for m in nx.single_source_shortest_path_length(undirected, seed, cutoff=hops) if allowed(m)}
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 40), density=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 3),
+       max_nodes=st.integers(1, 30))
+def test_a_bounded_neighbourhood_is_the_whole_one_when_it_fits_and_never_larger(n, density, seed, hops, max_nodes):
+    from memory.retriever import graph_proximity
+
+    rng = np.random.default_rng(seed)
+    G = random_weighted_graph(n, density, rng)
+    seeds = {f"n{i}": float(rng.random()) + 0.01 for i in rng.choice(n, size=min(n, 5), replace=False)}
+    banned = {f"n{i}" for i in range(n) if rng.random() < 0.2} - set(seeds)
+    allowed = lambda node: node not in banned  # noqa: E731
+    whole = graph_proximity(G, seeds, allowed, hops=hops)
+    bounded = graph_proximity(G, seeds, allowed, hops=hops, max_nodes=max_nodes)
+    assert len(bounded) <= max(max_nodes, len(seeds))
+    assert set(bounded) <= set(whole) | set(seeds)
+    # the BFS of graph_proximity only walks through allowed nodes; `within` may pass through banned ones,
+    # so it is an upper bound of the neighbourhood: when even that fits, nothing was cut
+    if len(within(G, seeds, allowed, hops)) <= max_nodes:
+        assert bounded == whole
+
+
+def test_a_hub_keeps_only_its_most_strongly_linked_then_most_recent_neighbours():
+    from memory.retriever import graph_proximity
+
+    G = nx.MultiDiGraph()
+    G.add_node("seed", first_seq=0)
+    G.add_node("hub", first_seq=1)
+    G.add_edge("hub", "seed", key="LED_TO", weight=1.0)
+    for i in range(100):
+        G.add_node(f"leaf{i:03d}", first_seq=10 + i)
+        G.add_edge("hub", f"leaf{i:03d}", key="LED_TO", weight=0.5)
+    G.add_edge(f"leaf{5:03d}", "hub", key="CAUSED_BY", weight=0.9)  # leaf005: the strongest link to the hub
+    near = graph_proximity(G, {"seed": 1.0}, lambda node: True, hops=2, max_nodes=5)
+    assert set(near) == {"seed", "hub", "leaf005", "leaf099", "leaf098"}
+    assert len(graph_proximity(G, {"seed": 1.0}, lambda node: True, hops=2)) == 102
+
+
+@pytest.mark.parametrize("leaves", [2, 3, 4, 5])
+def test_the_neighbourhood_fills_up_to_exactly_its_bound(leaves):
+    from memory.retriever import graph_proximity
+
+    G = nx.MultiDiGraph()
+    G.add_edge("hub", "seed", key="LED_TO", weight=1.0)
+    G.add_edges_from(("hub", f"leaf{i}", "LED_TO", {"weight": 0.5}) for i in range(leaves))
+    near = graph_proximity(G, {"seed": 1.0}, lambda node: True, hops=2, max_nodes=5)
+    assert len(near) == min(2 + leaves, 5)
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 16), density=st.floats(0.0, 0.6), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4),
+       most=st.integers(1, 8))
+def test_a_bounded_chain_holds_the_nearest_episodes_of_the_walk(n, density, seed, hops, most):
+    rng = np.random.default_rng(seed)
+    G = nx.MultiDiGraph()
+    for i in range(n):
+        ep = episode(i, rng)
+        G.add_node(ep.id, episode=ep, start=ep.start, first_seq=ep.first_seq)
+    types = list(EdgeType)
+    for u in range(n):
+        for v in range(n):
+            for kind in types:
+                if u != v and rng.random() < density / len(types) * 3:
+                    G.add_edge(f"ep{u:03d}", f"ep{v:03d}", key=kind.value, type=kind, weight=0.5, evidence="")
+    for node in G:
+        whole = causal_chain(G, node, max_hops=hops)
+        bounded = causal_chain(G, node, max_hops=hops, max_episodes=most)
+        if len(whole.episode_ids) <= most:
+            assert bounded == whole
+        else:
+            assert len(bounded.episode_ids) == most and node in bounded.episode_ids
+            # the walk is breadth-first: nothing kept lies farther from the episode than anything dropped
+            back = nx.DiGraph()
+            back.add_nodes_from(whole.episode_ids)
+            back.add_edges_from((link.source, link.target) for link in whole.links)
+            hops_to = nx.single_source_shortest_path_length(back, node)
+            kept = {hops_to[e] for e in bounded.episode_ids}
+            dropped = {hops_to[e] for e in set(whole.episode_ids) - set(bounded.episode_ids)}
+            assert max(kept) <= min(dropped)
