@@ -61,7 +61,7 @@ class RetrieverConfig:
     pool: int = 50  # best-scored candidates MMR chooses from
     seeds: int = 5  # most relevant episodes that personalize PageRank
     graph_hops: int = 2  # neighbourhood radius around the seeds
-    graph_max_nodes: int = 48  # most episodes in that neighbourhood (strongest links kept); 0 = no limit
+    graph_max_nodes: int = 32  # most episodes in that neighbourhood (strongest links kept); 0 = no limit
     chains: bool = True  # attach causal chain narratives from the graph
     chain_hops: int = 3  # longest chain followed
     chain_max_episodes: int = 12  # most episodes in one chain (nearest first); 0 = no limit
