@@ -119,6 +119,8 @@ def test_run_document_has_the_documented_keys(tmp_path):
     assert results["append_durable_ms"]["new_store"]["n"] == 4 and results["append_durable_ms"]["settle_appends"] == 3
     assert results["append_durable_ms"]["settled"] is False  # 3 settling appends cannot reach the WAL's reuse
     assert results["append_batch_per_s"]["n"] == 2
+    storage = results["append_batch_per_s"]["storage_only"]
+    assert storage["n"] == 2 and math.isfinite(storage["median"]) and storage["median"] > 0
     assert list(results["recall_ms"]) == ["12", "30"]
     for size, entry in results["recall_ms"].items():
         assert entry["n"] == 3 and entry["store"]["episodes"] == int(size) and entry["store"]["method"]
