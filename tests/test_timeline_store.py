@@ -60,6 +60,22 @@ def test_entries_round_trip_through_store_and_jsonl(tmp_path_factory, items):
         _assert_same(restored, original)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(entry_fields, min_size=1, max_size=8), st.booleans())
+def test_the_batch_path_writes_the_entries_single_appends_write(items, redact):
+    from memory import PatternRedactor
+
+    redactor = PatternRedactor() if redact else NoRedaction()
+    one_by_one = _timeline(redactor=redactor)
+    batched = _timeline(redactor=redactor)
+    singles = [one_by_one.append(**item) for item in items]
+    together = batched.append_many(items)
+    assert [e.id for e in together] == [e.id for e in singles]
+    for a, b in zip(together, singles):
+        _assert_same(a, b)
+    assert [e.id for e in batched.store.entries()] == [e.id for e in singles]
+
+
 def test_id_is_recomputable_and_chained():
     timeline = _timeline()
     first = timeline.append("pool exhausted", kind="observation", role="environment", timestamp=T0, situation="s")
