@@ -60,14 +60,18 @@ _PHONE = re.compile(
 # patterns it stands for, so a text that passes none of them comes out of every `sub`
 # unchanged (a test checks this against the full redactor):
 # - _EMAIL needs "@";
-# - _BEARER and _KEYED_SECRET need one of _SECRET_WORDS, matched case-insensitively; on
-#   ASCII-only text that is a substring test on the lower-cased text (beyond ASCII, Unicode
-#   case folding maps other characters to these letters, so such text takes the full path);
+# - _BEARER and _KEYED_SECRET need one of _SECRET_WORDS, matched case-insensitively. Under
+#   re.IGNORECASE exactly four non-ASCII characters match an ASCII letter: İ and ı (i), ſ (s)
+#   and the Kelvin sign (k). Mapped to those letters (_ASCII_FOLDS) and then lower-cased,
+#   the text holds the word wherever the pattern could match it (no other character's
+#   lower case is ASCII, and only İ's lower case is longer than one character);
 # - _PREFIXED_KEY needs one of its literal prefixes (_KEY_PREFIX);
 # - _CARD needs 13 digits each followed by at most one space or hyphen, _PHONE three digits,
-#   a separator and three more, or "+" and eight digits (_DIGIT_GROUPS); a card has at least
-#   13 digits and a phone number at least 8, so a text with fewer than 8 needs no search.
+#   a separator and three more, or "+" and eight digits (_DIGIT_GROUPS, with the same
+#   Unicode-aware \d); a card has at least 13 digits and a phone number at least 8, so an
+#   ASCII text with fewer than 8 needs no search.
 _SECRET_WORDS = ("key", "token", "secret", "passw", "bearer", "basic")
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 _KEY_PREFIX = re.compile(r"sk-|AKIA|gh[pousr]_|xox[abprs]-|AIza|eyJ")
 _DIGIT_GROUPS = re.compile(r"\d(?:[ -]?\d){12}|\d{3}[ .-]\d{3}|\+\d{8}")
 _DIGITS = b"0123456789"
@@ -75,17 +79,19 @@ _DIGITS = b"0123456789"
 
 def may_hold_secret(text: str) -> bool:
     """False only when no pattern of `PatternRedactor` can match `text` (a cheap pre-check)."""
-    if not text.isascii() or "@" in text:
+    if "@" in text:
         return True
-    lowered = text.lower()
+    ascii_only = text.isascii()
+    lowered = (text if ascii_only else text.translate(_ASCII_FOLDS)).lower()
     for word in _SECRET_WORDS:
         if word in lowered:
             return True
     if _KEY_PREFIX.search(text) is not None:
         return True
-    raw = text.encode("ascii")
-    if len(raw) - len(raw.translate(None, _DIGITS)) < 8:
-        return False
+    if ascii_only:
+        raw = text.encode("ascii")
+        if len(raw) - len(raw.translate(None, _DIGITS)) < 8:
+            return False
     return _DIGIT_GROUPS.search(text) is not None
 
 

@@ -95,6 +95,7 @@ _FRAGMENTS = st.sampled_from([
     "10.0.0.12:6379", "ip-10-100-232-142", "v2.3.1", "3,400", "1234567890123", "12 345 678", "p99 1200 ms",
     "\u212aey", "\u017fecret", "TO\u212aEN abcdefghijklmnop", "İ", "ı", "ß", "cache key", "monkey", "tokens",
     " ", "-", ".", ":", "=", "'", "\"", "\n", "(", ")", "+", "0", "7", "٣", "pool exhausted",
+    "\u2014", "caf\u00e9", "to\u017fen", "pa\u017f\u017fword=abcdefgh", "api_\u212aey: abcdefgh", "\u0130",
 ])
 _TEXTS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0-9 .()+-]{1,20}", fullmatch=True)),
                   max_size=8).map("".join)
@@ -108,6 +109,20 @@ def test_redaction_pre_check_never_skips_a_text_the_patterns_change(text):
     assert redactor.redact(text) == full
     if not may_hold_secret(text):
         assert full == text
+
+
+def test_the_pre_check_knows_every_character_that_matches_an_ascii_letter_ignoring_case():
+    # what the Unicode fast path of `may_hold_secret` relies on, checked against this Python's tables
+    import re
+
+    from memory.redaction import _ASCII_FOLDS
+
+    every = "".join(map(chr, range(0x80, 0x110000)))
+    folds = {chr(code) for code in _ASCII_FOLDS}
+    assert set(re.compile("[a-z]", re.IGNORECASE).findall(every)) == folds
+    assert [c for c in every if c not in folds and (len(c.lower()) != 1 or c.lower().isascii())] == []
+    for char in folds:
+        assert re.fullmatch(char.translate(_ASCII_FOLDS), char, re.IGNORECASE)
 
 
 def _reference_vectors(texts, dim, char_weight):
