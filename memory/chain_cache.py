@@ -7,7 +7,8 @@ LEARNED_FROM, ``v`` for LED_TO (followed against its direction). So a remembered
 stale only when that episode is one it reached, or when an episode it reached gets its
 attributes; everything else keeps it valid. In a growing memory almost every new edge
 starts at the episode that just closed, which no remembered chain reaches yet, so recall
-stops re-walking the same old neighbourhoods.
+stops re-walking the same old neighbourhoods. A chain cut at ``max_episodes`` is no
+different: the walk only ever expands episodes it keeps, so it too depends on nothing else.
 """
 
 from __future__ import annotations

@@ -38,12 +38,12 @@ keyed by type with ``weight`` and ``evidence``); queries are plain functions ove
 from __future__ import annotations
 
 import math
-from itertools import islice
 import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from itertools import islice
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
