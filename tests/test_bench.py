@@ -14,7 +14,7 @@ from memory.agent_memory import EPISODE, EpisodicMemory
 from memory.store import SQLiteStore
 
 TINY = cli.Plan(True, durable=4, batches=2, batch_size=20, sizes=(12, 30), queries=3, opens=2, rounds=6,
-                compare_runs=0, durable_settle=3)
+                compare_runs=0, durable_settle=3, round_runs=2)
 
 
 def test_summarize_known_samples():
@@ -126,7 +126,9 @@ def test_run_document_has_the_documented_keys(tmp_path):
         assert entry["n"] == 3 and entry["store"]["episodes"] == int(size) and entry["store"]["method"]
         assert 0 < entry["scanned"] <= int(size)
     assert results["open_ms"]["episodes"] == 30 and results["open_ms"]["n"] == 2
-    assert results["round_ms"]["rounds"] == 6 and results["round_ms"]["last_100"]["n"] == 6
+    # two plays of 6 rounds: each window pools the 6 rounds of both
+    assert results["round_ms"]["rounds"] == 6 and results["round_ms"]["plays"] == 2
+    assert results["round_ms"]["first_100"]["n"] == results["round_ms"]["last_100"]["n"] == 12
     assert results["compare_wall_s"]["n"] == 0 and results["compare_wall_s"]["median"] is None
     assert {"cpu_count", "python", "platform", "elapsed_s"} <= set(results["machine"])
     assert results["quick"] is True

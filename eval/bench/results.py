@@ -161,7 +161,9 @@ class BenchReport:
         if method:
             lines.append(f"stores built by: {method}")
         rounds = self.results["round_ms"]
-        lines.append(f"round_ms: {rounds.get('rounds')} generated rounds, {rounds.get('what', '')}")
+        plays = rounds.get("plays", 1)
+        lines.append(f"round_ms: {rounds.get('rounds')} generated rounds"
+                     + (f" × {plays} plays" if plays != 1 else "") + f", {rounds.get('what', '')}")
         return Text("\n".join(lines), style="dim")
 
     def __rich__(self) -> Group:
