@@ -95,10 +95,8 @@ def episode(i: int, rng: np.random.Generator) -> Episode:
                    observations=("z",) if rng.random() < 0.5 else ())
 
 
-@settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 14), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4))
-def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, hops):
-    rng = np.random.default_rng(seed)
+def random_episode_graph(n: int, density: float, rng: np.random.Generator) -> nx.MultiDiGraph:
+    """`n` random episodes joined by random typed edges (each type with its own chance)."""
     G = nx.MultiDiGraph()
     for i in range(n):
         ep = episode(i, rng)
@@ -109,6 +107,13 @@ def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, h
             for kind in types:
                 if u != v and rng.random() < density / len(types) * 3:
                     G.add_edge(f"ep{u:03d}", f"ep{v:03d}", key=kind.value, type=kind, weight=0.5, evidence="")
+    return G
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(1, 14), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4))
+def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, hops):
+    G = random_episode_graph(n, density, np.random.default_rng(seed))
     for node in G:
         assert tuple(causal_chain(G, node, max_hops=hops)) == reference_chain(G, node, hops)
 
@@ -295,17 +300,7 @@ def test_the_neighbourhood_fills_up_to_exactly_its_bound(leaves):
 @given(n=st.integers(1, 16), density=st.floats(0.0, 0.6), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4),
        most=st.integers(1, 8))
 def test_a_bounded_chain_holds_the_nearest_episodes_of_the_walk(n, density, seed, hops, most):
-    rng = np.random.default_rng(seed)
-    G = nx.MultiDiGraph()
-    for i in range(n):
-        ep = episode(i, rng)
-        G.add_node(ep.id, episode=ep, start=ep.start, first_seq=ep.first_seq)
-    types = list(EdgeType)
-    for u in range(n):
-        for v in range(n):
-            for kind in types:
-                if u != v and rng.random() < density / len(types) * 3:
-                    G.add_edge(f"ep{u:03d}", f"ep{v:03d}", key=kind.value, type=kind, weight=0.5, evidence="")
+    G = random_episode_graph(n, density, np.random.default_rng(seed))
     for node in G:
         whole = causal_chain(G, node, max_hops=hops)
         bounded = causal_chain(G, node, max_hops=hops, max_episodes=most)
