@@ -19,7 +19,7 @@ import networkx as nx
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline.flat_rag import FlatRAGMemory
-from memory.encoder import Encoder
+from memory.timeline import Encoder
 
 PRINCIPAL = "agent"  # tenant used by the harness
 

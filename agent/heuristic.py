@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
-from memory.encoder import Encoder, HashingEncoder
+from memory.timeline import Encoder, HashingEncoder
 
 MEMORY_WEIGHT = 1.0  # how much relative closeness to a precedent weighs against the prior
 FEEDBACK_WEIGHT = 3.0  # corrections in the current round are direct evidence

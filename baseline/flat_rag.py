@@ -13,8 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from memory.encoder import Encoder
-from memory.redaction import PatternRedactor, Redactor
+from memory.timeline import Encoder, PatternRedactor, Redactor
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(problems), file=sys.stderr)
         return 2
 
-    from memory.encoder import HashingEncoder
+    from memory.timeline import HashingEncoder
 
     encoder = HashingEncoder()
     try:

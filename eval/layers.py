@@ -34,13 +34,11 @@ from typing import Any, Mapping, NamedTuple, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from memory.encoder import HashingEncoder
 from memory.episodes import Edge, EdgeType, Episode
 from memory.projection import link
 from memory.segmenter import DEFAULT_CONFIG, SegmenterConfig, segment
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
-from memory.store import SQLiteStore
-from memory.timeline import Entry, Timeline
+from memory.timeline import Entry, HashingEncoder, SQLiteStore, Timeline
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, FlatRAGAgent, NoMemoryAgent
 from agent.reasoner import Reasoner
-from memory.encoder import Encoder
+from memory.timeline import Encoder
 
 
 @dataclass(frozen=True)

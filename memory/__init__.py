@@ -20,16 +20,26 @@ The timeline is the only source of truth; every other layer is a projection of i
 """
 
 from memory.agent_memory import EpisodicMemory
-from memory.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder
 from memory.errors import MemoryError_, StoreError
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import FactVersion
 from memory.graph import GraphConfig, causal_chain
-from memory.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.retriever import Context, RetrieverConfig
 from memory.segmenter import Segmenter, SegmenterConfig, segment
-from memory.store import SQLiteStore, Store
-from memory.timeline import Entry, Kind, Role, Timeline
+from memory.timeline import (
+    Encoder,
+    Entry,
+    HashingEncoder,
+    Kind,
+    NoRedaction,
+    PatternRedactor,
+    Redactor,
+    Role,
+    SentenceTransformerEncoder,
+    SQLiteStore,
+    Store,
+    Timeline,
+)
 
 __all__ = [
     "Context",

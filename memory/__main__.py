@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 from memory.errors import MemoryError_
-from memory.store import SQLiteStore
+from memory.timeline import SQLiteStore
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite

@@ -30,7 +30,6 @@ import numpy as np
 
 from memory import graph as graph_rules
 from memory.chain_cache import ChainCache
-from memory.encoder import Encoder, HashingEncoder
 from memory.episodes import Edge, Episode, Outcome
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
 from memory.facts import (
@@ -45,17 +44,26 @@ from memory.facts import (
     history,
     propose_fact,
 )
-from memory.redaction import Redactor
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory import retriever as retrieval
 from memory import snapshot
 from memory.retriever import DEFAULT, Bounds, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
 from memory.segmenter import Segmenter, SegmenterConfig
 from memory.snapshot import LazyMap, LazySet
-from memory.store import EntryParts, SQLiteStore
-from memory.timeline import Entry, EntryDraft, Kind, Role, Timeline
+from memory.timeline import (
+    Encoder,
+    Entry,
+    EntryDraft,
+    EntryParts,
+    HashingEncoder,
+    Kind,
+    RecordKind,
+    Redactor,
+    Role,
+    SQLiteStore,
+    Timeline,
+)
 
-EPISODE, EDGE, FACT, MARK, FLUSH = "episode", "edge", "fact_version", "reinforcement", "flush"
 PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
 SNAPSHOT_EPISODES = 4096  # episodes (in storing order) per legacy problem snapshot
 RUN_EPISODES = 4096  # most episodes per state run (`memory.snapshot`); a run is written once this many are stored
@@ -197,7 +205,7 @@ class EpisodicMemory:
         if not closed:
             return []
         last = max(ep.last_seq for ep in closed)
-        self.store.add_records(FLUSH, [(str(last), {"seq": last})])
+        self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
         for episode in closed:
             self._close(episode)
         return closed
@@ -271,7 +279,7 @@ class EpisodicMemory:
 
     def projection(self) -> Projection:
         """The derived state as plain values."""
-        edges = tuple(Edge.from_record(body) for _, body in self.store.records(EDGE))
+        edges = tuple(Edge.from_record(body) for _, body in self.store.records(RecordKind.EDGE))
         return Projection(tuple(self._episodes.values()), edges, tuple(self._versions))
 
     def rebuild(self) -> Projection:
@@ -282,7 +290,7 @@ class EpisodicMemory:
         fresh = EpisodicMemory(None, principal=self.principal, encoder=self.encoder,
                                retriever=self.retriever_config, segmenter=self.segmenter_config,
                                links=self.graph_config, facts=self.fact_config, proposer=self.proposer)
-        flushes = {int(body["seq"]) for _, body in self.store.records(FLUSH)}
+        flushes = {int(body["seq"]) for _, body in self.store.records(RecordKind.FLUSH)}
         try:
             for entry in self.store.entries():
                 fresh.store.append(EntryDraft(
@@ -323,7 +331,7 @@ class EpisodicMemory:
 
     def _close(self, episode: Episode) -> None:
         """Persist, index, link, reinforce and learn from one closed episode."""
-        self.store.add_records(EPISODE, [(episode.id, episode.to_record())])
+        self.store.add_records(RecordKind.EPISODE, [(episode.id, episode.to_record())])
         entries = self.store.get_many(list(episode.entry_ids))
         self._index(episode, entries)
         self._learn(episode, entries)
@@ -420,7 +428,7 @@ class EpisodicMemory:
                         taken.add(fact.fact_id)
             self._add_versions(made)
         if result.marks:
-            self.store.add_records(MARK, [(m, {"episode": episode.id}) for m in result.marks])
+            self.store.add_records(RecordKind.MARK, [(m, {"episode": episode.id}) for m in result.marks])
             self._marks.update(result.marks)
             self.reinforcements.append(result)
 
@@ -428,7 +436,7 @@ class EpisodicMemory:
         fresh = [e for e in edges if e.id not in self._edge_ids]
         if not fresh:
             return
-        self.store.add_records(EDGE, [(e.id, e.to_record()) for e in fresh])
+        self.store.add_records(RecordKind.EDGE, [(e.id, e.to_record()) for e in fresh])
         self._edge_ids.update(e.id for e in fresh)
         graph_rules.add_edges(self.graph, fresh)
         self._chains.edges_added(fresh)
@@ -437,7 +445,7 @@ class EpisodicMemory:
         versions = list(versions)
         if not versions:
             return
-        self.store.add_records(FACT, [(v.id, v.to_record()) for v in versions])
+        self.store.add_records(RecordKind.FACT, [(v.id, v.to_record()) for v in versions])
         for v in versions:
             self._versions.append(v)
             self._current[v.fact_id] = v
@@ -462,25 +470,25 @@ class EpisodicMemory:
             if collect:
                 gc.enable()
         self._covered = runs[-1].upto if runs else 0
-        tail = [Episode.from_record(body) for _, body in self.store.records_after(EPISODE, self._covered)]
+        tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, self._covered)]
         counts: dict[str, int] = {}
         for episode in tail:
             counts[episode.principal] = counts.get(episode.principal, 0) + 1
         self.index.reserve(counts)
         self._index_stored(tail, sum(len(run.ids) for run in runs))
-        tail_edges = list(self.store.records_after(EDGE, self._covered))
+        tail_edges = list(self.store.records_after(RecordKind.EDGE, self._covered))
         for run in runs:
             self._edge_ids.defer(lambda run=run: run.edge_ids)
         self._edge_ids.update(i for i, _ in tail_edges)
         graph_rules.add_edge_rows(self.graph, late_edges)
         graph_rules.add_edges(self.graph, [Edge.from_record(body) for _, body in tail_edges])
         facts = [body for run in runs for body in run.facts]
-        facts += [body for _, body in self.store.records_after(FACT, self._covered)]
+        facts += [body for _, body in self.store.records_after(RecordKind.FACT, self._covered)]
         self._add_loaded_versions(FactVersion.from_record(body) for body in facts)
         for run in runs:
             self._marks.defer(lambda run=run: run.marks)
         learned = set()
-        for mark, body in self.store.records_after(MARK, self._covered):
+        for mark, body in self.store.records_after(RecordKind.MARK, self._covered):
             self._marks.add(mark)
             learned.add(body["episode"])
         resolved = learned.union(*(run.outside for run in runs))
@@ -602,7 +610,7 @@ class EpisodicMemory:
                     self._index(episode, [parts[i] for i in episode.entry_ids if i in parts])
 
     def _read_episode(self, episode_id: str, _: Any) -> Episode | None:
-        body = self.store.record(EPISODE, episode_id)
+        body = self.store.record(RecordKind.EPISODE, episode_id)
         return Episode.from_record(body) if body is not None else None
 
     def _read_problem(self, episode_id: str, run: snapshot.Run) -> _Problem:
@@ -619,7 +627,7 @@ class EpisodicMemory:
         chunk: list[tuple[int, str, str, str]] = []
         count = 0
         for row in rows:
-            if row[1] == EPISODE:
+            if row[1] == RecordKind.EPISODE:
                 if count == RUN_EPISODES:
                     if not self._write_run(chunk):
                         return
@@ -631,12 +639,12 @@ class EpisodicMemory:
 
     def _write_run(self, rows: list[tuple[int, str, str, str]]) -> bool:
         """Store one run for these records (which must follow `_covered`); False when this memory cannot."""
-        episodes = [self._episodes.get(i) for _, kind, i, _ in rows if kind == EPISODE]
+        episodes = [self._episodes.get(i) for _, kind, i, _ in rows if kind == RecordKind.EPISODE]
         if any(ep is None or ep.id not in self._problems for ep in episodes):
             return False  # stored by another process and not indexed here
-        edges = [(i, json.loads(body)) for _, kind, i, body in rows if kind == EDGE]
-        facts = [json.loads(body) for _, kind, _, body in rows if kind == FACT]
-        marks = [(i, json.loads(body)["episode"]) for _, kind, i, body in rows if kind == MARK]
+        edges = [(i, json.loads(body)) for _, kind, i, body in rows if kind == RecordKind.EDGE]
+        facts = [json.loads(body) for _, kind, _, body in rows if kind == RecordKind.FACT]
+        marks = [(i, json.loads(body)["episode"]) for _, kind, i, body in rows if kind == RecordKind.MARK]
         projections = {}
         for who in dict.fromkeys(ep.principal for ep in episodes):
             part = self.index.partition(who)

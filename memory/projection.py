@@ -19,9 +19,7 @@ import networkx as nx
 from memory.episodes import Edge, Episode
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, add_edges, add_episode, build_graph, infer_edges
 from memory.segmenter import DEFAULT_CONFIG, Segmenter, SegmenterConfig, segment
-
-EPISODE_KIND = "episode"  # record kind of episodes in the store
-EDGE_KIND = "edge"  # record kind of edges in the store
+from memory.timeline import RecordKind
 
 
 @dataclass(frozen=True)
@@ -57,8 +55,8 @@ def link(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CON
 
 def persist(store: Any, episodes: Iterable[Episode], edges: Iterable[Edge]) -> int:
     """Insert episode and edge records (idempotent); returns how many were new."""
-    added = store.add_records(EPISODE_KIND, [(ep.id, ep.to_record()) for ep in episodes])
-    return added + store.add_records(EDGE_KIND, [(edge.id, edge.to_record()) for edge in edges])
+    added = store.add_records(RecordKind.EPISODE, [(ep.id, ep.to_record()) for ep in episodes])
+    return added + store.add_records(RecordKind.EDGE, [(edge.id, edge.to_record()) for edge in edges])
 
 
 def _project(episodes: Iterable[Episode], edges: Iterable[Edge]) -> Projection:
@@ -71,8 +69,8 @@ def _project(episodes: Iterable[Episode], edges: Iterable[Edge]) -> Projection:
 
 def load(store: Any) -> Projection:
     """The stored (closed) episodes and edges, as a projection."""
-    episodes = [Episode.from_record(body) for _, body in store.records(EPISODE_KIND)]
-    edges = [Edge.from_record(body) for _, body in store.records(EDGE_KIND)]
+    episodes = [Episode.from_record(body) for _, body in store.records(RecordKind.EPISODE)]
+    edges = [Edge.from_record(body) for _, body in store.records(RecordKind.EDGE)]
     return _project(episodes, edges)
 
 

@@ -41,7 +41,6 @@ RUN = "open_state/1"  # snapshot kind of runs
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
 FORMAT = 1  # layout version inside the kind
 
-EPISODE, EDGE, FACT, MARK = "episode", "edge", "fact_version", "reinforcement"  # the record kinds a run holds
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
 EDGE_TYPES = tuple(EdgeType)  # edge type codes, by position
 

@@ -10,8 +10,8 @@ import pytest
 from eval.bench import cli, measure
 from eval.bench.corpus import build_store, incident_stream, log_lines, query_texts
 from eval.bench.results import METRICS, BenchReport, failures, judge, metric, summarize, summarize_rate
-from memory.agent_memory import EPISODE, EpisodicMemory
-from memory.store import SQLiteStore
+from memory.agent_memory import EpisodicMemory
+from memory.timeline import RecordKind, SQLiteStore
 
 TINY = cli.Plan(True, durable=4, batches=2, batch_size=20, sizes=(12, 30), queries=3, opens=2, rounds=6,
                 compare_runs=0, durable_settle=3, round_runs=2)
@@ -83,7 +83,7 @@ def test_built_store_holds_the_claimed_episodes(tmp_path, episodes):
     built = build_store(tmp_path / "s.sqlite", episodes, seed=5)
     assert built.episodes == episodes and sum(built.principals.values()) == episodes
     with SQLiteStore(built.path, create=False) as store:
-        assert sum(1 for _ in store.records(EPISODE)) == episodes
+        assert sum(1 for _ in store.records(RecordKind.EPISODE)) == episodes
         assert len(store) == built.entries and store.verify() is None
     with EpisodicMemory(built.path, principal=built.largest) as memory:
         assert len(memory.index) == episodes

@@ -6,7 +6,7 @@ import scenarios
 from agent.heuristic import HeuristicReasoner
 from eval.presets import PRESETS, build_agent
 from memory.chain_cache import ChainCache
-from memory.encoder import HashingEncoder
+from memory.timeline import HashingEncoder
 from memory.episodes import Edge, EdgeType
 from memory.graph import causal_chain
 from simulator import DebugEnv

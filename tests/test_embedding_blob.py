@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from memory import HashingEncoder, NoRedaction, SQLiteStore, Timeline
-from memory import embedding_blob
+from memory.timeline import blob as embedding_blob
 from memory.errors import StoreError
-from memory.timeline import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
+from memory.timeline.entries import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
 
 T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -87,7 +87,7 @@ def test_new_rows_are_compact(tmp_path):
 def _as_schema_1(source, target):
     """A copy of `source` as the code before the compact layout wrote it: dense blobs, user_version 1."""
     store = SQLiteStore(source)
-    rows = store._db.execute("SELECT * FROM timeline ORDER BY seq").fetchall()
+    rows = store.entry_rows()
     store.close()
     SQLiteStore(target).close()
     raw = sqlite3.connect(target, isolation_level=None)
@@ -120,11 +120,12 @@ def test_schema_1_store_with_dense_blobs_reads_verifies_and_keeps_growing(tmp_pa
 def test_a_rolled_back_append_leaves_schema_1_marked_1(tmp_path):
     _append(_timeline(tmp_path / "new.db"), 2)
     _as_schema_1(tmp_path / "new.db", tmp_path / "old.db")
-    store = SQLiteStore(tmp_path / "old.db")
-    store._db.execute("CREATE TRIGGER no_more BEFORE INSERT ON timeline BEGIN SELECT RAISE(ABORT, 'full'); END")
+    SQLiteStore(tmp_path / "old.db").close()
+    raw = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    raw.execute("CREATE TRIGGER no_more BEFORE INSERT ON timeline BEGIN SELECT RAISE(ABORT, 'full'); END")
     with pytest.raises(sqlite3.IntegrityError, match="full"):
         _timeline(tmp_path / "old.db").append("x", kind="note", role="system", timestamp=T0, situation="s")
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
 
 
 def test_every_damaged_byte_of_a_compact_blob_is_detected(tmp_path):

@@ -9,10 +9,8 @@ import networkx as nx
 
 import scenarios
 from eval.layers import play
-from memory.encoder import HashingEncoder
 from memory.projection import LiveProjection, Projection, load, persist, rebuild
-from memory.store import SQLiteStore
-from memory.timeline import Timeline
+from memory.timeline import HashingEncoder, SQLiteStore, Timeline
 
 
 def _same(a: Projection, b: Projection) -> None:

@@ -8,11 +8,9 @@ import pytest
 
 import scenarios
 from eval.layers import layer_quality, main, measure_scenario, play
-from memory.encoder import HashingEncoder
 from memory.projection import link
 from memory.segmenter import build_episode, segment
-from memory.store import SQLiteStore
-from memory.timeline import Timeline
+from memory.timeline import HashingEncoder, SQLiteStore, Timeline
 
 
 @pytest.fixture(scope="module")

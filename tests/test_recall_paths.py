@@ -137,7 +137,7 @@ def test_at_most_kth_is_a_lower_bound_of_the_kth_largest(n, size, seed, ties):
 
 def grown_retriever(n_first: int, n_more: int, edges_every: int):
     """A retriever fed `n_first` episodes, recalled once (fitting bounds), then fed `n_more`."""
-    from memory.encoder import HashingEncoder
+    from memory.timeline import HashingEncoder
     from memory.episodes import Edge
     from memory.graph import add_edges, add_episode
     from memory.retriever import DEFAULT, EpisodeIndex, Retriever, episode_vector

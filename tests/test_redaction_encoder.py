@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import HashingEncoder, PatternRedactor, SQLiteStore, Timeline
-from memory.redaction import may_hold_secret
+from memory.timeline.redaction import may_hold_secret
 from memory.errors import EncoderUnavailable
-from memory.encoder import SentenceTransformerEncoder
+from memory.timeline import SentenceTransformerEncoder
 
 SECRETS = {
     "email": ("Ping jane.doe@example.com about it", "jane.doe@example.com", "[EMAIL#"),
@@ -115,26 +115,26 @@ def test_the_pre_check_knows_every_character_that_matches_an_ascii_letter_ignori
     # what the Unicode fast path of `may_hold_secret` relies on, checked against this Python's tables
     import re
 
-    from memory.redaction import _ASCII_FOLDS
+    from memory.timeline.redaction import ASCII_FOLDS
 
     every = "".join(map(chr, range(0x80, 0x110000)))
-    folds = {chr(code) for code in _ASCII_FOLDS}
+    folds = {chr(code) for code in ASCII_FOLDS}
     assert set(re.compile("[a-z]", re.IGNORECASE).findall(every)) == folds
     assert [c for c in every if c not in folds and (len(c.lower()) != 1 or c.lower().isascii())] == []
     for char in folds:
-        assert re.fullmatch(char.translate(_ASCII_FOLDS), char, re.IGNORECASE)
+        assert re.fullmatch(char.translate(ASCII_FOLDS), char, re.IGNORECASE)
 
 
 def _reference_vectors(texts, dim, char_weight):
     """The hashing encoder's definition, one text at a time and without caches."""
     from sklearn.utils import murmurhash3_32
 
-    from memory.encoder import _TOKEN
+    from memory.timeline.encoder import TOKEN
 
     bucket = lambda feature: murmurhash3_32(feature, positive=True) % dim  # noqa: E731
     out = []
     for text in texts:
-        tokens = _TOKEN.findall(text.lower())
+        tokens = TOKEN.findall(text.lower())
         index, weight = [], []
         for token in tokens:
             padded = f" {token} "

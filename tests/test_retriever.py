@@ -4,7 +4,7 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.encoder import HashingEncoder
+from memory.timeline import HashingEncoder
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import FactVersion, Usefulness
 from memory.graph import add_edges, add_episode

@@ -7,7 +7,7 @@ import pytest
 
 import memory.retriever as retriever
 from memory.agent_memory import EpisodicMemory
-from memory.encoder import HashingEncoder
+from memory.timeline import HashingEncoder
 from memory.retriever import Bounds, _top
 from tests.test_retriever_latency import build, synthetic_texts
 

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory.encoder import HashingEncoder  # noqa: E402
+from memory.timeline import HashingEncoder  # noqa: E402
 from memory.episodes import Edge, EdgeType, Episode, Outcome  # noqa: E402
 from memory.graph import add_edges, add_episode  # noqa: E402
 from memory.retriever import DEFAULT, EpisodeIndex, Retriever, episode_vector  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.encoder import HashingEncoder
+from memory.timeline import HashingEncoder
 from memory.episodes import Episode, Outcome
 from memory.segmenter import (
     DEFAULT_CONFIG,
@@ -22,7 +22,7 @@ from memory.segmenter import (
     detect_outcome,
     segment,
 )
-from memory.timeline import GENESIS_ID, EntryDraft, Kind, Role, chain
+from memory.timeline.entries import GENESIS_ID, EntryDraft, Kind, Role, chain
 
 GOLDEN = Path(__file__).parent / "golden" / "segmenter"
 BASE = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from memory import HashingEncoder, Kind, NoRedaction, Role, SQLiteStore, Timeline
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
-from memory.timeline import GENESIS_ID, entry_id
+from memory.timeline.connection import WriteTransaction
+from memory.timeline.entries import GENESIS_ID, entry_id
 
 T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
 ENCODER = HashingEncoder(dim=64)
@@ -220,11 +221,12 @@ def test_opening_a_missing_or_foreign_file_is_a_store_error(tmp_path):
         SQLiteStore(tmp_path / "other.db")
 
 
-def test_refusal_surfaces_as_immutable_record_error():
-    store = SQLiteStore()
+def test_refusal_surfaces_as_immutable_record_error(tmp_path):
+    store = SQLiteStore(tmp_path / "m.db")
+    db = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
     with pytest.raises(ImmutableRecordError, match="UPDATE refused"):
-        with store._write():
-            store._db.execute("UPDATE records SET body = 'x'")  # no rows, but the trigger is not reached
-            store._db.execute("INSERT INTO records (kind, id, body) VALUES ('k', 'i', '{}')")
-            store._db.execute("UPDATE records SET body = 'x'")
+        with WriteTransaction(db):
+            db.execute("UPDATE records SET body = 'x'")  # no rows, but the trigger is not reached
+            db.execute("INSERT INTO records (kind, id, body) VALUES ('k', 'i', '{}')")
+            db.execute("UPDATE records SET body = 'x'")
     assert list(store.records("k")) == []

@@ -23,15 +23,12 @@ from typing import Any, Iterator, NamedTuple, Sequence
 import networkx as nx
 import numpy as np
 
-from memory.agent_memory import EDGE, EPISODE, FACT, FLUSH, MARK
-from memory.encoder import HashingEncoder
 from memory.episodes import Episode
 from memory.facts import Evidence, evidence_from, extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
 from memory.reinforcer import DecisionNote, reinforce
 from memory.segmenter import Segmenter
-from memory.store import SQLiteStore
-from memory.timeline import Kind, Timeline
+from memory.timeline import HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
 from simulator import families as fam
 from simulator import outcomes
 from simulator.generate import values
@@ -211,8 +208,9 @@ class _Projector:
         self.notes: dict[str, DecisionNote] = {}
         self.evidence: dict[str, list[Evidence]] = {}
         self.problem: dict[str, str] = {}  # principal → observation text of its latest problem
-        self.pending: dict[str, list[tuple[str, dict[str, Any]]]] = {EPISODE: [], EDGE: [], MARK: []}
-        self.counts = {EPISODE: 0, EDGE: 0, MARK: 0, FACT: 0}
+        batched = (RecordKind.EPISODE, RecordKind.EDGE, RecordKind.MARK)
+        self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in batched}
+        self.counts = {kind: 0 for kind in (*batched, RecordKind.FACT)}
 
     def feed(self, entries: Sequence[Any]) -> None:
         for entry in entries:
@@ -228,12 +226,13 @@ class _Projector:
             self._close(episode)
         if closed:
             last = max(ep.last_seq for ep in closed)
-            self.store.add_records(FLUSH, [(str(last), {"seq": last})])
+            self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
         self.write()
         for principal, evidence in self.evidence.items():
             at = max(ev.at for ev in evidence)
             facts = extract_facts(evidence, [], principal=principal, at=at)
-            self.counts[FACT] += self.store.add_records(FACT, [(f.id, f.to_record()) for f in facts])
+            versions = [(f.id, f.to_record()) for f in facts]
+            self.counts[RecordKind.FACT] += self.store.add_records(RecordKind.FACT, versions)
 
     def _close(self, episode: Episode) -> None:
         window = DEFAULT_GRAPH_CONFIG.window
@@ -257,12 +256,12 @@ class _Projector:
         ev = evidence_from(episode, text)
         if ev is not None:
             self.evidence.setdefault(episode.principal, []).append(ev)
-        self.pending[EPISODE].append((episode.id, episode.to_record()))
-        self.pending[EDGE].extend((e.id, e.to_record()) for e in [*edges, *result.edges])
-        self.pending[MARK].extend((m, {"episode": episode.id}) for m in result.marks)
+        self.pending[RecordKind.EPISODE].append((episode.id, episode.to_record()))
+        self.pending[RecordKind.EDGE].extend((e.id, e.to_record()) for e in [*edges, *result.edges])
+        self.pending[RecordKind.MARK].extend((m, {"episode": episode.id}) for m in result.marks)
 
     def write(self) -> None:
-        for kind in (EPISODE, EDGE, MARK):
+        for kind in (RecordKind.EPISODE, RecordKind.EDGE, RecordKind.MARK):
             self.counts[kind] += self.store.add_records(kind, self.pending[kind])
             self.pending[kind] = []
 
@@ -302,6 +301,7 @@ def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 
             per_principal[episode.principal] = per_principal.get(episode.principal, 0) + 1
     finally:
         store.close()
-    return BuiltStore(Path(path), projector.counts[EPISODE], entries, dict(sorted(per_principal.items())),
-                      projector.counts[EDGE], projector.counts[FACT], time.perf_counter() - started,
+    counts = projector.counts
+    return BuiltStore(Path(path), counts[RecordKind.EPISODE], entries, dict(sorted(per_principal.items())),
+                      counts[RecordKind.EDGE], counts[RecordKind.FACT], time.perf_counter() - started,
                       BUILD_METHOD.format(batch=batch, window=DEFAULT_GRAPH_CONFIG.window))

@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Sequence
 
-from memory.encoder import HashingEncoder
-from memory.store import _COLUMNS, SQLiteStore
-from memory.timeline import Timeline
+from memory.timeline import HashingEncoder, SQLiteStore, Timeline
 
 from eval.bench.corpus import SITUATION, incident_stream, log_lines
 
@@ -111,13 +109,12 @@ def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) ->
             timeline.append_many(chunk)
             if b:
                 times.append(time.perf_counter() - start)
-        rows = store._db.execute(f"SELECT {_COLUMNS} FROM timeline ORDER BY seq").fetchall()
+        rows = store.entry_rows()
     floor = []
     with SQLiteStore(directory / f"batch-{seed}-storage.sqlite") as copy:
         for b in range(batches + 1):
             start = time.perf_counter()
-            with copy._write():
-                copy._insert_rows(rows[b * size : (b + 1) * size])
+            copy.insert_entry_rows(rows[b * size : (b + 1) * size])
             if b:
                 floor.append(time.perf_counter() - start)
     return Batches(times, floor)

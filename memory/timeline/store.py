@@ -1,231 +1,47 @@
 """Persistence: an embedded SQLite store, insert-only at the database level.
 
-Only this module touches disk. The `timeline` table holds chained entries (embeddings
-in the layouts of `memory.embedding_blob`); the
-`records` table holds derived, insert-only records (episodes, edges, fact versions,
-reinforcement marks) as canonical JSON keyed by ``(kind, id)``. Triggers make SQLite itself
-refuse UPDATE and DELETE on both tables. Appends run in ``BEGIN IMMEDIATE`` transactions,
+Only this module and `memory.timeline.connection` (which opens the file) touch disk. The
+tables and the row form of an entry are in `memory.timeline.schema`; what the rest of the
+code may call is listed by the protocols of `memory.timeline.protocols`. Triggers make
+SQLite itself refuse UPDATE and DELETE. Appends run in ``BEGIN IMMEDIATE`` transactions,
 so several processes can append to one file and the chain stays linear.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from memory import embedding_blob
-from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
-from memory.timeline import (
+from memory.errors import ImportFailed, IntegrityError, StoreError
+from memory.timeline import blob as embedding_blob
+from memory.timeline.connection import WriteTransaction, open_database
+from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
     Entry,
     EntryDraft,
     Kind,
-    Role,
     canonical_fields,
-    canonical_metadata,
     chain_canonical,
     embedding_digest,
-    format_timestamp,
-    parse_timestamp,
     verify_chain,
 )
-
-APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
-# Schema 2 adds the compact (sparse) embedding layout of `memory.embedding_blob`; schema 1
-# stores hold dense blobs only, which schema 2 still reads. A schema 1 store is marked 2 by
-# the first transaction that writes entries into it, so older code refuses it with a clear
-# message instead of misreading a compact blob.
-SCHEMA_VERSION = 2
-READABLE_SCHEMAS = (1, 2)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS timeline (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    prev_id TEXT NOT NULL,
-    timestamp TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    situation TEXT NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    encoder TEXT NOT NULL,
-    embedding BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS timeline_scope ON timeline (principal, situation, seq);
-CREATE TRIGGER IF NOT EXISTS timeline_no_update BEFORE UPDATE ON timeline
-BEGIN SELECT RAISE(ABORT, 'timeline is append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS timeline_no_delete BEFORE DELETE ON timeline
-BEGIN SELECT RAISE(ABORT, 'timeline is append-only: DELETE refused'); END;
-CREATE TABLE IF NOT EXISTS records (
-    seq INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    UNIQUE (kind, id)
-);
-CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
-BEGIN SELECT RAISE(ABORT, 'records are insert-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
-BEGIN SELECT RAISE(ABORT, 'records are insert-only: DELETE refused'); END;
-"""
-
-# Derived binary snapshots (e.g. precomputed episode vectors), insert-only like records. Added
-# after schema 1 without changing it: created on open when missing.
-_SNAPSHOTS = """
-CREATE TABLE IF NOT EXISTS snapshots (
-    seq INTEGER PRIMARY KEY,
-    kind TEXT NOT NULL,
-    id TEXT NOT NULL,
-    meta TEXT NOT NULL,
-    body BLOB NOT NULL,
-    UNIQUE (kind, id)
-);
-CREATE TRIGGER IF NOT EXISTS snapshots_no_update BEFORE UPDATE ON snapshots
-BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
-BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
-"""
-
-_COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
-
-
-class Store(Protocol):
-    """What the memory needs from persistence; SQLite now, a server database later."""
-
-    def append(self, draft: EntryDraft) -> Entry:
-        """Chain and commit one entry; durable when it returns."""
-        ...
-
-    def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
-        """Chain and commit many entries in one transaction."""
-        ...
-
-    def get(self, entry_id: str) -> Entry | None:
-        """The entry with this id, or None."""
-        ...
-
-    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
-                situation: str | None = None) -> Iterator[Entry]:
-        """Entries in timeline order, optionally by sequence range, principal and situation."""
-        ...
-
-    def add_records(self, kind: str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
-        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
-        ...
-
-    def records(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Derived records of one kind, in insertion order."""
-        ...
-
-
-class StoreStats(NamedTuple):
-    """Counts that describe a store."""
-
-    entries: int  # timeline entries
-    principals: int  # distinct tenants
-    situations: dict[str, int]  # entries per situation label
-    records: dict[str, int]  # derived records per kind
-    first: str | None  # timestamp of the first entry
-    last: str | None  # timestamp of the last entry
-    encoders: list[str]  # encoders that made the stored embeddings
-
-
-class EntryParts(NamedTuple):
-    """The parts of an entry that indexing an episode reads (see `SQLiteStore.entry_parts`)."""
-
-    id: str  # entry id
-    kind: Kind  # what it is
-    text: str  # redacted content
-    metadata: Mapping[str, Any]  # parsed for decisions only, else empty
-    embedding: np.ndarray  # float32 unit vector (read-only)
-
-
-def _row_to_entry(row: Sequence[Any]) -> Entry:
-    seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, blob = row
-    return Entry(
-        id=id_,
-        prev_id=prev_id,
-        seq=seq,
-        timestamp=parse_timestamp(ts),
-        principal=principal,
-        situation=situation,
-        role=Role(role),
-        kind=Kind(kind),
-        text=text,
-        metadata=json.loads(metadata),
-        embedding=embedding_blob.unpack(blob, writable=True),
-        encoder=encoder,
-    )
-
-
-def _entry_to_row(entry: Entry, blob: bytes | None = None, timestamp: str | None = None,
-                  metadata: str | None = None) -> tuple[Any, ...]:
-    """The timeline row of an entry; parts already computed by the caller are passed in."""
-    return (
-        entry.seq,
-        entry.id,
-        entry.prev_id,
-        format_timestamp(entry.timestamp) if timestamp is None else timestamp,
-        entry.principal,
-        entry.situation,
-        entry.role.value,
-        entry.kind.value,
-        entry.text,
-        canonical_metadata(entry.metadata) if metadata is None else metadata,
-        entry.encoder,
-        embedding_blob.pack(entry.embedding) if blob is None else blob,
-    )
-
-
-def _pack_embeddings(vectors: Sequence[np.ndarray]) -> list[bytes]:
-    """Stored blobs of many embeddings, vectorized when they share one dimension."""
-    if len(vectors) > 1 and len({np.shape(v) for v in vectors}) == 1 and np.ndim(vectors[0]) == 1:
-        return embedding_blob.pack_rows(np.stack(vectors))
-    return [embedding_blob.pack(v) for v in vectors]
-
-
-def entry_to_json(entry: Entry) -> dict[str, Any]:
-    """JSON form of an entry (embedding as base64 of little-endian float32)."""
-    return {
-        "seq": entry.seq,
-        "id": entry.id,
-        "prev_id": entry.prev_id,
-        "timestamp": format_timestamp(entry.timestamp),
-        "principal": entry.principal,
-        "situation": entry.situation,
-        "role": entry.role.value,
-        "kind": entry.kind.value,
-        "text": entry.text,
-        "metadata": entry.metadata,
-        "encoder": entry.encoder,
-        "embedding": base64.b64encode(np.asarray(entry.embedding, dtype="<f4").tobytes()).decode("ascii"),
-    }
-
-
-def entry_from_json(data: Mapping[str, Any]) -> Entry:
-    """Inverse of `entry_to_json`; raises KeyError/ValueError/TypeError on bad input."""
-    return Entry(
-        id=str(data["id"]),
-        prev_id=str(data["prev_id"]),
-        seq=int(data["seq"]),
-        timestamp=parse_timestamp(str(data["timestamp"])),
-        principal=str(data["principal"]),
-        situation=str(data["situation"]),
-        role=Role(data["role"]),
-        kind=Kind(data["kind"]),
-        text=str(data["text"]),
-        metadata=dict(data["metadata"]),
-        embedding=np.frombuffer(base64.b64decode(data["embedding"], validate=True), dtype="<f4").astype(np.float32),
-        encoder=str(data["encoder"]),
-    )
+from memory.timeline.protocols import EntryParts, StoreStats
+from memory.timeline.schema import (
+    COLUMNS,
+    SCHEMA_VERSION,
+    RecordKind,
+    entry_from_json,
+    entry_to_json,
+    entry_to_row,
+    kind_text,
+    pack_embeddings,
+    row_to_entry,
+)
 
 
 class SQLiteStore:
@@ -240,59 +56,26 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL") -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            file = Path(self.path)
-            if file.is_dir():
-                raise StoreError(f"{self.path}: is a directory, not a memory store")
-            if not file.exists() and not create:
-                raise StoreError(f"{self.path}: no such memory store")
-            fresh = not file.exists() or file.stat().st_size == 0
-        else:
-            fresh = True
-        try:
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-            self._db.execute("PRAGMA busy_timeout = 30000")
-            app_id = self._db.execute("PRAGMA application_id").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not a memory store ({exc})") from exc
-        if not fresh and app_id != APPLICATION_ID:
-            self._db.close()
-            raise StoreError(f"{self.path}: not a memory store (SQLite file without the store's application id)")
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
-        self._db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        if fresh:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executescript(_SCHEMA.replace("\n\n", "\n") + f"PRAGMA application_id = {APPLICATION_ID};"
-                                   f"PRAGMA user_version = {SCHEMA_VERSION};")
-            self._db.execute("COMMIT") if self._db.in_transaction else None
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in READABLE_SCHEMAS:
-            raise StoreError(f"{self.path}: store schema version {version}, this code reads "
-                             f"{', '.join(map(str, READABLE_SCHEMAS))}")
-        self._schema = version
-        if self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone() is None:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executescript(_SNAPSHOTS.replace("\n\n", "\n"))
-            self._db.execute("COMMIT") if self._db.in_transaction else None
+        self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous)
 
     # -- timeline ---------------------------------------------------------------------
 
     def _head(self) -> tuple[int, str]:
+        """(seq, prev_id) of the entry that would come next."""
         row = self._db.execute("SELECT seq, id FROM timeline ORDER BY seq DESC LIMIT 1").fetchone()
         return (row[0] + 1, row[1]) if row else (0, GENESIS_ID)
 
     def append(self, draft: EntryDraft) -> Entry:
+        """Chain and commit one entry; durable when it returns."""
         return self.append_many([draft])[0]
 
     def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        """Chain and commit many entries in one transaction."""
         if not drafts:
             return []
         # Everything but the chain links is computed before the write lock is taken.
         vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
-        blobs = _pack_embeddings(vectors)
+        blobs = pack_embeddings(vectors)
         digests = [embedding_digest(vector) for vector in vectors]
         fields = [canonical_fields(draft) for draft in drafts]
         with self._write():
@@ -301,24 +84,43 @@ class SQLiteStore:
             for draft, canonical, digest, blob in zip(drafts, fields, digests, blobs):
                 entry = chain_canonical(draft, canonical, prev_id=prev_id, seq=seq, digest=digest)
                 entries.append(entry)
-                rows.append(_entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
+                rows.append(entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
                 prev_id, seq = entry.id, seq + 1
             self._insert_rows(rows)
         self._schema = SCHEMA_VERSION
         return entries
 
-    def _insert_rows(self, rows: list[tuple[Any, ...]]) -> None:
+    def _insert_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Insert timeline rows inside the caller's write transaction, marking a schema 1 store as 2.
 
         The caller sets ``self._schema`` once the transaction committed (a rollback undoes the mark).
         """
         if self._schema != SCHEMA_VERSION:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        self._db.executemany(f"INSERT INTO timeline ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        self._db.executemany(f"INSERT INTO timeline ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+
+    def entry_rows(self) -> list[tuple[Any, ...]]:
+        """Every timeline row exactly as stored (columns in `schema.COLUMNS` order), in timeline order.
+
+        Raw rows, not entries: for copying a timeline as it is (`insert_entry_rows`), e.g. to
+        time what SQLite alone costs for the same rows.
+        """
+        return self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq").fetchall()
+
+    def insert_entry_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert rows of `entry_rows` as they are, in one write transaction.
+
+        Nothing is chained, hashed or checked here: the rows must continue this store's chain,
+        or `verify` names the first that does not.
+        """
+        with self._write():
+            self._insert_rows(rows)
+        self._schema = SCHEMA_VERSION
 
     def get(self, entry_id: str) -> Entry | None:
-        row = self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE id = ?", (entry_id,)).fetchone()
-        return _row_to_entry(row) if row else None
+        """The entry with this id, or None."""
+        row = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE id = ?", (entry_id,)).fetchone()
+        return row_to_entry(row) if row else None
 
     def get_many(self, entry_ids: Sequence[str]) -> list[Entry]:
         """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
@@ -326,13 +128,14 @@ class SQLiteStore:
         for start in range(0, len(entry_ids), 500):
             chunk = list(entry_ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            for row in self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE id IN ({marks})", chunk):
-                entry = _row_to_entry(row)
+            for row in self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE id IN ({marks})", chunk):
+                entry = row_to_entry(row)
                 found[entry.id] = entry
         return [found[i] for i in entry_ids if i in found]
 
     def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
                 situation: str | None = None) -> Iterator[Entry]:
+        """Entries in timeline order, optionally by sequence range, principal and situation."""
         clauses, params = ["seq >= ?"], [start]
         if stop is not None:
             clauses.append("seq < ?")
@@ -343,11 +146,12 @@ class SQLiteStore:
         if situation is not None:
             clauses.append("situation = ?")
             params.append(situation)
-        query = f"SELECT {_COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
+        query = f"SELECT {COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
         for row in self._db.execute(query, params):
-            yield _row_to_entry(row)
+            yield row_to_entry(row)
 
     def __len__(self) -> int:
+        """The number of entries."""
         return self._db.execute("SELECT COUNT(*) FROM timeline").fetchone()[0]
 
     def tail(self, principal: str, n: int) -> list[Entry]:
@@ -371,10 +175,10 @@ class SQLiteStore:
         if not last:
             return []
         marks = ",".join("?" * len(last))
-        rows = self._db.execute(f"SELECT {_COLUMNS} FROM timeline WHERE seq IN ({marks}) ORDER BY seq", last)
-        return [_row_to_entry(row) for row in rows]
+        rows = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE seq IN ({marks}) ORDER BY seq", last)
+        return [row_to_entry(row) for row in rows]
 
-    def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, "EntryParts"]:
+    def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, EntryParts]:
         """What indexing an episode reads of its entries, by id; unknown ids are absent.
 
         Lighter than `get_many`: no timestamps or enums beyond the kind, metadata parsed
@@ -394,7 +198,9 @@ class SQLiteStore:
 
     # -- derived records ----------------------------------------------------------------
 
-    def add_records(self, kind: str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+        kind = kind_text(kind)
         rows = [(kind, record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
                 for record_id, body in records]
         if not rows:
@@ -411,23 +217,25 @@ class SQLiteStore:
                         raise IntegrityError(f"{kind} record {row[1]} already stored with different content")
         return added
 
-    def records(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(id, body) of the records of one kind, in insertion order."""
         for record_id, body in self._in_order(kind, "id, body"):
             yield record_id, json.loads(body)
 
-    def _in_order(self, kind: str, columns: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+    def _in_order(self, kind: RecordKind | str, columns: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Rows of one record kind in insertion order, read along the primary key.
 
         Filtering on the (kind, id) index would sort every body in a temporary B-tree (seconds
         at 100,000 episodes); the kind's seq range is found from the index, then scanned in order.
         """
+        kind = kind_text(kind)
         low, high = self._db.execute("SELECT MIN(seq), MAX(seq) FROM records WHERE kind = ?", (kind,)).fetchone()
         if low is None:
             return self._db.execute("SELECT NULL WHERE 0")
         return self._db.execute(f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? ORDER BY seq",
                                 (*params, low, high, kind))
 
-    def record_field(self, kind: str, field: str) -> Iterator[tuple[str, Any]]:
+    def record_field(self, kind: RecordKind | str, field: str) -> Iterator[tuple[str, Any]]:
         """(id, body[field]) of each record of one kind, in insertion order, parsed by SQLite."""
         yield from self._in_order(kind, "id, json_extract(body, ?)", (f"$.{field}",))
 
@@ -447,14 +255,16 @@ class SQLiteStore:
 
     # -- reads for opening from snapshots ------------------------------------------------------
 
-    def records_after(self, kind: str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    def records_after(self, kind: RecordKind | str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """Records of one kind stored after record `after` (a records seq), in insertion order."""
+        kind = kind_text(kind)
         for record_id, body in self._db.execute(
                 "SELECT id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
             yield record_id, json.loads(body)
 
-    def record(self, kind: str, record_id: str) -> dict[str, Any] | None:
+    def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
+        kind = kind_text(kind)
         try:
             row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
         except sqlite3.ProgrammingError as exc:
@@ -506,12 +316,13 @@ class SQLiteStore:
         """Distinct tenants in the timeline."""
         return self._db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0]
 
-    def record_ids(self, kind: str) -> list[str]:
+    def record_ids(self, kind: RecordKind | str) -> list[str]:
         """Ids of the records of one kind, in insertion order."""
         return [row[0] for row in self._in_order(kind, "id")]
 
-    def has_record(self, kind: str, record_id: str) -> bool:
+    def has_record(self, kind: RecordKind | str, record_id: str) -> bool:
         """Whether a derived record of this kind and id exists."""
+        kind = kind_text(kind)
         return self._db.execute("SELECT 1 FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone() is not None
 
     # -- integrity, portability, stats ---------------------------------------------------
@@ -521,9 +332,9 @@ class SQLiteStore:
         unreadable: list[ChainBreak] = []
 
         def readable() -> Iterator[Entry]:
-            for row in self._db.execute(f"SELECT {_COLUMNS} FROM timeline ORDER BY seq"):
+            for row in self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq"):
                 try:
-                    yield _row_to_entry(row)
+                    yield row_to_entry(row)
                 except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
                     unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
                     return
@@ -576,8 +387,8 @@ class SQLiteStore:
                         position = index
                         break
                 raise ImportFailed(path, line_of[position], f"entry {brk.id[:12]}…: {brk.reason}")
-            blobs = _pack_embeddings([entry.embedding for entry in parsed])
-            self._insert_rows([_entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
+            blobs = pack_embeddings([entry.embedding for entry in parsed])
+            self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
         self._schema = SCHEMA_VERSION
         return len(parsed)
 
@@ -604,37 +415,12 @@ class SQLiteStore:
         except sqlite3.Error:
             pass
 
-    def __enter__(self) -> "SQLiteStore":
+    def __enter__(self) -> SQLiteStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- transactions ----------------------------------------------------------------------
-
-    def _write(self) -> "_WriteTransaction":
-        return _WriteTransaction(self._db)
-
-
-class _WriteTransaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any error, translating trigger aborts."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self._db = db
-
-    def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> bool:
-        if exc_type is None:
-            self._db.execute("COMMIT")
-            return False
-        self._db.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.IntegrityError) and "refused" in str(exc):
-            raise ImmutableRecordError(str(exc)) from exc
-        return False
-
-
-def is_refusal(error: BaseException) -> bool:
-    """True when a raw SQLite error is the store refusing UPDATE/DELETE."""
-    return isinstance(error, sqlite3.DatabaseError) and "refused" in str(error)
+    def _write(self) -> WriteTransaction:
+        """The context of one ``BEGIN IMMEDIATE`` write transaction."""
+        return WriteTransaction(self._db)

@@ -62,7 +62,7 @@ _PHONE = re.compile(
 # - _EMAIL needs "@";
 # - _BEARER and _KEYED_SECRET need one of _SECRET_WORDS, matched case-insensitively. Under
 #   re.IGNORECASE exactly four non-ASCII characters match an ASCII letter: İ and ı (i), ſ (s)
-#   and the Kelvin sign (k). Mapped to those letters (_ASCII_FOLDS) and then lower-cased,
+#   and the Kelvin sign (k). Mapped to those letters (ASCII_FOLDS) and then lower-cased,
 #   the text holds the word wherever the pattern could match it (no other character's
 #   lower case is ASCII, and only İ's lower case is longer than one character);
 # - _PREFIXED_KEY needs one of its literal prefixes (_KEY_PREFIX);
@@ -71,7 +71,7 @@ _PHONE = re.compile(
 #   Unicode-aware \d); a card has at least 13 digits and a phone number at least 8, so an
 #   ASCII text with fewer than 8 needs no search.
 _SECRET_WORDS = ("key", "token", "secret", "passw", "bearer", "basic")
-_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 _KEY_PREFIX = re.compile(r"sk-|AKIA|gh[pousr]_|xox[abprs]-|AIza|eyJ")
 _DIGIT_GROUPS = re.compile(r"\d(?:[ -]?\d){12}|\d{3}[ .-]\d{3}|\+\d{8}")
 _DIGITS = b"0123456789"
@@ -82,7 +82,7 @@ def may_hold_secret(text: str) -> bool:
     if "@" in text:
         return True
     ascii_only = text.isascii()
-    lowered = (text if ascii_only else text.translate(_ASCII_FOLDS)).lower()
+    lowered = (text if ascii_only else text.translate(ASCII_FOLDS)).lower()
     for word in _SECRET_WORDS:
         if word in lowered:
             return True

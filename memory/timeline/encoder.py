@@ -41,7 +41,8 @@ def _normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 _ONE = np.ones(1).tobytes()  # 1.0 as a float64, the weight of a bigram
-_TOKEN = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]", re.ASCII)
+# What the hashing encoder counts as a word (tests rebuild its vectors from this definition).
+TOKEN = re.compile(r"[a-z0-9][a-z0-9_.\-]*[a-z0-9]|[a-z0-9]", re.ASCII)
 
 
 class HashingEncoder:
@@ -130,7 +131,7 @@ class HashingEncoder:
 
     def _encode_one(self, text: str) -> np.ndarray:
         """`encode([text])` with as few numpy calls as possible (a single append waits for it)."""
-        tokens = _TOKEN.findall(text.lower())
+        tokens = TOKEN.findall(text.lower())
         if not tokens:
             return np.zeros((1, self.dim), dtype=np.float32)
         cached = self._token_bytes.get
@@ -171,7 +172,7 @@ class HashingEncoder:
         token_counts: list[int] = []  # per text
         bigram_counts: list[int] = []
         for text in texts:
-            tokens = _TOKEN.findall(text.lower())
+            tokens = TOKEN.findall(text.lower())
             numbers = list(map(token_get, tokens))
             if None in numbers:
                 numbers = [self._token_number(token) for token in tokens]

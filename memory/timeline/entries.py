@@ -15,12 +15,15 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from memory.encoder import Encoder
-from memory.redaction import PatternRedactor, Redactor, redact_value
+from memory.timeline.encoder import Encoder
+from memory.timeline.redaction import PatternRedactor, Redactor, redact_value
+
+if TYPE_CHECKING:  # the protocols module imports this one
+    from memory.timeline.protocols import EntryLog
 
 GENESIS_ID = "0" * 64  # the "previous id" of the first entry
 
@@ -234,13 +237,13 @@ class Timeline:
     """Writes entries: redacts, embeds, then appends durably through a store.
 
     Args:
-        store: where entries are kept (see `memory.store.Store`).
+        store: where entries are kept (see `memory.timeline.EntryLog`).
         encoder: makes the embedding of each entry's text.
         redactor: applied to text and metadata strings before hashing and storage;
             `PatternRedactor` by default, `NoRedaction` to opt out explicitly.
     """
 
-    def __init__(self, store: Any, encoder: Encoder, redactor: Redactor | None = None) -> None:
+    def __init__(self, store: EntryLog, encoder: Encoder, redactor: Redactor | None = None) -> None:
         self.store = store
         self.encoder = encoder
         self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()

@@ -12,7 +12,7 @@ Two self-describing layouts, told apart by the blob's length:
 
 `pack` picks the smaller layout; `unpack` gives back the exact float32 vector, bit for bit
 (a component is "zero" only when all its bits are, so -0.0 survives). An entry's id
-covers the dense bytes of the vector (`memory.timeline.embedding_digest`), never the
+covers the dense bytes of the vector (`memory.timeline.entries.embedding_digest`), never the
 blob, so the layout changes no id. A damaged blob either fails to unpack (`ValueError`)
 or unpacks to another vector, whose digest no longer matches the id: a changed position
 moves a non-zero value (or drops it when it collides with another), a changed value or

@@ -1,0 +1,41 @@
+"""Layer [1], the timeline: append-only, content-addressed, hash-chained entries.
+
+`Timeline` redacts (`Redactor`), embeds (`Encoder`) and appends `Entry` values, each
+addressed by the SHA-256 of its content and its predecessor's id (`entries`). A `Store`
+keeps them: `SQLiteStore` is one SQLite file whose triggers refuse UPDATE and DELETE,
+holding the timeline, the derived records of each `RecordKind` and binary snapshots
+(`store`, `schema`, `protocols`); embeddings are packed by `blob`. Every later layer is a
+projection of this one.
+"""
+
+from memory.timeline.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder
+from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, Role, Timeline, format_timestamp, parse_timestamp
+from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotLog, Store, StoreStats
+from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
+from memory.timeline.schema import RecordKind
+from memory.timeline.store import SQLiteStore
+
+__all__ = [
+    "ChainBreak",
+    "Encoder",
+    "Entry",
+    "EntryDraft",
+    "EntryLog",
+    "EntryParts",
+    "HashingEncoder",
+    "Kind",
+    "NoRedaction",
+    "PatternRedactor",
+    "RecordKind",
+    "RecordLog",
+    "Redactor",
+    "Role",
+    "SQLiteStore",
+    "SentenceTransformerEncoder",
+    "SnapshotLog",
+    "Store",
+    "StoreStats",
+    "Timeline",
+    "format_timestamp",
+    "parse_timestamp",
+]

@@ -1,0 +1,175 @@
+"""The store's SQLite schema, its record kinds, and how an entry maps to a timeline row.
+
+The `timeline` table holds chained entries (embeddings in the layouts of
+`memory.timeline.blob`); the `records` table holds derived, insert-only records keyed by
+``(kind, id)`` with a `RecordKind`; the `snapshots` table holds derived binary snapshots.
+Triggers make SQLite itself refuse UPDATE and DELETE on all three.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from enum import Enum
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from memory.timeline import blob as embedding_blob
+from memory.timeline.entries import Entry, Kind, Role, canonical_metadata, format_timestamp, parse_timestamp
+
+APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
+# Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`; schema 1
+# stores hold dense blobs only, which schema 2 still reads. A schema 1 store is marked 2 by
+# the first transaction that writes entries into it, so older code refuses it with a clear
+# message instead of misreading a compact blob.
+SCHEMA_VERSION = 2
+READABLE_SCHEMAS = (1, 2)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS timeline (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    prev_id TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    situation TEXT NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    encoder TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS timeline_scope ON timeline (principal, situation, seq);
+CREATE TRIGGER IF NOT EXISTS timeline_no_update BEFORE UPDATE ON timeline
+BEGIN SELECT RAISE(ABORT, 'timeline is append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS timeline_no_delete BEFORE DELETE ON timeline
+BEGIN SELECT RAISE(ABORT, 'timeline is append-only: DELETE refused'); END;
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (kind, id)
+);
+CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
+BEGIN SELECT RAISE(ABORT, 'records are insert-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
+BEGIN SELECT RAISE(ABORT, 'records are insert-only: DELETE refused'); END;
+"""
+
+# Derived binary snapshots (e.g. precomputed episode vectors), insert-only like records. Added
+# after schema 1 without changing it: created on open when missing.
+SNAPSHOTS = """
+CREATE TABLE IF NOT EXISTS snapshots (
+    seq INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    body BLOB NOT NULL,
+    UNIQUE (kind, id)
+);
+CREATE TRIGGER IF NOT EXISTS snapshots_no_update BEFORE UPDATE ON snapshots
+BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
+BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
+"""
+
+COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
+
+
+class RecordKind(str, Enum):
+    """What a derived record in the ``records`` table is; the value is the stored ``kind`` text."""
+
+    EPISODE = "episode"  # an episode (`memory.episodes.Episode.to_record`)
+    EDGE = "edge"  # a typed causal edge between episodes
+    FACT = "fact_version"  # one version of a learned fact
+    MARK = "reinforcement"  # an episode a reinforcement learned from
+    FLUSH = "flush"  # the timeline seq up to which every episode was closed
+
+
+def kind_text(kind: RecordKind | str) -> str:
+    """The stored text of a record kind (a plain string passes through unchanged)."""
+    return kind.value if isinstance(kind, RecordKind) else kind
+
+
+def row_to_entry(row: Sequence[Any]) -> Entry:
+    """The entry stored in a timeline row (columns in `COLUMNS` order)."""
+    seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, blob = row
+    return Entry(
+        id=id_,
+        prev_id=prev_id,
+        seq=seq,
+        timestamp=parse_timestamp(ts),
+        principal=principal,
+        situation=situation,
+        role=Role(role),
+        kind=Kind(kind),
+        text=text,
+        metadata=json.loads(metadata),
+        embedding=embedding_blob.unpack(blob, writable=True),
+        encoder=encoder,
+    )
+
+
+def entry_to_row(entry: Entry, blob: bytes | None = None, timestamp: str | None = None,
+                 metadata: str | None = None) -> tuple[Any, ...]:
+    """The timeline row of an entry; parts already computed by the caller are passed in."""
+    return (
+        entry.seq,
+        entry.id,
+        entry.prev_id,
+        format_timestamp(entry.timestamp) if timestamp is None else timestamp,
+        entry.principal,
+        entry.situation,
+        entry.role.value,
+        entry.kind.value,
+        entry.text,
+        canonical_metadata(entry.metadata) if metadata is None else metadata,
+        entry.encoder,
+        embedding_blob.pack(entry.embedding) if blob is None else blob,
+    )
+
+
+def pack_embeddings(vectors: Sequence[np.ndarray]) -> list[bytes]:
+    """Stored blobs of many embeddings, vectorized when they share one dimension."""
+    if len(vectors) > 1 and len({np.shape(v) for v in vectors}) == 1 and np.ndim(vectors[0]) == 1:
+        return embedding_blob.pack_rows(np.stack(vectors))
+    return [embedding_blob.pack(v) for v in vectors]
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    """JSON form of an entry (embedding as base64 of little-endian float32)."""
+    return {
+        "seq": entry.seq,
+        "id": entry.id,
+        "prev_id": entry.prev_id,
+        "timestamp": format_timestamp(entry.timestamp),
+        "principal": entry.principal,
+        "situation": entry.situation,
+        "role": entry.role.value,
+        "kind": entry.kind.value,
+        "text": entry.text,
+        "metadata": entry.metadata,
+        "encoder": entry.encoder,
+        "embedding": base64.b64encode(np.asarray(entry.embedding, dtype="<f4").tobytes()).decode("ascii"),
+    }
+
+
+def entry_from_json(data: Mapping[str, Any]) -> Entry:
+    """Inverse of `entry_to_json`; raises KeyError/ValueError/TypeError on bad input."""
+    return Entry(
+        id=str(data["id"]),
+        prev_id=str(data["prev_id"]),
+        seq=int(data["seq"]),
+        timestamp=parse_timestamp(str(data["timestamp"])),
+        principal=str(data["principal"]),
+        situation=str(data["situation"]),
+        role=Role(data["role"]),
+        kind=Kind(data["kind"]),
+        text=str(data["text"]),
+        metadata=dict(data["metadata"]),
+        embedding=np.frombuffer(base64.b64decode(data["embedding"], validate=True), dtype="<f4").astype(np.float32),
+        encoder=str(data["encoder"]),
+    )
