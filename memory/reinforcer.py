@@ -34,7 +34,7 @@ import networkx as nx
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import (
     DEFAULT_FACTS,
-    Evidence,
+    EpisodeEvidence,
     EvidenceLog,
     FactConfig,
     FactVersion,
@@ -113,7 +113,7 @@ def resolution(episode: Episode, graph: nx.MultiDiGraph, lookup: Callable[[str],
 
 def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
               lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
-              facts: Sequence[FactVersion], evidence: Sequence[Evidence],
+              facts: Sequence[FactVersion], evidence: Sequence[EpisodeEvidence],
               applied: Callable[[str], bool], config: FactConfig = DEFAULT_FACTS) -> Reinforcement:
     """Edges and fact versions that one closed episode implies.
 

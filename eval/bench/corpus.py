@@ -26,7 +26,7 @@ import numpy as np
 from memory.agent_memory import EDGE, EPISODE, FACT, FLUSH, MARK
 from memory.encoder import HashingEncoder
 from memory.episodes import Episode
-from memory.facts import Evidence, evidence_from, extract_facts
+from memory.facts import EpisodeEvidence, evidence_from, extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
 from memory.reinforcer import DecisionNote, reinforce
 from memory.segmenter import Segmenter
@@ -209,7 +209,7 @@ class _Projector:
         self.episodes: dict[str, Episode] = {}
         self.histories: dict[str, list[Episode]] = {}
         self.notes: dict[str, DecisionNote] = {}
-        self.evidence: dict[str, list[Evidence]] = {}
+        self.evidence: dict[str, list[EpisodeEvidence]] = {}
         self.problem: dict[str, str] = {}  # principal → observation text of its latest problem
         self.pending: dict[str, list[tuple[str, dict[str, Any]]]] = {EPISODE: [], EDGE: [], MARK: []}
         self.counts = {EPISODE: 0, EDGE: 0, MARK: 0, FACT: 0}
