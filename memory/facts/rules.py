@@ -33,7 +33,6 @@ Rules (all thresholds live in `FactConfig`):
   never changed: ``fact_history`` answers how a belief changed and on what evidence.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -63,6 +62,7 @@ class FactConfig:
 
 
 DEFAULT_FACTS = FactConfig()
+
 
 def confidence(support: int, contradict: int, config: FactConfig = DEFAULT_FACTS) -> float:
     """Posterior mean of Beta(α0 + support, β0 + contradict)."""

@@ -149,7 +149,6 @@ def _retry_and_lesson(new: Episode, chain: list[Episode]) -> list[Edge]:
     return edges
 
 
-
 def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig) -> Episode:
     """The last attempt at `ep`'s problem: the change that stayed in place."""
     current = ep
