@@ -34,7 +34,7 @@ import networkx as nx
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import (
     DEFAULT_FACTS,
-    Evidence,
+    EpisodeEvidence,
     EvidenceLog,
     FactConfig,
     FactVersion,
@@ -113,7 +113,7 @@ def resolution(episode: Episode, graph: nx.MultiDiGraph, lookup: Callable[[str],
 
 def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
               lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
-              facts: Sequence[FactVersion], evidence: Sequence[Evidence],
+              facts: Sequence[FactVersion], evidence: Sequence[EpisodeEvidence],
               applied: Callable[[str], bool], config: FactConfig = DEFAULT_FACTS) -> Reinforcement:
     """Edges and fact versions that one closed episode implies.
 
@@ -131,17 +131,38 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
     if all(applied(m) for m in marks):
         return Reinforcement(episode.id, (), (), (), (), ())
     edges: dict[tuple[str, str, EdgeType], Edge] = {}
+    current = {f.fact_id: f for f in facts if f.principal == episode.principal}
+    supported, contradicted = _recalled(episode, decisions, lookup=lookup, graph=graph, current=current, edges=edges)
+    if episode.outcome is Outcome.SUCCESS and episode.id in graph:
+        _lessons_applied(episode, lookup=lookup, graph=graph, edges=edges)
+    versions = _revised_facts(episode, decisions, current, evidence, supported | contradicted, config)
+    return Reinforcement(
+        episode_id=episode.id, marks=tuple(m for m in marks if not applied(m)),
+        edges=tuple(edges[key] for key in sorted(edges, key=lambda k: (k[0], k[1], k[2].value))),
+        facts=tuple(versions), supported_facts=tuple(sorted(supported)),
+        contradicted_facts=tuple(sorted(contradicted)),
+    )
 
-    def add(source: str, target: str, kind: EdgeType, weight: float, why: str) -> None:
-        key = (source, target, kind)
-        if key not in edges or edges[key].weight < weight:
-            edges[key] = Edge(source, target, kind, weight, why)
 
+def _keep_strongest(edges: dict[tuple[str, str, EdgeType], Edge], edge: Edge) -> None:
+    """Record `edge` unless an edge of the same source, target and type is at least as strong."""
+    key = (edge.source, edge.target, edge.type)
+    if key not in edges or edges[key].weight < edge.weight:
+        edges[key] = edge
+
+
+def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Callable[[str], Episode | None],
+              graph: nx.MultiDiGraph, current: Mapping[str, FactVersion],
+              edges: dict[tuple[str, str, EdgeType], Edge]) -> tuple[set[str], set[str]]:
+    """Judge what each decision recalled by the episode's outcome.
+
+    Adds LED_TO / CONTRADICTED edges to `edges` for recalled episodes that pointed to the
+    decision's choice; returns the ids of cited facts the outcome supported and contradicted.
+    """
     final = episode.choices[-1] if episode.choices else None
     success, failure = episode.outcome is Outcome.SUCCESS, episode.outcome is Outcome.FAILURE
     supported: set[str] = set()
     contradicted: set[str] = set()
-    current = {f.fact_id: f for f in facts if f.principal == episode.principal}
     for note in decisions:
         choice = note.choice or final
         if choice is None:
@@ -162,28 +183,42 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
             pointed = ("had confirmed" if past.outcome is Outcome.SUCCESS
                        else f"failed with {past.choices[-1] if past.choices else 'another choice'}, was corrected, resolved as")
             if success:
-                add(past.id, episode.id, EdgeType.LED_TO, weight, f"recalled episode {pointed} {choice}; it worked here")
+                _keep_strongest(edges, Edge(past.id, episode.id, EdgeType.LED_TO, weight,
+                                            f"recalled episode {pointed} {choice}; it worked here"))
             else:
-                add(episode.id, past.id, EdgeType.CONTRADICTED, weight,
-                    f"recalled episode {pointed} {choice}; here it failed")
-    if success and episode.id in graph:
-        for _, target, data in graph.out_edges(episode.id, data=True):
-            if data.get("type") != EdgeType.RETRY_OF:
-                continue
-            tried = lookup(target)
-            if tried is None or tried.outcome is not Outcome.FAILURE or not tried.corrections:
-                continue
-            already = any(d.get("type") == EdgeType.LEARNED_FROM for d in graph.get_edge_data(episode.id, target, default={}).values())
-            if not already:
-                add(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT,
-                    "retry after a correction succeeded")
+                _keep_strongest(edges, Edge(episode.id, past.id, EdgeType.CONTRADICTED, weight,
+                                            f"recalled episode {pointed} {choice}; here it failed"))
+    return supported, contradicted
+
+
+def _lessons_applied(episode: Episode, *, lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
+                     edges: dict[tuple[str, str, EdgeType], Edge]) -> None:
+    """LEARNED_FROM from a successful episode to the corrected failures it retried (unless already linked)."""
+    for _, target, data in graph.out_edges(episode.id, data=True):
+        if data.get("type") != EdgeType.RETRY_OF:
+            continue
+        tried = lookup(target)
+        if tried is None or tried.outcome is not Outcome.FAILURE or not tried.corrections:
+            continue
+        linked = graph.get_edge_data(episode.id, target, default={}).values()
+        if not any(d.get("type") == EdgeType.LEARNED_FROM for d in linked):
+            _keep_strongest(edges, Edge(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT,
+                                        "retry after a correction succeeded"))
+
+
+def _revised_facts(episode: Episode, decisions: Sequence[DecisionNote], current: Mapping[str, FactVersion],
+                   evidence: Sequence[EpisodeEvidence], judged: set[str], config: FactConfig) -> list[FactVersion]:
+    """New versions of the facts the episode touched: judged, cited, or matching its observations.
+
+    The episode's own evidence counts the facts its decisions cited as matched.
+    """
     evidence = EvidenceLog.of(evidence)
     own = evidence.find(episode.id)
     cited = {fact_id_of(i) for n in decisions for i in n.retrieved + n.relied_on}
     if own is not None and (cited - own.cited) & current.keys():  # citing a fact counts as matching it
         own = replace(own, cited=own.cited | cited)
         evidence = EvidenceLog(own if ev.episode_id == episode.id else ev for ev in evidence)
-    touched = set(supported | contradicted)
+    touched = set(judged)
     touched.update(f.fact_id for f in current.values() if own is not None and matches(f.condition, own))
     touched.update(fact_id_of(i) for n in decisions for i in n.retrieved + n.relied_on if fact_id_of(i) in current)
     versions = []
@@ -191,9 +226,4 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
         new = update_fact(current[fact_id], evidence, at=episode.end, config=config)
         if new is not None:
             versions.append(new)
-    return Reinforcement(
-        episode_id=episode.id, marks=tuple(m for m in marks if not applied(m)),
-        edges=tuple(edges[key] for key in sorted(edges, key=lambda k: (k[0], k[1], k[2].value))),
-        facts=tuple(versions), supported_facts=tuple(sorted(supported)),
-        contradicted_facts=tuple(sorted(contradicted)),
-    )
+    return versions

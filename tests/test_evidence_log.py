@@ -1,7 +1,7 @@
 """The indexed fact rules give exactly what a scan over every episode gives.
 
 The reference functions below are the rules written as plain scans (the definitions in
-the `memory.facts` docstring); the library answers from `EvidenceLog` indexes instead.
+the `memory.facts.rules` docstring); the library answers from `EvidenceLog` indexes instead.
 """
 
 from collections import Counter
@@ -11,18 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.episodes import Outcome
-from memory.facts import (
-    DEFAULT_FACTS,
-    Evidence,
-    EvidenceLog,
-    TERM_COUNT_MEMO,
-    FactConfig,
-    assess,
-    extract_facts,
-    induce_condition,
-    measure,
-    update_fact,
-)
+from memory.facts import DEFAULT_FACTS, EpisodeEvidence, EvidenceLog, FactConfig, extract_facts, update_fact
+from memory.facts.evidence import TERM_COUNT_MEMO
+from memory.facts.rules import assess, induce_condition, measure
 
 T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 TERMS = ["queue", "backlog", "heartbeat", "schema", "checksum", "disk", "latency", "pool", "deploy", "cert"]
@@ -95,7 +86,7 @@ def reference_induce(conclusion, evidence, config=DEFAULT_FACTS, start=()):
 
 
 evidence_items = st.builds(
-    lambda i, words, choice, outcome, hours, cited, principal: Evidence(
+    lambda i, words, choice, outcome, hours, cited, principal: EpisodeEvidence(
         f"e{i:03d}", principal, frozenset(words), choice, outcome, T0 + timedelta(hours=hours), frozenset(cited)),
     st.integers(0, 60), st.sets(st.sampled_from(TERMS), max_size=5), st.sampled_from(CHOICES),
     st.sampled_from([Outcome.SUCCESS, Outcome.SUCCESS, Outcome.FAILURE, Outcome.UNKNOWN]),

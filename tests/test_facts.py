@@ -5,31 +5,30 @@ import pytest
 from memory.episodes import Episode, Outcome
 from memory.facts import (
     ACTIVE,
-    Evidence,
+    EpisodeEvidence,
     FactConfig,
     FactVersion,
-    confidence,
     current_facts,
     evidence_from,
     extract_facts,
     history,
-    measure,
     propose_fact,
     terms,
     update_fact,
 )
+from memory.facts.rules import confidence, measure
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 ALPHA = "alpha_cause"
 BETA = "beta_cause"
 
 
-def ev(i: int, text: str, choice: str, ok: bool, principal: str = "p", cited=()) -> Evidence:
-    return Evidence(f"e{i:02d}", principal, terms(text), choice, Outcome.SUCCESS if ok else Outcome.FAILURE,
-                    T0 + timedelta(hours=i), frozenset(cited))
+def ev(i: int, text: str, choice: str, ok: bool, principal: str = "p", cited=()) -> EpisodeEvidence:
+    return EpisodeEvidence(f"e{i:02d}", principal, terms(text), choice, Outcome.SUCCESS if ok else Outcome.FAILURE,
+                           T0 + timedelta(hours=i), frozenset(cited))
 
 
-def history_a() -> list[Evidence]:
+def history_a() -> list[EpisodeEvidence]:
     return [
         ev(1, "queue backlog growing, worker heartbeat missing", BETA, False),
         ev(2, "queue backlog growing, worker heartbeat missing", ALPHA, True),

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.episodes import EdgeType, Episode, Outcome
-from memory.graph import BACKWARD, FORWARD, Link, _sort_key, _steps, causal_chain
+from memory.graph import BACKWARD, FORWARD, Link, causal_chain
+from memory.graph.queries import _sort_key, _steps
 from memory.retriever import _power_iteration
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta, timezone
 import networkx as nx
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.facts import Evidence, FactVersion, Usefulness, terms
+from memory.facts import EpisodeEvidence, FactVersion, Usefulness, terms
 from memory.graph import add_edges, add_episode
 from memory.reinforcer import DecisionNote, mark_id, reinforce, resolution
 
@@ -18,8 +18,8 @@ def ep(eid: str, outcome: Outcome, choice: str | None, *, hours: int, correction
                    corrections=tuple(corrections))
 
 
-def evidence_of(e: Episode, text: str) -> Evidence:
-    return Evidence(e.id, e.principal, terms(text), e.choices[-1], e.outcome, e.end)
+def evidence_of(e: Episode, text: str) -> EpisodeEvidence:
+    return EpisodeEvidence(e.id, e.principal, terms(text), e.choices[-1], e.outcome, e.end)
 
 
 FACT = FactVersion(fact_id="fact-x", version=1, principal="p", text="when spool → alpha", condition=("spool",),

@@ -24,7 +24,7 @@ import networkx as nx
 import numpy as np
 
 from memory.episodes import Episode
-from memory.facts import Evidence, evidence_from, extract_facts
+from memory.facts import EpisodeEvidence, evidence_from, extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
 from memory.reinforcer import DecisionNote, reinforce
 from memory.segmenter import Segmenter
@@ -206,7 +206,7 @@ class _Projector:
         self.episodes: dict[str, Episode] = {}
         self.histories: dict[str, list[Episode]] = {}
         self.notes: dict[str, DecisionNote] = {}
-        self.evidence: dict[str, list[Evidence]] = {}
+        self.evidence: dict[str, list[EpisodeEvidence]] = {}
         self.problem: dict[str, str] = {}  # principal → observation text of its latest problem
         batched = (RecordKind.EPISODE, RecordKind.EDGE, RecordKind.MARK)
         self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in batched}

@@ -1,4 +1,4 @@
-"""Layer 3, the episode graph: typed, weighted, evidenced edges between episodes.
+"""Edge rules of the episode graph: which typed, weighted, evidenced edges a closed episode creates.
 
 `infer_edges(new, history)` applies these rules to a newly closed episode and the recent
 episodes of the same principal (never across principals; O(window)):
@@ -31,26 +31,19 @@ episodes of the same principal (never across principals; O(window)):
   episode's, the outcomes are opposite (SUCCESS vs FAILURE), the incidents' observations
   are similar (``contradiction_similarity``), and they are different problems.
 
-The graph itself is a `networkx.MultiDiGraph` (nodes: episode ids with attributes; edges
-keyed by type with ``weight`` and ``evidence``); queries are plain functions over it.
+The rules read no graph: they return `Edge` values, which `memory.graph.build` adds to the
+`networkx.MultiDiGraph` (nodes: episode ids with attributes; edges keyed by type with
+``weight`` and ``evidence``) that `memory.graph.queries` reads.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
-from itertools import islice
-from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
-
-import networkx as nx
+from typing import Sequence
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.snapshot import NodeAttrs, Pending
+from memory.graph.text import causal_sentences, mentions, similarity
 
 
 @dataclass(frozen=True)
@@ -68,34 +61,6 @@ class GraphConfig:
 
 
 DEFAULT_GRAPH_CONFIG = GraphConfig()
-
-_STOP = frozenset("the and for with from that this was were are has had have not but its into than then "
-                  "after since all any per our out one two off via".split())
-_TOKEN = re.compile(r"[a-z][a-z0-9_\-]{2,}")
-_CHANGE = (r"(?:fix|fixes|change|changes|hotfix|workaround|remediation|mitigation|adjustment|moved|switched|"
-           r"replaced|raised|lowered|introduced|added|removed|upgraded|migrated)")
-_CAUSAL = re.compile(  # a causal connector before a change, or a reference to an earlier fix/change/incident
-    r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"
-    rf"following|started with)\b(?:\W+\w+){{0,5}}?\W+{_CHANGE}\b"
-    r"|\b(?:last|previous|earlier|recent|yesterday's|last week's|this morning's)\b(?:\W+\w+){0,3}?\W+"
-    r"(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
-    rf"|\b(?:was|were|got|been)\s+{_CHANGE}\b(?:\W+\w+){{0,6}}?\W+(?:yesterday|last|earlier|ago)\b",
-    re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n")
-
-
-def tokens(text: str) -> Counter[str]:
-    """Content words of a text (lowercase, 3+ characters, no stopwords)."""
-    return Counter(t for t in _TOKEN.findall(text.lower()) if t not in _STOP)
-
-
-def similarity(a: Sequence[str], b: Sequence[str]) -> float:
-    """Cosine similarity of the content-word counts of two sets of texts."""
-    ca, cb = tokens(" ".join(a)), tokens(" ".join(b))
-    if not ca or not cb:
-        return 0.0
-    dot = sum(ca[w] * cb[w] for w in ca.keys() & cb.keys())
-    return dot / math.sqrt(sum(v * v for v in ca.values()) * sum(v * v for v in cb.values()))
 
 
 def _same_problem(a: Episode, b: Episode) -> bool:
@@ -184,10 +149,6 @@ def _retry_and_lesson(new: Episode, chain: list[Episode]) -> list[Edge]:
     return edges
 
 
-def _mentions(sentence: str, subject: str | None) -> bool:
-    return bool(subject) and re.search(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", sentence, re.IGNORECASE) is not None
-
-
 def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig) -> Episode:
     """The last attempt at `ep`'s problem: the change that stayed in place."""
     current = ep
@@ -215,11 +176,11 @@ def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig) -> lis
                and 0 <= _gap(new.start, ep.end) <= config.cause_window_s]
     if not new.observations or not changes:
         return []
-    cues = [s for text in new.observations for s in _SENTENCE.split(text) if _CAUSAL.search(s)]
+    cues = causal_sentences(new.observations)
     found: tuple[Episode, float, str] | None = None
     for sentence in cues:
         closeness = {ep.id: similarity([sentence], [ep.summary, *ep.actions, *ep.corrections]) for ep in changes}
-        named = [ep for ep in changes if _mentions(sentence, ep.subject)]
+        named = [ep for ep in changes if mentions(sentence, ep.subject)]
         same = [ep for ep in changes if new.subject and ep.subject == new.subject]
         alike = [ep for ep in changes if closeness[ep.id] >= config.cause_similarity]
         if named:
@@ -307,235 +268,3 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
     if contradiction is not None:
         edges.append(contradiction)
     return edges
-
-
-# -- the graph and its queries ------------------------------------------------------------
-
-BACKWARD = (EdgeType.CAUSED_BY, EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # point from later to earlier
-FORWARD = (EdgeType.LED_TO,)  # points from earlier to later
-
-
-class EpisodeGraph(nx.MultiDiGraph):
-    """The episode graph: a MultiDiGraph whose node attributes may be filled from the episode on first read.
-
-    Opening a large store adds nodes whose ``episode``, ``start``, ``end`` and ``summary``
-    are read from the stored episode when first looked at (see `memory.snapshot.NodeAttrs`);
-    every other attribute, and every edge, is there from the start.
-    """
-
-    node_attr_dict_factory = NodeAttrs
-
-
-def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequence[str], situations: Sequence[str],
-                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[Outcome],
-                     episodes: Any) -> None:
-    """Add episode nodes in bulk from columns; the attributes `add_episode` sets, the deferred ones read from `episodes`."""
-    G.add_nodes_from((i, {"episode": (p := Pending(episodes, i)), "principal": who, "situation": sit, "subject": sub,
-                          "start": p, "end": p, "first_seq": seq, "outcome": out, "summary": p})
-                     for i, who, sit, sub, seq, out in zip(ids, principals, situations, subjects, first_seqs, outcomes))
-
-
-def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
-    """Add (or refresh) an episode node with its attributes."""
-    G.add_node(ep.id, episode=ep, principal=ep.principal, situation=ep.situation, subject=ep.subject,
-               start=ep.start, end=ep.end, first_seq=ep.first_seq, outcome=ep.outcome, summary=ep.summary)
-
-
-def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:
-    """Add edges keyed by type; a later record of the same key replaces the weight."""
-    add_edge_rows(G, ((edge.source, edge.target, edge.type, edge.weight, edge.evidence) for edge in edges))
-
-
-def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, float, str]]) -> None:
-    """`add_edges` from (source, target, type, weight, evidence) rows."""
-    add = G.add_edge  # one call per edge: cheaper than add_edges_from, which builds a view per edge
-    for source, target, kind, weight, evidence in rows:
-        add(source, target, kind.value, type=kind, weight=weight, evidence=evidence)
-
-
-def build_graph(episodes: Iterable[Episode], edges: Iterable[Edge]) -> nx.MultiDiGraph:
-    """A MultiDiGraph of episodes and typed edges."""
-    G = EpisodeGraph()
-    for ep in episodes:
-        add_episode(G, ep)
-    add_edges(G, edges)
-    return G
-
-
-class Link(NamedTuple):
-    """One typed edge of a chain."""
-
-    source: str  # episode id
-    target: str  # episode id
-    type: EdgeType  # relation
-
-
-class CausalChain(NamedTuple):
-    """What led to an episode, oldest first."""
-
-    episode_ids: tuple[str, ...]  # episodes in time order, ending with (or containing) the queried one
-    links: tuple[Link, ...]  # the typed edges among them, in time order of their later end
-    edge_types: tuple[EdgeType, ...]  # types of `links`
-    narrative: str  # one line, e.g. "incident → failed fix → correction → fix"
-
-
-def _backward_view(G: nx.MultiDiGraph) -> nx.DiGraph:
-    """Causal edges oriented from later to earlier episode (LED_TO reversed)."""
-    view = nx.DiGraph()
-    view.add_nodes_from(G)
-    for u, v, data in G.edges(data=True):
-        kind = data.get("type")
-        if kind in BACKWARD:
-            view.add_edge(u, v, type=kind)
-        elif kind in FORWARD and not view.has_edge(v, u):
-            view.add_edge(v, u, type=kind)
-    return view
-
-
-def _steps(ep: Episode | None, first: bool) -> list[str]:
-    if ep is None:
-        return ["episode"]
-    steps = ["incident"] if ep.observations and (first or not ep.decisions) else []
-    if ep.decisions or ep.actions:
-        steps.append({Outcome.SUCCESS: "fix", Outcome.FAILURE: "failed fix",
-                      Outcome.PARTIAL: "partial fix"}.get(ep.outcome, "decision"))
-    if ep.corrections:
-        steps.append("correction")
-    return steps or [ep.situation]
-
-
-def _sort_key(G: nx.MultiDiGraph, node: str) -> tuple[Any, ...]:
-    data = G.nodes[node]
-    return (data.get("start") or datetime.min, data.get("first_seq", 0), node)
-
-
-def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3, max_episodes: int = 0) -> CausalChain:
-    """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots.
-
-    The walk is breadth-first, up to `max_hops` steps; with `max_episodes` > 0 it stops once
-    that many episodes are reached (the nearest ones), so an episode that learned from many
-    others, which learned from many more, reads as a chain and not as its whole ancestry.
-    """
-    if episode_id not in G:
-        raise KeyError(f"episode {episode_id} is not in the graph")
-    def backward_neighbours(node: str) -> Iterable[str]:
-        for other, keyed in G.succ[node].items():
-            if any(data.get("type") in BACKWARD for data in keyed.values()):
-                yield other
-        for other, keyed in G.pred[node].items():
-            if any(data.get("type") in FORWARD for data in keyed.values()):
-                yield other
-
-    # A bounded breadth-first search over causal edges only: the cost depends on the
-    # chain's neighbourhood, not on the size of the graph.
-    walk = (v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours, depth_limit=max_hops))
-    reached = {episode_id} | set(islice(walk, max_episodes - 1) if max_episodes > 0 else walk)
-    key = {n: _sort_key(G, n) for n in reached}
-    nodes = sorted(reached, key=key.__getitem__)
-    # The orientation of `_backward_view`, restricted to the reached episodes: (later, earlier) → type
-    back: dict[tuple[str, str], EdgeType] = {}
-    for u in nodes:
-        for v, keyed in G.succ[u].items():
-            if v not in reached:
-                continue
-            for data in keyed.values():
-                kind = data.get("type")
-                if kind in BACKWARD:
-                    back[u, v] = kind
-                elif kind in FORWARD and (v, u) not in back:
-                    back[v, u] = kind
-    links = tuple(sorted((Link(u, v, kind) for (u, v), kind in back.items()),
-                         key=lambda link: (key[link.source], key[link.target])))
-    words: list[str] = []
-    for position, node in enumerate(nodes):
-        words.extend(_steps(G.nodes[node].get("episode"), position == 0))
-    return CausalChain(tuple(nodes), links, tuple(link.type for link in links), " → ".join(words))
-
-
-class Neighbour(NamedTuple):
-    """An adjacent episode and the edge that joins it."""
-
-    episode_id: str  # the other episode
-    type: EdgeType  # edge type
-    weight: float  # edge weight
-    evidence: str  # why the edge exists
-
-
-def neighbours(G: nx.MultiDiGraph, episode_id: str, *, edge_type: EdgeType | str | None = None,
-               direction: str = "out") -> list[Neighbour]:
-    """Adjacent episodes, strongest edge first; direction "out", "in" or "both"."""
-    if direction not in ("out", "in", "both"):
-        raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
-    wanted = EdgeType(edge_type) if edge_type is not None else None
-    found: list[Neighbour] = []
-    if direction in ("out", "both"):
-        found += [Neighbour(v, d["type"], d["weight"], d["evidence"]) for _, v, d in G.out_edges(episode_id, data=True)]
-    if direction in ("in", "both"):
-        found += [Neighbour(u, d["type"], d["weight"], d["evidence"]) for u, _, d in G.in_edges(episode_id, data=True)]
-    found = [n for n in found if wanted is None or n.type == wanted]
-    return sorted(found, key=lambda n: (-n.weight, _sort_key(G, n.episode_id), n.type.value))
-
-
-def subject_history(G: nx.MultiDiGraph, subject: str, *, principal: str | None = None) -> list[str]:
-    """Episode ids about `subject`, oldest first."""
-    nodes = [n for n, d in G.nodes(data=True) if d.get("subject") == subject
-             and (principal is None or d.get("principal") == principal)]
-    return sorted(nodes, key=lambda n: _sort_key(G, n))
-
-
-# -- export ---------------------------------------------------------------------------------
-
-def _plain(value: Any) -> str | int | float | bool:
-    if isinstance(value, Enum):
-        return str(value.value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if value is None:
-        return ""
-    if isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def plain_graph(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """A copy whose attributes are strings or numbers (what GraphML and DOT accept)."""
-    H = nx.MultiDiGraph()
-    for node, data in G.nodes(data=True):
-        H.add_node(node, **{k: _plain(v) for k, v in data.items() if k != "episode"})
-    for u, v, key, data in G.edges(keys=True, data=True):
-        H.add_edge(u, v, key=key, **{k: _plain(v_) for k, v_ in data.items()})
-    return H
-
-
-def export_graphml(G: nx.MultiDiGraph, path: str | Path) -> None:
-    """Write GraphML with networkx's writer (enums, times and None become strings)."""
-    nx.write_graphml(plain_graph(G), str(path))
-
-
-def _dot_quote(value: Any) -> str:
-    return '"' + str(_plain(value)).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def write_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
-    """Minimal DOT writer used when pydot is absent: one statement per node and edge."""
-    H = plain_graph(G)
-    lines = ["digraph episodes {"]
-    for node, data in H.nodes(data=True):
-        attrs = ", ".join(f"{k}={_dot_quote(v)}" for k, v in sorted(data.items()))
-        lines.append(f"  {_dot_quote(node)} [{attrs}];")
-    for u, v, key, data in H.edges(keys=True, data=True):
-        attrs = ", ".join(f"{k}={_dot_quote(val)}" for k, val in sorted({**data, "key": key}.items()))
-        lines.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} [{attrs}];")
-    lines.append("}")
-    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def export_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
-    """Write DOT with networkx's pydot writer when pydot is installed, else `write_dot`."""
-    try:
-        from networkx.drawing.nx_pydot import write_dot as pydot_write
-        import pydot  # noqa: F401
-    except ImportError:
-        write_dot(G, path)
-        return
-    pydot_write(plain_graph(G), str(path))

@@ -1,7 +1,7 @@
-"""Layer 4, facts: versioned heuristics generalized from episodes with confirmed outcomes.
+"""Fact rules: versioned heuristics generalized from episodes with confirmed outcomes.
 
 A fact says "when these terms appear in the observations, the answer is this choice".
-Everything here is a pure function of plain data: the caller passes `Evidence` (one per
+Everything here is a pure function of plain data: the caller passes `EpisodeEvidence` (one per
 closed episode that tested a choice) and gets `FactVersion` values back.
 
 Rules (all thresholds live in `FactConfig`):
@@ -35,50 +35,15 @@ Rules (all thresholds live in `FactConfig`):
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, overload
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
-from memory.episodes import Episode, Outcome
-from memory.timeline import format_timestamp, parse_timestamp
-
-ACTIVE = "active"  # the version is a usable belief
-RETIRED = "retired"  # no revision passed the usefulness check; kept for history
-
-_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII)
-_STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be been before
-    being below between both but by can could did do does doing down during each few for
-    from further had has have having he her here hers him his how i if in into is it its
-    itself just me more most my no nor not now of off on once only or other our ours out
-    over own same she should so some such than that the their them then there these they
-    this those through to too under until up very was we were what when where which while
-    who whom why will with would you your yours per via still only""".split()
-)
-
-
-def normalize_term(word: str) -> str:
-    """Lower-cased word with a light, documented suffix strip (-ing, -ed, -es after a sibilant, -s)."""
-    word = word.lower()
-    if word.endswith("ing") and len(word) >= 7:
-        return word[:-3]
-    if word.endswith("ed") and len(word) >= 6:
-        return word[:-2]
-    if word.endswith(("sses", "ches", "shes", "xes", "zes")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
-        return word[:-1]
-    return word
-
-
-def terms(text: str) -> frozenset[str]:
-    """Normalized content terms of a text: alphabetic words of 3+ letters, no stopwords."""
-    words = _WORD.findall(text.lower())
-    return frozenset(normalize_term(w) for w in words if len(w) >= 3 and w not in _STOPWORDS)
+from memory.episodes import Outcome
+from memory.facts.evidence import EpisodeEvidence, EvidenceLog
+from memory.facts.text import normalize_term
+from memory.facts.versions import ACTIVE, RETIRED, FactVersion, Usefulness, describe, new_fact_id
 
 
 @dataclass(frozen=True)
@@ -97,240 +62,6 @@ class FactConfig:
 
 
 DEFAULT_FACTS = FactConfig()
-TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What one closed episode says about a choice, as plain data."""
-
-    episode_id: str  # the episode
-    principal: str  # its tenant
-    terms: frozenset[str]  # normalized terms of the observations of the problem it worked on
-    choice: str  # the choice tested (last structured choice of the episode)
-    outcome: Outcome  # SUCCESS confirms `choice`; FAILURE refutes it
-    at: datetime  # when the episode ended
-    cited: frozenset[str] = frozenset()  # fact ids its decisions retrieved or relied on
-
-
-def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = ()) -> Evidence | None:
-    """Evidence of a closed episode, or None when it tested no choice or has no verdict."""
-    if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
-        return None
-    return Evidence(episode_id=episode.id, principal=episode.principal, terms=terms(observation_text),
-                    choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
-                    cited=frozenset(fact_id_of(c) for c in cited))
-
-
-class EvidenceLog(Sequence[Evidence]):
-    """Evidence in arrival order, with the indexes the fact rules query, kept current on `append`.
-
-    The rules below need, for a condition and a conclusion, the episodes whose terms contain
-    the condition and how each is labelled. Scanning every episode each time makes a close
-    cost grow with history; the log answers from posting sets (term → positions) and label
-    sets (choice → positions) instead, so a query costs the size of its answer. Every rule
-    accepts a plain sequence too (a log is built from it on the fly) and gives the same result.
-    """
-
-    def __init__(self, items: Iterable[Evidence] = ()) -> None:
-        self._items: list[Evidence] = []
-        self._where: dict[str, int] = {}  # episode id → its first position
-        self._postings: dict[str, set[int]] = {}  # term → positions whose terms contain it
-        self._citing: dict[str, set[int]] = {}  # fact id → positions whose decisions cited it
-        self._confirming: dict[str, set[int]] = {}  # choice → positions of SUCCESS episodes with it
-        self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
-        self._successes: set[int] = set()  # positions of every SUCCESS episode
-        self._principals: set[str] = set()
-        self._term_counts: dict[frozenset[int], Counter[str]] = {}  # see `term_counts`
-        for ev in items:
-            self.append(ev)
-
-    @classmethod
-    def of(cls, evidence: Sequence[Evidence], principal: str | None = None) -> "EvidenceLog":
-        """`evidence` as a log, keeping only `principal`'s (the log itself when nothing is dropped)."""
-        if isinstance(evidence, EvidenceLog) and (principal is None or evidence._principals <= {principal}):
-            return evidence
-        return cls(ev for ev in evidence if principal is None or ev.principal == principal)
-
-    def append(self, ev: Evidence) -> None:
-        """Add one episode's evidence at the end."""
-        position = len(self._items)
-        self._items.append(ev)
-        self._where.setdefault(ev.episode_id, position)
-        self._principals.add(ev.principal)
-        for term in ev.terms:
-            self._postings.setdefault(term, set()).add(position)
-        for fact_id in ev.cited:
-            self._citing.setdefault(fact_id, set()).add(position)
-        if ev.outcome is Outcome.SUCCESS:
-            self._confirming.setdefault(ev.choice, set()).add(position)
-            self._successes.add(position)
-        else:  # as `_label`: any other verdict on a choice counts against it
-            self._refuting.setdefault(ev.choice, set()).add(position)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> Evidence: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Evidence]: ...
-
-    def __getitem__(self, index: int | slice) -> Evidence | list[Evidence]:
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Evidence]:
-        return iter(self._items)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, EvidenceLog):
-            return self._items == other._items
-        if isinstance(other, (list, tuple)):
-            return self._items == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable
-
-    def __repr__(self) -> str:
-        return f"EvidenceLog({self._items!r})"
-
-    def find(self, episode_id: str) -> Evidence | None:
-        """The (first) evidence of an episode, or None."""
-        position = self._where.get(episode_id)
-        return None if position is None else self._items[position]
-
-    def matching(self, condition: Iterable[str]) -> set[int]:
-        """Positions whose terms contain every condition term (all positions for an empty condition)."""
-        found: set[int] | None = None
-        for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):
-            posting = self._postings.get(term)
-            if not posting:
-                return set()
-            found = set(posting) if found is None else found & posting
-            if not found:
-                return found
-        return set(range(len(self._items))) if found is None else found
-
-    def positions_of(self, episode_ids: set[str]) -> set[int]:
-        """Every position holding evidence of one of `episode_ids`."""
-        if len(self._where) == len(self._items):  # each episode once: its position is known
-            return {self._where[i] for i in episode_ids if i in self._where}
-        return {p for p, ev in enumerate(self._items) if ev.episode_id in episode_ids}
-
-    def citing(self, fact_id: str) -> set[int]:
-        """Positions whose decisions cited `fact_id`."""
-        return self._citing.get(fact_id, set())
-
-    def confirming(self, conclusion: str) -> set[int]:
-        """Positions labelled True for `conclusion` (SUCCESS with that choice)."""
-        return self._confirming.get(conclusion, set())
-
-    def against(self, conclusion: str) -> set[int]:
-        """Positions labelled False for `conclusion` (SUCCESS with another choice, or not SUCCESS with it)."""
-        return (self._successes - self.confirming(conclusion)) | self._refuting.get(conclusion, set())
-
-    def confirmed(self) -> set[str]:
-        """Choices some SUCCESS episode confirmed."""
-        return {choice for choice, found in self._confirming.items() if found}
-
-    def labelled_count(self, conclusion: str) -> int:
-        """How many positions are labelled (True or False) for `conclusion`."""
-        return len(self._successes) + len(self._refuting.get(conclusion, ()))
-
-    def term_counts(self, positions: set[int]) -> Counter[str]:
-        """How many of `positions` hold each term (do not modify the result).
-
-        Remembered for the last few position sets asked for: entries never change once
-        appended, so the counts of a set stay right however the log grows. Fact extraction
-        asks for the same sets on every close until new confirmations arrive.
-        """
-        key = frozenset(positions)
-        counts = self._term_counts.get(key)
-        if counts is None:
-            items = self._items
-            counts = Counter(t for p in positions for t in items[p].terms)
-            if len(self._term_counts) >= TERM_COUNT_MEMO:
-                del self._term_counts[next(iter(self._term_counts))]
-            self._term_counts[key] = counts
-        return counts
-
-    def with_terms(self, positions: Iterable[int], term: str) -> set[int]:
-        """The subset of `positions` whose terms contain `term`."""
-        return self._postings.get(term, set()).intersection(positions)
-
-
-class Usefulness(NamedTuple):
-    """Measured discrimination of a condition for a conclusion on past episodes."""
-
-    coverage: int  # matching episodes confirming the conclusion
-    matched: int  # matching labelled episodes (confirming it or labelled otherwise)
-    precision: float  # coverage / matched
-    base_rate: float  # share of all labelled episodes confirming the conclusion
-    lift: float  # precision / base_rate
-    passed: bool  # meets every threshold of the config
-
-
-@dataclass(frozen=True)
-class FactVersion:
-    """One immutable version of a fact; a changed belief is a new version."""
-
-    fact_id: str  # stable identity across versions
-    version: int  # 1, 2, ...
-    principal: str  # tenant the fact belongs to
-    text: str  # human-readable "when <terms> → <conclusion>"
-    condition: tuple[str, ...]  # normalized terms that must all be present in the observations
-    conclusion: str  # the choice the evidence converged on
-    confidence: float  # posterior mean of Beta(α0 + support, β0 + contradict)
-    support: tuple[str, ...]  # ids of supporting episodes (sorted, unique)
-    contradict: tuple[str, ...]  # ids of contradicting episodes (sorted, unique)
-    created_at: datetime  # end of the episode whose closing produced this version
-    supersedes: int | None  # previous version number, None for the first
-    status: str  # ACTIVE or RETIRED
-    reason: str  # why this version exists (extracted, reinforced, specialized, drift, retired)
-    usefulness: Usefulness  # measured when the version was made
-    since: datetime | None = None  # evidence before this time is ignored (set by drift)
-
-    @property
-    def id(self) -> str:
-        """Identifier of this version, used in decision metadata ("retrieved")."""
-        return f"{self.fact_id}@{self.version}"
-
-    def to_record(self) -> dict[str, Any]:
-        """JSON form for the store."""
-        return {
-            "fact_id": self.fact_id, "version": self.version, "principal": self.principal, "text": self.text,
-            "condition": list(self.condition), "conclusion": self.conclusion,
-            "confidence": round(self.confidence, 6), "support": list(self.support),
-            "contradict": list(self.contradict), "created_at": format_timestamp(self.created_at),
-            "supersedes": self.supersedes, "status": self.status, "reason": self.reason,
-            "usefulness": {**self.usefulness._asdict(), "precision": round(self.usefulness.precision, 6),
-                           "base_rate": round(self.usefulness.base_rate, 6),
-                           "lift": round(self.usefulness.lift, 6)},
-            "since": format_timestamp(self.since) if self.since else None,
-        }
-
-    @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> "FactVersion":
-        """Inverse of `to_record`."""
-        return cls(
-            fact_id=data["fact_id"], version=int(data["version"]), principal=data["principal"], text=data["text"],
-            condition=tuple(data["condition"]), conclusion=data["conclusion"], confidence=float(data["confidence"]),
-            support=tuple(data["support"]), contradict=tuple(data["contradict"]),
-            created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
-            reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
-            since=parse_timestamp(data["since"]) if data.get("since") else None,
-        )
-
-
-def fact_id_of(identifier: str) -> str:
-    """The fact id of a version id (``fact@3`` → ``fact``); other ids unchanged."""
-    return identifier.split("@", 1)[0]
-
-
-def describe(condition: Sequence[str], conclusion: str) -> str:
-    """Human-readable text of a fact."""
-    return f"when {' + '.join(condition)} → {conclusion}"
 
 
 def confidence(support: int, contradict: int, config: FactConfig = DEFAULT_FACTS) -> float:
@@ -342,19 +73,19 @@ def confidence(support: int, contradict: int, config: FactConfig = DEFAULT_FACTS
 # -- measuring ---------------------------------------------------------------------------
 
 
-def _label(ev: Evidence, conclusion: str) -> bool | None:
+def _label(ev: EpisodeEvidence, conclusion: str) -> bool | None:
     """True: confirms the conclusion; False: labelled otherwise; None: says nothing about it."""
     if ev.outcome is Outcome.SUCCESS:
         return ev.choice == conclusion
     return False if ev.choice == conclusion else None
 
 
-def matches(condition: Iterable[str], ev: Evidence) -> bool:
+def matches(condition: Iterable[str], ev: EpisodeEvidence) -> bool:
     """Whether every condition term is in the episode's observations."""
     return set(condition) <= ev.terms
 
 
-def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence],
+def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[EpisodeEvidence],
             config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Usefulness:
     """Precision, coverage and lift of ``condition → conclusion`` on past episodes.
 
@@ -384,7 +115,7 @@ def _log_odds(p: int, n_pos: int, n: int, n_neg: int) -> float:
     return math.log((p + 0.5) / (n_pos - p + 0.5)) - math.log((n + 0.5) / (n_neg - n + 0.5))
 
 
-def induce_condition(conclusion: str, evidence: Sequence[Evidence], config: FactConfig = DEFAULT_FACTS,
+def induce_condition(conclusion: str, evidence: Sequence[EpisodeEvidence], config: FactConfig = DEFAULT_FACTS,
                      *, start: Sequence[str] = ()) -> tuple[str, ...]:
     """Greedy conjunctive condition for a conclusion (see the module docstring).
 
@@ -428,12 +159,6 @@ def _induce(log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig,
     return tuple(sorted(set(condition)))
 
 
-def new_fact_id(principal: str, conclusion: str, condition: Sequence[str], origin: str) -> str:
-    """Stable identity of a fact: its tenant, first conclusion, first condition and origin episode."""
-    blob = "\n".join([principal, conclusion, " ".join(condition), origin])
-    return "fact-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
 # -- the lifecycle -----------------------------------------------------------------------
 
 
@@ -445,7 +170,7 @@ class Assessment(NamedTuple):
     confidence: float  # Beta posterior mean
 
 
-def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence],
+def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Sequence[EpisodeEvidence],
            config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Assessment:
     """Count each relevant episode once: matched by the condition, or citing the fact."""
     log = EvidenceLog.of(evidence)
@@ -465,7 +190,7 @@ def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Se
 
 
 def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: Sequence[str],
-             conclusion: str, evidence: Sequence[Evidence], config: FactConfig, at: datetime, reason: str,
+             conclusion: str, evidence: Sequence[EpisodeEvidence], config: FactConfig, at: datetime, reason: str,
              since: datetime | None, status: str = ACTIVE) -> FactVersion:
     assessed = assess(fact_id, condition, conclusion, evidence, config, since=since)
     return FactVersion(
@@ -477,7 +202,7 @@ def _version(prev: FactVersion | None, *, fact_id: str, principal: str, conditio
     )
 
 
-def update_fact(fact: FactVersion, evidence: Sequence[Evidence], *, at: datetime,
+def update_fact(fact: FactVersion, evidence: Sequence[EpisodeEvidence], *, at: datetime,
                 config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
     """The next version of a fact given all evidence, or None when nothing changed.
 
@@ -529,7 +254,7 @@ def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig,
                            f"{len(recent) - start} recent confirmations", **common)
 
 
-def _specialize(fact: FactVersion, evidence: Sequence[Evidence], config: FactConfig,
+def _specialize(fact: FactVersion, evidence: Sequence[EpisodeEvidence], config: FactConfig,
                 common: dict[str, Any]) -> FactVersion | None:
     scoped = evidence if fact.since is None else [ev for ev in evidence if ev.at >= fact.since]
     extended = induce_condition(fact.conclusion, scoped, replace(config, max_terms=len(fact.condition) + 1),
@@ -541,7 +266,7 @@ def _specialize(fact: FactVersion, evidence: Sequence[Evidence], config: FactCon
                     reason=f"specialized: added {', '.join(added)} to exclude contradicting episodes", **common)
 
 
-def extract_facts(evidence: Sequence[Evidence], current: Sequence[FactVersion], *, principal: str, at: datetime,
+def extract_facts(evidence: Sequence[EpisodeEvidence], current: Sequence[FactVersion], *, principal: str, at: datetime,
                   config: FactConfig = DEFAULT_FACTS, conclusions: Iterable[str] | None = None) -> list[FactVersion]:
     """New facts for confirmations that no active fact of the principal covers yet.
 
@@ -578,7 +303,7 @@ def extract_facts(evidence: Sequence[Evidence], current: Sequence[FactVersion], 
     return made
 
 
-def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[Evidence], *, principal: str,
+def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[EpisodeEvidence], *, principal: str,
                  at: datetime, config: FactConfig = DEFAULT_FACTS, reason: str = "proposed") -> FactVersion | None:
     """Validate a proposed ``condition → conclusion`` (e.g. from an LLM); the fact, or None when vague.
 
@@ -596,19 +321,5 @@ def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[E
     return fact if fact.confidence >= config.revise_below else None
 
 
-def current_facts(versions: Iterable[FactVersion]) -> list[FactVersion]:
-    """Latest version of each fact (retired ones included), in fact-id order."""
-    latest: dict[str, FactVersion] = {}
-    for v in versions:
-        if v.fact_id not in latest or v.version > latest[v.fact_id].version:
-            latest[v.fact_id] = v
-    return [latest[k] for k in sorted(latest)]
-
-
-def history(versions: Iterable[FactVersion], fact_id: str) -> list[FactVersion]:
-    """Every version of one fact, oldest first."""
-    return sorted((v for v in versions if v.fact_id == fact_id), key=lambda v: v.version)
-
-
-ProposalHook = Callable[[Sequence[Evidence]], Iterable[tuple[Sequence[str], str]]]
+ProposalHook = Callable[[Sequence[EpisodeEvidence]], Iterable[tuple[Sequence[str], str]]]
 """Signature of an optional proposer (e.g. an LLM): evidence → proposed (condition, conclusion) pairs."""

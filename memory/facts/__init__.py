@@ -1,0 +1,42 @@
+"""Layer 4, facts: versioned heuristics generalized from episodes with confirmed outcomes.
+
+Each closed episode that tested a choice contributes one `EpisodeEvidence` (`evidence`),
+kept in an indexed `EvidenceLog`; the pure functions of `rules` (whose docstring writes the
+rules out: labels, extraction, usefulness, confidence, revision) turn that evidence into
+immutable `FactVersion` records (`versions`), and a changed belief is a new version.
+`text` holds the rules' word handling.
+"""
+
+from memory.facts.evidence import EpisodeEvidence, EvidenceLog, evidence_from
+from memory.facts.rules import (
+    DEFAULT_FACTS,
+    FactConfig,
+    ProposalHook,
+    extract_facts,
+    matches,
+    propose_fact,
+    update_fact,
+)
+from memory.facts.text import terms
+from memory.facts.versions import ACTIVE, RETIRED, FactVersion, Usefulness, current_facts, fact_id_of, history
+
+__all__ = [
+    "ACTIVE",
+    "DEFAULT_FACTS",
+    "RETIRED",
+    "EpisodeEvidence",
+    "EvidenceLog",
+    "FactConfig",
+    "FactVersion",
+    "ProposalHook",
+    "Usefulness",
+    "current_facts",
+    "evidence_from",
+    "extract_facts",
+    "fact_id_of",
+    "history",
+    "matches",
+    "propose_fact",
+    "terms",
+    "update_fact",
+]

@@ -1,0 +1,174 @@
+"""What closed episodes contribute to fact learning: one `EpisodeEvidence` each, kept in an indexed `EvidenceLog`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Iterable, Iterator, Sequence, overload
+
+from memory.episodes import Episode, Outcome
+from memory.facts.text import terms
+from memory.facts.versions import fact_id_of
+
+TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
+
+
+@dataclass(frozen=True)
+class EpisodeEvidence:
+    """What one closed episode says about a choice, as plain data."""
+
+    episode_id: str  # the episode
+    principal: str  # its tenant
+    terms: frozenset[str]  # normalized terms of the observations of the problem it worked on
+    choice: str  # the choice tested (last structured choice of the episode)
+    outcome: Outcome  # SUCCESS confirms `choice`; FAILURE refutes it
+    at: datetime  # when the episode ended
+    cited: frozenset[str] = frozenset()  # fact ids its decisions retrieved or relied on
+
+
+def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = ()) -> EpisodeEvidence | None:
+    """Evidence of a closed episode, or None when it tested no choice or has no verdict."""
+    if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
+        return None
+    return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=terms(observation_text),
+                           choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
+                           cited=frozenset(fact_id_of(c) for c in cited))
+
+
+class EvidenceLog(Sequence[EpisodeEvidence]):
+    """Evidence in arrival order, with the indexes the fact rules query, kept current on `append`.
+
+    The fact rules (`memory.facts.rules`) need, for a condition and a conclusion, the episodes whose terms contain
+    the condition and how each is labelled. Scanning every episode each time makes a close
+    cost grow with history; the log answers from posting sets (term → positions) and label
+    sets (choice → positions) instead, so a query costs the size of its answer. Every rule
+    accepts a plain sequence too (a log is built from it on the fly) and gives the same result.
+    """
+
+    def __init__(self, items: Iterable[EpisodeEvidence] = ()) -> None:
+        self._items: list[EpisodeEvidence] = []
+        self._where: dict[str, int] = {}  # episode id → its first position
+        self._postings: dict[str, set[int]] = {}  # term → positions whose terms contain it
+        self._citing: dict[str, set[int]] = {}  # fact id → positions whose decisions cited it
+        self._confirming: dict[str, set[int]] = {}  # choice → positions of SUCCESS episodes with it
+        self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
+        self._successes: set[int] = set()  # positions of every SUCCESS episode
+        self._principals: set[str] = set()
+        self._term_counts: dict[frozenset[int], Counter[str]] = {}  # see `term_counts`
+        for ev in items:
+            self.append(ev)
+
+    @classmethod
+    def of(cls, evidence: Sequence[EpisodeEvidence], principal: str | None = None) -> "EvidenceLog":
+        """`evidence` as a log, keeping only `principal`'s (the log itself when nothing is dropped)."""
+        if isinstance(evidence, EvidenceLog) and (principal is None or evidence._principals <= {principal}):
+            return evidence
+        return cls(ev for ev in evidence if principal is None or ev.principal == principal)
+
+    def append(self, ev: EpisodeEvidence) -> None:
+        """Add one episode's evidence at the end."""
+        position = len(self._items)
+        self._items.append(ev)
+        self._where.setdefault(ev.episode_id, position)
+        self._principals.add(ev.principal)
+        for term in ev.terms:
+            self._postings.setdefault(term, set()).add(position)
+        for fact_id in ev.cited:
+            self._citing.setdefault(fact_id, set()).add(position)
+        if ev.outcome is Outcome.SUCCESS:
+            self._confirming.setdefault(ev.choice, set()).add(position)
+            self._successes.add(position)
+        else:  # as the rules label it: any other verdict on a choice counts against it
+            self._refuting.setdefault(ev.choice, set()).add(position)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> EpisodeEvidence: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EpisodeEvidence]: ...
+
+    def __getitem__(self, index: int | slice) -> EpisodeEvidence | list[EpisodeEvidence]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[EpisodeEvidence]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EvidenceLog):
+            return self._items == other._items
+        if isinstance(other, (list, tuple)):
+            return self._items == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"EvidenceLog({self._items!r})"
+
+    def find(self, episode_id: str) -> EpisodeEvidence | None:
+        """The (first) evidence of an episode, or None."""
+        position = self._where.get(episode_id)
+        return None if position is None else self._items[position]
+
+    def matching(self, condition: Iterable[str]) -> set[int]:
+        """Positions whose terms contain every condition term (all positions for an empty condition)."""
+        found: set[int] | None = None
+        for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):
+            posting = self._postings.get(term)
+            if not posting:
+                return set()
+            found = set(posting) if found is None else found & posting
+            if not found:
+                return found
+        return set(range(len(self._items))) if found is None else found
+
+    def positions_of(self, episode_ids: set[str]) -> set[int]:
+        """Every position holding evidence of one of `episode_ids`."""
+        if len(self._where) == len(self._items):  # each episode once: its position is known
+            return {self._where[i] for i in episode_ids if i in self._where}
+        return {p for p, ev in enumerate(self._items) if ev.episode_id in episode_ids}
+
+    def citing(self, fact_id: str) -> set[int]:
+        """Positions whose decisions cited `fact_id`."""
+        return self._citing.get(fact_id, set())
+
+    def confirming(self, conclusion: str) -> set[int]:
+        """Positions labelled True for `conclusion` (SUCCESS with that choice)."""
+        return self._confirming.get(conclusion, set())
+
+    def against(self, conclusion: str) -> set[int]:
+        """Positions labelled False for `conclusion` (SUCCESS with another choice, or not SUCCESS with it)."""
+        return (self._successes - self.confirming(conclusion)) | self._refuting.get(conclusion, set())
+
+    def confirmed(self) -> set[str]:
+        """Choices some SUCCESS episode confirmed."""
+        return {choice for choice, found in self._confirming.items() if found}
+
+    def labelled_count(self, conclusion: str) -> int:
+        """How many positions are labelled (True or False) for `conclusion`."""
+        return len(self._successes) + len(self._refuting.get(conclusion, ()))
+
+    def term_counts(self, positions: set[int]) -> Counter[str]:
+        """How many of `positions` hold each term (do not modify the result).
+
+        Remembered for the last few position sets asked for: entries never change once
+        appended, so the counts of a set stay right however the log grows. Fact extraction
+        asks for the same sets on every close until new confirmations arrive.
+        """
+        key = frozenset(positions)
+        counts = self._term_counts.get(key)
+        if counts is None:
+            items = self._items
+            counts = Counter(t for p in positions for t in items[p].terms)
+            if len(self._term_counts) >= TERM_COUNT_MEMO:
+                del self._term_counts[next(iter(self._term_counts))]
+            self._term_counts[key] = counts
+        return counts
+
+    def with_terms(self, positions: Iterable[int], term: str) -> set[int]:
+        """The subset of `positions` whose terms contain `term`."""
+        return self._postings.get(term, set()).intersection(positions)

@@ -1,0 +1,106 @@
+"""Fact versions: the immutable records of a belief, their ids, and the latest or full history of each fact."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+
+from memory.timeline import format_timestamp, parse_timestamp
+
+ACTIVE = "active"  # the version is a usable belief
+RETIRED = "retired"  # no revision passed the usefulness check; kept for history
+
+
+class Usefulness(NamedTuple):
+    """Measured discrimination of a condition for a conclusion on past episodes."""
+
+    coverage: int  # matching episodes confirming the conclusion
+    matched: int  # matching labelled episodes (confirming it or labelled otherwise)
+    precision: float  # coverage / matched
+    base_rate: float  # share of all labelled episodes confirming the conclusion
+    lift: float  # precision / base_rate
+    passed: bool  # meets every threshold of the config
+
+
+@dataclass(frozen=True)
+class FactVersion:
+    """One immutable version of a fact; a changed belief is a new version."""
+
+    fact_id: str  # stable identity across versions
+    version: int  # 1, 2, ...
+    principal: str  # tenant the fact belongs to
+    text: str  # human-readable "when <terms> → <conclusion>"
+    condition: tuple[str, ...]  # normalized terms that must all be present in the observations
+    conclusion: str  # the choice the evidence converged on
+    confidence: float  # posterior mean of Beta(α0 + support, β0 + contradict)
+    support: tuple[str, ...]  # ids of supporting episodes (sorted, unique)
+    contradict: tuple[str, ...]  # ids of contradicting episodes (sorted, unique)
+    created_at: datetime  # end of the episode whose closing produced this version
+    supersedes: int | None  # previous version number, None for the first
+    status: str  # ACTIVE or RETIRED
+    reason: str  # why this version exists (extracted, reinforced, specialized, drift, retired)
+    usefulness: Usefulness  # measured when the version was made
+    since: datetime | None = None  # evidence before this time is ignored (set by drift)
+
+    @property
+    def id(self) -> str:
+        """Identifier of this version, used in decision metadata ("retrieved")."""
+        return f"{self.fact_id}@{self.version}"
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON form for the store."""
+        return {
+            "fact_id": self.fact_id, "version": self.version, "principal": self.principal, "text": self.text,
+            "condition": list(self.condition), "conclusion": self.conclusion,
+            "confidence": round(self.confidence, 6), "support": list(self.support),
+            "contradict": list(self.contradict), "created_at": format_timestamp(self.created_at),
+            "supersedes": self.supersedes, "status": self.status, "reason": self.reason,
+            "usefulness": {**self.usefulness._asdict(), "precision": round(self.usefulness.precision, 6),
+                           "base_rate": round(self.usefulness.base_rate, 6),
+                           "lift": round(self.usefulness.lift, 6)},
+            "since": format_timestamp(self.since) if self.since else None,
+        }
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any]) -> "FactVersion":
+        """Inverse of `to_record`."""
+        return cls(
+            fact_id=data["fact_id"], version=int(data["version"]), principal=data["principal"], text=data["text"],
+            condition=tuple(data["condition"]), conclusion=data["conclusion"], confidence=float(data["confidence"]),
+            support=tuple(data["support"]), contradict=tuple(data["contradict"]),
+            created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
+            reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
+            since=parse_timestamp(data["since"]) if data.get("since") else None,
+        )
+
+
+def fact_id_of(identifier: str) -> str:
+    """The fact id of a version id (``fact@3`` → ``fact``); other ids unchanged."""
+    return identifier.split("@", 1)[0]
+
+
+def describe(condition: Sequence[str], conclusion: str) -> str:
+    """Human-readable text of a fact."""
+    return f"when {' + '.join(condition)} → {conclusion}"
+
+
+def new_fact_id(principal: str, conclusion: str, condition: Sequence[str], origin: str) -> str:
+    """Stable identity of a fact: its tenant, first conclusion, first condition and origin episode."""
+    blob = "\n".join([principal, conclusion, " ".join(condition), origin])
+    return "fact-" + hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def current_facts(versions: Iterable[FactVersion]) -> list[FactVersion]:
+    """Latest version of each fact (retired ones included), in fact-id order."""
+    latest: dict[str, FactVersion] = {}
+    for v in versions:
+        if v.fact_id not in latest or v.version > latest[v.fact_id].version:
+            latest[v.fact_id] = v
+    return [latest[k] for k in sorted(latest)]
+
+
+def history(versions: Iterable[FactVersion], fact_id: str) -> list[FactVersion]:
+    """Every version of one fact, oldest first."""
+    return sorted((v for v in versions if v.fact_id == fact_id), key=lambda v: v.version)

@@ -1,0 +1,45 @@
+"""Layer 3, the episode graph: typed, weighted, evidenced causal edges between episodes.
+
+`rules` infers the edges a newly closed episode creates (`infer_edges`, pure; the rules are
+written out in its docstring), `build` puts episodes and edges into a `networkx.MultiDiGraph`,
+`queries` answers causal chains, neighbours and a subject's history as plain functions over
+that graph, and `export` writes it as GraphML or DOT. `text` holds the rules' word handling.
+`Edge` and `EdgeType`, the graph's records, are re-exported here.
+"""
+
+from memory.episodes import Edge, EdgeType
+from memory.graph.build import (
+    EpisodeGraph,
+    add_edge_rows,
+    add_edges,
+    add_episode,
+    add_episode_rows,
+    build_graph,
+)
+from memory.graph.export import export_dot, export_graphml
+from memory.graph.queries import BACKWARD, FORWARD, CausalChain, Link, causal_chain, neighbours, subject_history
+from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges
+
+__all__ = [
+    "BACKWARD",
+    "DEFAULT_GRAPH_CONFIG",
+    "FORWARD",
+    "CausalChain",
+    "Edge",
+    "EdgeType",
+    "EpisodeGraph",
+    "GraphConfig",
+    "Link",
+    "add_edge_rows",
+    "add_edges",
+    "add_episode",
+    "add_episode_rows",
+    "attempt_chain",
+    "build_graph",
+    "causal_chain",
+    "export_dot",
+    "export_graphml",
+    "infer_edges",
+    "neighbours",
+    "subject_history",
+]

@@ -1,0 +1,61 @@
+"""Building the episode graph: episode nodes and typed, weighted edges in a `networkx.MultiDiGraph`.
+
+Nodes are episode ids with the attributes `add_episode` sets; edges are keyed by their type's
+value and carry ``type``, ``weight`` and ``evidence``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+import networkx as nx
+
+from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.snapshot import NodeAttrs, Pending
+
+
+class EpisodeGraph(nx.MultiDiGraph):
+    """The episode graph: a MultiDiGraph whose node attributes may be filled from the episode on first read.
+
+    Opening a large store adds nodes whose ``episode``, ``start``, ``end`` and ``summary``
+    are read from the stored episode when first looked at (see `memory.snapshot.NodeAttrs`);
+    every other attribute, and every edge, is there from the start.
+    """
+
+    node_attr_dict_factory = NodeAttrs
+
+
+def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequence[str], situations: Sequence[str],
+                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[Outcome],
+                     episodes: Any) -> None:
+    """Add episode nodes in bulk from columns; the attributes `add_episode` sets, the deferred ones read from `episodes`."""
+    G.add_nodes_from((i, {"episode": (p := Pending(episodes, i)), "principal": who, "situation": sit, "subject": sub,
+                          "start": p, "end": p, "first_seq": seq, "outcome": out, "summary": p})
+                     for i, who, sit, sub, seq, out in zip(ids, principals, situations, subjects, first_seqs, outcomes))
+
+
+def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
+    """Add (or refresh) an episode node with its attributes."""
+    G.add_node(ep.id, episode=ep, principal=ep.principal, situation=ep.situation, subject=ep.subject,
+               start=ep.start, end=ep.end, first_seq=ep.first_seq, outcome=ep.outcome, summary=ep.summary)
+
+
+def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:
+    """Add edges keyed by type; a later record of the same key replaces the weight."""
+    add_edge_rows(G, ((edge.source, edge.target, edge.type, edge.weight, edge.evidence) for edge in edges))
+
+
+def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, float, str]]) -> None:
+    """`add_edges` from (source, target, type, weight, evidence) rows."""
+    add = G.add_edge  # one call per edge: cheaper than add_edges_from, which builds a view per edge
+    for source, target, kind, weight, evidence in rows:
+        add(source, target, kind.value, type=kind, weight=weight, evidence=evidence)
+
+
+def build_graph(episodes: Iterable[Episode], edges: Iterable[Edge]) -> nx.MultiDiGraph:
+    """A MultiDiGraph of episodes and typed edges."""
+    G = EpisodeGraph()
+    for ep in episodes:
+        add_episode(G, ep)
+    add_edges(G, edges)
+    return G

@@ -1,0 +1,66 @@
+"""Export of the episode graph to GraphML and DOT (attributes made plain strings and numbers)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+
+def _plain(value: Any) -> str | int | float | bool:
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def plain_graph(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy whose attributes are strings or numbers (what GraphML and DOT accept)."""
+    H = nx.MultiDiGraph()
+    for node, data in G.nodes(data=True):
+        H.add_node(node, **{k: _plain(v) for k, v in data.items() if k != "episode"})
+    for u, v, key, data in G.edges(keys=True, data=True):
+        H.add_edge(u, v, key=key, **{k: _plain(v_) for k, v_ in data.items()})
+    return H
+
+
+def export_graphml(G: nx.MultiDiGraph, path: str | Path) -> None:
+    """Write GraphML with networkx's writer (enums, times and None become strings)."""
+    nx.write_graphml(plain_graph(G), str(path))
+
+
+def _dot_quote(value: Any) -> str:
+    return '"' + str(_plain(value)).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def write_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
+    """Minimal DOT writer used when pydot is absent: one statement per node and edge."""
+    H = plain_graph(G)
+    lines = ["digraph episodes {"]
+    for node, data in H.nodes(data=True):
+        attrs = ", ".join(f"{k}={_dot_quote(v)}" for k, v in sorted(data.items()))
+        lines.append(f"  {_dot_quote(node)} [{attrs}];")
+    for u, v, key, data in H.edges(keys=True, data=True):
+        attrs = ", ".join(f"{k}={_dot_quote(val)}" for k, val in sorted({**data, "key": key}.items()))
+        lines.append(f"  {_dot_quote(u)} -> {_dot_quote(v)} [{attrs}];")
+    lines.append("}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def export_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
+    """Write DOT with networkx's pydot writer when pydot is installed, else `write_dot`."""
+    try:
+        from networkx.drawing.nx_pydot import write_dot as pydot_write
+        import pydot  # noqa: F401
+    except ImportError:
+        write_dot(G, path)
+        return
+    pydot_write(plain_graph(G), str(path))

@@ -1,0 +1,135 @@
+"""Queries over the episode graph: causal chains, neighbours, a subject's history (plain functions)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from itertools import islice
+from typing import Any, Iterable, NamedTuple
+
+import networkx as nx
+
+from memory.episodes import EdgeType, Episode, Outcome
+
+BACKWARD = (EdgeType.CAUSED_BY, EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # point from later to earlier
+FORWARD = (EdgeType.LED_TO,)  # points from earlier to later
+
+
+class Link(NamedTuple):
+    """One typed edge of a chain."""
+
+    source: str  # episode id
+    target: str  # episode id
+    type: EdgeType  # relation
+
+
+class CausalChain(NamedTuple):
+    """What led to an episode, oldest first."""
+
+    episode_ids: tuple[str, ...]  # episodes in time order, ending with (or containing) the queried one
+    links: tuple[Link, ...]  # the typed edges among them, in time order of their later end
+    edge_types: tuple[EdgeType, ...]  # types of `links`
+    narrative: str  # one line, e.g. "incident → failed fix → correction → fix"
+
+
+def _backward_view(G: nx.MultiDiGraph) -> nx.DiGraph:
+    """Causal edges oriented from later to earlier episode (LED_TO reversed)."""
+    view = nx.DiGraph()
+    view.add_nodes_from(G)
+    for u, v, data in G.edges(data=True):
+        kind = data.get("type")
+        if kind in BACKWARD:
+            view.add_edge(u, v, type=kind)
+        elif kind in FORWARD and not view.has_edge(v, u):
+            view.add_edge(v, u, type=kind)
+    return view
+
+
+def _steps(ep: Episode | None, first: bool) -> list[str]:
+    if ep is None:
+        return ["episode"]
+    steps = ["incident"] if ep.observations and (first or not ep.decisions) else []
+    if ep.decisions or ep.actions:
+        steps.append({Outcome.SUCCESS: "fix", Outcome.FAILURE: "failed fix",
+                      Outcome.PARTIAL: "partial fix"}.get(ep.outcome, "decision"))
+    if ep.corrections:
+        steps.append("correction")
+    return steps or [ep.situation]
+
+
+def _sort_key(G: nx.MultiDiGraph, node: str) -> tuple[Any, ...]:
+    data = G.nodes[node]
+    return (data.get("start") or datetime.min, data.get("first_seq", 0), node)
+
+
+def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3, max_episodes: int = 0) -> CausalChain:
+    """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots.
+
+    The walk is breadth-first, up to `max_hops` steps; with `max_episodes` > 0 it stops once
+    that many episodes are reached (the nearest ones), so an episode that learned from many
+    others, which learned from many more, reads as a chain and not as its whole ancestry.
+    """
+    if episode_id not in G:
+        raise KeyError(f"episode {episode_id} is not in the graph")
+    def backward_neighbours(node: str) -> Iterable[str]:
+        for other, keyed in G.succ[node].items():
+            if any(data.get("type") in BACKWARD for data in keyed.values()):
+                yield other
+        for other, keyed in G.pred[node].items():
+            if any(data.get("type") in FORWARD for data in keyed.values()):
+                yield other
+
+    # A bounded breadth-first search over causal edges only: the cost depends on the
+    # chain's neighbourhood, not on the size of the graph.
+    walk = (v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours, depth_limit=max_hops))
+    reached = {episode_id} | set(islice(walk, max_episodes - 1) if max_episodes > 0 else walk)
+    key = {n: _sort_key(G, n) for n in reached}
+    nodes = sorted(reached, key=key.__getitem__)
+    # The orientation of `_backward_view`, restricted to the reached episodes: (later, earlier) → type
+    back: dict[tuple[str, str], EdgeType] = {}
+    for u in nodes:
+        for v, keyed in G.succ[u].items():
+            if v not in reached:
+                continue
+            for data in keyed.values():
+                kind = data.get("type")
+                if kind in BACKWARD:
+                    back[u, v] = kind
+                elif kind in FORWARD and (v, u) not in back:
+                    back[v, u] = kind
+    links = tuple(sorted((Link(u, v, kind) for (u, v), kind in back.items()),
+                         key=lambda link: (key[link.source], key[link.target])))
+    words: list[str] = []
+    for position, node in enumerate(nodes):
+        words.extend(_steps(G.nodes[node].get("episode"), position == 0))
+    return CausalChain(tuple(nodes), links, tuple(link.type for link in links), " → ".join(words))
+
+
+class Neighbour(NamedTuple):
+    """An adjacent episode and the edge that joins it."""
+
+    episode_id: str  # the other episode
+    type: EdgeType  # edge type
+    weight: float  # edge weight
+    evidence: str  # why the edge exists
+
+
+def neighbours(G: nx.MultiDiGraph, episode_id: str, *, edge_type: EdgeType | str | None = None,
+               direction: str = "out") -> list[Neighbour]:
+    """Adjacent episodes, strongest edge first; direction "out", "in" or "both"."""
+    if direction not in ("out", "in", "both"):
+        raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
+    wanted = EdgeType(edge_type) if edge_type is not None else None
+    found: list[Neighbour] = []
+    if direction in ("out", "both"):
+        found += [Neighbour(v, d["type"], d["weight"], d["evidence"]) for _, v, d in G.out_edges(episode_id, data=True)]
+    if direction in ("in", "both"):
+        found += [Neighbour(u, d["type"], d["weight"], d["evidence"]) for u, _, d in G.in_edges(episode_id, data=True)]
+    found = [n for n in found if wanted is None or n.type == wanted]
+    return sorted(found, key=lambda n: (-n.weight, _sort_key(G, n.episode_id), n.type.value))
+
+
+def subject_history(G: nx.MultiDiGraph, subject: str, *, principal: str | None = None) -> list[str]:
+    """Episode ids about `subject`, oldest first."""
+    nodes = [n for n, d in G.nodes(data=True) if d.get("subject") == subject
+             and (principal is None or d.get("principal") == principal)]
+    return sorted(nodes, key=lambda n: _sort_key(G, n))
