@@ -14,11 +14,11 @@ different: the walk only ever expands episodes it keeps, so it too depends on no
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterable
+from typing import Callable, Iterable
 
 import networkx as nx
 
-from memory.episodes import Edge
+from memory.episodes import Edge, Episode
 from memory.graph import BACKWARD, FORWARD, causal_chain
 
 DEFAULT_CAPACITY = 8192  # chains remembered at most (least recently used forgotten first)
@@ -30,11 +30,14 @@ class ChainCache:
     Args:
         graph: the episode graph the chains are read from; report every change to it with
             `edges_added` and `episode_added`.
+        episodes: episode lookup by id (the chains' times and steps).
         capacity: most chains remembered.
     """
 
-    def __init__(self, graph: nx.MultiDiGraph, capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(self, graph: nx.MultiDiGraph, episodes: Callable[[str], Episode | None],
+                 capacity: int = DEFAULT_CAPACITY) -> None:
         self.graph = graph
+        self.episodes = episodes
         self.capacity = capacity
         self._chains: OrderedDict[tuple[str, int, int], tuple[str | None, tuple[str, ...]]] = OrderedDict()
         self._reaching: dict[str, set[tuple[str, int, int]]] = {}  # episode → remembered chains that reached it
@@ -54,7 +57,7 @@ class ChainCache:
             return found[0]
         if episode_id not in self.graph:
             return None
-        chain = causal_chain(self.graph, episode_id, max_hops=hops, max_episodes=max_episodes)
+        chain = causal_chain(self.graph, episode_id, episodes=self.episodes, max_hops=hops, max_episodes=max_episodes)
         text = chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None
         self._remember(key, text, chain.episode_ids)
         return text

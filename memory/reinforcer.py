@@ -5,7 +5,7 @@ current memory state (episodes, graph, facts, evidence). The caller persists the
 Edges point as `memory.episodes.EdgeType` documents (source → target):
 
 - LED_TO (retrieved → new): a retrieved episode pointed to the choice — it succeeded
-  with it, or it failed and its problem was later resolved with it (`resolution`: a
+  with it, or it failed and its problem was later resolved with it (`memory.graph.resolution`: a
   successful attempt reaching it through RETRY_OF / LEARNED_FROM, i.e. the lesson of a
   correction) — and the new episode succeeded with the same choice.
 - CONTRADICTED (new → retrieved): a retrieved episode pointed to the choice the same way,
@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 import networkx as nx
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.graph import resolution
 from memory.facts import (
     DEFAULT_FACTS,
     EpisodeEvidence,
@@ -87,32 +88,8 @@ def mark_id(episode_id: str, decision_entry_id: str) -> str:
     return hashlib.sha256(f"{episode_id}\n{decision_entry_id}".encode("ascii")).hexdigest()
 
 
-def resolution(episode: Episode, graph: nx.MultiDiGraph, lookup: Callable[[str], Episode | None], *,
-               max_hops: int = 3) -> str | None:
-    """The choice an episode's problem was resolved with: its own if it succeeded, else that
-    of a successful later attempt reaching it through RETRY_OF / LEARNED_FROM edges."""
-    if episode.outcome is Outcome.SUCCESS:
-        return episode.choices[-1] if episode.choices else None
-    frontier, seen = [episode.id], {episode.id}
-    for _ in range(max_hops):
-        later = []
-        for node in frontier:
-            if node not in graph:
-                continue
-            for source, _, data in graph.in_edges(node, data=True):
-                if data.get("type") in (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM) and source not in seen:
-                    seen.add(source)
-                    later.append(source)
-        for node in sorted(later, key=lambda n: (graph.nodes[n].get("first_seq", 0), n)):
-            ep = lookup(node)
-            if ep is not None and ep.outcome is Outcome.SUCCESS and ep.choices:
-                return ep.choices[-1]
-        frontier = later
-    return None
-
-
 def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
-              lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
+              lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph, pending: Sequence[Edge] = (),
               facts: Sequence[FactVersion], evidence: Sequence[EpisodeEvidence],
               applied: Callable[[str], bool], config: FactConfig = DEFAULT_FACTS) -> Reinforcement:
     """Edges and fact versions that one closed episode implies.
@@ -121,7 +98,8 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
         episode: the closed episode.
         decisions: its decision entries' notes, in order.
         lookup: episode by id (episodes of other principals are ignored).
-        graph: the episode graph, already holding the episode's own inferred edges.
+        graph: the episode graph, holding the episode's node.
+        pending: the episode's own inferred edges when they are not in `graph` yet.
         facts: current fact versions of the episode's principal.
         evidence: evidence of every closed episode of the principal, this one included.
         applied: whether a reinforcement mark is already stored.
@@ -132,9 +110,10 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
         return Reinforcement(episode.id, (), (), (), (), ())
     edges: dict[tuple[str, str, EdgeType], Edge] = {}
     current = {f.fact_id: f for f in facts if f.principal == episode.principal}
-    supported, contradicted = _recalled(episode, decisions, lookup=lookup, graph=graph, current=current, edges=edges)
+    supported, contradicted = _recalled(episode, decisions, lookup=lookup, graph=graph, pending=pending,
+                                        current=current, edges=edges)
     if episode.outcome is Outcome.SUCCESS and episode.id in graph:
-        _lessons_applied(episode, lookup=lookup, graph=graph, edges=edges)
+        _lessons_applied(episode, lookup=lookup, graph=graph, pending=pending, edges=edges)
     versions = _revised_facts(episode, decisions, current, evidence, supported | contradicted, config)
     return Reinforcement(
         episode_id=episode.id, marks=tuple(m for m in marks if not applied(m)),
@@ -152,7 +131,7 @@ def _keep_strongest(edges: dict[tuple[str, str, EdgeType], Edge], edge: Edge) ->
 
 
 def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Callable[[str], Episode | None],
-              graph: nx.MultiDiGraph, current: Mapping[str, FactVersion],
+              graph: nx.MultiDiGraph, pending: Sequence[Edge], current: Mapping[str, FactVersion],
               edges: dict[tuple[str, str, EdgeType], Edge]) -> tuple[set[str], set[str]]:
     """Judge what each decision recalled by the episode's outcome.
 
@@ -177,7 +156,7 @@ def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Ca
             past = lookup(item)
             if past is None or past.id == episode.id or past.principal != episode.principal:
                 continue
-            answer = resolution(past, graph, lookup)
+            answer = resolution(graph, past.id, lookup, pending=pending)
             if answer != choice or not (success or failure):
                 continue
             pointed = ("had confirmed" if past.outcome is Outcome.SUCCESS
@@ -192,16 +171,17 @@ def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Ca
 
 
 def _lessons_applied(episode: Episode, *, lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
-                     edges: dict[tuple[str, str, EdgeType], Edge]) -> None:
+                     pending: Sequence[Edge], edges: dict[tuple[str, str, EdgeType], Edge]) -> None:
     """LEARNED_FROM from a successful episode to the corrected failures it retried (unless already linked)."""
-    for _, target, data in graph.out_edges(episode.id, data=True):
-        if data.get("type") != EdgeType.RETRY_OF:
+    out = [(t, d.get("type")) for _, t, d in graph.out_edges(episode.id, data=True)]
+    out += [(e.target, e.type) for e in pending if e.source == episode.id]
+    for target, kind in dict.fromkeys(out):
+        if kind != EdgeType.RETRY_OF:
             continue
         tried = lookup(target)
         if tried is None or tried.outcome is not Outcome.FAILURE or not tried.corrections:
             continue
-        linked = graph.get_edge_data(episode.id, target, default={}).values()
-        if not any(d.get("type") == EdgeType.LEARNED_FROM for d in linked):
+        if (target, EdgeType.LEARNED_FROM) not in out:
             _keep_strongest(edges, Edge(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT,
                                         "retry after a correction succeeded"))
 

@@ -17,7 +17,17 @@ from memory.graph.build import (
     build_graph,
 )
 from memory.graph.export import export_dot, export_graphml
-from memory.graph.queries import BACKWARD, FORWARD, CausalChain, Link, causal_chain, neighbours, subject_history
+from memory.graph.queries import (
+    BACKWARD,
+    FORWARD,
+    CausalChain,
+    Link,
+    causal_chain,
+    later_attempts,
+    neighbours,
+    resolution,
+    subject_history,
+)
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges
 
 __all__ = [
@@ -40,6 +50,8 @@ __all__ = [
     "export_dot",
     "export_graphml",
     "infer_edges",
+    "later_attempts",
     "neighbours",
+    "resolution",
     "subject_history",
 ]

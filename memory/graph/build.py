@@ -6,38 +6,29 @@ value and carry ``type``, ``weight`` and ``evidence``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import networkx as nx
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.snapshot import NodeAttrs, Pending
 
 
 class EpisodeGraph(nx.MultiDiGraph):
-    """The episode graph: a MultiDiGraph whose node attributes may be filled from the episode on first read.
-
-    Opening a large store adds nodes whose ``episode``, ``start``, ``end`` and ``summary``
-    are read from the stored episode when first looked at (see `memory.snapshot.NodeAttrs`);
-    every other attribute, and every edge, is there from the start.
-    """
-
-    node_attr_dict_factory = NodeAttrs
+    """The episode graph: nodes are episode ids with plain attributes (principal, situation,
+    subject, first_seq, outcome); the episodes themselves are looked up where a query needs them."""
 
 
 def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequence[str], situations: Sequence[str],
-                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[Outcome],
-                     episodes: Any) -> None:
-    """Add episode nodes in bulk from columns; the attributes `add_episode` sets, the deferred ones read from `episodes`."""
-    G.add_nodes_from((i, {"episode": (p := Pending(episodes, i)), "principal": who, "situation": sit, "subject": sub,
-                          "start": p, "end": p, "first_seq": seq, "outcome": out, "summary": p})
+                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[Outcome]) -> None:
+    """Add episode nodes in bulk from columns, with the attributes `add_episode` sets."""
+    G.add_nodes_from((i, {"principal": who, "situation": sit, "subject": sub, "first_seq": seq, "outcome": out})
                      for i, who, sit, sub, seq, out in zip(ids, principals, situations, subjects, first_seqs, outcomes))
 
 
 def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
     """Add (or refresh) an episode node with its attributes."""
-    G.add_node(ep.id, episode=ep, principal=ep.principal, situation=ep.situation, subject=ep.subject,
-               start=ep.start, end=ep.end, first_seq=ep.first_seq, outcome=ep.outcome, summary=ep.summary)
+    G.add_node(ep.id, principal=ep.principal, situation=ep.situation, subject=ep.subject, first_seq=ep.first_seq,
+               outcome=ep.outcome)
 
 
 def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import networkx as nx
+
+from memory.episodes import Episode
 
 
 def _plain(value: Any) -> str | int | float | bool:
@@ -22,28 +24,36 @@ def _plain(value: Any) -> str | int | float | bool:
     return str(value)
 
 
-def plain_graph(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """A copy whose attributes are strings or numbers (what GraphML and DOT accept)."""
+def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | None = None) -> nx.MultiDiGraph:
+    """A copy whose attributes are strings or numbers (what GraphML and DOT accept).
+
+    With `episodes` (a lookup by id), each node also gets the episode's summary, start and end.
+    """
     H = nx.MultiDiGraph()
     for node, data in G.nodes(data=True):
-        H.add_node(node, **{k: _plain(v) for k, v in data.items() if k != "episode"})
+        episode = episodes(node) if episodes is not None else None
+        more = {"summary": episode.summary, "start": episode.start, "end": episode.end} if episode is not None else {}
+        H.add_node(node, **{k: _plain(v) for k, v in {**data, **more}.items()})
     for u, v, key, data in G.edges(keys=True, data=True):
         H.add_edge(u, v, key=key, **{k: _plain(v_) for k, v_ in data.items()})
     return H
 
 
-def export_graphml(G: nx.MultiDiGraph, path: str | Path) -> None:
-    """Write GraphML with networkx's writer (enums, times and None become strings)."""
-    nx.write_graphml(plain_graph(G), str(path))
+Lookup = Callable[[str], Episode | None]
+
+
+def export_graphml(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None) -> None:
+    """Write GraphML with networkx's writer (enums, times and None become strings; see `plain_graph`)."""
+    nx.write_graphml(plain_graph(G, episodes), str(path))
 
 
 def _dot_quote(value: Any) -> str:
     return '"' + str(_plain(value)).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def write_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
+def write_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None) -> None:
     """Minimal DOT writer used when pydot is absent: one statement per node and edge."""
-    H = plain_graph(G)
+    H = plain_graph(G, episodes)
     lines = ["digraph episodes {"]
     for node, data in H.nodes(data=True):
         attrs = ", ".join(f"{k}={_dot_quote(v)}" for k, v in sorted(data.items()))
@@ -55,12 +65,12 @@ def write_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def export_dot(G: nx.MultiDiGraph, path: str | Path) -> None:
+def export_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None) -> None:
     """Write DOT with networkx's pydot writer when pydot is installed, else `write_dot`."""
     try:
         from networkx.drawing.nx_pydot import write_dot as pydot_write
         import pydot  # noqa: F401
     except ImportError:
-        write_dot(G, path)
+        write_dot(G, path, episodes=episodes)
         return
-    pydot_write(plain_graph(G), str(path))
+    pydot_write(plain_graph(G, episodes), str(path))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from itertools import islice
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, NamedTuple
 
 import networkx as nx
 
-from memory.episodes import EdgeType, Episode, Outcome
+from memory.episodes import Edge, EdgeType, Episode, Outcome
 
 BACKWARD = (EdgeType.CAUSED_BY, EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # point from later to earlier
 FORWARD = (EdgeType.LED_TO,)  # points from earlier to later
@@ -56,17 +56,19 @@ def _steps(ep: Episode | None, first: bool) -> list[str]:
     return steps or [ep.situation]
 
 
-def _sort_key(G: nx.MultiDiGraph, node: str) -> tuple[Any, ...]:
-    data = G.nodes[node]
-    return (data.get("start") or datetime.min, data.get("first_seq", 0), node)
+def _sort_key(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None], node: str) -> tuple[Any, ...]:
+    episode = episodes(node)
+    return (episode.start if episode is not None else datetime.min, G.nodes[node].get("first_seq", 0), node)
 
 
-def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3, max_episodes: int = 0) -> CausalChain:
+def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, episodes: Callable[[str], Episode | None],
+                 max_hops: int = 3, max_episodes: int = 0) -> CausalChain:
     """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots.
 
     The walk is breadth-first, up to `max_hops` steps; with `max_episodes` > 0 it stops once
     that many episodes are reached (the nearest ones), so an episode that learned from many
     others, which learned from many more, reads as a chain and not as its whole ancestry.
+    `episodes` looks up an episode by id (for times and the narrative's steps).
     """
     if episode_id not in G:
         raise KeyError(f"episode {episode_id} is not in the graph")
@@ -82,7 +84,7 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3, max_
     # chain's neighbourhood, not on the size of the graph.
     walk = (v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours, depth_limit=max_hops))
     reached = {episode_id} | set(islice(walk, max_episodes - 1) if max_episodes > 0 else walk)
-    key = {n: _sort_key(G, n) for n in reached}
+    key = {n: _sort_key(G, episodes, n) for n in reached}
     nodes = sorted(reached, key=key.__getitem__)
     # The orientation of `_backward_view`, restricted to the reached episodes: (later, earlier) → type
     back: dict[tuple[str, str], EdgeType] = {}
@@ -100,7 +102,7 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, max_hops: int = 3, max_
                          key=lambda link: (key[link.source], key[link.target])))
     words: list[str] = []
     for position, node in enumerate(nodes):
-        words.extend(_steps(G.nodes[node].get("episode"), position == 0))
+        words.extend(_steps(episodes(node), position == 0))
     return CausalChain(tuple(nodes), links, tuple(link.type for link in links), " → ".join(words))
 
 
@@ -133,3 +135,46 @@ def subject_history(G: nx.MultiDiGraph, subject: str, *, principal: str | None =
     nodes = [n for n, d in G.nodes(data=True) if d.get("subject") == subject
              and (principal is None or d.get("principal") == principal)]
     return sorted(nodes, key=lambda n: _sort_key(G, n))
+
+
+RESOLVING = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # later attempt → earlier attempt at the same problem
+
+
+def later_attempts(G: nx.MultiDiGraph, episode_id: str, *, pending: Iterable[Edge] = ()) -> list[str]:
+    """Episodes that tried the problem of `episode_id` again: sources of RETRY_OF / LEARNED_FROM edges into it.
+
+    `pending` are edges not in `G` yet (e.g. those of an episode being closed), counted as if they were.
+    """
+    found = [u for u, _, data in G.in_edges(episode_id, data=True) if data.get("type") in RESOLVING] \
+        if episode_id in G else []
+    found += [e.source for e in pending if e.target == episode_id and e.type in RESOLVING]
+    return list(dict.fromkeys(found))
+
+
+def resolution(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Episode | None], *,
+               pending: Iterable[Edge] = ()) -> str | None:
+    """The choice that finally resolved an episode's problem, or None.
+
+    An episode that succeeded with a choice resolved its own problem. Otherwise the later
+    attempts at the same problem are the episodes with a path of RETRY_OF / LEARNED_FROM
+    edges to it; the earliest successful one (by first timeline seq, then id) gives the answer.
+    """
+    episode = lookup(episode_id)
+    if episode is None:
+        return None
+    if episode.outcome is Outcome.SUCCESS:
+        return episode.choices[-1] if episode.choices else None
+    pending = tuple(pending)
+    seen, frontier, successes = {episode_id}, [episode_id], []
+    while frontier:
+        later = [n for node in frontier for n in later_attempts(G, node, pending=pending) if n not in seen]
+        later = list(dict.fromkeys(later))
+        seen.update(later)
+        for node in later:
+            attempt = lookup(node)
+            if attempt is not None and attempt.outcome is Outcome.SUCCESS and attempt.choices:
+                successes.append(attempt)
+        frontier = later
+    if not successes:
+        return None
+    return min(successes, key=lambda e: (e.first_seq, e.id)).choices[-1]

@@ -1,0 +1,10 @@
+"""Persistence of the derived state: opening a memory from its store, and state runs.
+
+`loader` fills a `memory.state.MemoryState` from the stored records (and from *state runs*,
+columnar copies of the derived state for ranges of the records, `runs`), reading episodes
+and problems on first use (`lazy`); it also writes new runs as the memory grows.
+"""
+
+from memory.persistence.loader import DEFAULT_PERSISTENCE, Opened, Persistence, StoredState, lazy_state
+
+__all__ = ["DEFAULT_PERSISTENCE", "Opened", "Persistence", "StoredState", "lazy_state"]

@@ -1,0 +1,145 @@
+"""Containers filled on first use, so that opening a large store does not read what recall never needs.
+
+`LazyMap` holds episodes and problems whose values are read from the store (or a state run)
+when first asked for; `LazySet` holds edge and mark ids whose members come from state runs
+when first asked for; `EpisodeList` gives a partition's episodes by row through such a map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, MutableSequence, MutableSet
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from memory.episodes import Episode
+
+
+class _Later:
+    """Marks values not read yet, with where to read them from."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+
+
+class LazyMap(MutableMapping):
+    """A dict whose deferred values are read on first use by ``read(key, source)``, in insertion order.
+
+    Used for episodes (each value is `Episode.from_record` of the stored record, as an exact
+    load makes it) and problems; keys, order and length are there from the start.
+    """
+
+    def __init__(self, read: Callable[[Any, Any], Any]) -> None:
+        self._read = read
+        self._known: dict[Any, Any] = {}
+
+    def defer(self, keys: Iterable[Any], source: Any = None) -> None:
+        """Add keys whose values are read on first use."""
+        self._known.update(dict.fromkeys(keys, _Later(source)))
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self._known[key]
+        if type(value) is _Later:
+            value = self._read(key, value.source)
+            if value is None:
+                raise KeyError(key)
+            self._known[key] = value
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._known
+
+    def unread(self, key: Any) -> bool:
+        """Whether the value of `key` is still to be read."""
+        return type(self._known.get(key)) is _Later
+
+    def source(self, key: Any) -> Any:
+        """Where the value of `key` is to be read from (the `defer` source); None once read, or unknown."""
+        value = self._known.get(key)
+        return value.source if type(value) is _Later else None
+
+    def has_all(self, keys: set[Any]) -> bool:
+        """Whether every one of `keys` is a key."""
+        return self._known.keys() >= keys
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._known[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._known[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+class LazySet(MutableSet):
+    """A set with members still to be added by loaders, run on first use."""
+
+    def __init__(self) -> None:
+        self._members: set[Any] = set()
+        self._pending: list[Callable[[], Iterable[Any]]] = []
+
+    def defer(self, load: Callable[[], Iterable[Any]]) -> None:
+        self._pending.append(load)
+
+    def _ready(self) -> set[Any]:
+        while self._pending:
+            self._members.update(self._pending.pop(0)())
+        return self._members
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._ready()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._ready())
+
+    def __len__(self) -> int:
+        return len(self._ready())
+
+    def add(self, item: Any) -> None:
+        self._members.add(item)
+
+    def discard(self, item: Any) -> None:
+        self._ready().discard(item)
+
+    def update(self, items: Iterable[Any]) -> None:
+        self._members.update(items)
+
+
+class EpisodeList(MutableSequence):
+    """A partition's episodes by row: ids, each episode looked up (and so read lazily) on use."""
+
+    def __init__(self, ids: Iterable[str], lookup: Mapping[str, Episode]) -> None:
+        self._ids = list(ids)
+        self._lookup = lookup
+
+    def __getitem__(self, row: Any) -> Any:
+        if isinstance(row, slice):
+            return [self._lookup[i] for i in self._ids[row]]
+        return self._lookup[self._ids[row]]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __setitem__(self, row: Any, episode: Any) -> None:
+        raise TypeError("partition rows are append-only")
+
+    def __delitem__(self, row: Any) -> None:
+        raise TypeError("partition rows are append-only")
+
+    def insert(self, row: int, episode: Episode) -> None:
+        if row != len(self._ids):
+            raise TypeError("partition rows are append-only")
+        self._ids.append(episode.id)
+
+    def append(self, episode: Episode) -> None:
+        self._ids.append(episode.id)

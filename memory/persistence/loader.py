@@ -1,0 +1,342 @@
+"""Opening a memory: the derived state rebuilt from the stored records, and state runs kept current.
+
+`open_state` fills a fresh `memory.state.MemoryState` from a store: from the state runs
+(`memory.persistence.runs`) for the ranges they cover, then record by record for the rest,
+in storing order either way, so both give the same state. Episodes and problems of runs
+are read on first use. It returns what the caller still has to do: episodes whose learning
+was interrupted after they were stored (their reinforcement marks are missing), and where
+to resume feeding the segmenter.
+
+`RunWriter` stores a state run for every `Persistence.run_episodes` episodes indexed, and
+on open for the records after the last run once they hold `Persistence.open_run_min` episodes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from memory.episodes import Edge, Episode, Outcome
+from memory.facts import FactVersion
+from memory.graph import add_edge_rows, add_edges, add_episode_rows
+from memory.persistence import runs as snapshot
+from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
+from memory.retriever import Bounds, RetrieverConfig
+from memory.state import MemoryState, Problem, Verdict
+from memory.timeline import RecordKind
+
+PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
+
+
+@dataclass(frozen=True)
+class Persistence:
+    """When state runs are written (file stores only)."""
+
+    run_episodes: int = 4096  # most episodes per state run; a run is written once this many are indexed
+    open_run_min: int = 256  # opening writes runs for the records after the last run once they hold this many
+    legacy_problem_run: int = 4096  # episodes per legacy problem snapshot (`PROBLEMS`), a file-format constant
+
+
+DEFAULT_PERSISTENCE = Persistence()
+
+
+class Opened(NamedTuple):
+    """What opening leaves to the caller."""
+
+    unlearned: list[str]  # stored episodes whose learning did not finish, in storing order
+    resume_from: int  # first timeline seq to feed the segmenter again (-1: nothing to resume)
+
+
+def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
+    """A state whose episodes and problems can be read from `store` on first use."""
+    holder: dict[str, MemoryState] = {}
+
+    def read_episode(episode_id: str, _: Any) -> Episode | None:
+        body = store.record(RecordKind.EPISODE, episode_id)
+        return Episode.from_record(body) if body is not None else None
+
+    def read_problem(episode_id: str, run: snapshot.Run) -> Problem:
+        row = run.row(episode_id)
+        part = holder["state"].index.partition(run.principal_at(row))
+        return Problem(run.texts[row], part.matrix[part.position[episode_id]].copy())
+
+    state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
+                        edge_ids=LazySet(), marks=LazySet())
+    holder["state"] = state
+
+    def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
+        run = state.problems.source(episode_id)  # type: ignore[attr-defined]
+        if run is None or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
+            return None
+        row = run.row(episode_id)
+        outcome, choice, end = run.verdict(row)
+        who = run.principal_at(row)
+        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end), run.texts[row]
+
+    state.verdict_of = verdict_of
+    return state
+
+
+class StoredState:
+    """Keeps a memory's derived state and its store in step: opening, and writing state runs.
+
+    Args:
+        store: the store (file or ":memory:"; runs are written for files only).
+        state: the state to fill (see `lazy_state`).
+        dim: encoder dimension (of problem vectors).
+        retriever: recall configuration (its `prune_from` decides when bounds exist).
+        persistence: when runs are written.
+    """
+
+    def __init__(self, store: Any, state: MemoryState, *, dim: int, retriever: RetrieverConfig,
+                 persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
+        self.store = store
+        self.state = state
+        self.dim = dim
+        self.retriever = retriever
+        self.persistence = persistence
+        self.covered = 0  # records (by seq) that stored state runs stand for
+        self.uncovered = 0  # episodes indexed since the last run
+        self.loading = True  # no runs are written while the store is being opened
+        self.config = snapshot.config_digest(state.graph_config)
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def open(self, index_stored: Any) -> Opened:
+        """Fill the state from the store; `index_stored(episode, entries)` indexes a record-read episode.
+
+        Returns the episodes whose learning must be redone and where the segmenter resumes.
+        """
+        runs, late_edges = self._load_runs()
+        self.covered = runs[-1].upto if runs else 0
+        tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, self.covered)]
+        counts: dict[str, int] = {}
+        for episode in tail:
+            counts[episode.principal] = counts.get(episode.principal, 0) + 1
+        self.state.index.reserve(counts)
+        self._index_records(tail, sum(len(run.ids) for run in runs), index_stored)
+        learned = self._load_links(runs, late_edges)
+        resolved = learned.union(*(run.outside for run in runs))
+        unlearned = [i for run in runs for i in run.unmarked if i not in resolved]
+        unlearned += [episode.id for episode in tail if episode.id not in learned]
+        for run in runs:
+            run.release()
+        return Opened(unlearned, self._resume_from())
+
+    def opened(self) -> None:
+        """Opening is over: write the runs it found missing."""
+        self.loading = False
+        self.write_runs(self.persistence.open_run_min)
+
+    def _resume_from(self) -> int:
+        state = self.state
+        if not state.episodes and len(self.store) == 0:
+            return -1
+        start = min(state.closed_seq.values(), default=-1) + 1
+        if any(who not in state.closed_seq for who in self.store.principals()):
+            start = 0
+        return start
+
+    def _load_links(self, runs: list[snapshot.Run], late_edges: list[Any]) -> set[str]:
+        """Edges, fact versions and marks of the runs and the records after them; the episodes marked after."""
+        state = self.state
+        tail_edges = list(self.store.records_after(RecordKind.EDGE, self.covered))
+        for run in runs:
+            state.edge_ids.defer(lambda run=run: run.edge_ids)  # type: ignore[attr-defined]
+        state.edge_ids.update(i for i, _ in tail_edges)
+        add_edge_rows(state.graph, late_edges)
+        add_edges(state.graph, [Edge.from_record(body) for _, body in tail_edges])
+        facts = [body for run in runs for body in run.facts]
+        facts += [body for _, body in self.store.records_after(RecordKind.FACT, self.covered)]
+        state.add_versions((FactVersion.from_record(body) for body in facts), stored=True)
+        for run in runs:
+            state.marks.defer(lambda run=run: run.marks)  # type: ignore[attr-defined]
+        learned = set()
+        for mark, body in self.store.records_after(RecordKind.MARK, self.covered):
+            state.marks.add(mark)
+            learned.add(body["episode"])
+        return learned
+
+    def _load_runs(self) -> tuple[list[snapshot.Run], list[tuple[str, str, Any, float, str]]]:
+        """Load the state runs: episodes (read on first use), nodes, edges, partitions and bounds.
+
+        Returns the runs and the edges of theirs that wait for episodes stored after them
+        (none when a single process wrote the store): the exact load adds every node first.
+        """
+        reader = snapshot.RunReader(self.store, config=self.config, dim=self.dim)
+        runs: list[snapshot.Run] = []
+        late: list[tuple[str, str, Any, float, str]] = []
+        columns = _Columns()
+        for run in reader:
+            runs.append(run)
+            self._add_run_nodes(run, columns)
+            edges = run.edges
+            if not late and self.state.episodes.has_all({s for s, *_ in edges} | {t for _, t, *_ in edges}):  # type: ignore[attr-defined]
+                add_edge_rows(self.state.graph, edges)
+            else:
+                late.extend(edges)
+        for who, ids in columns.order.items():
+            self.state.order[who] = ids
+            self.state.position.update(zip(ids, range(len(ids))))
+            self.state.index.load(who, EpisodeList(ids, self.state.episodes), ids,
+                                  reader.vectors[who][: len(ids)], np.concatenate([e for e, _ in columns.flags[who]]),
+                                  columns.outcomes[who], np.concatenate([c for _, c in columns.flags[who]]),
+                                  columns.situations[who])
+            self._load_bounds(who, reader, [run for run in runs if who in run.rows])
+        return runs, late
+
+    def _add_run_nodes(self, run: snapshot.Run, columns: "_Columns") -> None:
+        """A run's episodes: deferred in the mappings, nodes in the graph, columns gathered per principal."""
+        state = self.state
+        ids, strings = run.ids, run.strings
+        codes = run.column("principal")
+        principals = [strings[c] for c in codes.tolist()]
+        sits = run.decoded("situation")
+        outs = [snapshot.OUTCOMES[c] for c in run.column("outcome").tolist()]
+        state.episodes.defer(ids)  # type: ignore[attr-defined]
+        state.problems.defer(ids, run)  # type: ignore[attr-defined]
+        state.cites.update(run.cites)
+        add_episode_rows(state.graph, ids, principals, sits, run.decoded("subject"),
+                         run.column("seqs")[:, 0].tolist(), outs)
+        last, ends, corrected = run.column("seqs")[:, 1], run.column("ends"), run.column("corrected")
+        for code in np.unique(codes).tolist():
+            who = strings[code]
+            picked = np.flatnonzero(codes == code)
+            rows = picked.tolist()
+            columns.order.setdefault(who, []).extend([ids[i] for i in rows])
+            columns.situations.setdefault(who, []).extend([sits[i] for i in rows])
+            columns.outcomes.setdefault(who, []).extend([outs[i] for i in rows])
+            columns.flags.setdefault(who, []).append((ends[picked], corrected[picked]))
+            state.closed_seq[who] = max(state.closed_seq.get(who, -1), int(last[picked].max()))
+
+    def _load_bounds(self, principal: str, reader: snapshot.RunReader, runs: list[snapshot.Run]) -> None:
+        """Install a partition's relevance bounds from the runs' stored projections.
+
+        The basis is the one the latest runs used; rows of runs stored before it (or with
+        another) are projected here. Without any stored basis the bounds are fitted on first use.
+        """
+        part = self.state.index.partition(principal)
+        digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
+        basis = snapshot.read_basis(self.store, principal, digest) if digest is not None else None
+        proj, resid = reader.proj.get(principal), reader.resid.get(principal)
+        if basis is None or proj is None or basis.shape != (self.dim, proj.shape[1]) \
+                or len(part) < max(self.retriever.prune_from, 1):
+            return
+        empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
+        for run in runs:
+            if run.bases[principal] != digest:
+                rows = slice(run.offsets[principal], run.offsets[principal] + run.rows[principal])
+                proj[rows], resid[rows] = empty.split(part.matrix[rows])
+        part.bounds = Bounds.from_parts(basis, proj[: len(part)], resid[: len(part)])
+
+    def _index_records(self, stored: list[Episode], before: int, index_stored: Any) -> None:
+        """Index episodes read from their records (`before` episodes precede them), problems from entries.
+
+        Problems come from legacy problem snapshots (`PROBLEMS`) where one covers exactly a
+        run of `legacy_problem_run` of them, else from the entries.
+        """
+        size = self.persistence.legacy_problem_run
+        legacy: dict[int, tuple[dict[str, Any], bytes]] = {}
+        if self.store.path != ":memory:" and stored:
+            for _, meta, body in self.store.snapshots(PROBLEMS):
+                legacy.setdefault(int(meta["start"]), (meta, body))
+        first = before - before % size
+        for start in range(first, before + len(stored), size):
+            run = stored[max(start - before, 0) : start - before + size]
+            meta, body = legacy.get(start, ({}, b""))
+            if start >= before and meta.get("episodes") == [ep.id for ep in run] \
+                    and len(body) == len(run) * self.dim * 4:  # a snapshot of exactly these episodes
+                vectors = np.frombuffer(body, dtype="<f4").reshape(len(run), -1)
+                cites = meta["cites"]
+                for episode, vector, text in zip(run, vectors, meta["texts"]):
+                    self.state.index_episode(episode, Problem(text, vector), cites.get(episode.id, []))
+                    self.indexed()
+                continue
+            for part in range(0, len(run), 2000):
+                chunk = run[part : part + 2000]
+                parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
+                for episode in chunk:
+                    index_stored(episode, [parts[i] for i in episode.entry_ids if i in parts])
+
+    # -- state runs ----------------------------------------------------------------------------
+
+    def indexed(self) -> None:
+        """One more episode is indexed: store a run once enough are not covered by one."""
+        self.uncovered += 1
+        if not self.loading and self.uncovered >= self.persistence.run_episodes:
+            self.write_runs(self.persistence.run_episodes)
+
+    def write_runs(self, least: int) -> None:
+        """Store state runs for the records after the last run once they hold `least` episodes (file stores only)."""
+        if self.store.path == ":memory:" or self.uncovered < least:
+            return
+        self.uncovered = 0
+        rows = self.store.record_rows(self.covered, self.store.last_record())
+        chunk: list[tuple[int, str, str, str]] = []
+        count = 0
+        for row in rows:
+            if row[1] == RecordKind.EPISODE:
+                if count == self.persistence.run_episodes:
+                    if not self._write_run(chunk):
+                        return
+                    chunk, count = [], 0
+                count += 1
+            chunk.append(row)
+        if chunk and count:
+            self._write_run(chunk)
+
+    def _write_run(self, rows: list[tuple[int, str, str, str]]) -> bool:
+        """Store one run for these records (which must follow `covered`); False when this memory cannot."""
+        state = self.state
+        episodes = [state.episodes.get(i) for _, kind, i, _ in rows if kind == RecordKind.EPISODE]
+        if any(ep is None or ep.id not in state.problems for ep in episodes):
+            return False  # stored by another process and not indexed here
+        edges = [(i, json.loads(body)) for _, kind, i, body in rows if kind == RecordKind.EDGE]
+        facts = [json.loads(body) for _, kind, _, body in rows if kind == RecordKind.FACT]
+        marks = [(i, json.loads(body)["episode"]) for _, kind, i, body in rows if kind == RecordKind.MARK]
+        projections = {}
+        for who in dict.fromkeys(ep.principal for ep in episodes):
+            part = state.index.partition(who)
+            bounds = part.bounded(self.retriever.prune_from)
+            if bounds is not None:
+                digest = snapshot.basis_digest(bounds.basis)
+                self._store_basis(who, digest, bounds.basis)
+                picked = np.array([part.position[ep.id] for ep in episodes if ep.principal == who], dtype=np.intp)
+                projections[who] = (digest, *bounds.rows(picked))
+        problems = [state.problems[ep.id] for ep in episodes]
+        meta, body = snapshot.encode_run(
+            after=self.covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self.config,
+            dim=self.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
+            cites={ep.id: state.cites[ep.id] for ep in episodes if ep.id in state.cites}, edges=edges, facts=facts,
+            marks=marks, projections=projections)
+        name = snapshot.run_id(meta)
+        known = {i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}
+        while name in known:  # a damaged copy holds the name: store this one beside it
+            name += "+"
+        self.store.add_snapshot(snapshot.RUN, name, meta, body)
+        self.covered = rows[-1][0]
+        return True
+
+    def _store_basis(self, principal: str, digest: str, basis: np.ndarray) -> None:
+        if snapshot.read_basis(self.store, principal, digest) is not None:
+            return
+        data = np.ascontiguousarray(basis, dtype="<f8")
+        name = f"{principal}:{digest}"
+        known = {i for _, i, _ in self.store.snapshot_index(snapshot.BASIS)}
+        while name in known:  # a damaged copy holds the name
+            name += "+"
+        self.store.add_snapshot(snapshot.BASIS, name, {"principal": principal, "digest": digest,
+                                                      "shape": list(data.shape)}, data.tobytes())
+
+
+class _Columns:
+    """Per-principal columns gathered from the runs while opening."""
+
+    def __init__(self) -> None:
+        self.order: dict[str, list[str]] = {}
+        self.situations: dict[str, list[str]] = {}
+        self.outcomes: dict[str, list[Outcome]] = {}
+        self.flags: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # (ends, corrected) chunks

@@ -1,0 +1,145 @@
+"""The learning pipeline: what one closed episode teaches, as a function of the memory's state.
+
+The write path, used alike by the `EpisodicMemory` facade, the benchmark's store builder
+and the layer evaluation::
+
+    problem = problem_of(state, episode, entries)         # what the episode worked on
+    state.index_episode(episode, problem, cited_facts(entries))
+    changes = close_episode(state, episode, entries)      # the rules: reads the state, changes nothing
+    ...persist changes...                                 # the facade (only it touches the store)
+    state.apply(changes)
+
+`close_episode` applies, in order:
+
+1. the graph rules (`memory.graph.infer_edges`) against the principal's recent episodes:
+   RETRY_OF, LEARNED_FROM, CAUSED_BY, LED_TO, CONTINUATION, CONTRADICTED;
+2. reinforcement (`memory.reinforcer.reinforce`) of what the episode's decisions relied
+   on, over the graph as it will be with the edges of step 1;
+3. fact learning: the reinforced fact versions, then — when the episode tested a choice
+   with a verdict and was not reinforced before — extraction of new facts from the
+   principal's evidence (`memory.facts.extract_facts`) and the optional proposer hook.
+
+Nothing here reads the disk or the clock; the same state and episode give the same changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from memory.episodes import Edge, Episode
+from memory.facts import DEFAULT_FACTS, EvidenceLog, FactConfig, FactVersion, ProposalHook, extract_facts, propose_fact
+from memory.graph import attempt_chain, infer_edges
+from memory.reinforcer import DecisionNote, Reinforcement, reinforce
+from memory.retriever import episode_vector
+from memory.state import MemoryState, Problem
+from memory.timeline import Entry, Kind
+
+@dataclass(frozen=True)
+class Learning:
+    """How closing an episode learns facts."""
+
+    facts: FactConfig = DEFAULT_FACTS  # fact thresholds (confidence prior, revision, usefulness)
+    proposer: ProposalHook | None = None  # optional hook proposing (condition, conclusion) pairs, e.g. an LLM
+    extract: bool = True  # extract new facts on each close (a bulk builder may extract once at the end instead)
+
+
+DEFAULT_LEARNING = Learning()
+
+
+class Changes(NamedTuple):
+    """What closing one episode adds to the memory (all of it new, in storing order)."""
+
+    episode_id: str  # the closed episode
+    edges: tuple[Edge, ...]  # the graph rules' new edges, then reinforcement's
+    facts: tuple[FactVersion, ...]  # reinforced, revised or retired versions, then newly extracted facts
+    marks: tuple[str, ...]  # reinforcement marks (empty when the episode was reinforced before)
+    reinforcement: Reinforcement  # the reinforcer's full result
+
+
+def cited_facts(entries: Iterable[Entry]) -> list[str]:
+    """Fact ids that the decisions among `entries` retrieved or relied on, in order."""
+    ids: list[str] = []
+    for e in entries:
+        if e.kind is Kind.DECISION:
+            note = DecisionNote.from_metadata(e.id, e.metadata)
+            ids.extend(i for i in note.retrieved + note.relied_on if i.startswith("fact-"))
+    return ids
+
+
+def decision_notes(entries: Iterable[Entry]) -> list[DecisionNote]:
+    """What each decision among `entries` says about the memory it used, in order."""
+    return [DecisionNote.from_metadata(e.id, e.metadata) for e in entries if e.kind is Kind.DECISION]
+
+
+def retried_episode(state: MemoryState, episode: Episode) -> Episode | None:
+    """The attempt that opened the incident an episode without observations continues (when known)."""
+    chain = attempt_chain(episode, state.prior(episode), state.graph_config)
+    opener = chain[-1] if chain else None
+    if opener is None or opener.id not in state.problems or not state.problems[opener.id].text:
+        return None
+    return opener
+
+
+def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry]) -> Problem:
+    """What an episode worked on: its own observations, else those of the attempt it retries.
+
+    The vector is the observations' mean direction, moved away from the corrections'
+    (`memory.retriever.episode_vector`); an episode with neither falls back to all its entries.
+    """
+    observed = [e for e in entries if e.kind is Kind.OBSERVATION]
+    corrections = [e for e in entries if e.kind is Kind.CORRECTION]
+    others = np.stack([e.embedding for e in corrections]) if corrections else None
+    if observed:
+        return Problem("\n".join(e.text for e in observed),
+                       episode_vector(np.stack([e.embedding for e in observed]), others))
+    earlier = retried_episode(state, episode) if episode.choices else None
+    if earlier is not None:
+        base = state.problems[earlier.id]
+        return Problem(base.text, episode_vector(base.vector[None, :], others))
+    return Problem("", episode_vector(np.stack([e.embedding for e in entries])))
+
+
+def close_episode(state: MemoryState, episode: Episode, entries: Sequence[Entry], *,
+                  learning: Learning = DEFAULT_LEARNING) -> Changes:
+    """The edges, fact versions and marks one closed (and indexed) episode implies."""
+    who = episode.principal
+    linked = state.new_edges(infer_edges(episode, state.prior(episode), config=state.graph_config))
+    evidence = state.evidence.get(who, EvidenceLog())
+    current = state.facts_of(who)
+    result = reinforce(episode, decision_notes(entries), lookup=state.episodes_lookup, graph=state.graph,
+                       pending=linked, facts=current, evidence=evidence,
+                       applied=state.marks.__contains__, config=learning.facts)
+    reinforced = [e for e in state.new_edges(result.edges) if e.id not in {x.id for x in linked}]
+    versions = list(result.facts)
+    if result.marks and learning.extract and evidence.find(episode.id) is not None:
+        versions += _new_facts(state, episode, evidence, versions, learning)
+    return Changes(episode.id, tuple(linked + reinforced), tuple(versions), result.marks, result)
+
+
+def _new_facts(state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion],
+               learning: Learning) -> list[FactVersion]:
+    """Facts extracted (and proposed) from a principal's evidence after its latest close."""
+    who = episode.principal
+    latest = {f.fact_id: f for f in state.current.values() if f.principal == who}
+    latest.update((v.fact_id, v) for v in revised)
+    current = list(latest.values())
+    made = extract_facts(evidence, current, principal=who, at=episode.end, config=learning.facts)
+    if learning.proposer is not None:
+        taken = {f.fact_id for f in current + made}
+        for condition, conclusion in learning.proposer(evidence):
+            fact = propose_fact(condition, conclusion, evidence, principal=who, at=episode.end,
+                                config=learning.facts, reason="proposed by the proposer hook")
+            if fact is not None and fact.fact_id not in taken:
+                made.append(fact)
+                taken.add(fact.fact_id)
+    return made
+
+
+def apply(state: MemoryState, changes: Changes) -> None:
+    """Add what `close_episode` decided to the state (after the caller stored it)."""
+    state.add_edges(changes.edges)
+    state.add_versions(changes.facts)
+    state.marks.update(changes.marks)

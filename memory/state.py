@@ -1,0 +1,216 @@
+"""The derived state of a memory: what the learning pipeline reads and the facade answers from.
+
+Everything here is a projection of the stored timeline and records, held in memory:
+closed episodes in closing order per principal, what each worked on (its *problem*), the
+episode graph, the recall index, fact versions, reinforcement marks and the evidence the
+fact rules read. `MemoryState` changes in two ways only: `index_episode` when an episode
+closes (bookkeeping, no rules) and `apply` with the `memory.pipeline.Changes` the
+pipeline decided. `snapshot` gives all of it as plain comparable values, so two states
+(a live one, a reopened one, a rebuilt one) can be checked for equality.
+
+The mappings may be filled lazily by `memory.persistence` when a large store is opened
+(episodes and problems read on first use); the state does not know where values come from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping, MutableSet
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
+
+import numpy as np
+
+from memory.chain_cache import ChainCache
+from memory.episodes import Edge, Episode, Outcome
+from memory.facts import EvidenceLog, FactVersion, current_facts, evidence_from
+from memory.graph import EpisodeGraph, GraphConfig, add_edges, add_episode
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What an episode worked on: observation texts and their embedding."""
+
+    text: str  # observation texts, one per line ("" when none is known)
+    vector: np.ndarray  # unit vector indexed for recall
+
+
+class StateSnapshot(NamedTuple):
+    """A memory's derived state as plain values (for equality checks)."""
+
+    episodes: tuple[Episode, ...]  # every closed episode, in closing order per principal
+    order: dict[str, tuple[str, ...]]  # principal → episode ids in closing order
+    closed_seq: dict[str, int]  # principal → last timeline seq of its closed episodes
+    problems: dict[str, tuple[str, bytes]]  # episode id → (problem text, vector bytes)
+    cites: dict[str, tuple[str, ...]]  # episode id → fact ids its decisions cited
+    nodes: tuple[tuple[str, dict[str, Any]], ...]  # graph nodes with their attributes
+    edges: tuple[tuple[str, str, str, dict[str, Any]], ...]  # graph edges (source, target, key, attributes)
+    edge_ids: frozenset[str]  # ids of the stored edge records
+    versions: tuple[FactVersion, ...]  # every fact version, in insertion order
+    current: dict[str, FactVersion]  # fact id → its latest version
+    marks: frozenset[str]  # reinforcement marks
+    evidence: dict[str, tuple[Any, ...]]  # principal → the evidence the fact rules read
+
+
+class Verdict(NamedTuple):
+    """The fields of an episode `evidence_from` reads, when the episode itself is not read yet."""
+
+    id: str  # episode id
+    principal: str  # its tenant
+    choices: tuple[str, ...]  # the last structured choice only
+    outcome: Outcome  # detected outcome
+    end: datetime  # when it ended
+
+
+class EvidenceLogs(dict):
+    """Principal → `EvidenceLog`, each built on first use by `build` (opening a large store skips the work).
+
+    `in` tells whether a principal's log is built yet; reads build it.
+    """
+
+    def __init__(self, build: Callable[[str], EvidenceLog | None], principals: Callable[[], Iterable[str]]) -> None:
+        super().__init__()
+        self.build = build
+        self.principals = principals
+
+    def _ensure(self, principal: str) -> None:
+        if not dict.__contains__(self, principal):
+            built = self.build(principal)
+            if built is not None:
+                dict.__setitem__(self, principal, built)
+
+    def get(self, principal: str, default: Any = None) -> Any:  # type: ignore[override]
+        self._ensure(principal)
+        return dict.get(self, principal, default)
+
+    def __getitem__(self, principal: str) -> EvidenceLog:
+        self._ensure(principal)
+        return dict.__getitem__(self, principal)
+
+    def all(self) -> dict[str, EvidenceLog]:
+        """Every principal's log, built."""
+        for principal in list(self.principals()):
+            self._ensure(principal)
+        return dict(dict.items(self))
+
+
+class MemoryState:
+    """The derived state of one memory (all principals).
+
+    Args:
+        index: the recall index (`memory.retriever.EpisodeIndex`) episodes are added to.
+        graph_config: the graph rules' configuration (its window bounds `prior`).
+        episodes: id → episode mapping to use (a lazily reading one when opening a store).
+        problems: id → `Problem` mapping to use.
+        edge_ids, marks: sets to use (lazily completed ones when opening a store).
+    """
+
+    def __init__(self, index: Any, graph_config: GraphConfig, *, episodes: MutableMapping[str, Episode] | None = None,
+                 problems: MutableMapping[str, Problem] | None = None, edge_ids: MutableSet[str] | None = None,
+                 marks: MutableSet[str] | None = None) -> None:
+        self.index = index
+        self.graph_config = graph_config
+        self.graph = EpisodeGraph()
+        self.chains = ChainCache(self.graph, self.episodes_lookup)
+        self.episodes: MutableMapping[str, Episode] = episodes if episodes is not None else {}
+        self.problems: MutableMapping[str, Problem] = problems if problems is not None else {}
+        self.order: dict[str, list[str]] = {}  # principal → episode ids in closing order
+        self.position: dict[str, int] = {}  # episode id → its place in its principal's closing order
+        self.closed_seq: dict[str, int] = {}  # principal → last seq of its closed episodes
+        self.cites: dict[str, list[str]] = {}  # episode id → fact ids its decisions cited (when any)
+        self.edge_ids: MutableSet[str] = edge_ids if edge_ids is not None else set()
+        self.versions: list[FactVersion] = []  # every fact version, in insertion order
+        self.current: dict[str, FactVersion] = {}  # fact id → latest version
+        self.marks: MutableSet[str] = marks if marks is not None else set()
+        self.evidence = EvidenceLogs(self._evidence_of, lambda: self.order)
+        self.verdict_of: Callable[[str], tuple[Verdict, str] | None] = lambda episode_id: None
+
+    def episodes_lookup(self, episode_id: str) -> Episode | None:
+        """A closed episode by id, or None."""
+        return self.episodes.get(episode_id)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def prior(self, episode: Episode) -> list[Episode]:
+        """The principal's episodes closed before `episode`, at most the graph rules' window of them."""
+        ids = self.order.get(episode.principal, [])
+        end = self.position.get(episode.id, len(ids))
+        return [self.episodes[i] for i in ids[max(0, end - self.graph_config.window) : end]]
+
+    def facts_of(self, principal: str, retired: bool = False) -> list[FactVersion]:
+        """Current fact versions of a principal (active ones unless `retired`)."""
+        return [f for f in current_facts(self.current.values())
+                if f.principal == principal and (retired or f.status == "active")]
+
+    def snapshot(self) -> StateSnapshot:
+        """All of the state as plain values."""
+        logs = self.evidence.all()
+        return StateSnapshot(
+            episodes=tuple(self.episodes[i] for ids in self.order.values() for i in ids),
+            order={who: tuple(ids) for who, ids in self.order.items()},
+            closed_seq=dict(self.closed_seq),
+            problems={i: (p.text, p.vector.tobytes()) for i, p in self.problems.items()},
+            cites={i: tuple(c) for i, c in self.cites.items()},
+            nodes=tuple((n, dict(d)) for n, d in self.graph.nodes(data=True)),
+            edges=tuple((u, v, k, dict(d)) for u, v, k, d in self.graph.edges(keys=True, data=True)),
+            edge_ids=frozenset(self.edge_ids), versions=tuple(self.versions), current=dict(self.current),
+            marks=frozenset(self.marks), evidence={who: tuple(log) for who, log in logs.items()})
+
+    # -- changing ------------------------------------------------------------------------
+
+    def index_episode(self, episode: Episode, problem: Problem, cited: Sequence[str]) -> None:
+        """Add a closed episode: closing order, graph node, recall index, problem, citations, evidence."""
+        self.episodes[episode.id] = episode
+        order = self.order.setdefault(episode.principal, [])
+        self.position.setdefault(episode.id, len(order))
+        order.append(episode.id)
+        self.closed_seq[episode.principal] = max(self.closed_seq.get(episode.principal, -1), episode.last_seq)
+        add_episode(self.graph, episode)
+        self.chains.episode_added(episode.id)
+        self.problems[episode.id] = problem
+        self.index.add(episode, problem.vector)
+        if cited:
+            self.cites[episode.id] = list(cited)
+        if dict.__contains__(self.evidence, episode.principal):  # else built on first use
+            ev = evidence_from(episode, problem.text, cited=cited)
+            if ev is not None:
+                self.evidence[episode.principal].append(ev)
+
+    def new_edges(self, edges: Iterable[Edge]) -> list[Edge]:
+        """The edges whose records are not stored yet (first of each id)."""
+        fresh: dict[str, Edge] = {}
+        for edge in edges:
+            if edge.id not in self.edge_ids and edge.id not in fresh:
+                fresh[edge.id] = edge
+        return list(fresh.values())
+
+    def add_edges(self, edges: Sequence[Edge]) -> None:
+        """Add edges (already known to be new) to the graph."""
+        if not edges:
+            return
+        self.edge_ids.update(e.id for e in edges)
+        add_edges(self.graph, edges)
+        self.chains.edges_added(edges)
+
+    def add_versions(self, versions: Iterable[FactVersion], *, stored: bool = False) -> None:
+        """Add fact versions. New ones become current; of `stored` ones the first of the highest version does."""
+        for v in versions:
+            self.versions.append(v)
+            if not stored or v.fact_id not in self.current or v.version > self.current[v.fact_id].version:
+                self.current[v.fact_id] = v
+
+    def _evidence_of(self, principal: str) -> EvidenceLog | None:
+        """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
+        if principal not in self.order:
+            return None
+        found = EvidenceLog()
+        for i in self.order[principal]:
+            known = self.verdict_of(i)
+            if known is not None:  # not read yet: what the evidence needs comes from stored columns
+                seen, text = known
+                ev = evidence_from(seen, text, cited=self.cites.get(i, ()))  # type: ignore[arg-type]
+            else:
+                ev = evidence_from(self.episodes[i], self.problems[i].text, cited=self.cites.get(i, ()))
+            if ev is not None:
+                found.append(ev)
+        return found
