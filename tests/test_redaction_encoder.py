@@ -173,7 +173,7 @@ def test_encoder_caches_start_over_without_changing_vectors():
     small.cache_limit = 50
     assert np.array_equal(small.encode(texts[:100]), HashingEncoder(dim=256).encode(texts[:100]))
     assert np.array_equal(small.encode(texts), HashingEncoder(dim=256).encode(texts))
-    assert len(small._token_ids) < 400
+    assert small.cached_tokens < 400
 
 
 def test_encoder_shared_by_threads_gives_the_same_vectors():
@@ -205,4 +205,4 @@ def test_the_encoder_hash_is_scikit_learns_murmurhash3(feature):
     from sklearn.utils import murmurhash3_32
 
     encoder = HashingEncoder(dim=1024)
-    assert encoder._bucket(feature) == murmurhash3_32(feature, positive=True) % 1024
+    assert encoder.bucket(feature) == murmurhash3_32(feature, positive=True) % 1024

@@ -91,13 +91,19 @@ class HashingEncoder:
         # The same features as raw bytes per token, filled by the one-text path only
         self._token_bytes: dict[str, tuple[bytes, bytes]] = {}
 
-    def _bucket(self, feature: str) -> int:
+    def bucket(self, feature: str) -> int:
+        """The bucket of one feature string (32-bit MurmurHash3, unsigned, modulo `dim`)."""
         return mmh3.hash(feature, 0, signed=False) % self.dim
+
+    @property
+    def cached_tokens(self) -> int:
+        """How many tokens the feature cache holds now (bounded by `cache_limit`)."""
+        return len(self._token_ids)
 
     def _token_features(self, token: str) -> tuple[list[int], list[float]]:
         padded = f" {token} "
         grams = [padded[i : i + n] for n in (3, 4, 5) for i in range(len(padded) - n + 1)]
-        buckets = [self._bucket("w:" + token)] + [self._bucket("c:" + gram) for gram in grams]
+        buckets = [self.bucket("w:" + token)] + [self.bucket("c:" + gram) for gram in grams]
         return buckets, [1.0] + [self.char_weight] * len(grams)
 
     def _token_number(self, token: str) -> int:
@@ -149,7 +155,7 @@ class HashingEncoder:
     def _bigram_bucket(self, key: str) -> int:
         bucket = self._bigram_cache.get(key)
         if bucket is None:
-            bucket = self._bucket("b:" + key)
+            bucket = self.bucket("b:" + key)
             self._bigram_cache[key] = bucket
         return bucket
 
