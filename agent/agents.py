@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, Sequence
 
-import networkx as nx
-
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline.flat_rag import FlatRAGMemory
 from memory.timeline import Encoder
@@ -35,6 +33,24 @@ class Budget:
 DEFAULT_BUDGET = Budget()
 
 
+@dataclass(frozen=True)
+class Turn:
+    """One decision as the harness logs it: the answer and what the memory offered for it."""
+
+    decision: Decision  # the reasoner's answer
+    evidence: tuple[Evidence, ...]  # the items the memory handed to the reasoner
+    context: str  # the rendered context block (what an LLM reads)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What an episodic agent's memory made of a run, for scoring against ground truth."""
+
+    episodes: tuple[Any, ...]  # closed episodes, in closing order
+    edges: tuple[Any, ...]  # edges among them
+    entry_events: dict[str, int]  # timeline entry id → environment event index
+
+
 class Agent(Protocol):
     """What the harness drives."""
 
@@ -44,8 +60,12 @@ class Agent(Protocol):
         """Record environment events (duplicates by event index are ignored)."""
         ...
 
-    def decide(self, prompt: Any) -> Decision:
-        """Decide one attempt of the prompt's round and record the decision."""
+    def decide(self, prompt: Any) -> Turn:
+        """Decide one attempt of the prompt's round, record the decision, and say what it rested on."""
+        ...
+
+    def recorded(self) -> Recorded | None:
+        """The episodes and edges the agent's memory derived (None for agents without episodes)."""
         ...
 
     def close(self) -> None:
@@ -67,7 +87,6 @@ class _LoopAgent:
         self._feedback: list[str] = []
         self._tried: list[str] = []
         self._pending_observations: list[tuple[str, str]] = []  # (situation, text) since the last round began
-        self.last_evidence: tuple[Evidence, ...] = ()
         self.entry_events: dict[str, int] = {}  # timeline entry id → environment event index
 
     # -- recording (subclasses store text in their memory) ----------------------------------
@@ -95,7 +114,7 @@ class _LoopAgent:
             elif event.kind in ("outcome", "correction"):
                 self._feedback.append(event.text)
 
-    def decide(self, prompt: Any) -> Decision:
+    def decide(self, prompt: Any) -> Turn:
         if prompt.round_id != self._round or prompt.attempt == 1:
             self._round = prompt.round_id
             self._feedback, self._tried = [], []
@@ -116,7 +135,6 @@ class _LoopAgent:
             feedback=tuple(self._feedback),
         )
         evidence, context_text = self._recall(problem)
-        self.last_evidence = tuple(evidence)
         decision = self.reasoner.decide(problem, evidence, context_text)
         self._tried.append(decision.choice)
         self._record(
@@ -125,7 +143,10 @@ class _LoopAgent:
             metadata={"choice": decision.choice, "confidence": decision.confidence, "service": prompt.service,
                       "retrieved": [item.id for item in evidence], "relied_on": list(decision.relied_on)},
         )
-        return decision
+        return Turn(decision, tuple(evidence), context_text)
+
+    def recorded(self) -> Recorded | None:
+        return None
 
     def close(self) -> None:
         pass
@@ -192,20 +213,21 @@ class EpisodicAgent(_LoopAgent):
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         context = self.memory.recall(list(problem.observations), situation=problem.situation,
                                      principal=self.principal, k=self.budget.items)
-        graph = self.memory.graph
         evidence: list[Evidence] = []
         for recalled in context.episodes:
             episode = recalled.episode
             relevance = max(0.0, float(recalled.score.relevance))
+            problem_of = self.memory.problem(episode.id)
+            observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
             if not self.outcome_labels:
                 evidence.append(Evidence(id=episode.id, source="chunk", text=_episode_text(episode),
-                                         relevance=relevance, observations=problem_observations(graph, episode)))
+                                         relevance=relevance, observations=observed))
                 continue
             evidence.append(Evidence(
                 id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                 outcome=episode.outcome.value, choices=tuple(episode.choices),
-                corrections=tuple(episode.corrections), resolved_as=resolution(graph, episode.id),
-                observations=problem_observations(graph, episode),
+                corrections=tuple(episode.corrections), resolved_as=self.memory.resolution(episode.id),
+                observations=observed,
             ))
         if self.outcome_labels:
             for recalled in context.facts:
@@ -216,6 +238,11 @@ class EpisodicAgent(_LoopAgent):
                     confidence=float(fact.confidence)))
         return evidence, context.render(max_chars=self.budget.chars)
 
+    def recorded(self) -> Recorded:
+        self.memory.flush()
+        return Recorded(tuple(self.memory.episodes(self.principal)), tuple(self.memory.edges(self.principal)),
+                        dict(self.entry_events))
+
     def close(self) -> None:
         self.memory.flush()
         self.memory.close()
@@ -224,48 +251,3 @@ class EpisodicAgent(_LoopAgent):
 def _episode_text(episode: Any) -> str:
     parts = [episode.summary, *episode.decisions, *episode.corrections]
     return " ".join(part for part in parts if part)
-
-
-_RESOLUTION_EDGES = ("RETRY_OF", "LEARNED_FROM")
-
-
-def resolution(graph: nx.MultiDiGraph, episode_id: str) -> str | None:
-    """The choice that finally worked for an episode's problem, read from the graph.
-
-    An episode that succeeded resolved its own problem. Otherwise the later attempts at the
-    same problem are the episodes with a RETRY_OF or LEARNED_FROM path to it; the earliest
-    successful one among them gives the answer.
-    """
-    if episode_id not in graph:
-        return None
-    episode = graph.nodes[episode_id].get("episode")
-    if episode is not None and _succeeded(episode):
-        return episode.choices[-1]
-    retries = nx.subgraph_view(graph, filter_edge=lambda u, v, k: _edge_type(graph, u, v, k) in _RESOLUTION_EDGES)
-    successes = [graph.nodes[n]["episode"] for n in nx.ancestors(retries, episode_id)
-                 if graph.nodes[n].get("episode") is not None and _succeeded(graph.nodes[n]["episode"])]
-    if not successes:
-        return None
-    return min(successes, key=lambda e: (e.first_seq, e.id)).choices[-1]
-
-
-def problem_observations(graph: nx.MultiDiGraph, episode: Any) -> tuple[str, ...]:
-    """Observations of the problem an episode worked on: its own, else the attempt it retried."""
-    seen = set()
-    while episode is not None and episode.id not in seen:
-        if episode.observations:
-            return tuple(episode.observations)
-        seen.add(episode.id)
-        earlier = [v for _, v, k in graph.out_edges(episode.id, keys=True)
-                   if _edge_type(graph, episode.id, v, k) == "RETRY_OF"] if episode.id in graph else []
-        episode = graph.nodes[earlier[0]].get("episode") if earlier else None
-    return ()
-
-
-def _succeeded(episode: Any) -> bool:
-    return getattr(episode.outcome, "value", episode.outcome) == "SUCCESS" and bool(episode.choices)
-
-
-def _edge_type(graph: nx.MultiDiGraph, u: str, v: str, key: Any) -> str:
-    value = graph.edges[u, v, key].get("type", key)
-    return getattr(value, "value", str(value))

@@ -4,9 +4,10 @@
     python -m eval.layers pool-vs-deploy --seed 0 --policy truth-on-retry
 
 `layer_quality` scores predicted episodes and edges; agents that record a simulator run
-reuse it. `measure_scenario` plays a scenario with a scripted policy, records the stream
-into a timeline exactly as an agent loop does (observations, decision, outcome,
-correction; interludes in their own situation), then segments, links and scores.
+reuse it. `measure_scenario` plays a scenario with a scripted policy through the agent
+loop (`agent.agents.EpisodicAgent` with a `ScriptedReasoner`) into an in-memory
+`EpisodicMemory`, so the stream is recorded, segmented, linked and reinforced exactly as
+in a comparison, then scores the episodes and edges the memory derived.
 
 Scoring:
 
@@ -34,11 +35,12 @@ from typing import Any, Mapping, NamedTuple, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from agent.agents import PRINCIPAL, EpisodicAgent, Recorded
+from agent.reasoner import Decision, Problem
+from memory import EpisodicMemory
 from memory.episodes import Edge, EdgeType, Episode
-from memory.projection import link
-from memory.segmenter import DEFAULT_CONFIG, SegmenterConfig, segment
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
-from memory.timeline import Entry, HashingEncoder, SQLiteStore, Timeline
+from memory.segmenter import DEFAULT_CONFIG, SegmenterConfig
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")
@@ -146,12 +148,25 @@ def layer_quality(truth: Any, event_index: Mapping[str, int], episodes: Sequence
 # -- scripted runs -------------------------------------------------------------------------
 
 class Played(NamedTuple):
-    """A recorded simulator run."""
+    """A simulator run recorded by the agent loop into an episodic memory."""
 
-    entries: list[Entry]  # timeline entries, in order
-    event_index: dict[str, int]  # entry id → environment event index
+    recorded: Recorded  # the episodes and edges the memory derived, and entry → event index
+    entries: tuple[Any, ...]  # the timeline the agent loop wrote, in order
     truth: Any  # the environment's ground truth
     events: tuple[Any, ...]  # the environment's events
+
+
+class ScriptedReasoner:
+    """A reasoner that answers what it is told (`next_choice`), with the cause's description as rationale."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.next_choice = ""
+
+    def decide(self, problem: Problem, evidence: Sequence[Any], context_text: str) -> Decision:
+        cause = next((c for c in problem.candidates if c.id == self.next_choice), None)
+        return Decision(self.next_choice, 0.5, cause.description if cause is not None else "no rationale")
 
 
 def _choose(prompt: Any, policy: str, last_info: Mapping[str, Any] | None) -> str:
@@ -160,8 +175,9 @@ def _choose(prompt: Any, policy: str, last_info: Mapping[str, Any] | None) -> st
     return prompt.candidates[0]
 
 
-def play(scenario: Any, seed: int, policy: str, timeline: Timeline, *, principal: str = "default") -> Played:
-    """Play `scenario` with a scripted policy, recording the stream into `timeline`.
+def play(scenario: Any, seed: int, policy: str, *, segmenter: SegmenterConfig = DEFAULT_CONFIG,
+         graph: GraphConfig = DEFAULT_GRAPH_CONFIG) -> Played:
+    """Play `scenario` with a scripted policy through the agent loop into a fresh in-memory `EpisodicMemory`.
 
     Policies: "first-candidate" always picks the first candidate; "truth-on-retry" does so
     on a first attempt and picks the truth on a retry (so rounds are solved after a
@@ -171,37 +187,23 @@ def play(scenario: Any, seed: int, policy: str, timeline: Timeline, *, principal
 
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
+    reasoner = ScriptedReasoner()
+    memory = EpisodicMemory(None, principal=PRINCIPAL, segmenter=segmenter, links=graph)
+    agent = EpisodicAgent(reasoner, memory, name="scripted")
     env = DebugEnv(scenario)
     prompt, _ = env.reset(seed=seed)
-    entries: list[Entry] = []
-    event_index: dict[str, int] = {}
-    seen: set[int] = set()
-
-    def record(events: Sequence[Any]) -> None:
-        for event in events:
-            if event.index in seen:
-                continue
-            seen.add(event.index)
-            entry = timeline.append(event.text, kind=event.kind, role=event.role, timestamp=event.timestamp,
-                                    situation=event.situation, principal=principal, metadata=event.metadata)
-            entries.append(entry)
-            event_index[entry.id] = event.index
-
     info: Mapping[str, Any] | None = None
-    while prompt is not None:
-        record(prompt.events)
-        choice = _choose(prompt, policy, info)
-        cause = prompt.root_causes.get(choice)
-        rationale = cause.description if cause is not None else "no rationale"
-        entries.append(timeline.append(
-            f"Decision: {choice} — {rationale}", kind="decision", role="agent", timestamp=prompt.decision_time,
-            situation=prompt.situation, principal=principal,
-            metadata={"choice": choice, "confidence": 0.5, "retrieved": [], "relied_on": [], "service": prompt.service}))
-        result = env.step(choice)
-        record(result.events)
-        info = result.info
-        prompt = result.prompt
-    return Played(entries, event_index, env.ground_truth(), env.events)
+    try:
+        while prompt is not None:
+            reasoner.next_choice = _choose(prompt, policy, info)
+            agent.decide(prompt)
+            result = env.step(reasoner.next_choice)
+            agent.observe(result.events)
+            info = result.info
+            prompt = result.prompt
+        return Played(agent.recorded(), tuple(memory.store.entries()), env.ground_truth(), env.events)
+    finally:
+        agent.close()
 
 
 def measure_scenario(scenario_ref: Any, seed: int = 0, policy: str = "first-candidate", *,
@@ -211,10 +213,9 @@ def measure_scenario(scenario_ref: Any, seed: int = 0, policy: str = "first-cand
     import scenarios
 
     scenario = scenarios.load(scenario_ref) if isinstance(scenario_ref, str) else scenario_ref
-    with SQLiteStore(":memory:") as store:
-        played = play(scenario, seed, policy, Timeline(store, HashingEncoder()))
-    episodes = segment(played.entries, segmenter)
-    return layer_quality(played.truth, played.event_index, episodes, link(episodes, config=graph),
+    played = play(scenario, seed, policy, segmenter=segmenter, graph=graph)
+    recorded = played.recorded
+    return layer_quality(played.truth, recorded.entry_events, recorded.episodes, recorded.edges,
                          events=played.events)
 
 

@@ -64,13 +64,14 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
         if prompt.attempt == 1:
             current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0}
         started = time.perf_counter()
-        decision = agent.decide(prompt)
+        turn = agent.decide(prompt)
+        decision = turn.decision
         current["latency"] += (time.perf_counter() - started) * 1000.0
         current["in"] += int(decision.usage.get("input_tokens", 0))
         current["out"] += int(decision.usage.get("output_tokens", 0))
         current["cost"] += float(decision.usage.get("cost_usd", 0.0))
         if prompt.attempt == 1:
-            evidence = getattr(agent, "last_evidence", ())
+            evidence = turn.evidence
             current.update(confidence=decision.confidence, retrieved=len(evidence),
                            labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
                            relied=bool(decision.relied_on))
@@ -98,11 +99,10 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
 
 def measure_layers(agent: Agent, truth: GroundTruth) -> dict[str, Any] | None:
     """Score an episodic agent's episodes and edges against the simulator's ground truth."""
-    memory = getattr(agent, "memory", None)
-    if memory is None or not hasattr(memory, "episodes"):
+    recorded = agent.recorded()
+    if recorded is None:
         return None
     from eval.layers import layer_quality
 
-    memory.flush()
-    quality = layer_quality(truth, dict(agent.entry_events), memory.episodes(), memory.edges())
+    quality = layer_quality(truth, recorded.entry_events, recorded.episodes, recorded.edges)
     return quality.to_json()

@@ -8,20 +8,18 @@ import pytest
 
 import scenarios
 from eval.layers import layer_quality, main, measure_scenario, play
-from memory.projection import link
-from memory.segmenter import build_episode, segment
-from memory.timeline import HashingEncoder, SQLiteStore, Timeline
+from memory.segmenter import build_episode
 
 
 @pytest.fixture(scope="module")
 def played():
-    with SQLiteStore(":memory:") as store:
-        yield play(scenarios.load("pool-vs-deploy"), 0, "truth-on-retry", Timeline(store, HashingEncoder()))
+    return play(scenarios.load("pool-vs-deploy"), 0, "truth-on-retry")
 
 
 def test_canonical_scenario_is_segmented_and_linked(played) -> None:
-    episodes = segment(played.entries)
-    quality = layer_quality(played.truth, played.event_index, episodes, link(episodes), events=played.events)
+    recorded = played.recorded
+    quality = layer_quality(played.truth, recorded.entry_events, recorded.episodes, recorded.edges,
+                            events=played.events)
     assert (quality.boundary_precision, quality.boundary_recall, quality.outcome_accuracy) == (1.0, 1.0, 1.0)
     assert quality.edges["RETRY_OF"].recall == 1.0 and quality.edges["LEARNED_FROM"].precision == 1.0
     assert quality.edges["CAUSED_BY"].correct >= 1
@@ -29,8 +27,8 @@ def test_canonical_scenario_is_segmented_and_linked(played) -> None:
 
 
 def test_one_big_episode_scores_badly(played) -> None:
-    lump = [build_episode(played.entries)]
-    quality = layer_quality(played.truth, played.event_index, lump, [], events=played.events)
+    lump = [build_episode(list(played.entries))]
+    quality = layer_quality(played.truth, played.recorded.entry_events, lump, [], events=played.events)
     assert quality.boundary_precision == 1.0
     assert quality.boundary_recall == pytest.approx(1 / len(played.truth.episodes))
     assert quality.outcome_accuracy is not None and quality.outcome_accuracy < 0.8
@@ -38,10 +36,9 @@ def test_one_big_episode_scores_badly(played) -> None:
 
 
 def test_wrong_edges_lower_precision(played) -> None:
-    episodes = segment(played.entries)
-    edges = link(episodes)
-    flipped = [e.__class__(e.target, e.source, e.type, e.weight, e.evidence) for e in edges]
-    quality = layer_quality(played.truth, played.event_index, episodes, flipped)  # no events: majority fallback
+    recorded = played.recorded
+    flipped = [e.__class__(e.target, e.source, e.type, e.weight, e.evidence) for e in recorded.edges]
+    quality = layer_quality(played.truth, recorded.entry_events, recorded.episodes, flipped)  # no events: majority fallback
     assert quality.edges["RETRY_OF"].precision == 0.0
     assert quality.outcome_accuracy == 1.0
 

@@ -192,8 +192,8 @@ def round_times(rounds: int, seed: int = 0) -> list[float]:
     start = time.perf_counter()
     try:
         while prompt is not None:
-            decision = agent.decide(prompt)
-            step = env.step(decision.choice)
+            turn = agent.decide(prompt)
+            step = env.step(turn.decision.choice)
             agent.observe(step.events)
             if step.round_done:
                 now = time.perf_counter()
