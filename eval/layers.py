@@ -37,7 +37,7 @@ from rich.table import Table
 from memory.encoder import HashingEncoder
 from memory.episodes import Edge, EdgeType, Episode
 from memory.projection import link
-from memory.segmenter import DEFAULT_CONFIG, SegmenterConfig, segment
+from memory.episodes.segmenter import DEFAULT_CONFIG, SegmenterConfig, segment
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
 from memory.store import SQLiteStore
 from memory.timeline import Entry, Timeline

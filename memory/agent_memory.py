@@ -31,7 +31,7 @@ import numpy as np
 from memory import graph as graph_rules
 from memory.chain_cache import ChainCache
 from memory.encoder import Encoder, HashingEncoder
-from memory.episodes import Edge, Episode, Outcome
+from memory.episodes import Edge, Episode, Outcome, Segmenter, SegmenterConfig
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
 from memory.facts import (
     DEFAULT_FACTS,
@@ -50,7 +50,6 @@ from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory import retriever as retrieval
 from memory import snapshot
 from memory.retriever import DEFAULT, Bounds, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
-from memory.segmenter import Segmenter, SegmenterConfig
 from memory.snapshot import LazyMap, LazySet
 from memory.store import EntryParts, SQLiteStore
 from memory.timeline import Entry, EntryDraft, Kind, Role, Timeline

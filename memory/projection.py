@@ -18,7 +18,7 @@ import networkx as nx
 
 from memory.episodes import Edge, Episode
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, add_edges, add_episode, build_graph, infer_edges
-from memory.segmenter import DEFAULT_CONFIG, Segmenter, SegmenterConfig, segment
+from memory.episodes.segmenter import DEFAULT_CONFIG, Segmenter, SegmenterConfig, segment
 
 EPISODE_KIND = "episode"  # record kind of episodes in the store
 EDGE_KIND = "edge"  # record kind of edges in the store

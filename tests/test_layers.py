@@ -9,8 +9,8 @@ import pytest
 import scenarios
 from eval.layers import layer_quality, main, measure_scenario, play
 from memory.encoder import HashingEncoder
+from memory.episodes import build_episode, segment
 from memory.projection import link
-from memory.segmenter import build_episode, segment
 from memory.store import SQLiteStore
 from memory.timeline import Timeline
 

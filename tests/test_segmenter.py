@@ -13,15 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory.encoder import HashingEncoder
-from memory.episodes import Episode, Outcome
-from memory.segmenter import (
-    DEFAULT_CONFIG,
-    Segmenter,
-    SegmenterConfig,
-    classify_text,
-    detect_outcome,
-    segment,
-)
+from memory.episodes import Episode, Outcome, Segmenter, SegmenterConfig, classify_text, detect_outcome, segment
+from memory.episodes.segmenter import DEFAULT_CONFIG
 from memory.timeline import GENESIS_ID, EntryDraft, Kind, Role, chain
 
 GOLDEN = Path(__file__).parent / "golden" / "segmenter"
