@@ -116,16 +116,16 @@ def split_negation(text: str) -> tuple[str, str]:
 SUCCESS_CUES = (
     "resolved", "fixed", "recovered", "restored", "cleared", "gone", "stopped", "passed", "passes",
     "confirmed", "succeeded", "succeeds?", "successful(?:ly)?", "green", "healthy", "back to", "returned to",
-    "normal", "drained", "stable", "works?", "working", "helped", "helps?", "improved", "improvement",
-    "finished", "finish(?:es)?", "completed?", "completes", "solved", "mitigated", "flowing", "flat",
-    "reconnect(?:s|ed)?", "pass", "stops?", "under control",
+    "normal", "stable", "works?", "working", "helped", "helps?", "improved", "improvement",
+    "finished", "finish(?:es)?", "completed?", "completes", "solved", "mitigated",
+    "pass", "stops?", "under control",
 )
 # Generic English for a problem that stayed, came back, or was only covered up or put off.
 FAILURE_CUES = (
     "persists?", "persisted", "persisting", "still", "continues?", "continued", "continuing", "unchanged",
     "failed", "fails", "failing", "ongoing", "worse", "worsened", "regress(?:ed|ion)?", "recurr(?:ed|ing|s)?",
     "broken", "remains?", "remained", "no change", "changed nothing", "nothing changed", "no effect",
-    "no difference", "stopped working", "not resolved", "keeps? failing", "hid", "hides", "mask(?:s|ed|ing)?",
+    "no difference", "stopped working", "not resolved", "keeps? failing", "mask(?:s|ed|ing)?",
     "only (?:delay|postpone|allow|shift|move)\\w*", "postpone[sd]?", "(?:shows?|showed) the same",
 )
 # Generic English for an improvement short of a fix.
