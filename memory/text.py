@@ -9,15 +9,22 @@ measurement of the lexicon, not of the memory).
 Contents:
 
 - words and stems: `words` (raw lower-case words, apostrophes kept), `stems` (content-word
-  stems for overlap scores), `split_sentences`, `trim`;
+  stems for overlap scores), `word_counts` (content-word counts for text similarity),
+  `terms` and `normalize_term` (normalized content terms of fact conditions),
+  `split_sentences`, `trim`;
 - negation: `NEGATORS` (words that flip the cue after them), `split_negation` (what a text
   affirms and what it denies);
-- outcome cues: `SUCCESS_CUES`, `FAILURE_CUES`, `PARTIAL_CUES`, `SYMPTOM_NOUNS`.
+- outcome cues: `SUCCESS_CUES`, `FAILURE_CUES`, `PARTIAL_CUES`, `SYMPTOM_NOUNS`;
+- causal cues: `CHANGE_WORDS`, `CAUSAL_CUE` (a sentence tracing a symptom to an earlier change).
+
+The three tokenizers (`stems`, `word_counts`, `terms`) keep their own stop-word lists: each
+list was measured with its tokenizer, and merging them changes results.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 # -- words and stems ------------------------------------------------------------------------
@@ -49,6 +56,50 @@ def stems(text: str) -> frozenset[str]:
     """Content-word stems of `text` (lower-cased, stop words dropped, truncated)."""
     return frozenset(word.lower()[:STEM_LENGTH] for word in _STEM_WORD.findall(text.replace("_", " "))
                      if word.lower() not in STOP_WORDS and len(word) > 2)
+
+
+# Generic English function words of three or more letters (`word_counts` drops shorter words).
+COUNT_STOP_WORDS = frozenset("the and for with from that this was were are has had have not but its into than then "
+                             "after since all any per our out one two off via".split())
+_COUNT_WORD = re.compile(r"[a-z][a-z0-9_\-]{2,}")
+
+
+def word_counts(text: str) -> Counter[str]:
+    """Content words of a text with their counts (lowercase, 3+ characters, no stop words)."""
+    return Counter(t for t in _COUNT_WORD.findall(text.lower()) if t not in COUNT_STOP_WORDS)
+
+
+# Generic English function words (a standard English stop list), plus "per", "via", "still".
+TERM_STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers him his how i if in into is it its
+    itself just me more most my no nor not now of off on once only or other our ours out
+    over own same she should so some such than that the their them then there these they
+    this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours per via still only""".split()
+)
+_TERM_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII)
+
+
+def normalize_term(word: str) -> str:
+    """Lower-cased word with a light, documented suffix strip (-ing, -ed, -es after a sibilant, -s)."""
+    word = word.lower()
+    if word.endswith("ing") and len(word) >= 7:
+        return word[:-3]
+    if word.endswith("ed") and len(word) >= 6:
+        return word[:-2]
+    if word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> frozenset[str]:
+    """Normalized content terms of a text: alphabetic words of 3+ letters, no stop words."""
+    found = _TERM_WORD.findall(text.lower())
+    return frozenset(normalize_term(w) for w in found if len(w) >= 3 and w not in TERM_STOP_WORDS)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -136,3 +187,21 @@ PARTIAL_CUES = (
 # Generic nouns for a symptom; negated ("no errors", "zero alerts") they report success.
 SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|incidents?|issues?|problems?|alarms?"
                  "|crash(?:es)?|restarts?|kills?|leaks?")
+
+
+# -- causal cues ----------------------------------------------------------------------------
+
+# Generic English nouns and verbs for a change someone made.
+CHANGE_WORDS = (r"(?:fix|fixes|change|changes|hotfix|workaround|remediation|mitigation|adjustment|moved|switched|"
+                r"replaced|raised|lowered|introduced|added|removed|upgraded|migrated)")
+# Generic English ways to trace a symptom to an earlier change: a causal connective before a
+# change ("since the change", "caused by the config change"), a reference to an earlier fix, change
+# or incident ("the previous fix", "last week's change", "yesterday's hotfix"), or a change
+# dated in the past ("was raised two days ago").
+CAUSAL_CUE = re.compile(
+    r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"
+    rf"following|started with)\b(?:\W+\w+){{0,5}}?\W+{CHANGE_WORDS}\b"
+    r"|\b(?:last|previous|earlier|recent|(?:yesterday|today|tonight|this (?:morning|afternoon|evening|week))'s)\b"
+    r"(?:\W+\w+){0,3}?\W+(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
+    rf"|\b(?:was|were|got|been)\s+{CHANGE_WORDS}\b(?:\W+\w+){{0,6}}?\W+(?:yesterday|last|earlier|ago)\b",
+    re.IGNORECASE)
