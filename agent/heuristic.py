@@ -22,20 +22,20 @@ signals) and what the memory hands it. For every candidate ``c`` it computes
 
 Choices already tried and failed in this round are excluded while others remain. Ties go
 to the candidate listed first. Nothing here depends on any particular scenario's words:
-the only vocabulary is generic English (stop words, negation cues).
+the only vocabulary is generic English (stop words, negation cues), all of it in
+`memory.text`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
-from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
+from memory.text import split_negation, stems
 from memory.timeline import Encoder, HashingEncoder
 
 MEMORY_WEIGHT = 1.0  # how much relative closeness to a precedent weighs against the prior
@@ -43,55 +43,6 @@ FEEDBACK_WEIGHT = 3.0  # corrections in the current round are direct evidence
 FACT_WEIGHT = 0.5  # weight of a fact vote (times its confidence and match)
 CORRECTION_SHARE = 0.5  # weight of a correction's text relative to the item's resolution
 SOFTMAX_TEMPERATURE = 0.25  # turns score margins into a confidence
-
-_STOP = frozenset(
-    "a an the and or but if then than of in on at to for from by with without into onto over under "
-    "is are was were be been being it its this that these those there here as so such not no nor "
-    "we our you your they their he she his her i me my do does did done have has had having "
-    "after before during while when where which who whom what why how all any each some more most "
-    "very can could should would may might must will shall about up down out off per via also just "
-    "only still again same other another new old one two three".split()
-)
-_NEGATION = re.compile(r"\b(?:not|never|no|none|without|rather than|instead of|isn't|wasn't|aren't|weren't|"
-                       r"doesn't|didn't|no longer)\b", re.I)
-# A clause stating that something is in its normal state reports the absence of a symptom.
-_NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok|green|steady|stable|"
-                      r"within limits|as usual)\b", re.I)
-_CLAUSE = re.compile(r"[.;:!?,]\s+|\s+(?:but|while|whereas|although)\s+|\n")
-_WORD = re.compile(r"[a-z][a-z0-9]+", re.I)
-STEM_LENGTH = 6  # word stems: the first six letters ("exhausted" ~ "exhaustion")
-
-
-@lru_cache(maxsize=65536)
-def stems(text: str) -> frozenset[str]:
-    """Content-word stems of `text` (lower-cased, stop words dropped, truncated)."""
-    return frozenset(word.lower()[:STEM_LENGTH] for word in _WORD.findall(text.replace("_", " "))
-                     if word.lower() not in _STOP and len(word) > 2)
-
-
-def split_negation(text: str) -> tuple[str, str]:
-    """Split text into what it affirms and what it denies, clause by clause.
-
-    Within a clause (split at punctuation and contrastive conjunctions) the words after a
-    negation cue ("not", "no", "without", "rather than", …) are denied, the words before it
-    affirmed; a clause that reports a normal state ("quiet", "healthy", "idle", …) is denied
-    as a whole: "Postgres idle, no lock waits" reports the absence of those symptoms.
-    """
-    affirmed, denied = [], []
-    for clause in _CLAUSE.split(text):
-        if not clause.strip():
-            continue
-        if _NOMINAL.search(clause):
-            denied.append(clause)
-            continue
-        match = _NEGATION.search(clause)
-        if match:
-            affirmed.append(clause[: match.start()])
-            denied.append(clause[match.end():])
-        else:
-            affirmed.append(clause)
-    return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
-        part.strip() for part in denied if part.strip())
 
 
 class HeuristicReasoner:

@@ -21,11 +21,11 @@ The timeline is the only source of truth; every other layer is a projection of i
 
 from memory.agent_memory import EpisodicMemory
 from memory.errors import MemoryError_, StoreError
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import Edge, EdgeType, Episode, Outcome, Segmenter, SegmenterConfig, segment
 from memory.facts import FactVersion
 from memory.graph import GraphConfig, causal_chain
 from memory.retriever import Context, RetrieverConfig
-from memory.segmenter import Segmenter, SegmenterConfig, segment
+from memory.episodes import Segmenter, SegmenterConfig, segment
 from memory.timeline import (
     Encoder,
     Entry,

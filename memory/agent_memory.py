@@ -30,7 +30,7 @@ from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
 from memory.retriever import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
-from memory.segmenter import Segmenter, SegmenterConfig
+from memory.episodes import Segmenter, SegmenterConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import (
     Encoder,

@@ -18,7 +18,7 @@ import networkx as nx
 
 from memory.episodes import Edge, Episode
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, add_edges, add_episode, build_graph, infer_edges
-from memory.segmenter import DEFAULT_CONFIG, Segmenter, SegmenterConfig, segment
+from memory.episodes import DEFAULT_CONFIG, Segmenter, SegmenterConfig, segment
 from memory.timeline import RecordKind
 
 

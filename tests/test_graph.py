@@ -9,7 +9,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from memory.episodes import EdgeType
+from memory.episodes import EdgeType, segment
 from memory.graph import (
     GraphConfig,
     build_graph,
@@ -21,7 +21,6 @@ from memory.graph import (
     subject_history,
 )
 from memory.projection import link
-from memory.segmenter import segment
 from test_segmenter import build_entries
 
 GOLDEN = Path(__file__).parent / "golden" / "graph"

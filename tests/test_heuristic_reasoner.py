@@ -1,6 +1,7 @@
 """The heuristic reasoner: prior from world knowledge, outcome-aware evidence, text evidence."""
 
-from agent.heuristic import HeuristicReasoner, split_negation, stems
+from agent.heuristic import HeuristicReasoner
+from memory.text import split_negation, stems
 from agent.reasoner import CauseInfo, Evidence, Problem
 
 POOL = CauseInfo("pool_exhaustion", "A client connection pool is exhausted; requests wait for a connection",

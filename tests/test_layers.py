@@ -8,7 +8,7 @@ import pytest
 
 import scenarios
 from eval.layers import layer_quality, main, measure_scenario, play
-from memory.segmenter import build_episode
+from memory.episodes import build_episode
 
 
 @pytest.fixture(scope="module")

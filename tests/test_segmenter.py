@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from memory.timeline import HashingEncoder
 from memory.episodes import Episode, Outcome
-from memory.segmenter import (
+from memory.episodes import (
     DEFAULT_CONFIG,
     Segmenter,
     SegmenterConfig,

@@ -27,7 +27,7 @@ from memory.episodes import Episode
 from memory.facts import EpisodeEvidence, evidence_from, extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
 from memory.reinforcer import DecisionNote, reinforce
-from memory.segmenter import Segmenter
+from memory.episodes import Segmenter
 from memory.timeline import HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
 from simulator import families as fam
 from simulator import outcomes
@@ -42,7 +42,7 @@ PRINCIPALS: tuple[tuple[str, float], ...] = (("team-core", 0.7), ("team-data", 0
 BUILD_METHOD = (
     "timeline written with Timeline.append_many in batches of {batch} entries (redaction, embeddings and "
     "hash chain as in production); derived records computed in one streaming pass with the memory's own "
-    "functions: memory.segmenter.Segmenter.feed → memory.graph.infer_edges over each principal's last "
+    "functions: memory.episodes.segmenter.Segmenter.feed → memory.graph.infer_edges over each principal's last "
     "{window} episodes → memory.reinforcer.reinforce (edges and reinforcement marks) per episode; facts "
     "from memory.facts.extract_facts once per principal at the end (the facade extracts them incrementally, "
     "so its fact history would hold more versions); then opened with EpisodicMemory, which rebuilds its "

@@ -1,7 +1,8 @@
 """Episode and edge records: the values layers 2 and 3 produce.
 
-Kept apart from the algorithms (`memory.segmenter`, `memory.graph`) so that facts, the
-retriever and the reinforcer can import the values without the machinery.
+Kept apart from the algorithms (`memory.episodes.segmenter`, `memory.graph`) so that facts,
+the retriever and the reinforcer can import the values without the machinery. Edge and
+EdgeType are layer 3's values; they live here until the graph layer becomes a package.
 """
 
 from __future__ import annotations

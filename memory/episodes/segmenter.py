@@ -22,36 +22,20 @@ Each signal is a strength in [0, 1]:
 
 With the default weights any one signal at full strength reaches the split threshold.
 
-Outcomes are detected from the stream, in this order of precedence:
-
-1. structured status: the last outcome entry whose metadata holds a status-like key
-   (``status``, ``state``, ``result``, ``conclusion``, ``verdict``, ``outcome``, at any
-   depth) with a known value: success/passed/ok/green → SUCCESS, failure/failed/error/red →
-   FAILURE, partial/degraded/flaky/unstable → PARTIAL;
-2. a correction after a decision ⇒ FAILURE of that attempt;
-3. outcome text, then correction text, through the cue lexicon below; the last clause
-   (split at ``; . : !`` and "but") that holds a cue decides: success cues only → SUCCESS,
-   failure cues only → FAILURE, partial cues or both → PARTIAL. A negator ("not", "no",
-   "no longer", "never", "without", "n't", …) among the three words before a cue flips
-   success ↔ failure ("not fixed", "did not help", "no longer failing"); a negated symptom
-   noun is a success cue ("no errors", "no more midnight failures"). A success clause
-   undercut by "but" and a clause without a success cue ("green, but stale prices
-   reported") is a FAILURE, or PARTIAL when that clause holds a partial cue;
-4. an outcome report with no cue at all after a decision or action in the same episode
-   (a change reported without any problem) ⇒ SUCCESS, marked as such in the evidence;
-5. nothing ⇒ UNKNOWN.
+Outcomes are detected from the stream by `memory.episodes.outcomes` (see its docstring).
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from memory.episodes import Episode, Outcome, episode_id
+from memory.episodes.model import Episode, Outcome, episode_id
+from memory.episodes.outcomes import OutcomeVerdict, detect_outcome
+from memory.text import split_sentences, trim
 from memory.timeline import Entry, Kind
 
 OPENING_KINDS = frozenset({Kind.OBSERVATION, Kind.DECISION, Kind.ACTION})  # can start an attempt
@@ -157,168 +141,7 @@ def signals(open_: _Open, entry: Entry, config: SegmenterConfig = DEFAULT_CONFIG
     return Signals(situation, semantic, temporal, explicit, score, score >= config.split_threshold - 1e-9)
 
 
-# -- outcome detection ------------------------------------------------------------------
-
-class OutcomeVerdict(NamedTuple):
-    """A detected outcome and what it was detected from."""
-
-    outcome: Outcome  # detected outcome
-    evidence: str  # metadata status or text cue, with the source text
-
-
-_STATUS_KEYS = ("status", "state", "result", "conclusion", "verdict", "outcome")
-_STATUS_VALUES = {
-    **dict.fromkeys(("success", "succeeded", "successful", "passed", "pass", "ok", "green", "fixed", "resolved"),
-                    Outcome.SUCCESS),
-    **dict.fromkeys(("failure", "failed", "fail", "error", "errored", "red", "broken"), Outcome.FAILURE),
-    **dict.fromkeys(("partial", "partially", "degraded", "flaky", "unstable", "mixed"), Outcome.PARTIAL),
-}
-
-# Cue lexicon (generic English; regexes over lowercase text, matched on word boundaries).
-SUCCESS_CUES = (
-    "resolved", "fixed", "recovered", "restored", "cleared", "gone", "stopped", "passed", "passes",
-    "confirmed", "succeeded", "succeeds?", "successful(?:ly)?", "green", "healthy", "back to", "returned to",
-    "normal", "drained", "stable", "works?", "working", "helped", "helps?", "improved", "improvement",
-    "finished", "finish(?:es)?", "completed?", "completes", "solved", "mitigated", "flowing", "flat",
-    "reconnect(?:s|ed)?", "pass", "stops?", "under control",
-)
-FAILURE_CUES = (
-    "persists?", "persisted", "persisting", "still", "continues?", "continued", "continuing", "unchanged",
-    "failed", "fails", "failing", "ongoing", "worse", "worsened", "regress(?:ed|ion)?", "recurr(?:ed|ing|s)?",
-    "broken", "remains?", "remained", "no change", "changed nothing", "nothing changed", "no effect",
-    "no difference", "stopped working", "not resolved", "keeps? failing", "hid", "hides", "mask(?:s|ed|ing)?",
-    "only (?:delay|postpone|allow|shift|move)\\w*", "postpone[sd]?", "(?:shows?|showed) the same",
-)
-PARTIAL_CUES = (
-    "partial(?:ly)?", "degraded", "somewhat", "mostly", "some improvement", "improved but", "reduced",
-    "fewer", "only some", "in part", "slightly", "a bit",
-)
-NEGATORS = frozenset({"not", "no", "never", "without", "nor", "neither", "cannot", "none", "zero", "hardly",
-                      "didn't", "doesn't", "don't", "isn't", "wasn't", "aren't", "weren't", "hasn't", "haven't",
-                      "won't", "can't", "couldn't", "longer"})  # "longer" completes "no longer"
-SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|incidents?|issues?|problems?|alarms?"
-                 "|crash(?:es)?|restarts?|kills?|leaks?")
-
-_WORD = re.compile(r"[a-z0-9']+")
-_CLAUSES = re.compile(r"[;.!?:]\s+|[;!?]|\bbut\b|\n")
-_NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?:{SYMPTOM_NOUNS})\b")
-
-
-def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
-    ordered = sorted(cues, key=len, reverse=True)  # multi-word phrases before their words
-    return re.compile(r"\b(?:" + "|".join(ordered) + r")\b")
-
-
-_CUES = ((Outcome.FAILURE, _cue_pattern(FAILURE_CUES)), (Outcome.PARTIAL, _cue_pattern(PARTIAL_CUES)),
-         (Outcome.SUCCESS, _cue_pattern(SUCCESS_CUES)))
-_FLIP = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS, Outcome.PARTIAL: Outcome.PARTIAL}
-
-
-def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
-    found: list[tuple[Outcome, str]] = []
-    masked = clause
-    for match in _NEGATED_SYMPTOM.finditer(clause):
-        found.append((Outcome.SUCCESS, match.group(0)))
-        masked = masked[: match.start()] + " " * len(match.group(0)) + masked[match.end():]
-    for polarity, pattern in _CUES:
-        for match in pattern.finditer(masked):
-            before = _WORD.findall(masked[: match.start()])[-3:]
-            negated = any(word in NEGATORS or word.endswith("n't") for word in before)
-            phrase = " ".join(before[-1:] + [match.group(0)]) if negated else match.group(0)
-            found.append((_FLIP[polarity] if negated else polarity, phrase))
-            masked = masked[: match.start()] + " " * len(match.group(0)) + masked[match.end():]
-    return found
-
-
-def _clause_verdict(cues: list[tuple[Outcome, str]]) -> Outcome:
-    kinds = {polarity for polarity, _ in cues}
-    if Outcome.PARTIAL in kinds or kinds == {Outcome.SUCCESS, Outcome.FAILURE}:
-        return Outcome.PARTIAL
-    return kinds.pop() if kinds else Outcome.UNKNOWN
-
-
-def classify_text(text: str) -> OutcomeVerdict:
-    """Outcome of one outcome or correction text through the cue lexicon."""
-    lowered = text.lower()
-    clauses: list[tuple[str, bool]] = []  # (clause, introduced by "but")
-    position, but = 0, False
-    for match in _CLAUSES.finditer(lowered):
-        clauses.append((lowered[position : match.start()], but))
-        position, but = match.end(), match.group(0).strip() == "but"
-    clauses.append((lowered[position:], but))
-    clauses = [(c, b) for c, b in clauses if c.strip()]
-    for index in range(len(clauses) - 1, -1, -1):
-        cues = _clause_cues(clauses[index][0])
-        if not cues:
-            continue
-        verdict = _clause_verdict(cues)
-        shown = ", ".join(f"'{phrase}'" for _, phrase in cues)
-        later = clauses[index + 1] if index + 1 < len(clauses) else None
-        if verdict == Outcome.SUCCESS and later is not None and later[1]:
-            return OutcomeVerdict(Outcome.FAILURE, f"text cue {shown} undercut by 'but {_trim(later[0].strip(), 60)}'")
-        return OutcomeVerdict(verdict, f"text cue {shown}")
-    return OutcomeVerdict(Outcome.UNKNOWN, "no outcome cue")
-
-
-def _structured_status(metadata: Any) -> str | None:
-    if isinstance(metadata, Mapping):
-        for key in _STATUS_KEYS:
-            value = metadata.get(key)
-            if isinstance(value, str) and value.strip().lower() in _STATUS_VALUES:
-                return value.strip().lower()
-        for value in metadata.values():
-            found = _structured_status(value)
-            if found is not None:
-                return found
-    elif isinstance(metadata, list):
-        for value in metadata:
-            found = _structured_status(value)
-            if found is not None:
-                return found
-    return None
-
-
-def _quote(text: str, limit: int = 100) -> str:
-    return f'"{_trim(text, limit)}"'
-
-
-def detect_outcome(entries: Sequence[Entry]) -> OutcomeVerdict:
-    """Detect an episode's outcome from its entries (see the module docstring)."""
-    outcomes = [e for e in entries if e.kind == Kind.OUTCOME]
-    for entry in reversed(outcomes):
-        status = _structured_status(entry.metadata)
-        if status is not None:
-            return OutcomeVerdict(_STATUS_VALUES[status], f"structured status '{status}' on outcome {_quote(entry.text)}")
-    first_decision = next((i for i, e in enumerate(entries) if e.kind == Kind.DECISION), None)
-    if first_decision is not None:
-        corrections = [e for e in entries[first_decision:] if e.kind == Kind.CORRECTION]
-        if corrections:
-            return OutcomeVerdict(Outcome.FAILURE, f"correction after the decision: {_quote(corrections[-1].text)}")
-    for kind in (Kind.OUTCOME, Kind.CORRECTION):
-        for entry in reversed([e for e in entries if e.kind == kind]):
-            verdict = classify_text(entry.text)
-            if verdict.outcome != Outcome.UNKNOWN:
-                return OutcomeVerdict(verdict.outcome, f"{verdict.evidence} in {kind.value} {_quote(entry.text)}")
-    changed = next((i for i, e in enumerate(entries) if e.kind in (Kind.DECISION, Kind.ACTION)), None)
-    if changed is not None:
-        report = next((e for e in reversed(entries[changed:]) if e.kind == Kind.OUTCOME), None)
-        if report is not None:
-            return OutcomeVerdict(Outcome.SUCCESS, f"outcome after a change with no problem cue: {_quote(report.text)}")
-    return OutcomeVerdict(Outcome.UNKNOWN, "no outcome signal")
-
-
 # -- episode building --------------------------------------------------------------------
-
-def _trim(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
-    return cut.rstrip(" ,;:") + "…"
-
-
-_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n")
-
 
 def _assumptions(entries: Sequence[Entry]) -> tuple[str, ...]:
     found: list[str] = []
@@ -330,7 +153,7 @@ def _assumptions(entries: Sequence[Entry]) -> tuple[str, ...]:
             if isinstance(stated, list):
                 found.extend(str(item) for item in stated if str(item).strip())
         if entry.kind in (Kind.DECISION, Kind.ACTION, Kind.NOTE):
-            for sentence in _SENTENCE.split(entry.text):
+            for sentence in split_sentences(entry.text):
                 if sentence.strip().lower().startswith("assum"):
                     found.append(sentence.strip())
     return tuple(dict.fromkeys(found))
@@ -356,7 +179,7 @@ def summarize(entries: Sequence[Entry], verdict: OutcomeVerdict, *, part_chars: 
     if closing:
         parts.append(closing[-1].text if verdict.outcome == Outcome.UNKNOWN else
                      next((e.text for e in reversed(closing) if e.kind == Kind.OUTCOME), closing[-1].text))
-    return " → ".join(_trim(p, part_chars) for p in parts)
+    return " → ".join(trim(p, part_chars) for p in parts)
 
 
 def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFIG) -> Episode:

@@ -1,0 +1,207 @@
+"""The one text module: words, stems, stop words, negation and cue-word lists.
+
+Every layer that reads text goes through here, so that what counts as a word, a negation or
+an outcome cue is written down once. All vocabulary in this module is generic English: no
+list may hold a word or phrase taken from one scenario's wording (a cue that only works
+because a scenario happens to say it would make every measurement on that scenario a
+measurement of the lexicon, not of the memory).
+
+Contents:
+
+- words and stems: `words` (raw lower-case words, apostrophes kept), `stems` (content-word
+  stems for overlap scores), `word_counts` (content-word counts for text similarity),
+  `terms` and `normalize_term` (normalized content terms of fact conditions),
+  `split_sentences`, `trim`;
+- negation: `NEGATORS` (words that flip the cue after them), `split_negation` (what a text
+  affirms and what it denies);
+- outcome cues: `SUCCESS_CUES`, `FAILURE_CUES`, `PARTIAL_CUES`, `SYMPTOM_NOUNS`;
+- causal cues: `CHANGE_WORDS`, `CAUSAL_CUE` (a sentence tracing a symptom to an earlier change).
+
+The three tokenizers (`stems`, `word_counts`, `terms`) keep their own stop-word lists: each
+list was measured with its tokenizer, and merging them changes results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+# -- words and stems ------------------------------------------------------------------------
+
+# Generic English function words, plus a few very common adverbs and numerals that carry no
+# topic. Used by `stems`; words of two letters or fewer are dropped there anyway.
+STOP_WORDS = frozenset(
+    "a an the and or but if then than of in on at to for from by with without into onto over under "
+    "is are was were be been being it its this that these those there here as so such not no nor "
+    "we our you your they their he she his her i me my do does did done have has had having "
+    "after before during while when where which who whom what why how all any each some more most "
+    "very can could should would may might must will shall about up down out off per via also just "
+    "only still again same other another new old one two three".split()
+)
+STEM_LENGTH = 6  # word stems: the first six letters ("exhausted" ~ "exhaustion")
+
+_STEM_WORD = re.compile(r"[a-z][a-z0-9]+", re.I)
+_WORD = re.compile(r"[a-z0-9']+")  # apostrophes kept: "didn't" is one (negating) word
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n")
+
+
+def words(lowered: str) -> list[str]:
+    """Words of an already lower-cased text, in order (digits and apostrophes kept)."""
+    return _WORD.findall(lowered)
+
+
+@lru_cache(maxsize=65536)
+def stems(text: str) -> frozenset[str]:
+    """Content-word stems of `text` (lower-cased, stop words dropped, truncated)."""
+    return frozenset(word.lower()[:STEM_LENGTH] for word in _STEM_WORD.findall(text.replace("_", " "))
+                     if word.lower() not in STOP_WORDS and len(word) > 2)
+
+
+# Generic English function words of three or more letters (`word_counts` drops shorter words).
+COUNT_STOP_WORDS = frozenset("the and for with from that this was were are has had have not but its into than then "
+                             "after since all any per our out one two off via".split())
+_COUNT_WORD = re.compile(r"[a-z][a-z0-9_\-]{2,}")
+
+
+def word_counts(text: str) -> Counter[str]:
+    """Content words of a text with their counts (lowercase, 3+ characters, no stop words)."""
+    return Counter(t for t in _COUNT_WORD.findall(text.lower()) if t not in COUNT_STOP_WORDS)
+
+
+# Generic English function words (a standard English stop list), plus "per", "via", "still".
+TERM_STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be been before
+    being below between both but by can could did do does doing down during each few for
+    from further had has have having he her here hers him his how i if in into is it its
+    itself just me more most my no nor not now of off on once only or other our ours out
+    over own same she should so some such than that the their them then there these they
+    this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours per via still only""".split()
+)
+_TERM_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII)
+
+
+def normalize_term(word: str) -> str:
+    """Lower-cased word with a light, documented suffix strip (-ing, -ed, -es after a sibilant, -s)."""
+    word = word.lower()
+    if word.endswith("ing") and len(word) >= 7:
+        return word[:-3]
+    if word.endswith("ed") and len(word) >= 6:
+        return word[:-2]
+    if word.endswith(("sses", "ches", "shes", "xes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) >= 4:
+        return word[:-1]
+    return word
+
+
+def terms(text: str) -> frozenset[str]:
+    """Normalized content terms of a text: alphabetic words of 3+ letters, no stop words."""
+    found = _TERM_WORD.findall(text.lower())
+    return frozenset(normalize_term(w) for w in found if len(w) >= 3 and w not in TERM_STOP_WORDS)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`: split after ``. ; ! ?`` followed by space, and at line breaks."""
+    return _SENTENCE.split(text)
+
+
+def trim(text: str, limit: int) -> str:
+    """Whitespace-collapsed `text`, cut at a word boundary to at most `limit` characters."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+# -- negation -------------------------------------------------------------------------------
+
+# Generic English negators. A negator among the few words before an outcome cue flips it
+# ("not fixed", "did not help", "no longer failing"); "longer" completes "no longer".
+NEGATORS = frozenset({"not", "no", "never", "without", "nor", "neither", "cannot", "none", "zero", "hardly",
+                      "didn't", "doesn't", "don't", "isn't", "wasn't", "aren't", "weren't", "hasn't", "haven't",
+                      "won't", "can't", "couldn't", "longer"})
+
+# Generic English negation and contrast markers: what follows them in a clause is denied.
+_NEGATION = re.compile(r"\b(?:not|never|no|none|without|rather than|instead of|isn't|wasn't|aren't|weren't|"
+                       r"doesn't|didn't|no longer)\b", re.I)
+# Generic English words for "in its normal state": such a clause reports a symptom's absence.
+_NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok|green|steady|stable|"
+                      r"within limits|as usual)\b", re.I)
+# Clause breaks: punctuation and generic English contrastive conjunctions.
+_CLAUSE = re.compile(r"[.;:!?,]\s+|\s+(?:but|while|whereas|although)\s+|\n")
+
+
+def split_negation(text: str) -> tuple[str, str]:
+    """Split text into what it affirms and what it denies, clause by clause.
+
+    Within a clause (split at punctuation and contrastive conjunctions) the words after a
+    negation cue ("not", "no", "without", "rather than", …) are denied, the words before it
+    affirmed; a clause that reports a normal state ("quiet", "healthy", "idle", …) is denied
+    as a whole: "database idle, no lock waits" reports the absence of those symptoms.
+    """
+    affirmed, denied = [], []
+    for clause in _CLAUSE.split(text):
+        if not clause.strip():
+            continue
+        if _NOMINAL.search(clause):
+            denied.append(clause)
+            continue
+        match = _NEGATION.search(clause)
+        if match:
+            affirmed.append(clause[: match.start()])
+            denied.append(clause[match.end():])
+        else:
+            affirmed.append(clause)
+    return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
+        part.strip() for part in denied if part.strip())
+
+
+# -- outcome cues ---------------------------------------------------------------------------
+# Regexes over lower-case text, matched on word boundaries. Generic English words and phrases
+# for "it worked", "it did not work" and "it half worked"; none is taken from a scenario.
+
+# Generic English for a problem that went away or an attempt that worked.
+SUCCESS_CUES = (
+    "resolved", "fixed", "recovered", "restored", "cleared", "gone", "stopped", "passed", "passes",
+    "confirmed", "succeeded", "succeeds?", "successful(?:ly)?", "green", "healthy", "back to", "returned to",
+    "normal", "stable", "works?", "working", "helped", "helps?", "improved", "improvement",
+    "finished", "finish(?:es)?", "completed?", "completes", "solved", "mitigated",
+    "pass", "stops?", "under control",
+)
+# Generic English for a problem that stayed, came back, or was only covered up or put off.
+FAILURE_CUES = (
+    "persists?", "persisted", "persisting", "still", "continues?", "continued", "continuing", "unchanged",
+    "failed", "fails", "failing", "ongoing", "worse", "worsened", "regress(?:ed|ion)?", "recurr(?:ed|ing|s)?",
+    "broken", "remains?", "remained", "no change", "changed nothing", "nothing changed", "no effect",
+    "no difference", "stopped working", "not resolved", "keeps? failing", "mask(?:s|ed|ing)?",
+    "only (?:delay|postpone|allow|shift|move)\\w*", "postpone[sd]?", "(?:shows?|showed) the same",
+)
+# Generic English for an improvement short of a fix.
+PARTIAL_CUES = (
+    "partial(?:ly)?", "degraded", "somewhat", "mostly", "some improvement", "improved but", "reduced",
+    "fewer", "only some", "in part", "slightly", "a bit",
+)
+# Generic nouns for a symptom; negated ("no errors", "zero alerts") they report success.
+SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|incidents?|issues?|problems?|alarms?"
+                 "|crash(?:es)?|restarts?|kills?|leaks?")
+
+
+# -- causal cues ----------------------------------------------------------------------------
+
+# Generic English nouns and verbs for a change someone made.
+CHANGE_WORDS = (r"(?:fix|fixes|change|changes|hotfix|workaround|remediation|mitigation|adjustment|moved|switched|"
+                r"replaced|raised|lowered|introduced|added|removed|upgraded|migrated)")
+# Generic English ways to trace a symptom to an earlier change: a causal connective before a
+# change ("since the change", "caused by the config change"), a reference to an earlier fix, change
+# or incident ("the previous fix", "last week's change", "yesterday's hotfix"), or a change
+# dated in the past ("was raised two days ago").
+CAUSAL_CUE = re.compile(
+    r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"
+    rf"following|started with)\b(?:\W+\w+){{0,5}}?\W+{CHANGE_WORDS}\b"
+    r"|\b(?:last|previous|earlier|recent|(?:yesterday|today|tonight|this (?:morning|afternoon|evening|week))'s)\b"
+    r"(?:\W+\w+){0,3}?\W+(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
+    rf"|\b(?:was|were|got|been)\s+{CHANGE_WORDS}\b(?:\W+\w+){{0,6}}?\W+(?:yesterday|last|earlier|ago)\b",
+    re.IGNORECASE)
