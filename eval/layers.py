@@ -40,7 +40,8 @@ from agent.reasoner import Decision, Problem
 from memory import EpisodicMemory
 from memory.episodes import Edge, EdgeType, Episode
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
-from memory.episodes import DEFAULT_CONFIG, SegmenterConfig
+from memory.episodes import SegmenterConfig
+from memory.episodes.segmenter import DEFAULT_CONFIG
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")

@@ -17,10 +17,10 @@ from memory.graph import (
     export_dot,
     export_graphml,
     infer_edges,
+    link_episodes,
     neighbours,
     subject_history,
 )
-from memory.projection import link
 from test_segmenter import build_entries
 
 GOLDEN = Path(__file__).parent / "golden" / "graph"
@@ -29,7 +29,7 @@ GOLDEN = Path(__file__).parent / "golden" / "graph"
 def _case(name: str):
     case = json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
     episodes = segment(build_entries(case["entries"]))
-    return case, episodes, link(episodes)
+    return case, episodes, link_episodes(episodes)
 
 
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.stem)

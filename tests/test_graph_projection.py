@@ -1,73 +1,47 @@
-"""Episodes and graph as a projection: rebuilt from the stored timeline == live state."""
+"""Episodes, edges and facts are a projection: rebuilt from the stored timeline == live state, also after reopening."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
 
-import networkx as nx
-
 import scenarios
 from eval.layers import play
-from memory.projection import LiveProjection, Projection, load, persist, rebuild
-from memory.timeline import HashingEncoder, SQLiteStore, Timeline
+from memory import EpisodicMemory
 
 
-def _same(a: Projection, b: Projection) -> None:
-    assert a.episodes == b.episodes
-    assert a.edges == b.edges
-    assert set(a.graph.nodes) == set(b.graph.nodes)
-    assert set(a.graph.edges(keys=True)) == set(b.graph.edges(keys=True))
-    assert nx.utils.edges_equal(a.graph.edges(keys=True, data="weight"), b.graph.edges(keys=True, data="weight"))
-
-
-def _record_two_tenants(store: SQLiteStore, *, until: int | None = None) -> int:
-    """Play the canonical scenario as two interleaved tenants into `store`; returns entries written."""
-    timeline = Timeline(store, HashingEncoder())
+def _two_tenants(until: int) -> list[tuple[object, str]]:
+    """The canonical scenario played twice, as two interleaved tenants, cut after `until` entries."""
     scenario = scenarios.load("pool-vs-deploy")
-    with SQLiteStore(":memory:") as scratch:
-        a = play(scenario, 0, "truth-on-retry", Timeline(scratch, HashingEncoder())).entries
-        b = play(scenario, 1, "first-candidate", Timeline(scratch, HashingEncoder())).entries
+    a = play(scenario, 0, "truth-on-retry").entries
+    b = play(scenario, 1, "first-candidate").entries
     merged = sorted([(e, "acme") for e in a] + [(e, "globex") for e in b], key=lambda p: (p[0].timestamp, p[1]))
-    merged = merged[:until]
-    for entry, principal in merged:
-        timeline.append(entry.text, kind=entry.kind, role=entry.role, timestamp=entry.timestamp,
-                        situation=entry.situation, principal=principal, metadata=entry.metadata)
-    return len(merged)
+    return merged[:until]
+
+
+def _record(memory: EpisodicMemory, stream: list[tuple[object, str]]) -> None:
+    for entry, principal in stream:
+        memory.record(entry.text, kind=entry.kind, role=entry.role, timestamp=entry.timestamp,
+                      situation=entry.situation, principal=principal, metadata=entry.metadata)
 
 
 def test_rebuild_equals_live_after_an_incremental_run_and_after_reopening(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
-    with SQLiteStore(path) as store:
-        live = LiveProjection(store)
-        written = _record_two_tenants(store, until=120)
-        for entry in store.entries():
-            live.observe(entry)
-        first = live.snapshot()
-        _same(first, rebuild(store))
-        stored = load(store)
-        assert stored.episodes == tuple(sorted(live.episodes, key=lambda ep: ep.first_seq))
-        assert len(stored.episodes) < len(first.episodes)  # the open tails are provisional, not stored
+    stream = _two_tenants(120)
+    with EpisodicMemory(path, principal="acme") as live:
+        _record(live, stream)
+        first = live.projection()
+        state = live.state.snapshot()
+        assert first == live.rebuild()
         assert {ep.principal for ep in first.episodes} == {"acme", "globex"}
-    with SQLiteStore(path, create=False) as store:
-        reopened = LiveProjection(store)  # loads records, resumes the open episodes from the tail
-        _same(reopened.snapshot(), first)
-        _same(rebuild(store), first)
-        timeline = Timeline(store, HashingEncoder())
-        last = list(store.entries())[-1]
+        assert len(first.edges) > 0 and len(first.episodes) > 10
+    with EpisodicMemory(path, principal="acme") as reopened:  # loads records, resumes the open episodes
+        assert reopened.projection() == first
+        assert reopened.state.snapshot() == state
+        last = stream[-1][0]
         for minutes in (5, 9):  # the stream goes on after reopening
-            entry = timeline.append(f"follow-up note {minutes}", kind="note", role="user",
-                                    timestamp=last.timestamp + timedelta(minutes=minutes),
-                                    situation=last.situation, principal=last.principal)
-            reopened.observe(entry)
-        _same(reopened.snapshot(), rebuild(store))
-    assert written == 120
-
-
-def test_persist_is_idempotent_and_insert_only() -> None:
-    with SQLiteStore(":memory:") as store:
-        _record_two_tenants(store, until=60)
-        projection = rebuild(store)
-        assert persist(store, projection.episodes, projection.edges) == len(projection.episodes) + len(projection.edges)
-        assert persist(store, projection.episodes, projection.edges) == 0
-        _same(load(store), projection)
+            reopened.record(f"follow-up note {minutes}", kind="note", role="user",
+                            timestamp=last.timestamp + timedelta(hours=minutes), situation=last.situation,
+                            principal="acme")
+        assert reopened.projection() == reopened.rebuild()
+        assert len(reopened.projection().episodes) > len(first.episodes)  # the hours-long gap closed one

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from memory.timeline import HashingEncoder
 from memory.episodes import Episode, Outcome
+from memory.episodes.segmenter import DEFAULT_CONFIG
 from memory.episodes import (
-    DEFAULT_CONFIG,
     Segmenter,
     SegmenterConfig,
     classify_text,

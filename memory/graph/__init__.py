@@ -28,7 +28,7 @@ from memory.graph.queries import (
     resolution,
     subject_history,
 )
-from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges
+from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges, link_episodes
 
 __all__ = [
     "BACKWARD",
@@ -51,6 +51,7 @@ __all__ = [
     "export_graphml",
     "infer_edges",
     "later_attempts",
+    "link_episodes",
     "neighbours",
     "resolution",
     "subject_history",

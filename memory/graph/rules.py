@@ -38,6 +38,8 @@ The rules read no graph: they return `Edge` values, which `memory.graph.build` a
 
 from __future__ import annotations
 
+from collections import deque
+
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Sequence
@@ -267,4 +269,15 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
     contradiction = _contradiction(new, recent, chain, config)
     if contradiction is not None:
         edges.append(contradiction)
+    return edges
+
+
+def link_episodes(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Edge]:
+    """Batch linking: each episode's edges against its principal's earlier episodes (by first seq)."""
+    histories: dict[str, deque[Episode]] = {}
+    edges: list[Edge] = []
+    for ep in sorted(episodes, key=lambda e: e.first_seq):
+        history = histories.setdefault(ep.principal, deque(maxlen=max(config.window, 1)))
+        edges.extend(infer_edges(ep, history, config=config))
+        history.append(ep)
     return edges
