@@ -26,6 +26,11 @@ from test_segmenter import build_entries
 GOLDEN = Path(__file__).parent / "golden" / "graph"
 
 
+def lookup(episodes):
+    """Episode by id, as the queries that need episodes take it."""
+    return {ep.id: ep for ep in episodes}.get
+
+
 def _case(name: str):
     case = json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
     episodes = segment(build_entries(case["entries"]))
@@ -64,19 +69,19 @@ def test_rules_only_look_at_the_window() -> None:
 def test_causal_chain_narrates_incident_fix_and_consequence() -> None:
     _, episodes, edges = _case("caused_by")
     G = build_graph(episodes, edges)
-    result = causal_chain(G, episodes[2].id)
+    result = causal_chain(G, episodes[2].id, episodes=lookup(episodes))
     assert result.episode_ids == tuple(ep.id for ep in episodes)
     assert set(result.edge_types) == {EdgeType.RETRY_OF, EdgeType.CAUSED_BY}  # LED_TO mirrors CAUSED_BY
     assert result.narrative == "incident → failed fix → fix → incident"
-    assert causal_chain(G, episodes[2].id, max_hops=1).episode_ids == (episodes[1].id, episodes[2].id)
+    assert causal_chain(G, episodes[2].id, episodes=lookup(episodes), max_hops=1).episode_ids == (episodes[1].id, episodes[2].id)
 
 
 def test_causal_chain_of_a_corrected_retry() -> None:
     _, episodes, edges = _case("learned_from")
-    result = causal_chain(build_graph(episodes, edges), episodes[1].id)
+    result = causal_chain(build_graph(episodes, edges), episodes[1].id, episodes=lookup(episodes))
     assert result.narrative == "incident → failed fix → correction → fix"
     with pytest.raises(KeyError):
-        causal_chain(build_graph(episodes, edges), "nope")
+        causal_chain(build_graph(episodes, edges), "nope", episodes=lookup(episodes))
 
 
 def test_neighbours_by_type_and_direction() -> None:

@@ -11,55 +11,48 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import memory.agent_memory as agent_memory
-import memory.retriever as retriever
-from memory import snapshot
-from memory.agent_memory import PROBLEMS, EpisodicMemory
+from dataclasses import replace
+
+from memory import EpisodicMemory, RetrieverConfig, pipeline
 from memory.errors import StoreError
 from memory.graph import GraphConfig
+from memory.persistence import Persistence
+from memory.persistence import runs as snapshot
+from memory.persistence.loader import PROBLEMS
 from tests.test_retriever_bounds import play
 from tests.test_retriever_latency import synthetic_texts
 
 QUERIES = [t for t, _ in synthetic_texts(6, seed=11)]
 
 
+SMALL = Persistence(run_episodes=16, open_run_min=4)  # runs every few episodes
+PRUNED = replace(RetrieverConfig(), prune_from=20)  # relevance bounds from 20 episodes on
+
+
 def state(memory: EpisodicMemory):
     """Everything an open derives, as plain values (recalls included)."""
     recalls = [[(e.episode.id, e.score, e.why, e.chain) for e in
                 memory.recall(q, situation="ops", k=5, principal=p).episodes] for q in QUERIES for p in ("p0", "p1")]
-    evidence = (memory._evidence.get("p0"), memory._evidence.get("p1"))  # before anything reads every episode
-    g = memory.graph
+    derived = memory.state.snapshot()  # evidence first: before anything reads every episode
     parts = {}
     for who in ("p0", "p1"):
         part = memory.index.partition(who)
         parts[who] = (part.matrix.tobytes(), part.ends.tolist(), part.outcomes.tolist(), part.situations.tolist(),
                       part.position, [ep.id for ep in part.episodes], part.situation_codes)
-    return {
-        "recalls": recalls,
-        "episodes": list(memory._episodes.items()),
-        "problems": {i: (p.text, p.vector.tobytes()) for i, p in memory._problems.items()},
-        "order": memory._order, "position": memory._position, "closed": memory._closed_seq,
-        "cites": memory._cites, "edge_ids": set(memory._edge_ids), "marks": set(memory._marks),
-        "versions": memory._versions, "current": memory._current,
-        "nodes": [(n, dict(d)) for n, d in g.nodes(data=True)],
-        "edges": [(u, v, k, dict(d)) for u, v, k, d in g.edges(keys=True, data=True)],
-        "evidence": evidence,
-        "parts": parts, "projection": memory.projection(),
-    }
+    return {"recalls": recalls, "derived": derived, "parts": parts, "projection": memory.projection()}
 
 
 def exact(path, **options):
     """The state of an open that ignores every run."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(snapshot, "RUN", "no-such-run")
-        mp.setattr(agent_memory, "OPEN_RUN_MIN", 10**9)
-        with EpisodicMemory(path, principal="p0", **options) as memory:
-            assert memory._covered == 0
-            return state(memory)
+    ignore = Persistence(use_runs=False, open_run_min=10**9)
+    options.setdefault("retriever", PRUNED)
+    with EpisodicMemory(path, principal="p0", persistence=ignore, **options) as memory:
+        assert memory.stored.covered == 0
+        return state(memory)
 
 
 def runs_of(path):
-    with EpisodicMemory(path, principal="p0") as memory:
+    with opened(path) as memory:
         return memory.store.snapshot_index(snapshot.RUN)
 
 
@@ -72,48 +65,46 @@ def raw(path, sql, *params):
     db.close()
 
 
-@pytest.fixture
-def small_runs(monkeypatch):
-    monkeypatch.setattr(agent_memory, "RUN_EPISODES", 16)
-    monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 4)
-    monkeypatch.setattr(retriever, "PRUNE_FROM", 20)
+def opened(path, **options):
+    """A memory on `path` with small runs and early bounds."""
+    return EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=PRUNED, **options)
 
 
-def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path, small_runs):
+def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with opened(path) as live:
         play(live, 90)
         expected = state(live)
-        assert live._covered > 0  # runs were written while recording
-    with EpisodicMemory(path, principal="p0") as reopened:
-        assert reopened._covered == reopened.store.last_record()  # the open covered the rest
+        assert live.stored.covered > 0  # runs were written while recording
+    with opened(path) as reopened:
+        assert reopened.stored.covered == reopened.store.last_record()  # the open covered the rest
         assert reopened.index.partition("p0").bounds is not None  # bounds from stored projections
         assert state(reopened) == expected
-    with EpisodicMemory(path, principal="p0") as again:  # from runs only
-        assert not list(again.store.records_after("episode", again._covered))
+    with opened(path) as again:  # from runs only
+        assert not list(again.store.records_after("episode", again.stored.covered))
         assert state(again) == expected
     assert exact(path) == expected
 
 
-def test_runs_then_more_records_then_reopen(tmp_path, small_runs):
+def test_runs_then_more_records_then_reopen(tmp_path):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as first:
+    with opened(path) as first:
         play(first, 40)
-    with EpisodicMemory(path, principal="p0") as second:  # opened from runs, then records more
+    with opened(path) as second:  # opened from runs, then records more
         second.observe("db pool exhausted on orders", situation="ops", principal="p1")
         second.decide("Decision: raise the pool", choice="pool", situation="ops", principal="p1")
         second.outcome("p99 back to normal", status="success", situation="ops", principal="p1")
         second.flush()
         expected = state(second)
-    with EpisodicMemory(path, principal="p0") as third:
+    with opened(path) as third:
         assert state(third) == expected
     assert exact(path) == expected
 
 
 @pytest.mark.parametrize("damage", ["alter", "truncate", "meta"])
-def test_a_damaged_run_is_ignored_and_replaced(tmp_path, small_runs, damage):
+def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with opened(path) as live:
         play(live, 60)
     expected = exact(path)
     seq, _, meta = runs_of(path)[1]
@@ -126,18 +117,18 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, small_runs, damage):
     else:  # a run claiming another range
         raw(path, "UPDATE snapshots SET meta = replace(meta, ?, ?) WHERE seq = ?",
             f'"upto":{meta["upto"]}', f'"upto":{meta["upto"] - 1}', seq)
-    with EpisodicMemory(path, principal="p0") as reopened:
-        assert reopened._covered == reopened.store.last_record()  # runs written again for what the damaged one held
+    with opened(path) as reopened:
+        assert reopened.stored.covered == reopened.store.last_record()  # runs written again for what the damaged one held
         assert state(reopened) == expected
-    with EpisodicMemory(path, principal="p0") as again:
+    with opened(path) as again:
         assert state(again) == expected
 
 
-def test_runs_of_another_store_are_ignored(tmp_path, small_runs):
+def test_runs_of_another_store_are_ignored(tmp_path):
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    with EpisodicMemory(a, principal="p0") as memory:
+    with opened(a) as memory:
         play(memory, 50)
-    with EpisodicMemory(b, principal="p0") as memory:
+    with opened(b) as memory:
         memory.observe("cache hit ratio fell to 20 percent", situation="ops", principal="p0")
         memory.outcome("recovered", status="success", situation="ops", principal="p0")
         play(memory, 30)
@@ -149,62 +140,59 @@ def test_runs_of_another_store_are_ignored(tmp_path, small_runs):
     db.execute("INSERT INTO snapshots (kind, id, meta, body) SELECT kind, id, meta, body FROM other.snapshots")
     db.commit()
     db.close()
-    with EpisodicMemory(b, principal="p0") as reopened:
+    with opened(b) as reopened:
         assert state(reopened) == expected
 
 
-def test_runs_of_another_graph_configuration_are_ignored(tmp_path, small_runs):
+def test_runs_of_another_graph_configuration_are_ignored(tmp_path):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with opened(path) as live:
         play(live, 50)
     other = GraphConfig(retry_window_s=60.0)
-    expected = exact(path, links=other)
-    with EpisodicMemory(path, principal="p0", links=other) as reopened:
+    expected = exact(path, links=other, retriever=PRUNED)
+    with opened(path, links=other) as reopened:
         assert state(reopened) == expected
 
 
-def test_a_crash_while_writing_a_run_leaves_a_valid_store(tmp_path, small_runs, monkeypatch):
+def test_a_crash_while_writing_a_run_leaves_a_valid_store(tmp_path, monkeypatch):
     path = tmp_path / "m.sqlite"
 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("killed while writing a run")
 
-    with EpisodicMemory(path, principal="p0") as live:
+    with opened(path) as live:
         play(live, 10)
         monkeypatch.setattr(live.store, "add_snapshot", crash)
         with pytest.raises(KeyboardInterrupt):
             play(live, 20)
     monkeypatch.undo()
-    monkeypatch.setattr(agent_memory, "RUN_EPISODES", 16)
-    monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 4)
-    expected = exact(path)
-    with EpisodicMemory(path, principal="p0") as reopened:
+    expected = exact(path, retriever=PRUNED)
+    with opened(path) as reopened:
         assert reopened.store.verify() is None
         assert state(reopened) == expected
 
 
 def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(agent_memory, "SNAPSHOT_EPISODES", 16)
+    legacy = Persistence(legacy_problem_run=16, open_run_min=10**9)
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", persistence=legacy) as live:
         play(live, 40)
     expected = exact(path)
-    monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 10**9)
-    with EpisodicMemory(path, principal="p0") as memory:  # store problem snapshots as earlier versions did
-        ids = list(memory._episodes)[16:32]
-        problems = [memory._problems[i] for i in ids]
+    with EpisodicMemory(path, principal="p0", persistence=legacy) as memory:  # problem snapshots as earlier versions
+        ids = list(memory.state.episodes)[16:32]
+        problems = [memory.state.problems[i] for i in ids]
         memory.store.add_snapshot(PROBLEMS, "16:legacy", {
             "start": 16, "episodes": ids, "texts": [p.text for p in problems],
-            "cites": {i: memory._cites[i] for i in ids if i in memory._cites}},
+            "cites": {i: memory.state.cites[i] for i in ids if i in memory.state.cites}},
             np.stack([p.vector for p in problems]).astype("<f4").tobytes())
         memory.store.add_snapshot(PROBLEMS, "32:forged", {"start": 32, "episodes": ["x"] * 16, "texts": [""] * 16,
                                                           "cites": {}}, b"\0" * 16)
     used = []
-    real = agent_memory.EpisodicMemory._problem
-    monkeypatch.setattr(agent_memory.EpisodicMemory, "_problem", lambda self, ep, entries: used.append(ep.id) or
-                        real(self, ep, entries))
-    with EpisodicMemory(path, principal="p0") as reopened:
-        assert not set(used) & set(ids) and len(used) == len(reopened._episodes) - 16
+    real = pipeline.problem_of
+    monkeypatch.setattr(pipeline, "problem_of", lambda state, ep, entries: used.append(ep.id) or
+                        real(state, ep, entries))
+    with EpisodicMemory(path, principal="p0", persistence=legacy, retriever=PRUNED) as reopened:
+        assert not set(used) & set(ids) and len(used) == len(reopened.state.episodes) - 16
         assert state(reopened) == expected
 
 
@@ -217,21 +205,21 @@ def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run
         mp.setattr(agent_memory, "RUN_EPISODES", run)
         mp.setattr(agent_memory, "OPEN_RUN_MIN", least)
         mp.setattr(retriever, "PRUNE_FROM", prune)
-        with EpisodicMemory(path, principal="p0") as live:
+        with opened(path) as live:
             play(live, episodes)
             expected = state(live)
-        with EpisodicMemory(path, principal="p0") as reopened:
+        with opened(path) as reopened:
             assert state(reopened) == expected
-        with EpisodicMemory(path, principal="p0") as again:
+        with opened(path) as again:
             assert state(again) == expected
         assert exact(path) == expected
 
 
-def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path, small_runs):
+def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with opened(path) as live:
         play(live, 40)
-    with EpisodicMemory(path, principal="p0") as reopened:
+    with opened(path) as reopened:
         first = reopened.episodes("p0")  # read while open: kept
     assert reopened.episodes("p0") == first
     with pytest.raises(StoreError, match="the store is closed"):

@@ -4,8 +4,8 @@ import networkx as nx
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import EpisodeEvidence, FactVersion, Usefulness, terms
-from memory.graph import add_edges, add_episode
-from memory.reinforcer import DecisionNote, mark_id, reinforce, resolution
+from memory.graph import add_edges, add_episode, resolution
+from memory.reinforcer import DecisionNote, mark_id, reinforce
 
 T0 = datetime(2026, 4, 1, tzinfo=timezone.utc)
 
@@ -51,8 +51,28 @@ def apply(new: Episode, notes, episodes, G, evidence, marks=frozenset(), facts=(
 
 def test_resolution_follows_retries_to_the_answer():
     episodes, G, _ = world()
-    assert resolution(episodes["old1"], G, episodes.get) == "alpha"
-    assert resolution(episodes["corr"], G, episodes.get) == "beta"
+    assert resolution(G, "old1", episodes.get) == "alpha"
+    assert resolution(G, "corr", episodes.get) == "beta"
+    assert resolution(G, "nobody", episodes.get) is None
+
+
+def test_a_pending_retry_resolves_like_a_stored_one():
+    """The closing episode's own edges are not in the graph yet: passed as pending, they count the same."""
+    episodes, G, _ = world()
+    late = ep("late", Outcome.SUCCESS, "gamma", hours=4)
+    failed = ep("failed", Outcome.FAILURE, "alpha", hours=3, corrections=("not alpha: gamma",))
+    episodes = {**episodes, late.id: late, failed.id: failed}
+    add_episode(G, late)
+    add_episode(G, failed)
+    retry = Edge("late", "failed", EdgeType.RETRY_OF, 0.9, "rule")
+    assert resolution(G, "failed", episodes.get) is None
+    assert resolution(G, "failed", episodes.get, pending=[retry]) == "gamma"
+    note = DecisionNote("d1", "gamma", retrieved=("failed",))
+    stored = reinforce(late, [note], lookup=episodes.get, graph=G, pending=[retry], facts=[], evidence=[],
+                       applied=lambda m: False)
+    assert {(e.source, e.target, e.type) for e in stored.edges} == {
+        ("failed", "late", EdgeType.LED_TO),  # the recalled failure was resolved as gamma (through the pending retry)
+        ("late", "failed", EdgeType.LEARNED_FROM)}  # the pending retry after a correction succeeded
 
 
 def test_success_links_retrieved_episodes_that_pointed_to_the_same_choice():

@@ -127,14 +127,18 @@ def neighbours(G: nx.MultiDiGraph, episode_id: str, *, edge_type: EdgeType | str
     if direction in ("in", "both"):
         found += [Neighbour(u, d["type"], d["weight"], d["evidence"]) for u, _, d in G.in_edges(episode_id, data=True)]
     found = [n for n in found if wanted is None or n.type == wanted]
-    return sorted(found, key=lambda n: (-n.weight, _sort_key(G, n.episode_id), n.type.value))
+    return sorted(found, key=lambda n: (-n.weight, _timeline_order(G, n.episode_id), n.type.value))
 
 
 def subject_history(G: nx.MultiDiGraph, subject: str, *, principal: str | None = None) -> list[str]:
-    """Episode ids about `subject`, oldest first."""
+    """Episode ids about `subject`, oldest first (in timeline order)."""
     nodes = [n for n, d in G.nodes(data=True) if d.get("subject") == subject
              and (principal is None or d.get("principal") == principal)]
-    return sorted(nodes, key=lambda n: _sort_key(G, n))
+    return sorted(nodes, key=lambda n: _timeline_order(G, n))
+
+
+def _timeline_order(G: nx.MultiDiGraph, node: str) -> tuple[int, str]:
+    return (G.nodes[node].get("first_seq", 0), node)
 
 
 RESOLVING = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # later attempt → earlier attempt at the same problem

@@ -38,6 +38,7 @@ class Persistence:
     run_episodes: int = 4096  # most episodes per state run; a run is written once this many are indexed
     open_run_min: int = 256  # opening writes runs for the records after the last run once they hold this many
     legacy_problem_run: int = 4096  # episodes per legacy problem snapshot (`PROBLEMS`), a file-format constant
+    use_runs: bool = True  # read state runs on open (False loads every record the exact way)
 
 
 DEFAULT_PERSISTENCE = Persistence()
@@ -166,7 +167,8 @@ class StoredState:
         Returns the runs and the edges of theirs that wait for episodes stored after them
         (none when a single process wrote the store): the exact load adds every node first.
         """
-        reader = snapshot.RunReader(self.store, config=self.config, dim=self.dim)
+        kind = snapshot.RUN if self.persistence.use_runs else None
+        reader = snapshot.RunReader(self.store, config=self.config, dim=self.dim, kind=kind)
         runs: list[snapshot.Run] = []
         late: list[tuple[str, str, Any, float, str]] = []
         columns = _Columns()

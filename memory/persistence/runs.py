@@ -258,11 +258,11 @@ class RunReader:
     caller's work on one run overlaps reading the next.
     """
 
-    def __init__(self, store: Any, *, config: str, dim: int) -> None:
+    def __init__(self, store: Any, *, config: str, dim: int, kind: str | None = RUN) -> None:
         self.store = store
         self.dim = dim
         self.candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-        for seq, _, meta in store.snapshot_index(RUN) if store.path != ":memory:" else ():
+        for seq, _, meta in store.snapshot_index(kind) if store.path != ":memory:" and kind is not None else ():
             if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("config") == config \
                     and meta.get("dim") == dim and isinstance(meta.get("after"), int) \
                     and isinstance(meta.get("rows"), dict) and isinstance(meta.get("bases"), dict):
