@@ -20,15 +20,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple, Sequence
 
-import networkx as nx
 import numpy as np
 
-from memory.episodes import Episode
-from memory.facts import EpisodeEvidence, evidence_from, extract_facts
-from memory.graph import DEFAULT_GRAPH_CONFIG, add_edges, add_episode, infer_edges
-from memory.reinforcer import DecisionNote, reinforce
-from memory.episodes import Segmenter
-from memory.timeline import HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
+from memory import pipeline
+from memory.episodes import Episode, Segmenter
+from memory.facts import extract_facts
+from memory.graph import DEFAULT_GRAPH_CONFIG
+from memory.pipeline import Learning
+from memory.state import MemoryState
+from memory.timeline import Entry, HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
 from simulator import families as fam
 from simulator import outcomes
 from simulator.generate import values
@@ -41,12 +41,12 @@ PRINCIPALS: tuple[tuple[str, float], ...] = (("team-core", 0.7), ("team-data", 0
                                              ("team-mobile", 0.1))
 BUILD_METHOD = (
     "timeline written with Timeline.append_many in batches of {batch} entries (redaction, embeddings and "
-    "hash chain as in production); derived records computed in one streaming pass with the memory's own "
-    "functions: memory.episodes.segmenter.Segmenter.feed → memory.graph.infer_edges over each principal's last "
-    "{window} episodes → memory.reinforcer.reinforce (edges and reinforcement marks) per episode; facts "
-    "from memory.facts.extract_facts once per principal at the end (the facade extracts them incrementally, "
-    "so its fact history would hold more versions); then opened with EpisodicMemory, which rebuilds its "
-    "index, graph and facts from those records"
+    "hash chain as in production); derived records computed in one streaming pass by the memory's own "
+    "write path: memory.episodes.Segmenter.feed → memory.pipeline.close_episode per closed episode (graph "
+    "rules over each principal's last {window} episodes, reinforcement edges and marks), with fact extraction "
+    "deferred to once per principal at the end (memory.facts.extract_facts; the facade extracts on every "
+    "close, so its fact history would hold more versions); then opened with EpisodicMemory, which rebuilds "
+    "its index, graph and facts from those records"
 )
 
 _EMAILS = ("oncall.sre@example.com", "jane.doe@example.org", "platform-team@example.net")
@@ -196,26 +196,34 @@ class BuiltStore:
                 "edges": self.edges, "facts": self.facts, "build_s": round(self.seconds, 1), "method": self.method}
 
 
+class _NoIndex:
+    """The builder recalls nothing, so closed episodes need no recall index."""
+
+    def add(self, episode: Episode, vector: np.ndarray) -> None:
+        pass
+
+
 class _Projector:
-    """Streaming projection of appended entries into episode, edge, mark and fact records."""
+    """Streaming projection of appended entries into stored records, by the memory's own pipeline."""
 
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
         self.segmenter = Segmenter()
-        self.graph = nx.MultiDiGraph()
-        self.episodes: dict[str, Episode] = {}
-        self.histories: dict[str, list[Episode]] = {}
-        self.notes: dict[str, DecisionNote] = {}
-        self.evidence: dict[str, list[EpisodeEvidence]] = {}
-        self.problem: dict[str, str] = {}  # principal → observation text of its latest problem
-        batched = (RecordKind.EPISODE, RecordKind.EDGE, RecordKind.MARK)
-        self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {kind: [] for kind in batched}
-        self.counts = {kind: 0 for kind in (*batched, RecordKind.FACT)}
+        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG)
+        self.learning = Learning(extract=False)  # facts once per principal at the end (see BUILD_METHOD)
+        self.open: dict[str, Entry] = {}  # entries of the episodes still open, by id
+        self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {
+            RecordKind.EPISODE: [], RecordKind.EDGE: [], RecordKind.MARK: []}
+        self.counts = {RecordKind.EPISODE: 0, RecordKind.EDGE: 0, RecordKind.MARK: 0, RecordKind.FACT: 0}
 
-    def feed(self, entries: Sequence[Any]) -> None:
+    @property
+    def episodes(self) -> dict[str, Episode]:
+        """Closed episodes by id."""
+        return dict(self.state.episodes)
+
+    def feed(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
-            if entry.kind is Kind.DECISION:
-                self.notes[entry.id] = DecisionNote.from_metadata(entry.id, entry.metadata)
+            self.open[entry.id] = entry
             for episode in self.segmenter.feed(entry):
                 self._close(episode)
         self.write()
@@ -228,41 +236,26 @@ class _Projector:
             last = max(ep.last_seq for ep in closed)
             self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
         self.write()
-        for principal, evidence in self.evidence.items():
-            at = max(ev.at for ev in evidence)
-            facts = extract_facts(evidence, [], principal=principal, at=at)
-            versions = [(f.id, f.to_record()) for f in facts]
-            self.counts[RecordKind.FACT] += self.store.add_records(RecordKind.FACT, versions)
+        for principal, evidence in self.state.evidence.all().items():
+            if len(evidence):
+                at = max(ev.at for ev in evidence)
+                facts = extract_facts(evidence, [], principal=principal, at=at)
+                self.counts[RecordKind.FACT] += self.store.add_records(
+                    RecordKind.FACT, [(f.id, f.to_record()) for f in facts])
 
     def _close(self, episode: Episode) -> None:
-        window = DEFAULT_GRAPH_CONFIG.window
-        history = self.histories.setdefault(episode.principal, [])
-        edges = infer_edges(episode, history[-window:])
-        history.append(episode)
-        if len(history) > 2 * window:
-            del history[:-window]
-        self.episodes[episode.id] = episode
-        add_episode(self.graph, episode)
-        add_edges(self.graph, edges)
-        notes = [self.notes.pop(i) for i in episode.entry_ids if i in self.notes]
-        result = reinforce(episode, notes, lookup=self.episodes.get, graph=self.graph, facts=(), evidence=(),
-                           applied=lambda mark: False)
-        add_edges(self.graph, result.edges)
-        text = "\n".join(episode.observations)
-        if text:
-            self.problem[episode.principal] = text
-        elif episode.choices:  # a retry works on the problem its incident opened with
-            text = self.problem.get(episode.principal, "")
-        ev = evidence_from(episode, text)
-        if ev is not None:
-            self.evidence.setdefault(episode.principal, []).append(ev)
+        entries = [self.open.pop(i) for i in episode.entry_ids]
         self.pending[RecordKind.EPISODE].append((episode.id, episode.to_record()))
-        self.pending[RecordKind.EDGE].extend((e.id, e.to_record()) for e in [*edges, *result.edges])
-        self.pending[RecordKind.MARK].extend((m, {"episode": episode.id}) for m in result.marks)
+        problem = pipeline.problem_of(self.state, episode, entries)
+        self.state.index_episode(episode, problem, pipeline.cited_facts(entries))
+        changes = pipeline.close_episode(self.state, episode, entries, learning=self.learning)
+        self.pending[RecordKind.EDGE].extend((e.id, e.to_record()) for e in changes.edges)
+        self.pending[RecordKind.MARK].extend((m, {"episode": episode.id}) for m in changes.marks)
+        pipeline.apply(self.state, changes)
 
     def write(self) -> None:
-        for kind in (RecordKind.EPISODE, RecordKind.EDGE, RecordKind.MARK):
-            self.counts[kind] += self.store.add_records(kind, self.pending[kind])
+        for kind, rows in self.pending.items():
+            self.counts[kind] += self.store.add_records(kind, rows)
             self.pending[kind] = []
 
 
