@@ -23,9 +23,11 @@ list was measured with its tokenizer, and merging them changes results.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import Iterable, Sequence
 
 # -- words and stems ------------------------------------------------------------------------
 
@@ -205,3 +207,22 @@ CAUSAL_CUE = re.compile(
     r"(?:\W+\w+){0,3}?\W+(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
     rf"|\b(?:was|were|got|been)\s+{CHANGE_WORDS}\b(?:\W+\w+){{0,6}}?\W+(?:yesterday|last|earlier|ago)\b",
     re.IGNORECASE)
+
+
+def similarity(a: Sequence[str], b: Sequence[str]) -> float:
+    """Cosine similarity of the content-word counts (`word_counts`) of two sets of texts."""
+    ca, cb = word_counts(" ".join(a)), word_counts(" ".join(b))
+    if not ca or not cb:
+        return 0.0
+    dot = sum(ca[w] * cb[w] for w in ca.keys() & cb.keys())
+    return dot / math.sqrt(sum(v * v for v in ca.values()) * sum(v * v for v in cb.values()))
+
+
+def mentions(sentence: str, name: str | None) -> bool:
+    """Whether `sentence` names `name` as a whole word (case-insensitive)."""
+    return bool(name) and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence, re.IGNORECASE) is not None
+
+
+def causal_sentences(texts: Iterable[str]) -> list[str]:
+    """The sentences of `texts` that carry a causal cue (`CAUSAL_CUE`), in order."""
+    return [s for text in texts for s in split_sentences(text) if CAUSAL_CUE.search(s)]

@@ -4,7 +4,6 @@ Each closed episode that tested a choice contributes one `EpisodeEvidence` (`evi
 kept in an indexed `EvidenceLog`; the pure functions of `rules` (whose docstring writes the
 rules out: labels, extraction, usefulness, confidence, revision) turn that evidence into
 immutable `FactVersion` records (`versions`), and a changed belief is a new version.
-`text` holds the rules' word handling.
 """
 
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog, evidence_from
@@ -17,7 +16,7 @@ from memory.facts.rules import (
     propose_fact,
     update_fact,
 )
-from memory.facts.text import terms
+from memory.text import terms
 from memory.facts.versions import ACTIVE, RETIRED, FactVersion, Usefulness, current_facts, fact_id_of, history
 
 __all__ = [

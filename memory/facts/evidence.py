@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Iterable, Iterator, Sequence, overload
 
 from memory.episodes import Episode, Outcome
-from memory.facts.text import terms
+from memory.text import terms
 from memory.facts.versions import fact_id_of
 
 TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers

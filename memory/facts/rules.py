@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog
-from memory.facts.text import normalize_term
+from memory.text import normalize_term
 from memory.facts.versions import ACTIVE, RETIRED, FactVersion, Usefulness, describe, new_fact_id
 
 

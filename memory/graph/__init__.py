@@ -3,7 +3,7 @@
 `rules` infers the edges a newly closed episode creates (`infer_edges`, pure; the rules are
 written out in its docstring), `build` puts episodes and edges into a `networkx.MultiDiGraph`,
 `queries` answers causal chains, neighbours and a subject's history as plain functions over
-that graph, and `export` writes it as GraphML or DOT. `text` holds the rules' word handling.
+that graph, and `export` writes it as GraphML or DOT.
 `Edge` and `EdgeType`, the graph's records, are re-exported here.
 """
 

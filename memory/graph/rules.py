@@ -45,7 +45,7 @@ from datetime import datetime
 from typing import Sequence
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.graph.text import causal_sentences, mentions, similarity
+from memory.text import causal_sentences, mentions, similarity
 
 
 @dataclass(frozen=True)
