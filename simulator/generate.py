@@ -23,7 +23,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -54,77 +56,98 @@ def values(rng: np.random.Generator) -> dict[str, object]:
     }
 
 
+@dataclass
+class _Draft:
+    """The scenario being drawn: fixed choices and the rounds so far."""
+
+    ids: list[str]  # root-cause family ids
+    cue: str  # the drift cue sentence
+    drift_a: str  # the cause the cue points to before the drift point
+    drift_b: str  # the cause it points to after
+    drift_point: int  # round index where the drift happens
+    rounds: list[dict] = field(default_factory=list)  # drawn rounds
+    truths: list[str] = field(default_factory=list)  # their true causes
+    seen: set[str] = field(default_factory=set)  # causes drawn so far
+    setup_ids: list[str] = field(default_factory=list)  # drift-setup round ids
+    drift_ids: list[str] = field(default_factory=list)  # drift round ids
+
+
 def generate(rounds: int, seed: int, name: str | None = None) -> dict:
     """Builds a schema-1 scenario document (plain data, ready for YAML)."""
     if rounds < 1:
         raise ValueError("rounds must be >= 1")
     rng = np.random.default_rng(seed)
     ids = list(fam.FAMILIES)
-    choice = lambda seq: seq[int(rng.integers(len(seq)))]  # noqa: E731
-    cue = choice(fam.CUES).format(**values(rng))
+    cue = _pick(rng, fam.CUES).format(**values(rng))
     drift_a, drift_b = (ids[int(k)] for k in rng.choice(len(ids), size=2, replace=False))
-    drift_point = rounds // 2
-    out_rounds: list[dict] = []
-    truths: list[str] = []
-    seen: set[str] = set()
-    setup_ids: list[str] = []
-    drift_ids: list[str] = []
+    draft = _Draft(ids, cue, drift_a, drift_b, rounds // 2)
     for i in range(rounds):
-        v = values(rng)
-        rid = f"r{i + 1}"
-        caused_by = None
-        needed: list[str] = []
-        if i % CUE_EVERY == CUE_OFFSET:
-            truth = drift_a if i < drift_point else drift_b
-            kind = "drift_setup" if i < drift_point else "drift"
-            (setup_ids if i < drift_point else drift_ids).append(rid)
-            obs = [cue, _fill(choice(fam.FAMILIES[drift_a]["surface"]), v)]
-            if i >= drift_point:
-                obs.append(_fill(choice(fam.FAMILIES[drift_b]["tells"]), v))
-            needed = [drift_a, drift_b]
-        elif i % CAUSED_EVERY == CAUSED_OFFSET and i >= 3:
-            j = i - int(rng.integers(1, min(6, i) + 1))
-            truth = choice(fam.CONSEQUENCES[truths[j]])
-            kind, caused_by = "caused", out_rounds[j]["id"]
-            hint = choice(fam.CAUSED_HINTS).format(
-                hours=v["hours"], prev_svc=out_rounds[j]["service"],
-                prev_fix=out_rounds[j]["on_success"][0].lower() + out_rounds[j]["on_success"][1:],
-            )
-            v["svc"] = out_rounds[j]["service"]
-            obs = [hint] + _symptoms(rng, truth, v, tells=1)
-            needed = [truths[j]] if truths[j] != truth else []
-        elif i % HERRING_EVERY == HERRING_OFFSET:
-            truth = choice(ids)
-            herring = choice([x for x in ids if x != truth])
-            kind = "red_herring"
-            surface = fam.FAMILIES[herring]["surface"]
-            picks = rng.choice(len(surface), size=2, replace=False)
-            obs = [_fill(surface[int(k)], v) for k in picks]
-            obs.append(_fill(choice(fam.FAMILIES[truth]["tells"]), v))
-            needed = [herring]
-        else:
-            truth = choice(ids)
-            kind = "recall" if truth in seen else "learn"
-            obs = _symptoms(rng, truth, v, tells=int(rng.integers(1, 3)))
-        if rng.random() < 0.3:
-            obs.append(_fill(choice(fam.NOISE), v))
-        seen.add(truth)
-        truths.append(truth)
-        out_rounds.append(_round(rng, rid, kind, v, obs, truth, needed, ids, caused_by, first=not i))
-    doc = {
+        _draw_round(rng, draft, i)
+    return {
         "schema": 1,
         "name": name or f"generated-{rounds}-s{seed}",
         "title": f"Generated scenario: {rounds} rounds from {len(ids)} root-cause families (seed {seed})",
-        "description": _description(cue, drift_a, drift_b, setup_ids, drift_ids),
+        "description": _description(cue, drift_a, drift_b, draft.setup_ids, draft.drift_ids),
         "start": START,
         "root_causes": {
             k: {"description": f["description"], "signals": list(f["signals"])}
             for k, f in fam.FAMILIES.items()
         },
         "interludes": _interludes(rng, max(1, rounds // 6)),
-        "rounds": out_rounds,
+        "rounds": draft.rounds,
     }
-    return doc
+
+
+def _pick(rng: np.random.Generator, seq: Any) -> Any:
+    return seq[int(rng.integers(len(seq)))]
+
+
+def _draw_round(rng: np.random.Generator, draft: _Draft, i: int) -> None:
+    """Draw round `i` (its kind follows from `i`) and add it to the draft."""
+    v = values(rng)
+    rid = f"r{i + 1}"
+    caused_by = None
+    needed: list[str] = []
+    ids = draft.ids
+    if i % CUE_EVERY == CUE_OFFSET:
+        before = i < draft.drift_point
+        truth = draft.drift_a if before else draft.drift_b
+        kind = "drift_setup" if before else "drift"
+        (draft.setup_ids if before else draft.drift_ids).append(rid)
+        obs = [draft.cue, _fill(_pick(rng, fam.FAMILIES[draft.drift_a]["surface"]), v)]
+        if not before:
+            obs.append(_fill(_pick(rng, fam.FAMILIES[draft.drift_b]["tells"]), v))
+        needed = [draft.drift_a, draft.drift_b]
+    elif i % CAUSED_EVERY == CAUSED_OFFSET and i >= 3:
+        j = i - int(rng.integers(1, min(6, i) + 1))
+        earlier = draft.rounds[j]
+        truth = _pick(rng, fam.CONSEQUENCES[draft.truths[j]])
+        kind, caused_by = "caused", earlier["id"]
+        hint = _pick(rng, fam.CAUSED_HINTS).format(
+            hours=v["hours"], prev_svc=earlier["service"],
+            prev_fix=earlier["on_success"][0].lower() + earlier["on_success"][1:],
+        )
+        v["svc"] = earlier["service"]
+        obs = [hint] + _symptoms(rng, truth, v, tells=1)
+        needed = [draft.truths[j]] if draft.truths[j] != truth else []
+    elif i % HERRING_EVERY == HERRING_OFFSET:
+        truth = _pick(rng, ids)
+        herring = _pick(rng, [x for x in ids if x != truth])
+        kind = "red_herring"
+        surface = fam.FAMILIES[herring]["surface"]
+        picks = rng.choice(len(surface), size=2, replace=False)
+        obs = [_fill(surface[int(k)], v) for k in picks]
+        obs.append(_fill(_pick(rng, fam.FAMILIES[truth]["tells"]), v))
+        needed = [herring]
+    else:
+        truth = _pick(rng, ids)
+        kind = "recall" if truth in draft.seen else "learn"
+        obs = _symptoms(rng, truth, v, tells=int(rng.integers(1, 3)))
+    if rng.random() < 0.3:
+        obs.append(_fill(_pick(rng, fam.NOISE), v))
+    draft.seen.add(truth)
+    draft.truths.append(truth)
+    draft.rounds.append(_round(rng, rid, kind, v, obs, truth, needed, ids, caused_by, first=not i))
 
 
 def to_yaml(doc: dict) -> str:

@@ -77,59 +77,86 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         projections: principal → (basis digest, projections, residual norms) of the rows of
             that principal's episodes (in storing order), for principals with a basis.
     """
-    sections: list[tuple[str, bytes, str | None, list[int] | None]] = []
-
-    def array(name: str, values: Any, dtype: str) -> None:
-        a = np.ascontiguousarray(values, dtype=dtype)
-        sections.append((name, a.tobytes(), dtype, list(a.shape)))
-
-    def document(name: str, value: Any) -> None:
-        sections.append((name, json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"), None, None))
-
-    strings: dict[str | None, int] = {}
-    code = lambda s: strings.setdefault(s, len(strings))  # noqa: E731
-    document("ids", [ep.id for ep in episodes])
-    array("principal", [code(ep.principal) for ep in episodes], "<i4")
-    array("situation", [code(ep.situation) for ep in episodes], "<i4")
-    array("subject", [code(ep.subject) for ep in episodes], "<i4")
-    array("seqs", np.array([(ep.first_seq, ep.last_seq) for ep in episodes]).reshape(-1, 2), "<i8")
-    array("ends", [ep.end.timestamp() for ep in episodes], "<f8")
-    array("end_us", [_microseconds(ep.end) for ep in episodes], "<i8")
-    array("choice", [code(ep.choices[-1]) if ep.choices else -1 for ep in episodes], "<i4")
-    array("outcome", [OUTCOMES.index(ep.outcome) for ep in episodes], "<i1")
-    array("corrected", [bool(ep.corrections) for ep in episodes], "u1")
-    rows: dict[str, list[int]] = {}
-    for n, ep in enumerate(episodes):
-        rows.setdefault(ep.principal, []).append(n)
+    out = _Sections()
+    rows = _episode_columns(out, episodes)
     for principal, picked in rows.items():  # one block per principal: copied straight into its partition
-        array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
-    document("texts", [t for t, _ in problems])
-    document("cites", {i: list(c) for i, c in cites.items()})
-    document("edges", [[body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
-                       for _, body in edges])
-    array("weights", [float(body["weight"]) for _, body in edges], "<f8")
-    document("edge_ids", [i for i, _ in edges])
-    document("facts", list(facts))
-    document("marks", [m for m, _ in marks])
-    marked, own = {e for _, e in marks}, {ep.id for ep in episodes}
-    document("unmarked", [ep.id for ep in episodes if ep.id not in marked])  # learned after the range, or never
-    document("outside", sorted(marked - own))  # episodes before the range marked in it
+        out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
+    out.document("texts", [t for t, _ in problems])
+    out.document("cites", {i: list(c) for i, c in cites.items()})
+    _link_sections(out, episodes, edges, facts, marks)
     bases = {}
     for principal, (basis, proj, resid) in projections.items():
         bases[principal] = basis
-        array(f"proj:{principal}", proj, "<f4")
-        array(f"resid:{principal}", resid, "<f4")
-    document("strings", list(strings))
-    layout, chunks, offset = {}, [], 0
-    for name, data, dtype, shape in sections:
-        layout[name] = [offset, len(data), dtype, shape]
-        chunks.append(data)
-        offset += len(data)
-    body = b"".join(chunks)
+        out.array(f"proj:{principal}", proj, "<f4")
+        out.array(f"resid:{principal}", resid, "<f4")
+    out.document("strings", list(out.strings))
+    layout, body = out.pack()
     meta = {"format": FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
             "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
             "bases": bases, "sections": layout, "size": len(body), "digest": _digest(body)}
     return meta, body
+
+
+class _Sections:
+    """A run body being written: named sections (arrays or JSON documents) and a string table."""
+
+    def __init__(self) -> None:
+        self.sections: list[tuple[str, bytes, str | None, list[int] | None]] = []
+        self.strings: dict[str | None, int] = {}
+
+    def code(self, value: str | None) -> int:
+        """The string table code of `value` (added on first use)."""
+        return self.strings.setdefault(value, len(self.strings))
+
+    def array(self, name: str, values: Any, dtype: str) -> None:
+        a = np.ascontiguousarray(values, dtype=dtype)
+        self.sections.append((name, a.tobytes(), dtype, list(a.shape)))
+
+    def document(self, name: str, value: Any) -> None:
+        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.sections.append((name, data, None, None))
+
+    def pack(self) -> tuple[dict[str, list[Any]], bytes]:
+        """The layout (name → offset, size, dtype, shape) and the concatenated body."""
+        layout, chunks, offset = {}, [], 0
+        for name, data, dtype, shape in self.sections:
+            layout[name] = [offset, len(data), dtype, shape]
+            chunks.append(data)
+            offset += len(data)
+        return layout, b"".join(chunks)
+
+
+def _episode_columns(out: _Sections, episodes: Sequence[Episode]) -> dict[str, list[int]]:
+    """The episodes as columns; returns each principal's rows."""
+    code = out.code
+    out.document("ids", [ep.id for ep in episodes])
+    out.array("principal", [code(ep.principal) for ep in episodes], "<i4")
+    out.array("situation", [code(ep.situation) for ep in episodes], "<i4")
+    out.array("subject", [code(ep.subject) for ep in episodes], "<i4")
+    out.array("seqs", np.array([(ep.first_seq, ep.last_seq) for ep in episodes]).reshape(-1, 2), "<i8")
+    out.array("ends", [ep.end.timestamp() for ep in episodes], "<f8")
+    out.array("end_us", [_microseconds(ep.end) for ep in episodes], "<i8")
+    out.array("choice", [code(ep.choices[-1]) if ep.choices else -1 for ep in episodes], "<i4")
+    out.array("outcome", [OUTCOMES.index(ep.outcome) for ep in episodes], "<i1")
+    out.array("corrected", [bool(ep.corrections) for ep in episodes], "u1")
+    rows: dict[str, list[int]] = {}
+    for n, ep in enumerate(episodes):
+        rows.setdefault(ep.principal, []).append(n)
+    return rows
+
+
+def _link_sections(out: _Sections, episodes: Sequence[Episode], edges: Sequence[tuple[str, dict[str, Any]]],
+                   facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]]) -> None:
+    """Edges, fact versions and reinforcement marks of the range."""
+    out.document("edges", [[body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
+                           for _, body in edges])
+    out.array("weights", [float(body["weight"]) for _, body in edges], "<f8")
+    out.document("edge_ids", [i for i, _ in edges])
+    out.document("facts", list(facts))
+    out.document("marks", [m for m, _ in marks])
+    marked, own = {e for _, e in marks}, {ep.id for ep in episodes}
+    out.document("unmarked", [ep.id for ep in episodes if ep.id not in marked])  # learned after the range, or never
+    out.document("outside", sorted(marked - own))  # episodes before the range marked in it
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
