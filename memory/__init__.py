@@ -26,7 +26,7 @@ from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import FactVersion
 from memory.graph import GraphConfig, causal_chain
 from memory.redaction import NoRedaction, PatternRedactor, Redactor
-from memory.retriever import Context, RetrieverConfig
+from memory.retrieval import Context, RetrieverConfig
 from memory.segmenter import Segmenter, SegmenterConfig, segment
 from memory.store import SQLiteStore, Store
 from memory.timeline import Entry, Kind, Role, Timeline

@@ -29,7 +29,6 @@ import networkx as nx
 import numpy as np
 
 from memory import graph as graph_rules
-from memory.chain_cache import ChainCache
 from memory.encoder import Encoder, HashingEncoder
 from memory.episodes import Edge, Episode, Outcome
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
@@ -47,9 +46,9 @@ from memory.facts import (
 )
 from memory.redaction import Redactor
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
-from memory import retriever as retrieval
 from memory import snapshot
-from memory.retriever import DEFAULT, Bounds, Context, EpisodeIndex, Retriever, RetrieverConfig, episode_vector
+from memory.retrieval import (DEFAULT, Bounds, ChainCache, Context, EpisodeIndex, Retriever, RetrieverConfig,
+                              episode_vector)
 from memory.segmenter import Segmenter, SegmenterConfig
 from memory.snapshot import LazyMap, LazySet
 from memory.store import EntryParts, SQLiteStore
@@ -87,7 +86,7 @@ class EpisodicMemory:
         principal: default tenant for records and recall.
         encoder: text encoder (default `HashingEncoder`, offline).
         redactor: applied before anything is stored (default `PatternRedactor`).
-        retriever: retriever preset (`memory.retriever.DEFAULT`, `NO_GRAPH`, ...).
+        retriever: retriever preset (`memory.retrieval.config.DEFAULT`, `NO_GRAPH`, ...).
         segmenter: segmentation thresholds.
         links: edge-rule windows and thresholds (`memory.graph.GraphConfig`).
         facts: fact thresholds (confidence prior, revision, usefulness).
@@ -565,7 +564,7 @@ class EpisodicMemory:
         basis = snapshot.read_basis(self.store, principal, digest) if digest is not None else None
         proj, resid = reader.proj.get(principal), reader.resid.get(principal)
         if basis is None or proj is None or basis.shape != (self.encoder.dim, proj.shape[1]) \
-                or len(part) < max(retrieval.PRUNE_FROM, 1):
+                or len(part) < max(self.retriever_config.prune_from, 1):
             return
         empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
         for run in runs:
@@ -640,7 +639,7 @@ class EpisodicMemory:
         projections = {}
         for who in dict.fromkeys(ep.principal for ep in episodes):
             part = self.index.partition(who)
-            bounds = part.bounded(retrieval.PRUNE_FROM)
+            bounds = part.bounded(self.retriever_config.prune_from)
             if bounds is not None:
                 digest = snapshot.basis_digest(bounds.basis)
                 self._store_basis(who, digest, bounds.basis)

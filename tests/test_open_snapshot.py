@@ -5,6 +5,7 @@ are ignored: the records they claim to stand for are loaded the exact way.
 """
 
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memory.agent_memory as agent_memory
-import memory.retriever as retriever
 from memory import snapshot
 from memory.agent_memory import PROBLEMS, EpisodicMemory
 from memory.errors import StoreError
 from memory.graph import GraphConfig
+from memory.retrieval import DEFAULT
+from tests.test_retriever import synthetic_texts
 from tests.test_retriever_bounds import play
-from tests.test_retriever_latency import synthetic_texts
 
 QUERIES = [t for t, _ in synthetic_texts(6, seed=11)]
 
@@ -58,8 +59,8 @@ def exact(path, **options):
             return state(memory)
 
 
-def runs_of(path):
-    with EpisodicMemory(path, principal="p0") as memory:
+def runs_of(path, **options):
+    with EpisodicMemory(path, principal="p0", **options) as memory:
         return memory.store.snapshot_index(snapshot.RUN)
 
 
@@ -76,47 +77,47 @@ def raw(path, sql, *params):
 def small_runs(monkeypatch):
     monkeypatch.setattr(agent_memory, "RUN_EPISODES", 16)
     monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 4)
-    monkeypatch.setattr(retriever, "PRUNE_FROM", 20)
+    return {"retriever": replace(DEFAULT, prune_from=20)}  # options of every memory the test opens
 
 
 def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path, small_runs):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", **small_runs) as live:
         play(live, 90)
         expected = state(live)
         assert live._covered > 0  # runs were written while recording
-    with EpisodicMemory(path, principal="p0") as reopened:
+    with EpisodicMemory(path, principal="p0", **small_runs) as reopened:
         assert reopened._covered == reopened.store.last_record()  # the open covered the rest
         assert reopened.index.partition("p0").bounds is not None  # bounds from stored projections
         assert state(reopened) == expected
-    with EpisodicMemory(path, principal="p0") as again:  # from runs only
+    with EpisodicMemory(path, principal="p0", **small_runs) as again:  # from runs only
         assert not list(again.store.records_after("episode", again._covered))
         assert state(again) == expected
-    assert exact(path) == expected
+    assert exact(path, **small_runs) == expected
 
 
 def test_runs_then_more_records_then_reopen(tmp_path, small_runs):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as first:
+    with EpisodicMemory(path, principal="p0", **small_runs) as first:
         play(first, 40)
-    with EpisodicMemory(path, principal="p0") as second:  # opened from runs, then records more
+    with EpisodicMemory(path, principal="p0", **small_runs) as second:  # opened from runs, then records more
         second.observe("db pool exhausted on orders", situation="ops", principal="p1")
         second.decide("Decision: raise the pool", choice="pool", situation="ops", principal="p1")
         second.outcome("p99 back to normal", status="success", situation="ops", principal="p1")
         second.flush()
         expected = state(second)
-    with EpisodicMemory(path, principal="p0") as third:
+    with EpisodicMemory(path, principal="p0", **small_runs) as third:
         assert state(third) == expected
-    assert exact(path) == expected
+    assert exact(path, **small_runs) == expected
 
 
 @pytest.mark.parametrize("damage", ["alter", "truncate", "meta"])
 def test_a_damaged_run_is_ignored_and_replaced(tmp_path, small_runs, damage):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", **small_runs) as live:
         play(live, 60)
-    expected = exact(path)
-    seq, _, meta = runs_of(path)[1]
+    expected = exact(path, **small_runs)
+    seq, _, meta = runs_of(path, **small_runs)[1]
     if damage == "alter":  # one byte of the vectors
         offset = meta["sections"]["vectors:p0"][0] + 5
         raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
@@ -126,22 +127,22 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, small_runs, damage):
     else:  # a run claiming another range
         raw(path, "UPDATE snapshots SET meta = replace(meta, ?, ?) WHERE seq = ?",
             f'"upto":{meta["upto"]}', f'"upto":{meta["upto"] - 1}', seq)
-    with EpisodicMemory(path, principal="p0") as reopened:
+    with EpisodicMemory(path, principal="p0", **small_runs) as reopened:
         assert reopened._covered == reopened.store.last_record()  # runs written again for what the damaged one held
         assert state(reopened) == expected
-    with EpisodicMemory(path, principal="p0") as again:
+    with EpisodicMemory(path, principal="p0", **small_runs) as again:
         assert state(again) == expected
 
 
 def test_runs_of_another_store_are_ignored(tmp_path, small_runs):
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    with EpisodicMemory(a, principal="p0") as memory:
+    with EpisodicMemory(a, principal="p0", **small_runs) as memory:
         play(memory, 50)
-    with EpisodicMemory(b, principal="p0") as memory:
+    with EpisodicMemory(b, principal="p0", **small_runs) as memory:
         memory.observe("cache hit ratio fell to 20 percent", situation="ops", principal="p0")
         memory.outcome("recovered", status="success", situation="ops", principal="p0")
         play(memory, 30)
-    expected = exact(b)
+    expected = exact(b, **small_runs)
     db = sqlite3.connect(b)
     db.execute("DROP TRIGGER snapshots_no_delete")
     db.execute("DELETE FROM snapshots")
@@ -149,17 +150,17 @@ def test_runs_of_another_store_are_ignored(tmp_path, small_runs):
     db.execute("INSERT INTO snapshots (kind, id, meta, body) SELECT kind, id, meta, body FROM other.snapshots")
     db.commit()
     db.close()
-    with EpisodicMemory(b, principal="p0") as reopened:
+    with EpisodicMemory(b, principal="p0", **small_runs) as reopened:
         assert state(reopened) == expected
 
 
 def test_runs_of_another_graph_configuration_are_ignored(tmp_path, small_runs):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", **small_runs) as live:
         play(live, 50)
     other = GraphConfig(retry_window_s=60.0)
-    expected = exact(path, links=other)
-    with EpisodicMemory(path, principal="p0", links=other) as reopened:
+    expected = exact(path, links=other, **small_runs)
+    with EpisodicMemory(path, principal="p0", links=other, **small_runs) as reopened:
         assert state(reopened) == expected
 
 
@@ -169,7 +170,7 @@ def test_a_crash_while_writing_a_run_leaves_a_valid_store(tmp_path, small_runs, 
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("killed while writing a run")
 
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", **small_runs) as live:
         play(live, 10)
         monkeypatch.setattr(live.store, "add_snapshot", crash)
         with pytest.raises(KeyboardInterrupt):
@@ -177,8 +178,8 @@ def test_a_crash_while_writing_a_run_leaves_a_valid_store(tmp_path, small_runs, 
     monkeypatch.undo()
     monkeypatch.setattr(agent_memory, "RUN_EPISODES", 16)
     monkeypatch.setattr(agent_memory, "OPEN_RUN_MIN", 4)
-    expected = exact(path)
-    with EpisodicMemory(path, principal="p0") as reopened:
+    expected = exact(path, **small_runs)
+    with EpisodicMemory(path, principal="p0", **small_runs) as reopened:
         assert reopened.store.verify() is None
         assert state(reopened) == expected
 
@@ -212,26 +213,26 @@ def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
 @given(episodes=st.integers(1, 70), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
        prune=st.sampled_from([1, 10, 10**9]))
 def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run, least, prune):
+    options = {"retriever": replace(DEFAULT, prune_from=prune)}
     path = tmp_path_factory.mktemp("runs") / "m.sqlite"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(agent_memory, "RUN_EPISODES", run)
         mp.setattr(agent_memory, "OPEN_RUN_MIN", least)
-        mp.setattr(retriever, "PRUNE_FROM", prune)
-        with EpisodicMemory(path, principal="p0") as live:
+        with EpisodicMemory(path, principal="p0", **options) as live:
             play(live, episodes)
             expected = state(live)
-        with EpisodicMemory(path, principal="p0") as reopened:
+        with EpisodicMemory(path, principal="p0", **options) as reopened:
             assert state(reopened) == expected
-        with EpisodicMemory(path, principal="p0") as again:
+        with EpisodicMemory(path, principal="p0", **options) as again:
             assert state(again) == expected
-        assert exact(path) == expected
+        assert exact(path, **options) == expected
 
 
 def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path, small_runs):
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", **small_runs) as live:
         play(live, 40)
-    with EpisodicMemory(path, principal="p0") as reopened:
+    with EpisodicMemory(path, principal="p0", **small_runs) as reopened:
         first = reopened.episodes("p0")  # read while open: kept
     assert reopened.episodes("p0") == first
     with pytest.raises(StoreError, match="the store is closed"):
