@@ -16,7 +16,7 @@ class AgentPreset:
 
     name: str  # agent name in reports and logs
     memory: str  # "episodic", "flat_rag" or "none"
-    retriever: str = "DEFAULT"  # retriever preset name in memory.retriever (episodic only)
+    retriever: str = "DEFAULT"  # retriever preset name in memory.retrieval.config (episodic only)
     outcome_labels: bool = True  # hand outcome labels to the reasoner (episodic only)
     description: str = ""  # one line for --help
 
@@ -41,7 +41,7 @@ def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, st
         return NoMemoryAgent(reasoner, budget)
     if preset.memory == "flat_rag":
         return FlatRAGAgent(reasoner, encoder, budget)
-    from memory import retriever as retriever_module
+    from memory.retrieval import config as retriever_module
     from memory.agent_memory import EpisodicMemory
 
     config = getattr(retriever_module, preset.retriever)

@@ -24,7 +24,7 @@ from memory.errors import MemoryError_, StoreError
 from memory.episodes import Edge, EdgeType, Episode, Outcome, Segmenter, SegmenterConfig, segment
 from memory.facts import FactVersion
 from memory.graph import GraphConfig, causal_chain
-from memory.retriever import Context, RetrieverConfig
+from memory.retrieval import Context, RetrieverConfig
 from memory.episodes import Segmenter, SegmenterConfig, segment
 from memory.timeline import (
     Encoder,

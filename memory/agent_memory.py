@@ -29,7 +29,7 @@ from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, h
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
-from memory.retriever import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
+from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
 from memory.episodes import Segmenter, SegmenterConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import (
@@ -63,7 +63,7 @@ class EpisodicMemory:
         principal: default tenant for records and recall.
         encoder: text encoder (default `HashingEncoder`, offline).
         redactor: applied before anything is stored (default `PatternRedactor`).
-        retriever: retriever preset (`memory.retriever.DEFAULT`, `NO_GRAPH`, ...).
+        retriever: retriever preset (`memory.retrieval.config.DEFAULT`, `NO_GRAPH`, ...).
         segmenter: segmentation thresholds.
         links: edge-rule windows and thresholds (`memory.graph.GraphConfig`).
         facts: fact thresholds (confidence prior, revision, usefulness).

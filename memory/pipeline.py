@@ -33,7 +33,7 @@ from memory.episodes import Edge, Episode
 from memory.facts import DEFAULT_FACTS, EvidenceLog, FactConfig, FactVersion, ProposalHook, extract_facts, propose_fact
 from memory.graph import attempt_chain, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
-from memory.retriever import episode_vector
+from memory.retrieval import episode_vector
 from memory.state import MemoryState, Problem
 from memory.timeline import Entry, Kind
 
@@ -87,7 +87,7 @@ def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry]) -
     """What an episode worked on: its own observations, else those of the attempt it retries.
 
     The vector is the observations' mean direction, moved away from the corrections'
-    (`memory.retriever.episode_vector`); an episode with neither falls back to all its entries.
+    (`memory.retrieval.episode_vector`); an episode with neither falls back to all its entries.
     """
     observed = [e for e in entries if e.kind is Kind.OBSERVATION]
     corrections = [e for e in entries if e.kind is Kind.CORRECTION]

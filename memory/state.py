@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from memory.chain_cache import ChainCache
+from memory.retrieval import ChainCache
 from memory.episodes import Edge, Episode, Outcome
 from memory.facts import EvidenceLog, FactVersion, current_facts, evidence_from
 from memory.graph import EpisodeGraph, GraphConfig, add_edges, add_episode
@@ -98,7 +98,7 @@ class MemoryState:
     """The derived state of one memory (all principals).
 
     Args:
-        index: the recall index (`memory.retriever.EpisodeIndex`) episodes are added to.
+        index: the recall index (`memory.retrieval.EpisodeIndex`) episodes are added to.
         graph_config: the graph rules' configuration (its window bounds `prior`).
         episodes: id → episode mapping to use (a lazily reading one when opening a store).
         problems: id → `Problem` mapping to use.

@@ -5,7 +5,7 @@ import pytest
 import scenarios
 from agent.heuristic import HeuristicReasoner
 from eval.presets import PRESETS, build_agent
-from memory.chain_cache import ChainCache
+from memory.retrieval import ChainCache
 from memory.timeline import HashingEncoder
 from memory.episodes import Edge, EdgeType
 from memory.graph import causal_chain

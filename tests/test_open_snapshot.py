@@ -5,6 +5,7 @@ are ignored: the records they claim to stand for are loaded the exact way.
 """
 
 import sqlite3
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,8 +20,8 @@ from memory.graph import GraphConfig
 from memory.persistence import Persistence
 from memory.persistence import runs as snapshot
 from memory.persistence.loader import PROBLEMS
+from tests.test_retriever import synthetic_texts
 from tests.test_retriever_bounds import play
-from tests.test_retriever_latency import synthetic_texts
 
 QUERIES = [t for t, _ in synthetic_texts(6, seed=11)]
 
@@ -83,7 +84,7 @@ def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path):
     with opened(path) as again:  # from runs only
         assert not list(again.store.records_after("episode", again.stored.covered))
         assert state(again) == expected
-    assert exact(path) == expected
+    assert exact(path, **small_runs) == expected
 
 
 def test_runs_then_more_records_then_reopen(tmp_path):
@@ -98,7 +99,7 @@ def test_runs_then_more_records_then_reopen(tmp_path):
         expected = state(second)
     with opened(path) as third:
         assert state(third) == expected
-    assert exact(path) == expected
+    assert exact(path, **small_runs) == expected
 
 
 @pytest.mark.parametrize("damage", ["alter", "truncate", "meta"])
@@ -106,8 +107,8 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage):
     path = tmp_path / "m.sqlite"
     with opened(path) as live:
         play(live, 60)
-    expected = exact(path)
-    seq, _, meta = runs_of(path)[1]
+    expected = exact(path, **small_runs)
+    seq, _, meta = runs_of(path, **small_runs)[1]
     if damage == "alter":  # one byte of the vectors
         offset = meta["sections"]["vectors:p0"][0] + 5
         raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
@@ -132,7 +133,7 @@ def test_runs_of_another_store_are_ignored(tmp_path):
         memory.observe("cache hit ratio fell to 20 percent", situation="ops", principal="p0")
         memory.outcome("recovered", status="success", situation="ops", principal="p0")
         play(memory, 30)
-    expected = exact(b)
+    expected = exact(b, **small_runs)
     db = sqlite3.connect(b)
     db.execute("DROP TRIGGER snapshots_no_delete")
     db.execute("DELETE FROM snapshots")
@@ -200,6 +201,7 @@ def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
 @given(episodes=st.integers(1, 70), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
        prune=st.sampled_from([1, 10, 10**9]))
 def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run, least, prune):
+    options = {"retriever": replace(DEFAULT, prune_from=prune)}
     path = tmp_path_factory.mktemp("runs") / "m.sqlite"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(agent_memory, "RUN_EPISODES", run)
@@ -212,7 +214,7 @@ def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run
             assert state(reopened) == expected
         with opened(path) as again:
             assert state(again) == expected
-        assert exact(path) == expected
+        assert exact(path, **options) == expected
 
 
 def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import networkx as nx
@@ -10,23 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.episodes import EdgeType, Episode, Outcome
-from memory.graph import BACKWARD, FORWARD, Link, causal_chain
-from memory.graph.queries import _sort_key, _steps
-from memory.retriever import _power_iteration
+from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.graph import BACKWARD, FORWARD, Link, add_edges, add_episode, causal_chain
+from memory.retrieval import DEFAULT, EpisodeIndex, Retriever, episode_vector, graph_proximity
+from memory.retrieval.proximity import power_iteration
+from memory.retrieval.ranking import at_most_kth, kth
+from tests.test_retriever import synthetic_texts
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    """Every partition scored through its bounds (they are fitted on the first recall)."""
-    import memory.retriever as retriever
-
-    patch = pytest.MonkeyPatch()
-    patch.setattr(retriever, "PRUNE_FROM", 1)
-    yield patch
-    patch.undo()
 
 
 def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -48,42 +40,8 @@ def test_power_iteration_gives_the_vector_of_the_plain_loop(n, seed, alpha, chun
     personal = rng.random(n)
     google = alpha * links / links.sum(axis=1)[:, None] + (1 - alpha) * personal / personal.sum()
     start = np.full(n, 1.0 / n)
-    fast = _power_iteration(google, start, chunk=chunk)
+    fast = power_iteration(google, start, chunk=chunk)
     assert np.array_equal(fast, plain_power_iteration(google, start))
-
-
-def reference_chain(G: nx.MultiDiGraph, episode_id: str, max_hops: int = 3):
-    """The chain as first defined: a DiGraph of causal edges over the reached episodes."""
-
-    def backward_neighbours(node):
-        for other, keyed in G.succ[node].items():
-            if any(data.get("type") in BACKWARD for data in keyed.values()):
-                yield other
-        for other, keyed in G.pred[node].items():
-            if any(data.get("type") in FORWARD for data in keyed.values()):
-                yield other
-
-    reached = {episode_id} | {v for _, v in nx.generic_bfs_edges(G, episode_id, neighbors=backward_neighbours,
-                                                                 depth_limit=max_hops)}
-    back = nx.DiGraph()
-    for u in sorted(reached, key=lambda n: _sort_key(G, n)):
-        back.add_node(u)
-        for v, keyed in G.succ[u].items():
-            if v not in reached:
-                continue
-            for data in keyed.values():
-                kind = data.get("type")
-                if kind in BACKWARD:
-                    back.add_edge(u, v, type=kind)
-                elif kind in FORWARD and not back.has_edge(v, u):
-                    back.add_edge(v, u, type=kind)
-    nodes = sorted(reached, key=lambda n: _sort_key(G, n))
-    links = tuple(sorted((Link(u, v, d["type"]) for u, v, d in back.edges(data=True)),
-                         key=lambda link: (_sort_key(G, link.source), _sort_key(G, link.target))))
-    words = []
-    for position, node in enumerate(nodes):
-        words.extend(_steps(G.nodes[node].get("episode"), position == 0))
-    return tuple(nodes), links, tuple(link.type for link in links), " → ".join(words)
 
 
 def episode(i: int, rng: np.random.Generator) -> Episode:
@@ -111,45 +69,134 @@ def random_episode_graph(n: int, density: float, rng: np.random.Generator) -> nx
     return G
 
 
+def backward_steps(G: nx.MultiDiGraph) -> nx.DiGraph:
+    """One step back in time per causal edge: BACKWARD edges as they point, LED_TO reversed."""
+    back = nx.DiGraph()
+    back.add_nodes_from(G)
+    for u, v, kind in G.edges(data="type"):
+        if kind in BACKWARD:
+            back.add_edge(u, v)
+        elif kind in FORWARD:
+            back.add_edge(v, u)
+    return back
+
+
+def time_order(G: nx.MultiDiGraph, node: str) -> tuple:
+    """The documented order of a chain: start, then first_seq, then id."""
+    return G.nodes[node]["start"], G.nodes[node]["first_seq"], node
+
+
 @settings(max_examples=150, deadline=None)
 @given(n=st.integers(1, 14), density=st.floats(0.0, 0.5), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4))
-def test_causal_chain_equals_its_definition_on_random_graphs(n, density, seed, hops):
+def test_a_chain_holds_what_lies_within_its_hops_backwards_joined_by_the_causal_edges_of_g(n, density, seed, hops):
     G = random_episode_graph(n, density, np.random.default_rng(seed))
+    back = backward_steps(G)
     for node in G:
-        assert tuple(causal_chain(G, node, max_hops=hops)) == reference_chain(G, node, hops)
+        chain = causal_chain(G, node, max_hops=hops)
+        reach = nx.single_source_shortest_path_length(back, node, cutoff=hops)
+        assert set(chain.episode_ids) == set(reach) and node in chain.episode_ids
+        assert len(set(chain.episode_ids)) == len(chain.episode_ids)  # no episode twice
+        assert list(chain.episode_ids) == sorted(chain.episode_ids, key=lambda e: time_order(G, e))
+        for link in chain.links:  # each link is an edge of its type in G, oriented later → earlier
+            assert link.source in reach and link.target in reach
+            if link.type in BACKWARD:
+                assert G.has_edge(link.source, link.target, key=link.type.value)
+            else:
+                assert link.type in FORWARD and G.has_edge(link.target, link.source, key=link.type.value)
+        pairs = [(link.source, link.target) for link in chain.links]
+        assert len(set(pairs)) == len(pairs)  # one link per ordered pair of episodes
+        assert set(pairs) == set(back.subgraph(chain.episode_ids).edges)  # and every causal step among them
+        assert pairs == sorted(pairs, key=lambda p: (time_order(G, p[0]), time_order(G, p[1])))
+        assert chain.edge_types == tuple(link.type for link in chain.links)
+
+
+def story_graph(*edges: tuple[str, str, EdgeType], **episodes: Episode | None) -> nx.MultiDiGraph:
+    G = nx.MultiDiGraph()
+    for name, ep in episodes.items():
+        if ep is None:  # a node without its episode (the narrative calls it "episode")
+            G.add_node(name, start=T0 + timedelta(hours=len(G)), first_seq=len(G))
+        else:
+            add_episode(G, ep)
+    add_edges(G, [Edge(u, v, kind, 0.5, "golden") for u, v, kind in edges])
+    return G
+
+
+def story(name: str, hour: int, *, outcome=Outcome.UNKNOWN, observed=True, decided=False, corrected=False) -> Episode:
+    at = T0 + timedelta(hours=hour)
+    return Episode(id=name, entry_ids=(f"e-{name}",), first_seq=hour, last_seq=hour, principal="p", situation="ops",
+                   subject=None, start=at, end=at, summary=name, outcome=outcome, outcome_evidence="",
+                   decisions=("Decision: restart",) if decided else (), corrections=("it was the pool",) if corrected else (),
+                   observations=("errors rising",) if observed else ())
+
+
+C, L, R, F, S = EdgeType.CAUSED_BY, EdgeType.LED_TO, EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CONTINUATION
+GOLDEN = {
+    "incident, failed fix, corrected retry": (
+        story_graph(("b", "a", C), ("c", "b", R),
+                    a=story("a", 0), b=story("b", 1, outcome=Outcome.FAILURE, decided=True),
+                    c=story("c", 2, outcome=Outcome.SUCCESS, decided=True, corrected=True)),
+        dict(episode_id="c"),
+        (("a", "b", "c"), (Link("b", "a", C), Link("c", "b", R)), "incident → failed fix → fix → correction")),
+    "LED_TO is followed against its direction": (
+        story_graph(("a", "b", L), a=story("a", 0, outcome=Outcome.PARTIAL, decided=True), b=story("b", 3)),
+        dict(episode_id="b"),
+        (("a", "b"), (Link("b", "a", L),), "incident → partial fix → incident")),
+    "nothing is reached forwards, nor over other edge types": (
+        story_graph(("b", "a", C), ("c", "b", S), a=story("a", 0), b=story("b", 1), c=story("c", 2)),
+        dict(episode_id="a"),
+        (("a",), (), "incident")),
+    "hops bound the walk": (
+        story_graph(("d", "c", F), ("c", "b", F), ("b", "a", F),
+                    a=story("a", 0), b=story("b", 1), c=story("c", 2), d=story("d", 3)),
+        dict(episode_id="d", max_hops=2),
+        (("b", "c", "d"), (Link("c", "b", F), Link("d", "c", F)), "incident → incident → incident")),
+    "max_episodes keeps the nearest": (
+        story_graph(("d", "c", C), ("c", "a", C), ("d", "b", R),
+                    a=story("a", 0), b=story("b", 1), c=story("c", 2), d=story("d", 3)),
+        dict(episode_id="d", max_episodes=3),
+        (("b", "c", "d"), (Link("d", "b", R), Link("d", "c", C)), "incident → incident → incident")),
+    "a node without its episode": (
+        story_graph(("b", "a", C), a=None, b=story("b", 5, observed=False, decided=True, outcome=Outcome.SUCCESS)),
+        dict(episode_id="b"),
+        (("a", "b"), (Link("b", "a", C),), "episode → fix")),
+}
+
+
+@pytest.mark.parametrize("case", list(GOLDEN))
+def test_golden_chains(case):
+    G, query, (ids, links, narrative) = GOLDEN[case]
+    chain = causal_chain(G, **query)
+    assert (chain.episode_ids, chain.links, chain.narrative) == (ids, links, narrative)
 
 
 @settings(max_examples=300, deadline=None)
 @given(n=st.integers(1, 60), size=st.integers(1, 30000), seed=st.integers(0, 2**32 - 1),
        ties=st.booleans())
 def test_at_most_kth_is_a_lower_bound_of_the_kth_largest(n, size, seed, ties):
-    from memory.retriever import _at_most_kth, _kth
-
     rng = np.random.default_rng(seed)
     values = (rng.integers(0, 5, size) if ties else rng.random(size)).astype(np.float32)
-    got = _at_most_kth(values, n)
-    assert got <= _kth(values, n)
+    got = at_most_kth(values, n)
+    assert got <= kth(values, n)
     block = len(values) // (64 * n)
     if block >= 4:  # no more than n - 1 blocks hold values above it
-        assert got >= _kth(values, (n - 1) * block + 1)
+        assert got >= kth(values, (n - 1) * block + 1)
     else:
-        assert got == _kth(values, n)
+        assert got == kth(values, n)
 
 
 def grown_retriever(n_first: int, n_more: int, edges_every: int):
-    """A retriever fed `n_first` episodes, recalled once (fitting bounds), then fed `n_more`."""
+    """A retriever fed `n_first` episodes, recalled once (fitting bounds), then fed `n_more`.
+
+    Every partition is scored through its bounds (`prune_from=1`: fitted on the first recall).
+    """
     from memory.timeline import HashingEncoder
-    from memory.episodes import Edge
-    from memory.graph import add_edges, add_episode
-    from memory.retriever import DEFAULT, EpisodeIndex, Retriever, episode_vector
-    from tests.test_retriever_latency import synthetic_texts
 
     encoder = HashingEncoder()
     texts = synthetic_texts(n_first + n_more, seed=11)
     vectors = encoder.encode([t for t, _ in texts])
     index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
     chain = lambda G, node, hops, most: causal_chain(G, node, max_hops=hops, max_episodes=most).narrative  # noqa: E731
-    retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=DEFAULT)
+    retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=replace(DEFAULT, prune_from=1))
 
     def feed(start: int, stop: int) -> None:
         for i in range(start, stop):
@@ -174,8 +221,7 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
 @settings(max_examples=12, deadline=None)
 @given(n_first=st.integers(20, 120), n_more=st.integers(1, 80), edges_every=st.integers(2, 7),
        query=st.integers(0, 199))
-def test_recall_after_growth_equals_recall_over_the_same_content_built_at_once(monkeypatch_module, n_first, n_more,
-                                                                               edges_every, query):
+def test_recall_after_growth_equals_recall_over_the_same_content_built_at_once(n_first, n_more, edges_every, query):
     grown, texts = grown_retriever(n_first, n_more, edges_every)
     fresh, _ = grown_retriever(n_first + n_more, 0, edges_every)
     text = texts[query % len(texts)]
@@ -212,8 +258,6 @@ def reference_proximity(graph, seeds, allowed, hops=2, weight="weight", alpha=0.
 @settings(max_examples=150, deadline=None)
 @given(n=st.integers(1, 25), density=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 3))
 def test_graph_proximity_equals_its_first_definition(n, density, seed, hops):
-    from memory.retriever import graph_proximity
-
     rng = np.random.default_rng(seed)
     G = nx.MultiDiGraph()
     G.add_nodes_from(f"n{i}" for i in range(n))
@@ -253,8 +297,6 @@ def within(G: nx.MultiDiGraph, seeds, allowed, hops: int) -> set[str]:
 @given(n=st.integers(1, 40), density=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 3),
        max_nodes=st.integers(1, 30))
 def test_a_bounded_neighbourhood_is_the_whole_one_when_it_fits_and_never_larger(n, density, seed, hops, max_nodes):
-    from memory.retriever import graph_proximity
-
     rng = np.random.default_rng(seed)
     G = random_weighted_graph(n, density, rng)
     seeds = {f"n{i}": float(rng.random()) + 0.01 for i in rng.choice(n, size=min(n, 5), replace=False)}
@@ -271,8 +313,6 @@ def test_a_bounded_neighbourhood_is_the_whole_one_when_it_fits_and_never_larger(
 
 
 def test_a_hub_keeps_only_its_most_strongly_linked_then_most_recent_neighbours():
-    from memory.retriever import graph_proximity
-
     G = nx.MultiDiGraph()
     G.add_node("seed", first_seq=0)
     G.add_node("hub", first_seq=1)
@@ -288,8 +328,6 @@ def test_a_hub_keeps_only_its_most_strongly_linked_then_most_recent_neighbours()
 
 @pytest.mark.parametrize("leaves", [2, 3, 4, 5])
 def test_the_neighbourhood_fills_up_to_exactly_its_bound(leaves):
-    from memory.retriever import graph_proximity
-
     G = nx.MultiDiGraph()
     G.add_edge("hub", "seed", key="LED_TO", weight=1.0)
     G.add_edges_from(("hub", f"leaf{i}", "LED_TO", {"weight": 0.5}) for i in range(leaves))

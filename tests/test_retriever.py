@@ -1,6 +1,7 @@
 from datetime import datetime, timedelta, timezone
 
 import networkx as nx
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -8,16 +9,8 @@ from memory.timeline import HashingEncoder
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.facts import FactVersion, Usefulness
 from memory.graph import add_edges, add_episode
-from memory.retriever import (
-    DEFAULT,
-    NO_FACTS,
-    NO_GRAPH,
-    NO_MMR,
-    NO_OUTCOME_LABELS,
-    EpisodeIndex,
-    Retriever,
-    episode_vector,
-)
+from memory.retrieval import EpisodeIndex, Retriever, episode_vector
+from memory.retrieval.config import DEFAULT, NO_FACTS, NO_GRAPH, NO_MMR, NO_OUTCOME_LABELS, RetrieverConfig
 
 ENC = HashingEncoder(dim=256)
 T0 = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
@@ -147,3 +140,50 @@ def test_tenant_isolation_a_principal_never_recalls_another_principals_items(row
     assert all(r.episode.principal == who for r in ctx.episodes)
     assert all(r.fact.principal == who for r in ctx.facts)
     assert all(i.startswith((who + "-", f"fact-{who}-")) for i in ctx.item_ids())
+
+
+# A synthetic corpus at scale (the bounds tests and the reopen tests share it; the benchmark,
+# `python -m eval.bench`, times recall over stores of real episodes).
+VOCAB = ("latency timeout pool queue worker disk cache replica lag deploy release config cert proxy dns "
+         "memory leak cpu throttle lock index shard backup cron batch retry circuit breaker upstream").split()
+CAUSES = ("alpha", "beta", "gamma", "delta")
+SYNTHETIC_T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def synthetic_texts(n: int, seed: int = 0) -> list[tuple[str, str]]:
+    """`n` (observation text, cause) pairs; each cause favours its own quarter of the vocabulary."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        cause = int(rng.integers(len(CAUSES)))
+        own = VOCAB[cause * 7 : cause * 7 + 7]
+        words = list(rng.choice(own, 4)) + list(rng.choice(VOCAB, 4))
+        out.append((" ".join(words) + f" on service-{int(rng.integers(50))}", CAUSES[cause]))
+    return out
+
+
+def build(n: int, *, principals: int = 1, seed: int = 0, config: RetrieverConfig = DEFAULT) -> Retriever:
+    """A retriever over `n` synthetic closed episodes with a sparse graph."""
+    encoder = HashingEncoder()
+    texts = synthetic_texts(n, seed)
+    vectors = encoder.encode([t for t, _ in texts])
+    index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
+    for i, ((text, cause), vector) in enumerate(zip(texts, vectors)):
+        at = SYNTHETIC_T0 + timedelta(hours=i)
+        ep = Episode(id=f"ep{i:06d}", entry_ids=(f"e{i}",), first_seq=i, last_seq=i, principal=f"p{i % principals}",
+                     situation="ops", subject=None, start=at, end=at, summary=text,
+                     outcome=(Outcome.SUCCESS, Outcome.FAILURE)[i % 3 == 0], outcome_evidence="", choices=(cause,),
+                     observations=(text,))
+        index.add(ep, episode_vector(vector[None, :]))
+        add_episode(graph, ep)
+        if i >= principals and i % 4 == 0:
+            add_edges(graph, [Edge(ep.id, f"ep{i - principals:06d}", EdgeType.RETRY_OF, 0.9, "synthetic")])
+    return Retriever(index, encoder.encode, graph=graph, config=config)
+
+
+def test_synthetic_corpus_recalls_its_own_cause():
+    retriever = build(300)
+    text, cause = synthetic_texts(300)[7]
+    context = retriever.recall(text, principal="p0", k=5)
+    assert context.episodes[0].episode.id == "ep000007" and context.episodes[0].episode.choices == (cause,)
+    assert len(context.episodes) == 5

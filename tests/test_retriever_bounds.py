@@ -1,22 +1,23 @@
-"""Relevance bounds (`memory.retriever.Bounds`) prune scoring without changing any recall."""
+"""Relevance bounds (`memory.retrieval.Bounds`) prune scoring without changing any recall."""
 
 from datetime import datetime, timedelta, timezone
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-import memory.retriever as retriever
 from memory.agent_memory import EpisodicMemory
 from memory.timeline import HashingEncoder
-from memory.retriever import Bounds, _top
-from tests.test_retriever_latency import build, synthetic_texts
+from memory.retrieval import DEFAULT, Bounds, ranking
+from memory.retrieval.ranking import top
+from tests.test_retriever import build, synthetic_texts
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
 
 
-def recalls(prune_from, monkeypatch, *, n=600, principals=2):
-    monkeypatch.setattr(retriever, "PRUNE_FROM", prune_from)
-    r = build(n, principals=principals)
+def recalls(prune_from, *, score_first=DEFAULT.score_first, n=600, principals=2):
+    r = build(n, principals=principals, config=replace(DEFAULT, prune_from=prune_from, score_first=score_first))
     out = []
     for text, _ in synthetic_texts(25, seed=3):
         for k in (1, 5, 12):
@@ -25,27 +26,26 @@ def recalls(prune_from, monkeypatch, *, n=600, principals=2):
     return out, r
 
 
-def test_bounded_recall_equals_the_full_scan(monkeypatch):
-    full, r = recalls(10**9, monkeypatch)
+def test_bounded_recall_equals_the_full_scan():
+    full, r = recalls(10**9)
     assert r.index.partition("p1").bounds is None
-    pruned, r = recalls(1, monkeypatch)
+    pruned, r = recalls(1)
     assert r.index.partition("p1").bounds is not None
     assert pruned == full and any(full)
 
 
 @pytest.mark.parametrize("score_first", [1, 3, 40])
 def test_scoring_the_likeliest_rows_first_changes_no_recall(monkeypatch, score_first):
-    full, _ = recalls(10**9, monkeypatch)
-    monkeypatch.setattr(retriever, "SCORE_FIRST", score_first)
+    full, _ = recalls(10**9)
     batches = []
-    exact = retriever.Retriever._relevance
+    exact = ranking.exact_relevance
 
-    def spy(self, part, qvec, rows=None):
+    def spy(part, qvec, rows=None):
         batches.append(None if rows is None else len(rows))
-        return exact(self, part, qvec, rows)
+        return exact(part, qvec, rows)
 
-    monkeypatch.setattr(retriever.Retriever, "_relevance", spy)
-    pruned, _ = recalls(1, monkeypatch)
+    monkeypatch.setattr(ranking, "exact_relevance", spy)
+    pruned, _ = recalls(1, score_first=score_first)
     assert pruned == full
     assert len(batches) > 2 * 75  # some recalls scored a first batch before the rest (75 recalls)
 
@@ -87,8 +87,8 @@ def test_first_pass_and_refined_bounds_both_contain_the_exact_cosine(rank):
 
 def test_top_breaks_ties_by_lower_index_also_at_the_cut():
     values = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.9])
-    assert _top(values, 3).tolist() == [1, 5, 0]
-    assert _top(values, 4).tolist() == [1, 5, 0, 2]
+    assert top(values, 3).tolist() == [1, 5, 0]
+    assert top(values, 4).tolist() == [1, 5, 0, 2]
 
 
 def play(memory: EpisodicMemory, n: int) -> None:
@@ -106,15 +106,15 @@ def play(memory: EpisodicMemory, n: int) -> None:
 
 
 @pytest.mark.parametrize("prune_from", [1, 10**9])
-def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, monkeypatch, prune_from):
-    monkeypatch.setattr(retriever, "PRUNE_FROM", prune_from)
+def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, prune_from):
+    config = replace(DEFAULT, prune_from=prune_from)
     path = tmp_path / "m.sqlite"
     queries = [t for t, _ in synthetic_texts(12, seed=9)]
-    with EpisodicMemory(path, principal="p0") as live:
+    with EpisodicMemory(path, principal="p0", retriever=config) as live:
         play(live, 160)
         before = [[(e.episode.id, e.score) for e in live.recall(q, situation="ops", k=5).episodes] for q in queries]
         facts_before = [f.id for f in live.facts()]
-    with EpisodicMemory(path, principal="p0") as reopened:
+    with EpisodicMemory(path, principal="p0", retriever=config) as reopened:
         after = [[(e.episode.id, e.score) for e in reopened.recall(q, situation="ops", k=5).episodes] for q in queries]
         assert [f.id for f in reopened.facts()] == facts_before
         assert reopened._evidence.get("p0") == live._evidence.get("p0")

@@ -24,7 +24,7 @@ from memory.facts import FactVersion
 from memory.graph import add_edge_rows, add_edges, add_episode_rows
 from memory.persistence import runs as snapshot
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
-from memory.retriever import Bounds, RetrieverConfig
+from memory.retrieval import Bounds, RetrieverConfig
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
 

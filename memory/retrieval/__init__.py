@@ -1,0 +1,32 @@
+"""Retrieval: query → `Context` of past episodes with outcomes, applicable facts and causal chains.
+
+`RetrieverConfig` and its named presets (`config`) set the weights of the episode score;
+`EpisodeIndex` (`index`) holds each principal's episode vectors, bounded for fast scoring
+(`bounds`); `Retriever` (`ranking`) scores, prunes and diversifies, with graph proximity
+from `proximity`; `ChainCache` (`chains`) remembers causal chain narratives between recalls.
+"""
+
+from memory.retrieval.bounds import Bounds
+from memory.retrieval.chains import ChainCache
+from memory.retrieval.config import DEFAULT, PRESETS, RetrieverConfig
+from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
+from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
+from memory.retrieval.proximity import graph_proximity
+from memory.retrieval.ranking import Retriever
+
+__all__ = [
+    "DEFAULT",
+    "PRESETS",
+    "Bounds",
+    "ChainCache",
+    "Context",
+    "EpisodeIndex",
+    "Partition",
+    "RecalledEpisode",
+    "RecalledFact",
+    "Retriever",
+    "RetrieverConfig",
+    "ScoreParts",
+    "episode_vector",
+    "graph_proximity",
+]

@@ -1,0 +1,153 @@
+"""Exact lower and upper bounds on the relevance of every row of a partition to a query.
+
+Recall over a large partition scores exactly only the rows whose upper bound can reach the
+best; `Bounds` explains why the bounds are true and `Probe` how one query refines them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+BASIS_SAMPLE = 4096  # leading vectors of a partition its bounding basis is fitted on
+BASIS_DIM = 128  # dimensions of the bounding basis
+BOUND_SLACK = 1e-3  # added to every relevance bound: covers float32 rounding of both dot products
+
+
+class Bounds:
+    """Exact lower and upper bounds on the cosine of every row of a partition with a query.
+
+    With an orthonormal basis ``B`` (``dim × r``), a vector splits into its projection and a
+    residual orthogonal to it, so ``q·m = (Bᵀq)·(Bᵀm) + q⊥·m⊥`` and, by Cauchy–Schwarz,
+    ``|q⊥·m⊥| ≤ ‖q⊥‖‖m⊥‖``. Bounds for all rows cost one ``n × r`` product instead of
+    ``n × dim``; only rows whose upper bound reaches what the lower bounds guarantee are
+    scored exactly. Any orthonormal basis gives true bounds: the principal directions of the
+    partition's first vectors (fitted once, then fixed) merely make them tight, so the basis
+    changes speed, never results.
+
+    The same split works on the leading ``r/2`` basis vectors alone (the rest of the
+    projection joins the residual), so a `Probe` first bounds every row from the first half
+    of the projection, then refines only the rows a recall still needs with the second half.
+    """
+
+    def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
+        x = np.asarray(sample, dtype=np.float64)
+        _, vectors = np.linalg.eigh(x.T @ x)
+        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
+        self.head = (self.basis.shape[1] + 1) // 2  # leading basis vectors of the first pass
+        # first halves one per column (BLAS's matrix-vector product is fastest in this layout),
+        # second halves one per row (a few rows are gathered at a time)
+        self._head = np.zeros((self.head, 16), dtype=np.float32)
+        self._tail = np.zeros((16, self.basis.shape[1] - self.head), dtype=np.float32)
+        self._resid = np.zeros(16, dtype=np.float32)  # norm of the residual outside the basis
+        self._outside = np.zeros(16, dtype=np.float32)  # norm of everything outside the first half
+        self.size = 0
+
+    def split(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Projections (float32) and residual norms (float64) of rows."""
+        x = np.asarray(vectors, dtype=np.float64).reshape(-1, self.basis.shape[0])
+        proj = x @ self.basis
+        resid = np.sqrt(np.maximum(np.einsum("ij,ij->i", x, x) - np.einsum("ij,ij->i", proj, proj), 0.0))
+        return proj.astype(np.float32), resid
+
+    def extend(self, vectors: np.ndarray) -> None:
+        """Append rows (in chunks, to keep float64 temporaries small)."""
+        for start in range(0, len(vectors), 8192):
+            proj, resid = self.split(vectors[start : start + 8192])
+            end = self.size + len(proj)
+            if end > len(self._resid):
+                cap = max(end, 2 * len(self._resid))
+                head = np.zeros((self.head, cap), dtype=np.float32)
+                head[:, : self.size] = self._head[:, : self.size]
+                self._head = head
+                grow = lambda a: np.concatenate([a, np.zeros((cap - len(a), *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
+                self._tail, self._resid, self._outside = grow(self._tail), grow(self._resid), grow(self._outside)
+            tail = proj[:, self.head :].astype(np.float64)
+            self._head[:, self.size : end] = proj[:, : self.head].T
+            self._tail[self.size : end] = proj[:, self.head :]
+            self._resid[self.size : end] = resid
+            self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
+            self.size = end
+
+    def probe(self, query: np.ndarray) -> Probe:
+        """First-pass bounds of every row for `query` (see `Probe`)."""
+        return Probe(self, query)
+
+    @classmethod
+    def from_parts(cls, basis: np.ndarray, proj: np.ndarray, resid: np.ndarray) -> "Bounds":
+        """Bounds over stored rows (bulk loading): a basis and the rows' `split` parts (see `rows`)."""
+        bounds = cls.__new__(cls)
+        bounds.basis = np.ascontiguousarray(basis, dtype=np.float64)
+        rank = bounds.basis.shape[1]
+        bounds.head = (rank + 1) // 2
+        proj = np.asarray(proj, dtype=np.float32).reshape(-1, rank)
+        bounds._head = np.ascontiguousarray(proj[:, : bounds.head].T)
+        bounds._tail = np.ascontiguousarray(proj[:, bounds.head :])
+        bounds._resid = np.ascontiguousarray(resid, dtype=np.float32).reshape(-1)
+        tail = bounds._tail.astype(np.float64)
+        resid64 = bounds._resid.astype(np.float64)
+        bounds._outside = np.sqrt(resid64**2 + np.einsum("ij,ij->i", tail, tail)).astype(np.float32)
+        bounds.size = len(bounds._resid)
+        return bounds
+
+    def rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The projections (float32) and residual norms of some rows (to persist them)."""
+        proj = np.concatenate([self._head[:, : self.size][:, rows].T, self._tail[: self.size][rows]], axis=1)
+        return proj, self._resid[: self.size][rows]
+
+    def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
+        probe = self.probe(query)
+        probe.refine(np.arange(self.size))
+        return probe.low, probe.high
+
+
+class Probe:
+    """Bounds of ``clip(row·query, 0, 1)`` for one query: every row from the first half of
+    the basis, refined on demand (`refine`) with the whole basis. `low` and `high` are
+    updated in place and are valid bounds at every moment."""
+
+    def __init__(self, bounds: Bounds, query: np.ndarray) -> None:
+        self._bounds = bounds
+        with one_blas_thread():
+            proj, resid = bounds.split(query)
+            self._dot = proj[0, : bounds.head] @ bounds._head[:, : bounds.size]  # float32: rounding ≪ BOUND_SLACK
+        self._tail = proj[0, bounds.head :]
+        self._resid = np.float32(resid[0])
+        outside = np.float32(np.sqrt(resid[0] ** 2 + float(np.dot(self._tail.astype(np.float64), self._tail))))
+        radius = bounds._outside[: bounds.size] * outside
+        radius += np.float32(BOUND_SLACK)
+        low = self._dot - radius
+        radius += self._dot
+        self.low = np.clip(low, 0.0, 1.0, out=low)  # lower bounds, float32
+        self.high = np.clip(radius, 0.0, 1.0, out=radius)  # upper bounds, float32
+        self._fine = np.zeros(bounds.size, dtype=bool)  # rows refined with the whole basis
+
+    def refine(self, rows: np.ndarray) -> None:
+        """Tighten the bounds of `rows` with the second half of the basis."""
+        todo = rows[~self._fine[rows]]
+        if not len(todo):
+            return
+        b = self._bounds
+        dot = self._dot[todo] + np.einsum("ij,j->i", b._tail[todo], self._tail)
+        radius = b._resid[todo] * self._resid + np.float32(BOUND_SLACK)
+        self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
+        self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
+        self._fine[todo] = True
+
+
+_BLAS: ThreadpoolController | None = None
+
+
+def one_blas_thread() -> Any:
+    """Context in which BLAS calls run on the calling thread only.
+
+    A matrix-vector product of this size is bound by memory, so more threads barely help;
+    on a busy machine their synchronisation made it several times slower.
+    """
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")

@@ -1,0 +1,101 @@
+"""What recall hands the reasoner: a `Context` of scored episodes, applicable facts and causal
+chains, and its rendering as a prompt block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory.episodes import Episode
+from memory.facts import FactVersion
+
+
+@dataclass(frozen=True)
+class ScoreParts:
+    """Why an episode scored what it did: each part in [0, 1] and the weighted total."""
+
+    relevance: float  # cosine similarity to the query
+    recency: float  # exponential decay with age
+    situation: float  # 1 when the situation matches
+    outcome: float  # value of its outcome label and corrections
+    graph: float  # personalized-PageRank proximity to the most relevant episodes
+    total: float  # weighted sum used for ranking
+
+
+@dataclass(frozen=True)
+class RecalledEpisode:
+    """An episode in a Context, with its score parts and reasons."""
+
+    episode: Episode  # the episode itself (outcome, decisions, corrections)
+    score: ScoreParts  # score parts
+    why: str  # the parts that made it rank, in words
+    chain: str | None = None  # causal chain narrative through this episode, if any
+
+
+@dataclass(frozen=True)
+class RecalledFact:
+    """A fact version that applies to the query."""
+
+    fact: FactVersion  # the current version
+    match: float  # share of its condition terms found in the query
+    score: float  # match × confidence
+    why: str  # matched terms and confidence, in words
+
+
+@dataclass(frozen=True)
+class Context:
+    """What memory hands the reasoner for one decision."""
+
+    query: str  # the query text
+    principal: str  # tenant recalled for
+    situation: str | None  # situation recalled for
+    episodes: tuple[RecalledEpisode, ...]  # best first
+    facts: tuple[RecalledFact, ...]  # best first
+    chains: tuple[str, ...]  # distinct causal narratives of the episodes
+    show_outcomes: bool = True  # whether render shows outcome labels
+
+    def item_ids(self) -> list[str]:
+        """Ids of the recalled episodes and fact versions (for decision metadata)."""
+        return [r.episode.id for r in self.episodes] + [r.fact.id for r in self.facts]
+
+    def render(self, max_chars: int = 4000) -> str:
+        """A prompt block of at most `max_chars` characters: facts, episodes, chains."""
+        blocks: list[str] = []
+        if self.facts:
+            lines = ["Heuristics learned from past outcomes:"]
+            for r in self.facts:
+                f = r.fact
+                lines.append(f"- [{f.id}] {f.text} (confidence {f.confidence:.2f}, version {f.version}, "
+                             f"support {len(f.support)}, contradict {len(f.contradict)})")
+            blocks.append("\n".join(lines))
+        for n, r in enumerate(self.episodes, start=1):
+            ep = r.episode
+            head = f"Past episode {n} [{ep.id[:12]}] {ep.start:%Y-%m-%d} {ep.situation}"
+            head += f", {ep.subject}" if ep.subject else ""
+            head += f": outcome {ep.outcome.value}" if self.show_outcomes else ""
+            lines = [head, f"  Summary: {ep.summary}"]
+            if ep.choices:
+                lines.append(f"  Choice: {' then '.join(ep.choices)}")
+            else:
+                lines += [f"  Decision: {_unprefixed(d, 'decision')}" for d in ep.decisions]
+            lines += [f"  Correction: {_unprefixed(c, 'correction')}" for c in ep.corrections]
+            lines.append(f"  Why recalled: {r.why}")
+            blocks.append("\n".join(lines))
+        if self.chains:
+            blocks.append("\n".join(["Causal chains:"] + [f"- {c}" for c in self.chains]))
+        out = ""
+        for block in blocks:
+            piece = block if not out else "\n\n" + block
+            if len(out) + len(piece) <= max_chars:
+                out += piece
+                continue
+            room = max_chars - len(out)
+            if room > 1:
+                out += piece[: room - 1] + "…"
+            break
+        return out
+
+
+def _unprefixed(text: str, label: str) -> str:
+    """Text without a leading "<label>:" the author may already have written."""
+    head, sep, rest = text.partition(":")
+    return rest.strip() if sep and head.strip().lower() == label else text

@@ -1,0 +1,171 @@
+"""Episode vectors per principal: the matrix recall scores, grown one episode at a time or
+bulk-loaded from a snapshot."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from memory.episodes import Episode, Outcome
+from memory.retrieval.bounds import BASIS_SAMPLE, Bounds
+from memory.retrieval.config import CORRECTION_BONUS, OUTCOME_VALUE
+
+
+class Partition:
+    """One principal's episodes and a growing matrix of their unit vectors."""
+
+    def __init__(self, dim: int) -> None:
+        self.episodes: list[Episode] = []
+        self.position: dict[str, int] = {}
+        self._matrix = np.zeros((16, dim), dtype=np.float32)
+        self._ends = np.zeros(16, dtype=np.float64)
+        self._outcomes = np.zeros(16, dtype=np.float64)
+        self._situations = np.zeros(16, dtype=np.int32)
+        self.situation_codes: dict[str, int] = {}
+        self.bounds: Bounds | None = None  # fitted on first use once the partition is large enough (`bounded`)
+        self.cache: dict[tuple, tuple[np.ndarray, ...]] = {}  # query-independent score parts, by their inputs
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def reserve(self, capacity: int) -> None:
+        """Make room for `capacity` rows at once (a bulk load then copies the matrix once, not log n times)."""
+        extra = capacity - len(self._ends)
+        if extra > 0:
+            grow = lambda a: np.concatenate([a, np.zeros((extra, *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
+            self._matrix, self._ends = grow(self._matrix), grow(self._ends)
+            self._outcomes, self._situations = grow(self._outcomes), grow(self._situations)
+
+    def add(self, episode: Episode, vector: np.ndarray) -> None:
+        n = len(self.episodes)
+        if n == len(self._ends):  # amortized doubling keeps appends O(1)
+            self.reserve(2 * n)
+        self._matrix[n] = vector
+        self._ends[n] = episode.end.timestamp()
+        self._outcomes[n] = min(1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0))
+        code = self.situation_codes.setdefault(episode.situation, len(self.situation_codes))
+        self._situations[n] = code
+        self.position[episode.id] = n
+        self.episodes.append(episode)
+        if self.bounds is not None:
+            self.bounds.extend(self._matrix[n : n + 1])
+        if self.cache:
+            self.cache.clear()
+
+    def load(self, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray, ends: np.ndarray,
+             outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> None:
+        """Bulk-load rows into an empty partition; the same state as `add` of each row in order.
+
+        `episodes` is the row list the partition keeps (it may read episodes lazily; it must
+        support `append` for later rows).
+        """
+        if len(self):
+            raise ValueError("bulk loading needs an empty partition")
+        n = len(ids)
+        if not n:
+            return
+        self._matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(n, -1)  # adopted when it is float32
+        self._ends = np.array(ends, dtype=np.float64)
+        value = {o: OUTCOME_VALUE[o] for o in Outcome}
+        self._outcomes = np.array([min(1.0, value[o] + (CORRECTION_BONUS if c else 0.0))
+                                   for o, c in zip(outcomes, np.asarray(corrected).tolist())], dtype=np.float64)
+        codes = self.situation_codes
+        self._situations = np.array([codes.setdefault(s, len(codes)) for s in situations], dtype=np.int32)
+        self.position = dict(zip(ids, range(n)))
+        self.episodes = episodes
+        self.bounds = None
+        self.cache.clear()
+
+    def bounded(self, prune_from: int) -> Bounds | None:
+        """The relevance bounds of this partition, fitted on first use once it has `prune_from` rows."""
+        if self.bounds is None and len(self) >= max(prune_from, 1):
+            bounds = Bounds(self.matrix[:BASIS_SAMPLE])
+            bounds.extend(self.matrix)
+            self.bounds = bounds
+        return self.bounds
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._matrix[: len(self.episodes)]
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self._ends[: len(self.episodes)]
+
+    @property
+    def outcomes(self) -> np.ndarray:
+        return self._outcomes[: len(self.episodes)]
+
+    @property
+    def situations(self) -> np.ndarray:
+        return self._situations[: len(self.episodes)]
+
+
+class EpisodeIndex:
+    """Episode vectors partitioned by principal, appended incrementally."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._parts: dict[str, Partition] = {}
+        self._owner: dict[str, str] = {}
+
+    def add(self, episode: Episode, vector: np.ndarray) -> None:
+        """Index a closed episode with its unit vector (re-adding an id is a no-op)."""
+        if episode.id in self._owner:
+            return
+        part = self._parts.get(episode.principal)
+        if part is None:
+            part = self._parts[episode.principal] = Partition(self.dim)
+        part.add(episode, vector)
+        self._owner[episode.id] = episode.principal
+
+    def reserve(self, counts: dict[str, int]) -> None:
+        """Make room for this many more episodes per principal."""
+        for principal, count in counts.items():
+            part = self._parts.setdefault(principal, Partition(self.dim))
+            part.reserve(len(part) + count)
+
+    def load(self, principal: str, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray,
+             ends: np.ndarray, outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> Partition:
+        """Bulk-load a principal's episodes into its (empty) partition; see `Partition.load`."""
+        part = self._parts.get(principal)
+        if part is None:
+            part = self._parts[principal] = Partition(self.dim)
+        part.load(episodes, ids, matrix, ends, outcomes, corrected, situations)
+        self._owner.update(dict.fromkeys(ids, principal))
+        return part
+
+    def partition(self, principal: str) -> Partition:
+        """The principal's partition (empty when unknown)."""
+        return self._parts.get(principal) or Partition(self.dim)
+
+    def get(self, episode_id: str) -> Episode | None:
+        """An indexed episode by id, whatever its principal."""
+        owner = self._owner.get(episode_id)
+        if owner is None:
+            return None
+        part = self._parts[owner]
+        return part.episodes[part.position[episode_id]]
+
+    def __len__(self) -> int:
+        return len(self._owner)
+
+
+def episode_vector(observations: np.ndarray, others: np.ndarray | None = None, *, other_weight: float = 0.5) -> np.ndarray:
+    """Unit vector of an episode: mean of its observation embeddings plus weighted other embeddings.
+
+    Args:
+        observations: embeddings (rows) of the observations of the problem it worked on.
+        others: embeddings of instructive entries (corrections), weighted by `other_weight`.
+    """
+    parts = []
+    if len(observations):
+        parts.append(np.asarray(observations, dtype=np.float64).mean(axis=0))
+    if others is not None and len(others):
+        parts.append(other_weight * np.asarray(others, dtype=np.float64).mean(axis=0))
+    if not parts:
+        raise ValueError("an episode vector needs at least one embedding")
+    vec = np.sum(parts, axis=0)
+    norm = np.linalg.norm(vec)
+    return (vec / norm if norm else vec).astype(np.float32)

@@ -1,0 +1,331 @@
+"""The retriever: query → Context of past episodes with outcomes, applicable facts and causal chains.
+
+Every episode of the principal gets the weighted score of `memory.retrieval.config`; on a
+large partition only the rows whose relevance bounds (`memory.retrieval.bounds`) can reach
+the best are scored exactly, which changes the speed of recall, never its result.
+
+Then maximal marginal relevance picks ``k`` episodes from the best ``pool``:
+``argmax λ·total − (1 − λ)·max cos(candidate, selected)``; candidates at least
+``duplicate_threshold`` similar to a selected episode are skipped outright.
+
+Tenant isolation: vectors live in one partition per principal; a recall reads only the
+partition, graph nodes and facts of its principal, so nothing of another principal is
+ever scored, let alone returned.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Callable, Iterable, Sequence
+
+import networkx as nx
+import numpy as np
+
+from memory.episodes import Episode, Outcome
+from memory.facts import ACTIVE, FactVersion, terms
+from memory.retrieval.bounds import Probe
+from memory.retrieval.config import DEFAULT, RetrieverConfig
+from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
+from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
+from memory.retrieval.proximity import graph_proximity
+
+ChainFinder = Callable[[nx.MultiDiGraph, str, int, int], "str | None"]  # (graph, episode id, hops, max episodes)
+Columns = tuple[np.ndarray, ...]  # per-row score parts: relevance, recency, situation, outcome, graph
+
+
+class Retriever:
+    """Recall over an `EpisodeIndex`, a graph and current facts.
+
+    Args:
+        index: episode vectors per principal.
+        encode: maps texts to unit vectors (the memory's encoder).
+        graph: the episode graph (read at recall time; may grow between recalls).
+        facts: returns the current fact versions of a principal.
+        chain: returns the causal narrative through an episode, or None.
+        config: weights and switches.
+    """
+
+    def __init__(self, index: EpisodeIndex, encode: Callable[[Sequence[str]], np.ndarray], *,
+                 graph: nx.MultiDiGraph | None = None,
+                 facts: Callable[[str], Sequence[FactVersion]] | None = None,
+                 chain: ChainFinder | None = None, config: RetrieverConfig = DEFAULT) -> None:
+        self.index = index
+        self.encode = encode
+        self.graph = graph if graph is not None else nx.MultiDiGraph()
+        self.facts = facts or (lambda principal: ())
+        self.chain = chain
+        self.config = config
+
+    def query_vector(self, query: str | Sequence[str]) -> tuple[str, np.ndarray]:
+        """Query text and unit vector (mean of the observation embeddings)."""
+        texts = [query] if isinstance(query, str) else [q for q in query if q.strip()]
+        text = "\n".join(texts)
+        if not texts:
+            return text, np.zeros(self.index.dim, dtype=np.float32)
+        return text, episode_vector(self.encode(texts))
+
+    def recall(self, query: str | Sequence[str], *, principal: str = "default", situation: str | None = None,
+               k: int = 5, now: datetime | None = None) -> Context:
+        """A Context for a query (text, or a list of observation texts).
+
+        Args:
+            query: what the agent is looking at.
+            principal: tenant; only its episodes and facts are read.
+            situation: situation label to favour.
+            k: most episodes to return.
+            now: reference time for recency; by default the end of the principal's latest
+                episode, which keeps recall reproducible.
+        """
+        cfg = self.config
+        text, qvec = self.query_vector(query)
+        part = self.index.partition(principal)
+        recalled: list[RecalledEpisode] = []
+        if len(part) and k > 0:
+            recalled = self._episodes(part, qvec, situation, k, now)
+        facts: list[RecalledFact] = []
+        if cfg.facts:
+            facts = applicable_facts(terms(text), self.facts(principal), principal,
+                                     min_match=cfg.fact_min_match, limit=cfg.max_facts)
+        chains = tuple(dict.fromkeys(r.chain for r in recalled if r.chain))
+        return Context(query=text, principal=principal, situation=situation, episodes=tuple(recalled),
+                       facts=tuple(facts), chains=chains, show_outcomes=cfg.show_outcomes)
+
+    def _parts(self, part: Partition, situation: str | None, now: datetime | None) -> tuple[np.ndarray, ...]:
+        """Recency, situation and outcome parts of every row (query-independent, so cached)."""
+        cfg = self.config
+        ref = now.timestamp() if now is not None else float(part.ends.max())
+        code = part.situation_codes.get(situation, -1) if situation is not None else -1
+        key = (len(part), ref, code, cfg.half_life_days, cfg.show_outcomes, cfg.recency, cfg.situation, cfg.outcome)
+        cached = part.cache.get(key)
+        if cached is None:
+            age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
+            recency = 0.5 ** (age_days / cfg.half_life_days)
+            sit = (part.situations == code).astype(np.float64)
+            outcome = part.outcomes.copy() if cfg.show_outcomes else np.zeros(len(part))
+            rest = (cfg.recency * recency + cfg.situation * sit + cfg.outcome * outcome).astype(np.float32)
+            if len(part.cache) > 8:
+                part.cache.clear()
+            cached = part.cache[key] = (recency, sit, outcome, rest)
+        return cached
+
+    def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
+                  now: datetime | None) -> list[RecalledEpisode]:
+        """The `k` episodes recalled from a non-empty partition: scored, pooled, diversified."""
+        cfg = self.config
+        recency, sit, outcome, rest = self._parts(part, situation, now)
+        bounds = part.bounded(cfg.prune_from)
+        scores = RelevanceScores(part, qvec, None if bounds is None else bounds.probe(qvec))
+        graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
+        if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
+            graph, linked = self._graph_part(part, scores.relevance, scores.seeds(cfg.seeds, cfg.score_first))
+        columns = (scores.relevance, recency, sit, outcome, graph)
+        size = max(cfg.pool, k)
+        if scores.probe is None:
+            total = _weighted(cfg, columns)
+            pool = top(total, size)
+        else:  # exact scores for the rows whose bounds can reach the pool; the others cannot be chosen
+            if len(linked):
+                rest = rest.copy()
+                rest[linked] += (cfg.graph * graph[linked]).astype(np.float32)
+            rows = scores.candidates(np.float32(cfg.relevance), rest, size, cfg.score_first)
+            total = np.zeros(len(part))
+            total[rows] = _weighted(cfg, columns, rows)
+            pool = rows[top(total[rows], size)]
+        if cfg.mmr:
+            picked = [int(pool[i]) for i in mmr(total[pool], part.matrix[pool], k, lam=cfg.mmr_lambda,
+                                                 duplicate_threshold=cfg.duplicate_threshold)]
+        else:
+            picked = [int(i) for i in pool[:k]]
+        return [self._recalled(part.episodes[i], i, (*columns, total)) for i in picked]
+
+    def _graph_part(self, part: Partition, relevance: np.ndarray,
+                    seed_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Graph proximity of every row (0 outside the seeds' neighbourhood) and the rows it reached."""
+        cfg = self.config
+        seeds = {part.episodes[i].id: float(relevance[i]) for i in seed_rows}
+        near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops,
+                               max_nodes=cfg.graph_max_nodes)
+        linked = np.array([part.position[node] for node in near], dtype=np.intp)
+        graph = np.zeros(len(part))
+        graph[linked] = list(near.values())
+        return graph, linked
+
+    def _recalled(self, episode: Episode, row: int, columns: Columns) -> RecalledEpisode:
+        """The recalled episode of a row: its score parts (and total), reasons and causal chain."""
+        cfg = self.config
+        parts = ScoreParts(*(round(float(a[row]), 6) for a in columns))
+        chain = (self.chain(self.graph, episode.id, cfg.chain_hops, cfg.chain_max_episodes)
+                 if cfg.chains and self.chain else None)
+        return RecalledEpisode(episode, parts, _why(parts, episode, cfg), chain)
+
+
+def _weighted(cfg: RetrieverConfig, columns: Columns, rows: np.ndarray | None = None) -> np.ndarray:
+    """The weighted total of the score parts, of every row or of `rows`."""
+    relevance, recency, sit, outcome, graph = columns if rows is None else (a[rows] for a in columns)
+    return (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
+            + cfg.outcome * outcome + cfg.graph * graph)
+
+
+def exact_relevance(part: Partition, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Exact clipped cosine of the query with all rows, or with `rows` (same values either way)."""
+    # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
+    # call on a busy machine; it sums each row alone, so a subset gets the same values
+    matrix = part.matrix if rows is None else part.matrix[rows]
+    return np.clip(np.einsum("ij,j->i", matrix, qvec), 0.0, 1.0).astype(np.float64)
+
+
+class RelevanceScores:
+    """Relevance of one query to a partition's rows.
+
+    Without a `Probe` every row is scored exactly at once. With one, rows are scored exactly
+    only when a stage of recall needs them (`known`); the others keep the probe's bounds,
+    which the stages tighten in place where they need to.
+    """
+
+    def __init__(self, part: Partition, qvec: np.ndarray, probe: Probe | None) -> None:
+        self.part = part
+        self.qvec = qvec
+        self.probe = probe
+        self.known: np.ndarray | None = None  # rows scored exactly (None: all of them)
+        self.scored: list[np.ndarray] = []  # batches of rows scored exactly so far (with a probe)
+        if probe is None:
+            self.relevance = exact_relevance(part, qvec)
+        else:
+            self.relevance = np.zeros(len(part))
+            self.known = np.zeros(len(part), dtype=bool)
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        """Score `rows` exactly where not done yet; returns `rows`."""
+        if self.known is not None:
+            todo = rows[~self.known[rows]]
+            if len(todo):
+                self.relevance[todo] = exact_relevance(self.part, self.qvec, todo)
+                self.known[todo] = True
+                self.scored.append(todo)
+        return rows
+
+    def seeds(self, n: int, score_first: int) -> np.ndarray:
+        """The `n` most relevant rows, best first (with a probe, only rows that can be among them are scored)."""
+        relevance = self.relevance
+        if self.probe is None:
+            return top(relevance, n)
+        low, high = self.probe.low, self.probe.high
+        rows = np.flatnonzero(high >= at_most_kth(low, n))
+        first = max(score_first // 4, n)
+        if len(rows) > 2 * first:
+            # the likeliest rows first: their exact values raise the cut the others must reach
+            best = self.score(rows[top(high[rows], first)])
+            rows = rows[high[rows] >= kth(relevance[best], n)]
+        self.probe.refine(rows)
+        # rows hold the best lower bounds (exact where scored), so their n-th is a valid cut
+        rows = self.score(rows[high[rows] >= kth(np.where(self.known[rows], relevance[rows], low[rows]), n)])
+        return rows[top(relevance[rows], n)]
+
+    def candidates(self, weight: np.float32, rest: np.ndarray, size: int, score_first: int) -> np.ndarray:
+        """The rows whose total ``weight·relevance + rest`` (float32) can be among the `size` best, scored."""
+        high = self.probe.high
+        rows = np.flatnonzero(weight * high + rest >= self._floor(weight, rest, None, size))
+        self.probe.refine(rows)
+        rows = rows[weight * high[rows] + rest[rows] >= self._floor(weight, rest, rows, size)]  # best lower bounds
+        if len(rows) > 2 * max(score_first, size):
+            upper = weight * high[rows] + rest[rows]
+            self.score(rows[top(upper, max(score_first, size))])
+            rows = rows[upper >= self._floor(weight, rest, rows, size)]
+        return self.score(rows)
+
+    def _floor(self, weight: np.float32, rest: np.ndarray, rows: np.ndarray | None, size: int) -> float:
+        """A total the `size`-th best reaches: lower bounds, exact where scored (rounding slack)."""
+        low = self.probe.low
+        value = weight * (low if rows is None else low[rows]) + (rest if rows is None else rest[rows])
+        done = np.concatenate(self.scored) if self.scored else np.zeros(0, dtype=np.intp)
+        at = done if rows is None else np.flatnonzero(self.known[rows])
+        exact = done if rows is None else rows[at]
+        value[at] = weight * self.relevance[exact].astype(np.float32) + rest[exact]
+        return at_most_kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
+
+
+def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float,
+        duplicate_threshold: float) -> list[int]:
+    """Maximal marginal relevance: indices of up to `k` diverse, high-scoring rows."""
+    chosen: list[int] = []
+    redundancy = np.zeros(len(scores))
+    available = np.ones(len(scores), dtype=bool)
+    while len(chosen) < k:
+        value = np.where(available & (redundancy < duplicate_threshold), lam * scores - (1.0 - lam) * redundancy,
+                         -np.inf)
+        if not len(value) or not np.isfinite(value.max()):
+            break
+        best = int(np.argmax(value))  # first of equals: ties keep the score order
+        chosen.append(best)
+        available[best] = False
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+    return chosen
+
+
+def top(values: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the `n` largest values, best first (ties: lower index first, also at the cut)."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if n < len(values):
+        cut = values[np.argpartition(-values, n - 1)[n - 1]]
+        above = np.flatnonzero(values > cut)
+        part = np.concatenate([above, np.flatnonzero(values == cut)[: n - len(above)]])
+    else:
+        part = np.arange(len(values))
+    return part[np.lexsort((part, -values[part]))]
+
+
+def at_most_kth(values: np.ndarray, n: int) -> float:
+    """A value no larger than the `n`-th largest (the smallest when there are fewer than `n`).
+
+    For long arrays, the `n`-th largest of the maxima of short blocks: these are values of
+    distinct rows, so it cannot exceed the true one, and it equals it unless two of the best
+    `n` share a block. One pass instead of a partition of the whole array.
+    """
+    block = len(values) // (64 * max(n, 1))
+    if block < 4:
+        return kth(values, n)
+    whole = len(values) - len(values) % block
+    maxima = values[:whole].reshape(-1, block).max(axis=1)
+    return kth(np.concatenate([maxima, values[whole:]]), n)
+
+
+def kth(values: np.ndarray, n: int) -> float:
+    """The `n`-th largest value (the smallest when there are fewer than `n`)."""
+    if n <= 0:
+        return float("inf")
+    if n >= len(values):
+        return float(values.min())
+    return float(np.partition(values, len(values) - n)[len(values) - n])
+
+
+def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
+    reasons = [f"similar observations ({parts.relevance:.2f})"]
+    if parts.situation:
+        reasons.append(f"same situation ({episode.situation})")
+    if config.show_outcomes and episode.outcome is not Outcome.UNKNOWN:
+        reasons.append(f"known outcome {episode.outcome.value}")
+    if episode.corrections:
+        reasons.append("holds a correction")
+    if parts.graph > 0.05:
+        reasons.append(f"linked to relevant episodes in the graph ({parts.graph:.2f})")
+    reasons.append(f"recency {parts.recency:.2f}")
+    return "; ".join(reasons) + f"; total {parts.total:.3f}"
+
+
+def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], principal: str, *,
+                     min_match: float, limit: int) -> list[RecalledFact]:
+    """Active facts of the principal whose condition terms the query contains (partly)."""
+    found = []
+    for f in facts:
+        if f.principal != principal or f.status != ACTIVE or not f.condition:
+            continue
+        hit = [t for t in f.condition if t in query_terms]
+        share = len(hit) / len(f.condition)
+        if share < min_match or not hit:
+            continue
+        why = f"query mentions {', '.join(hit)} ({len(hit)}/{len(f.condition)} condition terms); " \
+              f"confidence {f.confidence:.2f} from {len(f.support)} supporting, {len(f.contradict)} contradicting episodes"
+        found.append(RecalledFact(f, round(share, 6), round(share * f.confidence, 6), why))
+    found.sort(key=lambda r: (-r.score, r.fact.fact_id))
+    return found[:limit]
