@@ -38,6 +38,7 @@ class Partition:
             self._outcomes, self._situations = grow(self._outcomes), grow(self._situations)
 
     def add(self, episode: Episode, vector: np.ndarray) -> None:
+        """Append an episode's row (its bounds too, once they are fitted)."""
         n = len(self.episodes)
         if n == len(self._ends):  # amortized doubling keeps appends O(1)
             self.reserve(2 * n)
