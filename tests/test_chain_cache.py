@@ -13,8 +13,8 @@ from simulator import DebugEnv
 from simulator.generate import generate, to_yaml
 
 
-def fresh(graph, episode_id, hops, most=0):
-    chain = causal_chain(graph, episode_id, max_hops=hops, max_episodes=most)
+def fresh(graph, episode_id, hops, most=0, episodes=lambda node: None):
+    chain = causal_chain(graph, episode_id, episodes=episodes, max_hops=hops, max_episodes=most)
     return chain.narrative if len(chain.episode_ids) > 1 and chain.narrative else None
 
 
@@ -29,16 +29,17 @@ def test_remembered_chains_match_fresh_walks_while_a_memory_grows(seed):
     checked = multi = 0
     try:
         while prompt is not None:
-            decision = agent.decide(prompt)
-            step = env.step(decision.choice)
+            turn = agent.decide(prompt)
+            step = env.step(turn.decision.choice)
             agent.observe(step.events)
-            for (episode_id, hops, most), (text, _) in list(memory._chains._chains.items()):
-                assert text == fresh(memory.graph, episode_id, hops, most)
+            chains, lookup = memory.state.chains, memory.episode
+            for (episode_id, hops, most), text in chains.remembered().items():
+                assert text == fresh(memory.graph, episode_id, hops, most, lookup)
                 checked += 1
                 multi += text is not None
             for episode_id in list(memory.graph)[-5:]:  # also ask for chains recall has not asked for
-                assert memory._chains.narrative(episode_id, 3) == fresh(memory.graph, episode_id, 3)
-                assert memory._chains.narrative(episode_id, 3, 3) == fresh(memory.graph, episode_id, 3, 3)
+                assert chains.narrative(episode_id, 3) == fresh(memory.graph, episode_id, 3, 0, lookup)
+                assert chains.narrative(episode_id, 3, 3) == fresh(memory.graph, episode_id, 3, 3, lookup)
             prompt = step.prompt
     finally:
         agent.close()
@@ -54,18 +55,18 @@ def test_an_edge_into_a_reached_episode_forgets_exactly_the_chains_through_it():
     for node in "abcd":
         graph.add_node(node, start=None, first_seq=ord(node))
     add_edges(graph, [Edge("b", "a", EdgeType.CAUSED_BY, 1.0, "t")])
-    cache = ChainCache(graph)
+    cache = ChainCache(graph, lambda node: None)
     assert cache.narrative("b", 3) == fresh(graph, "b", 3) and cache.narrative("d", 3) is None
     new = Edge("a", "c", EdgeType.RETRY_OF, 1.0, "t")  # a new backward step out of a, which b's chain reached
     add_edges(graph, [new])
     cache.edges_added([new])
-    assert ("b", 3, 0) not in cache._chains and ("d", 3, 0) in cache._chains
+    assert ("b", 3, 0) not in cache.remembered() and ("d", 3, 0) in cache.remembered()
     assert cache.narrative("b", 3) == fresh(graph, "b", 3)
     led = Edge("d", "c", EdgeType.LED_TO, 1.0, "t")  # LED_TO is walked backwards: from c to d
     add_edges(graph, [led])
     cache.edges_added([led])
-    assert ("b", 3, 0) not in cache._chains and cache.narrative("b", 3) == fresh(graph, "b", 3)
-    assert set(causal_chain(graph, "b", max_hops=3).episode_ids) == set("abcd")
+    assert ("b", 3, 0) not in cache.remembered() and cache.narrative("b", 3) == fresh(graph, "b", 3)
+    assert set(causal_chain(graph, "b", episodes=lambda node: None, max_hops=3).episode_ids) == set("abcd")
 
 
 def test_the_cache_is_bounded():
@@ -73,7 +74,7 @@ def test_the_cache_is_bounded():
 
     graph = nx.MultiDiGraph()
     graph.add_nodes_from(str(i) for i in range(50))
-    cache = ChainCache(graph, capacity=8)
+    cache = ChainCache(graph, lambda node: None, capacity=8)
     for i in range(50):
         cache.narrative(str(i), 3)
-    assert len(cache) == 8 and set(cache._reaching) == {str(i) for i in range(42, 50)}
+    assert len(cache) == 8 and cache.reached() == {str(i) for i in range(42, 50)}

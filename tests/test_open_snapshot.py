@@ -84,7 +84,7 @@ def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path):
     with opened(path) as again:  # from runs only
         assert not list(again.store.records_after("episode", again.stored.covered))
         assert state(again) == expected
-    assert exact(path, **small_runs) == expected
+    assert exact(path) == expected
 
 
 def test_runs_then_more_records_then_reopen(tmp_path):
@@ -99,7 +99,7 @@ def test_runs_then_more_records_then_reopen(tmp_path):
         expected = state(second)
     with opened(path) as third:
         assert state(third) == expected
-    assert exact(path, **small_runs) == expected
+    assert exact(path) == expected
 
 
 @pytest.mark.parametrize("damage", ["alter", "truncate", "meta"])
@@ -107,8 +107,8 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage):
     path = tmp_path / "m.sqlite"
     with opened(path) as live:
         play(live, 60)
-    expected = exact(path, **small_runs)
-    seq, _, meta = runs_of(path, **small_runs)[1]
+    expected = exact(path)
+    seq, _, meta = runs_of(path)[1]
     if damage == "alter":  # one byte of the vectors
         offset = meta["sections"]["vectors:p0"][0] + 5
         raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
@@ -133,7 +133,7 @@ def test_runs_of_another_store_are_ignored(tmp_path):
         memory.observe("cache hit ratio fell to 20 percent", situation="ops", principal="p0")
         memory.outcome("recovered", status="success", situation="ops", principal="p0")
         play(memory, 30)
-    expected = exact(b, **small_runs)
+    expected = exact(b)
     db = sqlite3.connect(b)
     db.execute("DROP TRIGGER snapshots_no_delete")
     db.execute("DELETE FROM snapshots")
@@ -201,20 +201,17 @@ def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
 @given(episodes=st.integers(1, 70), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
        prune=st.sampled_from([1, 10, 10**9]))
 def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run, least, prune):
-    options = {"retriever": replace(DEFAULT, prune_from=prune)}
     path = tmp_path_factory.mktemp("runs") / "m.sqlite"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(agent_memory, "RUN_EPISODES", run)
-        mp.setattr(agent_memory, "OPEN_RUN_MIN", least)
-        mp.setattr(retriever, "PRUNE_FROM", prune)
-        with opened(path) as live:
-            play(live, episodes)
-            expected = state(live)
-        with opened(path) as reopened:
-            assert state(reopened) == expected
-        with opened(path) as again:
-            assert state(again) == expected
-        assert exact(path, **options) == expected
+    options = {"persistence": Persistence(run_episodes=run, open_run_min=least),
+               "retriever": replace(RetrieverConfig(), prune_from=prune)}
+    with EpisodicMemory(path, principal="p0", **options) as live:
+        play(live, episodes)
+        expected = state(live)
+    with EpisodicMemory(path, principal="p0", **options) as reopened:
+        assert state(reopened) == expected
+    with EpisodicMemory(path, principal="p0", **options) as again:
+        assert state(again) == expected
+    assert exact(path, retriever=options["retriever"]) == expected
 
 
 def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path):

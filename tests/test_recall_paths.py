@@ -54,6 +54,11 @@ def episode(i: int, rng: np.random.Generator) -> Episode:
                    observations=("z",) if rng.random() < 0.5 else ())
 
 
+def episode_of(G: nx.MultiDiGraph):
+    """The episode lookup these test graphs carry: each node's "episode" attribute, when it has one."""
+    return lambda node: G.nodes[node].get("episode") if node in G else None
+
+
 def random_episode_graph(n: int, density: float, rng: np.random.Generator) -> nx.MultiDiGraph:
     """`n` random episodes joined by random typed edges (each type with its own chance)."""
     G = nx.MultiDiGraph()
@@ -92,7 +97,7 @@ def test_a_chain_holds_what_lies_within_its_hops_backwards_joined_by_the_causal_
     G = random_episode_graph(n, density, np.random.default_rng(seed))
     back = backward_steps(G)
     for node in G:
-        chain = causal_chain(G, node, max_hops=hops)
+        chain = causal_chain(G, node, episodes=episode_of(G), max_hops=hops)
         reach = nx.single_source_shortest_path_length(back, node, cutoff=hops)
         assert set(chain.episode_ids) == set(reach) and node in chain.episode_ids
         assert len(set(chain.episode_ids)) == len(chain.episode_ids)  # no episode twice
@@ -117,6 +122,7 @@ def story_graph(*edges: tuple[str, str, EdgeType], **episodes: Episode | None) -
             G.add_node(name, start=T0 + timedelta(hours=len(G)), first_seq=len(G))
         else:
             add_episode(G, ep)
+            G.nodes[name]["episode"] = ep  # where `episode_of` finds it
     add_edges(G, [Edge(u, v, kind, 0.5, "golden") for u, v, kind in edges])
     return G
 
@@ -165,7 +171,7 @@ GOLDEN = {
 @pytest.mark.parametrize("case", list(GOLDEN))
 def test_golden_chains(case):
     G, query, (ids, links, narrative) = GOLDEN[case]
-    chain = causal_chain(G, **query)
+    chain = causal_chain(G, episodes=episode_of(G), **query)
     assert (chain.episode_ids, chain.links, chain.narrative) == (ids, links, narrative)
 
 
@@ -195,7 +201,9 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
     texts = synthetic_texts(n_first + n_more, seed=11)
     vectors = encoder.encode([t for t, _ in texts])
     index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
-    chain = lambda G, node, hops, most: causal_chain(G, node, max_hops=hops, max_episodes=most).narrative  # noqa: E731
+    known: dict[str, Episode] = {}
+    chain = lambda G, node, hops, most: causal_chain(  # noqa: E731
+        G, node, episodes=known.get, max_hops=hops, max_episodes=most).narrative
     retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=replace(DEFAULT, prune_from=1))
 
     def feed(start: int, stop: int) -> None:
@@ -208,6 +216,7 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
                          choices=(cause,), decisions=(f"Decision: {cause}",), observations=(text,))
             index.add(ep, episode_vector(vectors[i][None, :]))
             add_episode(graph, ep)
+            known[ep.id] = ep
             if i and i % edges_every == 0:
                 add_edges(graph, [Edge(ep.id, f"ep{i - 1:05d}", EdgeType.RETRY_OF, 0.7, "test"),
                                   Edge(f"ep{i // 2:05d}", ep.id, EdgeType.LED_TO, 0.5, "test")])
@@ -341,8 +350,8 @@ def test_the_neighbourhood_fills_up_to_exactly_its_bound(leaves):
 def test_a_bounded_chain_holds_the_nearest_episodes_of_the_walk(n, density, seed, hops, most):
     G = random_episode_graph(n, density, np.random.default_rng(seed))
     for node in G:
-        whole = causal_chain(G, node, max_hops=hops)
-        bounded = causal_chain(G, node, max_hops=hops, max_episodes=most)
+        whole = causal_chain(G, node, episodes=episode_of(G), max_hops=hops)
+        bounded = causal_chain(G, node, episodes=episode_of(G), max_hops=hops, max_episodes=most)
         if len(whole.episode_ids) <= most:
             assert bounded == whole
         else:

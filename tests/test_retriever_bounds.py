@@ -114,8 +114,9 @@ def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, prune_from)
         play(live, 160)
         before = [[(e.episode.id, e.score) for e in live.recall(q, situation="ops", k=5).episodes] for q in queries]
         facts_before = [f.id for f in live.facts()]
+        evidence_before = live.state.snapshot().evidence
     with EpisodicMemory(path, principal="p0", retriever=config) as reopened:
         after = [[(e.episode.id, e.score) for e in reopened.recall(q, situation="ops", k=5).episodes] for q in queries]
         assert [f.id for f in reopened.facts()] == facts_before
-        assert reopened._evidence.get("p0") == live._evidence.get("p0")
+        assert reopened.state.snapshot().evidence == evidence_before
     assert after == before and any(before)

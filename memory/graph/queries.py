@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from itertools import islice
 from typing import Any, Callable, Iterable, NamedTuple
 
@@ -56,9 +56,12 @@ def _steps(ep: Episode | None, first: bool) -> list[str]:
     return steps or [ep.situation]
 
 
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)  # where an episode that cannot be looked up sorts
+
+
 def _sort_key(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None], node: str) -> tuple[Any, ...]:
     episode = episodes(node)
-    return (episode.start if episode is not None else datetime.min, G.nodes[node].get("first_seq", 0), node)
+    return (episode.start if episode is not None else _EARLIEST, G.nodes[node].get("first_seq", 0), node)
 
 
 def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, episodes: Callable[[str], Episode | None],

@@ -45,6 +45,14 @@ class ChainCache:
     def __len__(self) -> int:
         return len(self._chains)
 
+    def remembered(self) -> dict[tuple[str, int, int], str | None]:
+        """The narratives held now, by (episode id, hops, max_episodes), least recently used first."""
+        return {key: text for key, (text, _) in self._chains.items()}
+
+    def reached(self) -> set[str]:
+        """Episodes some remembered chain reached (a new edge or attribute there forgets it)."""
+        return set(self._reaching)
+
     def narrative(self, episode_id: str, hops: int, max_episodes: int = 0) -> str | None:
         """The chain's narrative through `episode_id` when it joins more than one episode, else None.
 
