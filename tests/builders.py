@@ -1,5 +1,8 @@
 """Shared test data: one clock and small builders for entries, episodes, evidence and timelines.
 
+Also `INCIDENTS` and `play_incidents`, a few support incidents played through the
+`EpisodicMemory` facade like an agent loop (also from a subprocess, which imports them here).
+
 Every moment in the tests is an offset from `T0`, so no test depends on which calendar
 date was picked; builders take keyword defaults so a test names only what it is about.
 """
@@ -93,3 +96,40 @@ def evidence(i: int, text: str, choice: str, outcome: Outcome | bool = True, *, 
 def evidence_of(ep: Episode, text: str) -> EpisodeEvidence:
     """The evidence a closed episode gives, with `text` as its observations."""
     return EpisodeEvidence(ep.id, ep.principal, terms(text), ep.choices[-1], ep.outcome, ep.end)
+
+
+# (observations, truth, first guess); each incident is corrected when the guess is wrong
+INCIDENTS = [
+    (["spool directory full on the print servers", "jobs stuck in the spool queue"], "spool", "driver"),
+    (["print jobs stuck, spool partition at 100%", "spool cleanup cron missing"], "spool", "spool"),
+    (["garbled output after the driver update", "driver version changed on the print servers"], "driver", "spool"),
+    (["new driver package rolled out, pages print garbled", "driver checksum differs"], "driver", "driver"),
+    (["spool queue growing, jobs stuck for hours"], "spool", "spool"),
+]
+
+
+def play_incidents(memory, incidents=INCIDENTS, *, principal=None, start=T0) -> None:
+    """Plays incidents through the facade like an agent loop (recall → decide → outcome → correction → retry)."""
+    clock = start
+    for observations, truth, guess in incidents:
+        for text in observations:
+            clock += timedelta(minutes=2)
+            memory.observe(text, timestamp=clock, situation="support", metadata={"service": "print"},
+                           principal=principal)
+        tries = [guess] if guess == truth else [guess, truth]
+        for choice in tries:
+            context = memory.recall(principal=principal)
+            clock += timedelta(minutes=3)
+            memory.decide(f"Decision: {choice} — best match", choice=choice, confidence=0.6,
+                          retrieved=context.item_ids(), relied_on=context.item_ids()[:1], timestamp=clock,
+                          situation="support", metadata={"service": "print"}, principal=principal)
+            clock += timedelta(minutes=5)
+            ok = choice == truth
+            memory.outcome("Verified: the problem is gone" if ok else "The problem persists",
+                           status="success" if ok else "failure", timestamp=clock, situation="support",
+                           metadata={"service": "print"}, principal=principal)
+            if not ok:
+                clock += timedelta(minutes=2)
+                memory.correct(f"Not {choice}: it was the {truth}", timestamp=clock, situation="support",
+                               metadata={"service": "print"}, principal=principal)
+        clock += timedelta(days=1)
