@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from datetime import datetime, timezone
-from typing import Any, Sequence
+from datetime import datetime
+from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -60,8 +60,11 @@ def _fail(message: str) -> int:
     return 2
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the comparison; 0 on success, 1 when a run failed midway, 2 on a usage error."""
+def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = runlog.utc_now) -> int:
+    """Run the comparison; 0 on success, 1 when a run failed midway, 2 on a usage error.
+
+    `now` is the clock that stamps the log and names a ``--store`` run.
+    """
     args = _parser().parse_args(argv)
     import scenarios
 
@@ -94,11 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded], seeds=seeds,
         agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
-                "store": args.store, "budget": {"items": 6, "chars": 3000}})
+                "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
-    run_suffix = datetime.now(timezone.utc).strftime(":%Y%m%dT%H%M%S") if args.store else ""
+    run_suffix = now().strftime(":%Y%m%dT%H%M%S") if args.store else ""
     console = Console(stderr=True)
     total = len(loaded) * len(seeds) * len(args.agents)
     layers: dict[str, list[dict[str, Any]]] = {name: [] for name in args.agents}
@@ -132,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log["error"] = "interrupted"
         except Exception as exc:  # recorded with what completed; the traceback is ours to debug
             log["error"] = f"{type(exc).__name__}: {exc}"
-    log["finished_at"] = datetime.now(timezone.utc).isoformat()
+    log["finished_at"] = now().isoformat()
     _summarise(log, layers)
     if args.json:
         runlog.write(log, args.json)

@@ -15,14 +15,19 @@ import platform
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 SCHEMA = 1
 
 
+def utc_now() -> datetime:
+    """The wall clock, in UTC: the default of every clock parameter in `eval`."""
+    return datetime.now(timezone.utc)
+
+
 def new_log(*, mode: str, scenarios: list[dict[str, str]], seeds: list[int], agents: list[str],
-            config: dict[str, Any]) -> dict[str, Any]:
-    """An empty run log in status "error" until `finish` marks it successful."""
+            config: dict[str, Any], now: Callable[[], datetime] = utc_now) -> dict[str, Any]:
+    """An empty run log in status "error" until `finish` marks it successful; `now` stamps its start."""
     return {
         "schema": SCHEMA,
         "status": "error",
@@ -31,7 +36,7 @@ def new_log(*, mode: str, scenarios: list[dict[str, str]], seeds: list[int], age
         "seeds": seeds,
         "agents": {name: {"rounds": [], "summary": {}, "runs": []} for name in agents},
         "config": config,
-        "started_at": datetime.now(timezone.utc).isoformat(),
+        "started_at": now().isoformat(),
         "finished_at": None,
         "error": None,
         "environment": {"python": platform.python_version(), "platform": platform.platform()},

@@ -2,51 +2,16 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timedelta, timezone
+"""The EpisodicMemory facade over whole incidents: episodes, facts, recall, tenants, rebuilds, restarts."""
+
+from datetime import timedelta
 from pathlib import Path
 
 from memory.agent_memory import EpisodicMemory
 from memory.episodes import EdgeType, Outcome
+from tests.builders import INCIDENTS, T0, play_incidents as play
 
-T0 = datetime(2026, 5, 4, 9, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parents[1]
-
-# (observations, truth, first guess); each incident is corrected when the guess is wrong
-INCIDENTS = [
-    (["spool directory full on the print servers", "jobs stuck in the spool queue"], "spool", "driver"),
-    (["print jobs stuck, spool partition at 100%", "spool cleanup cron missing"], "spool", "spool"),
-    (["garbled output after the driver update", "driver version changed on the print servers"], "driver", "spool"),
-    (["new driver package rolled out, pages print garbled", "driver checksum differs"], "driver", "driver"),
-    (["spool queue growing, jobs stuck for hours"], "spool", "spool"),
-]
-
-
-def play(memory: EpisodicMemory, incidents=INCIDENTS, *, principal=None, start=T0) -> None:
-    """Plays incidents through the facade like an agent loop (recall → decide → outcome → correction → retry)."""
-    clock = start
-    for observations, truth, guess in incidents:
-        for text in observations:
-            clock += timedelta(minutes=2)
-            memory.observe(text, timestamp=clock, situation="support", metadata={"service": "print"},
-                           principal=principal)
-        tries = [guess] if guess == truth else [guess, truth]
-        for choice in tries:
-            context = memory.recall(principal=principal)
-            clock += timedelta(minutes=3)
-            memory.decide(f"Decision: {choice} — best match", choice=choice, confidence=0.6,
-                          retrieved=context.item_ids(), relied_on=context.item_ids()[:1], timestamp=clock,
-                          situation="support", metadata={"service": "print"}, principal=principal)
-            clock += timedelta(minutes=5)
-            ok = choice == truth
-            memory.outcome("Verified: the problem is gone" if ok else "The problem persists",
-                           status="success" if ok else "failure", timestamp=clock, situation="support",
-                           metadata={"service": "print"}, principal=principal)
-            if not ok:
-                clock += timedelta(minutes=2)
-                memory.correct(f"Not {choice}: it was the {truth}", timestamp=clock, situation="support",
-                               metadata={"service": "print"}, principal=principal)
-        clock += timedelta(days=1)
-
 
 def test_episodes_close_and_carry_outcomes_choices_and_corrections():
     with EpisodicMemory() as memory:
@@ -139,8 +104,7 @@ def test_reopening_replays_nothing_twice(tmp_path):
 RECORD_SCRIPT = textwrap.dedent("""
     import pickle, sys
     sys.path.insert(0, {root!r})
-    sys.path.insert(0, {tests!r})
-    from test_agent_memory import play
+    from tests.builders import play_incidents as play
     from memory.agent_memory import EpisodicMemory
     memory = EpisodicMemory({path!r}, principal="ops")
     play(memory)
@@ -153,7 +117,7 @@ RECORD_SCRIPT = textwrap.dedent("""
 
 def test_memory_survives_a_restart_in_another_process(tmp_path):
     path, out = str(tmp_path / "mem.db"), str(tmp_path / "context.pkl")
-    script = RECORD_SCRIPT.format(root=str(ROOT), tests=str(ROOT / "tests"), path=path, out=out)
+    script = RECORD_SCRIPT.format(root=str(ROOT), path=path, out=out)
     subprocess.run([sys.executable, "-c", script], check=True, cwd=str(tmp_path), timeout=120)
     with open(out, "rb") as handle:
         before = pickle.load(handle)

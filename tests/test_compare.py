@@ -1,7 +1,6 @@
 """`python -m eval.compare` in-process: run log contract, report agreement, determinism, errors."""
 
 import json
-import time
 
 import pytest
 
@@ -10,13 +9,14 @@ from eval import runlog
 from eval.compare import main
 from eval.metrics import summary
 from eval.report import Report, records
+from tests.builders import T0, at
 
 ROUND_KEYS = {"scenario", "seed", "round", "kind", "truth", "first_decision", "first_correct", "solved", "attempts"}
 
 
-def _run(tmp_path, *args):
+def _run(tmp_path, *args, now=lambda: T0):
     path = tmp_path / "log.json"
-    code = main([*args, "--json", str(path)])
+    code = main([*args, "--json", str(path)], now=now)
     return code, runlog.read(path)
 
 
@@ -48,8 +48,9 @@ def test_default_run_writes_a_schema_1_log_that_the_report_agrees_with(tmp_path,
 @pytest.mark.parametrize("name", scenarios.shipped())
 def test_every_shipped_scenario_gives_identical_numbers_and_an_agreeing_report(tmp_path, capsys, name):
     _, first = _run(tmp_path, name, "--seeds", "2")
-    time.sleep(1.1)  # a later wall-clock second must not change anything (it once changed tenant names)
-    _, second = _run(tmp_path, name, "--seeds", "2")
+    later = at(days=1, seconds=1)  # a later clock must not change anything (it once changed tenant names)
+    _, second = _run(tmp_path, name, "--seeds", "2", now=lambda: later)
+    assert (first["started_at"], second["started_at"]) == (T0.isoformat(), later.isoformat())  # the clock was used
     strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
     for agent in first["agents"]:
         assert strip(first["agents"][agent]["rounds"]) == strip(second["agents"][agent]["rounds"])
@@ -98,9 +99,13 @@ def test_failure_midway_keeps_completed_rounds(tmp_path, monkeypatch):
 def test_store_option_leaves_a_verifiable_store(tmp_path):
     from memory.__main__ import main as memory_main
 
+    from memory.timeline import SQLiteStore
+
     store = tmp_path / "memory.sqlite"
-    assert main(["--seeds", "1", "--agents", "episodic", "--store", str(store), "--quiet"]) == 0
+    assert main(["--seeds", "1", "--agents", "episodic", "--store", str(store), "--quiet"], now=lambda: T0) == 0
     assert memory_main(["verify", str(store)]) == 0
+    with SQLiteStore(store, create=False) as stored:  # a persistent store keeps runs apart by the clock
+        assert {e.principal for e in stored.entries()} == {"pool-vs-deploy:0:20260302T090000"}
 
 
 def _fake_claude(monkeypatch):

@@ -15,8 +15,8 @@ from memory import HashingEncoder, NoRedaction, SQLiteStore, Timeline
 from memory.timeline import blob as embedding_blob
 from memory.errors import StoreError
 from memory.timeline.entries import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
+from tests.builders import T0
 
-T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
 
 
 def _bits(vector):
@@ -131,17 +131,21 @@ def test_a_rolled_back_append_leaves_schema_1_marked_1(tmp_path):
 def test_every_damaged_byte_of_a_compact_blob_is_detected(tmp_path):
     entries = _append(_timeline(tmp_path / "m.db"), 3)
     raw = sqlite3.connect(tmp_path / "m.db")
+    raw.execute("PRAGMA synchronous = OFF")  # hundreds of one-row edits: durability is not what is tested
     blob = raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0]
     raw.execute("DROP TRIGGER timeline_no_update")
-    for position in range(len(blob)):
-        for flip in (0x01, 0x80):
-            damaged = bytearray(blob)
-            damaged[position] ^= flip
-            raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (bytes(damaged),))
-            raw.commit()
-            with SQLiteStore(tmp_path / "m.db") as store:
+    with SQLiteStore(tmp_path / "m.db") as store:  # verify reads the file afresh each time
+        for position in range(len(blob)):
+            for flip in (0x01, 0x80):
+                damaged = bytearray(blob)
+                damaged[position] ^= flip
+                raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (bytes(damaged),))
+                raw.commit()
                 brk = store.verify()
-            assert brk is not None and brk.seq == 1 and brk.id == entries[1].id, (position, flip, brk)
+                assert brk is not None and brk.seq == 1 and brk.id == entries[1].id, (position, flip, brk)
+        raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (blob,))
+        raw.commit()
+        assert store.verify() is None  # the open store saw every edit, this one included
     raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (blob[:-1],))  # torn
     raw.commit()
     brk = SQLiteStore(tmp_path / "m.db").verify()
@@ -149,7 +153,11 @@ def test_every_damaged_byte_of_a_compact_blob_is_detected(tmp_path):
 
 
 def _reference_entry_id(draft, *, prev_id, seq):
-    """The id as first defined: json.dumps of every field (kept here as the specification)."""
+    """The id as first defined: json.dumps of every field (kept here as the specification).
+
+    A plain definition, not a copy: the library writes the same characters directly and
+    through the C encoder, so stored ids stay what they were.
+    """
     payload = {
         "prev_id": prev_id,
         "seq": seq,

@@ -1,21 +1,22 @@
-"""The indexed fact rules give exactly what a scan over every episode gives.
+"""The indexed fact rules give what a scan over every episode gives, and induction keeps its rules.
 
-The reference functions below are the rules written as plain scans (the definitions in
-the `memory.facts.rules` docstring); the library answers from `EvidenceLog` indexes instead.
+`measure` and `assess` are checked against plain scans (their definitions in the
+`memory.facts.rules` docstring); the library answers from `EvidenceLog` indexes instead.
+Induction is checked through the index queries it is built on (each against a scan) and
+through the properties its docstring states, not against a second copy of the greedy loop.
 """
 
 from collections import Counter
-from datetime import datetime, timedelta, timezone
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.episodes import Outcome
-from memory.facts import DEFAULT_FACTS, EpisodeEvidence, EvidenceLog, FactConfig, extract_facts, update_fact
+from memory.facts import DEFAULT_FACTS, EvidenceLog, FactConfig, extract_facts, update_fact
 from memory.facts.evidence import TERM_COUNT_MEMO
 from memory.facts.rules import assess, induce_condition, measure
+from tests.builders import T0, at, evidence as evidence_item
 
-T0 = datetime(2026, 3, 1, tzinfo=timezone.utc)
 TERMS = ["queue", "backlog", "heartbeat", "schema", "checksum", "disk", "latency", "pool", "deploy", "cert"]
 CHOICES = ["alpha", "beta", "gamma"]
 
@@ -55,45 +56,17 @@ def reference_assess(fact_id, condition, conclusion, evidence, since=None):
     return tuple(sorted(support)), tuple(sorted(contradict))
 
 
-def reference_induce(conclusion, evidence, config=DEFAULT_FACTS, start=()):
-    import math
-
-    def log_odds(p, n_pos, n, n_neg):
-        return math.log((p + 0.5) / (n_pos - p + 0.5)) - math.log((n + 0.5) / (n_neg - n + 0.5))
-
-    condition = list(start)
-    pos = [ev for ev in evidence if label(ev, conclusion) is True]
-    neg = [ev for ev in evidence if label(ev, conclusion) is False]
-    need = max(config.min_coverage, config.min_term_share * len(pos))
-    while len(condition) < config.max_terms:
-        covered_pos = [ev for ev in pos if matches(condition, ev)]
-        covered_neg = [ev for ev in neg if matches(condition, ev)]
-        if condition and not covered_neg:
-            break
-        in_pos = Counter(t for ev in covered_pos for t in ev.terms if t not in condition)
-        in_neg = Counter(t for ev in covered_neg for t in ev.terms if t not in condition)
-        ranked = sorted((t for t, p in in_pos.items() if p >= need),
-                        key=lambda t: (-log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
-        if not ranked:
-            break
-        best = ranked[0]
-        before = len(covered_pos) / (len(covered_pos) + len(covered_neg)) if condition else -1.0
-        coverage = in_pos[best]
-        if coverage / (coverage + in_neg[best]) <= before or coverage < config.min_coverage:
-            break
-        condition.append(best)
-    return tuple(sorted(set(condition)))
-
-
 evidence_items = st.builds(
-    lambda i, words, choice, outcome, hours, cited, principal: EpisodeEvidence(
-        f"e{i:03d}", principal, frozenset(words), choice, outcome, T0 + timedelta(hours=hours), frozenset(cited)),
+    lambda i, words, choice, outcome, hours, cited, principal: evidence_item(
+        i, "", choice, outcome, principal=principal, cited=cited, words=words, hours=hours),
     st.integers(0, 60), st.sets(st.sampled_from(TERMS), max_size=5), st.sampled_from(CHOICES),
     st.sampled_from([Outcome.SUCCESS, Outcome.SUCCESS, Outcome.FAILURE, Outcome.UNKNOWN]),
     st.integers(0, 200), st.sets(st.sampled_from(["fact-a", "fact-b"]), max_size=1), st.sampled_from(["p", "p", "q"]))
 histories = st.lists(evidence_items, max_size=40)  # repeated episode ids on purpose: hand-made lists may have them
 conditions = st.lists(st.sampled_from(TERMS), max_size=3)
-moments = st.one_of(st.none(), st.integers(0, 200).map(lambda h: T0 + timedelta(hours=h)))
+# A start condition is a fact's condition: distinct terms (a repeated term would count towards max_terms twice).
+starts = st.lists(st.sampled_from(TERMS), max_size=3, unique=True)
+moments = st.one_of(st.none(), st.integers(0, 200).map(lambda h: at(hours=h)))
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,11 +79,37 @@ def test_measure_and_assess_equal_the_scans(evidence, condition, conclusion, sin
         assert (found.support, found.contradict) == reference_assess("fact-a", condition, conclusion, evidence, since)
 
 
+def precision(condition, conclusion, evidence):
+    """Share of the labelled episodes matching `condition` that confirm `conclusion` (None: no match)."""
+    labels = [lab for ev in evidence if matches(condition, ev) and (lab := label(ev, conclusion)) is not None]
+    return sum(labels) / len(labels) if labels else None
+
+
 @settings(max_examples=300, deadline=None)
-@given(histories, st.sampled_from(CHOICES), conditions, st.integers(1, 3))
-def test_induced_condition_equals_the_scan(evidence, conclusion, start, max_terms):
-    config = FactConfig(max_terms=max(max_terms, len(set(start))))
-    assert induce_condition(conclusion, evidence, config, start=start) == reference_induce(conclusion, evidence, config, start)
+@given(histories, st.sampled_from(CHOICES), starts, st.integers(1, 3))
+def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion, start, max_terms):
+    config = FactConfig(max_terms=max(max_terms, len(start)))
+    got = induce_condition(conclusion, evidence, config, start=start)
+    assert got == tuple(sorted(set(got))) and set(start) <= set(got) and len(got) <= config.max_terms
+    assert induce_condition(conclusion, evidence, config, start=got) == got  # the result is where the search stops
+    # the greedy steps, one term at a time: a longer search only goes on from a shorter one
+    steps = [tuple(sorted(set(start)))] + [induce_condition(conclusion, evidence, FactConfig(max_terms=k), start=start)
+                                           for k in range(len(start) + 1, config.max_terms + 1)]
+    assert steps[-1] == got
+    confirming = [ev for ev in evidence if label(ev, conclusion) is True]
+    need = max(config.min_coverage, config.min_term_share * len(confirming))
+    for before, after in zip(steps, steps[1:]):
+        added = set(after) - set(before)
+        assert set(before) <= set(after) and len(added) <= 1
+        if not added:
+            assert after == got  # once the search stops, it stays stopped
+            continue
+        (term,) = added
+        assert sum(term in ev.terms for ev in confirming) >= need  # common among the confirmations
+        assert sum(matches(after, ev) for ev in confirming) >= config.min_coverage  # keeps coverage
+        if before:  # a term is added only to exclude counter-examples, and only when it raises precision
+            assert any(matches(before, ev) and label(ev, conclusion) is False for ev in evidence)
+            assert precision(after, conclusion, evidence) > precision(before, conclusion, evidence)
 
 
 @settings(max_examples=200, deadline=None)
@@ -133,30 +132,14 @@ def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
     assert all(grown.find(i) is ev for i, ev in first.items()) and grown.find("missing") is None
 
 
-def scan_extract(evidence, current, principal, at, config=DEFAULT_FACTS):
-    """extract_facts as the docstring states it, with the reference scans."""
-    evidence = [ev for ev in evidence if ev.principal == principal]
-    active = [f for f in current if f.principal == principal and f.status == "active"]
-    out = []
-    for conclusion in sorted({ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS}):
-        rules = [f.condition for f in active if f.conclusion == conclusion]
-        uncovered = {ev.episode_id for ev in evidence if label(ev, conclusion) is True
-                     and not any(matches(rule, ev) for rule in rules)}
-        if len(uncovered) < config.min_coverage:
-            continue
-        focus = [ev for ev in evidence if ev.episode_id in uncovered or label(ev, conclusion) is False]
-        out.append((conclusion, reference_induce(conclusion, focus, config)))
-    return out
-
-
 @settings(max_examples=200, deadline=None)
 @given(histories)
 def test_extraction_and_updates_follow_the_scans(evidence):
     made = extract_facts(evidence, [], principal="p", at=T0)
-    induced = dict(scan_extract(evidence, [], "p", T0))
-    for fact in made:  # each extracted fact is the scan's condition, measured like the scan measures
-        assert induced[fact.conclusion] == fact.condition
-        own = [ev for ev in evidence if ev.principal == "p"]
+    own = [ev for ev in evidence if ev.principal == "p"]
+    for fact in made:  # with no facts yet, each explains all its confirmations; measured like the scan measures
+        assert fact.principal == "p" and fact.usefulness.passed
+        assert fact.condition == induce_condition(fact.conclusion, own)
         assert tuple(fact.usefulness[:5]) == reference_measure(fact.condition, fact.conclusion, own)
         assert (fact.support, fact.contradict) == reference_assess(fact.fact_id, fact.condition, fact.conclusion, own)
         again = extract_facts(evidence, made, principal="p", at=T0)
@@ -166,11 +149,13 @@ def test_extraction_and_updates_follow_the_scans(evidence):
 
 @settings(max_examples=150, deadline=None)
 @given(histories, st.sampled_from(CHOICES))
-def test_induction_on_a_growing_log_reuses_term_counts_and_still_equals_the_scan(evidence, conclusion):
+def test_induction_on_a_growing_log_reuses_term_counts_and_answers_like_a_fresh_log(evidence, conclusion):
     log = EvidenceLog()
     for end, ev in enumerate(evidence, start=1):
         log.append(ev)
-        assert induce_condition(conclusion, log) == reference_induce(conclusion, evidence[:end], DEFAULT_FACTS, ())
+        assert induce_condition(conclusion, log) == induce_condition(conclusion, list(evidence[:end]))
         for positions in (set(range(end)), log.confirming(conclusion), log.against(conclusion), set()):
             assert log.term_counts(positions) == Counter(t for p in positions for t in evidence[p].terms)
+            for term in TERMS[:3]:
+                assert log.with_terms(positions, term) == {p for p in positions if term in evidence[p].terms}
     assert len(log._term_counts) <= TERM_COUNT_MEMO

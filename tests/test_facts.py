@@ -1,8 +1,10 @@
-from datetime import datetime, timedelta, timezone
+"""Fact rules on hand-made evidence: extraction, usefulness, confidence, revision and drift."""
+
+from datetime import timedelta
 
 import pytest
 
-from memory.episodes import Episode, Outcome
+from memory.episodes import Outcome
 from memory.facts import (
     ACTIVE,
     EpisodeEvidence,
@@ -17,15 +19,9 @@ from memory.facts import (
     update_fact,
 )
 from memory.facts.rules import confidence, measure
-
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+from tests.builders import T0, episode, evidence as ev
 ALPHA = "alpha_cause"
 BETA = "beta_cause"
-
-
-def ev(i: int, text: str, choice: str, ok: bool, principal: str = "p", cited=()) -> EpisodeEvidence:
-    return EpisodeEvidence(f"e{i:02d}", principal, terms(text), choice, Outcome.SUCCESS if ok else Outcome.FAILURE,
-                           T0 + timedelta(hours=i), frozenset(cited))
 
 
 def history_a() -> list[EpisodeEvidence]:
@@ -140,12 +136,9 @@ def test_record_round_trip_and_version_id():
 
 
 def test_evidence_from_episode_needs_a_choice_and_a_verdict():
-    base = dict(id="x", entry_ids=("a",), first_seq=0, last_seq=0, principal="p", situation="s", subject=None,
-                start=T0, end=T0, summary="", outcome_evidence="")
-    assert evidence_from(Episode(**base, outcome=Outcome.SUCCESS), "text") is None
-    assert evidence_from(Episode(**base, outcome=Outcome.UNKNOWN, choices=(ALPHA,)), "text") is None
-    made = evidence_from(Episode(**base, outcome=Outcome.FAILURE, choices=(BETA, ALPHA)), "queue backlog",
-                         cited=["fact-1@2"])
+    assert evidence_from(episode("x", Outcome.SUCCESS), "text") is None
+    assert evidence_from(episode("x", Outcome.UNKNOWN, ALPHA), "text") is None
+    made = evidence_from(episode("x", Outcome.FAILURE, choices=(BETA, ALPHA)), "queue backlog", cited=["fact-1@2"])
     assert made.choice == ALPHA and made.terms == {"queue", "backlog"} and made.cited == {"fact-1"}
 
 

@@ -21,7 +21,7 @@ from memory.graph import (
     neighbours,
     subject_history,
 )
-from test_segmenter import build_entries
+from tests.builders import entries_from
 
 GOLDEN = Path(__file__).parent / "golden" / "graph"
 
@@ -33,7 +33,7 @@ def lookup(episodes):
 
 def _case(name: str):
     case = json.loads((GOLDEN / f"{name}.json").read_text(encoding="utf-8"))
-    episodes = segment(build_entries(case["entries"]))
+    episodes = segment(entries_from(case["entries"]))
     return case, episodes, link_episodes(episodes)
 
 

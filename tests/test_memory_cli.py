@@ -1,17 +1,14 @@
 """`python -m memory` in-process: exit codes and messages."""
 
 import sqlite3
-from datetime import datetime, timezone
-
-from memory import HashingEncoder, SQLiteStore, Timeline
 from memory.__main__ import main
+from tests.builders import T0, open_timeline
 
 
 def _store(path, count=3):
-    timeline = Timeline(SQLiteStore(path), HashingEncoder(dim=64))
+    timeline = open_timeline(path)
     for i in range(count):
-        timeline.append(f"entry {i}", kind="note", role="system",
-                        timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc), situation="s")
+        timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s")
     timeline.store.close()
 
 

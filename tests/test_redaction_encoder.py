@@ -1,8 +1,5 @@
 """Redaction before storage, and the stable offline encoder."""
 
-import sqlite3
-from datetime import datetime, timezone
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,6 +9,7 @@ from memory import HashingEncoder, PatternRedactor, SQLiteStore, Timeline
 from memory.timeline.redaction import may_hold_secret
 from memory.errors import EncoderUnavailable
 from memory.timeline import SentenceTransformerEncoder
+from tests.builders import T0
 
 SECRETS = {
     "email": ("Ping jane.doe@example.com about it", "jane.doe@example.com", "[EMAIL#"),
@@ -29,8 +27,7 @@ SECRETS = {
 def test_each_pii_kind_never_reaches_disk(tmp_path, case):
     text, raw_value, placeholder = SECRETS[case]
     timeline = Timeline(SQLiteStore(tmp_path / "m.db"), HashingEncoder(dim=64))
-    entry = timeline.append(text, kind="observation", role="user", timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc),
-                            situation="s", metadata={"note": text})
+    entry = timeline.append(text, kind="observation", role="user", timestamp=T0, situation="s", metadata={"note": text})
     assert raw_value not in entry.text and placeholder in entry.text
     timeline.store.close()
     on_disk = b"".join((tmp_path / name).read_bytes() for name in ("m.db", "m.db-wal") if (tmp_path / name).exists())
@@ -101,7 +98,7 @@ _TEXTS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0
                   max_size=8).map("".join)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(_TEXTS)
 def test_redaction_pre_check_never_skips_a_text_the_patterns_change(text):
     redactor = PatternRedactor(salt="s")
@@ -155,7 +152,7 @@ _ENCODER_TEXTS = st.lists(st.one_of(st.lists(_WORDS, max_size=12).map(" ".join),
                           min_size=1, max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(_ENCODER_TEXTS, _ENCODER_TEXTS, st.sampled_from([0.5, 0.3]))
 def test_batch_encoding_equals_the_definition_one_text_at_a_time(warm, texts, char_weight):
     encoder = HashingEncoder(dim=128, char_weight=char_weight)

@@ -1,25 +1,12 @@
-from datetime import datetime, timedelta, timezone
+"""Reinforcement: what a closed episode's outcome does to the episodes and facts it relied on."""
 
 import networkx as nx
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.facts import EpisodeEvidence, FactVersion, Usefulness, terms
+from memory.facts import FactVersion, Usefulness
 from memory.graph import add_edges, add_episode, resolution
 from memory.reinforcer import DecisionNote, mark_id, reinforce
-
-T0 = datetime(2026, 4, 1, tzinfo=timezone.utc)
-
-
-def ep(eid: str, outcome: Outcome, choice: str | None, *, hours: int, corrections=(), principal="p") -> Episode:
-    at = T0 + timedelta(hours=hours)
-    return Episode(id=eid, entry_ids=(eid,), first_seq=hours, last_seq=hours, principal=principal, situation="ops",
-                   subject="svc", start=at, end=at, summary=eid, outcome=outcome, outcome_evidence="",
-                   decisions=(f"Decision: {choice}",) if choice else (), choices=(choice,) if choice else (),
-                   corrections=tuple(corrections))
-
-
-def evidence_of(e: Episode, text: str) -> EpisodeEvidence:
-    return EpisodeEvidence(e.id, e.principal, terms(text), e.choices[-1], e.outcome, e.end)
+from tests.builders import T0, episode, evidence_of
 
 
 FACT = FactVersion(fact_id="fact-x", version=1, principal="p", text="when spool → alpha", condition=("spool",),
@@ -28,10 +15,10 @@ FACT = FactVersion(fact_id="fact-x", version=1, principal="p", text="when spool 
 
 
 def world():
-    past_ok = ep("old1", Outcome.SUCCESS, "alpha", hours=0)
-    past_ok2 = ep("old2", Outcome.SUCCESS, "alpha", hours=1)
-    corrected = ep("corr", Outcome.FAILURE, "alpha", hours=2, corrections=("not alpha: it was beta",))
-    retry = ep("corr-retry", Outcome.SUCCESS, "beta", hours=3)
+    past_ok = episode("old1", Outcome.SUCCESS, "alpha", hours=0)
+    past_ok2 = episode("old2", Outcome.SUCCESS, "alpha", hours=1)
+    corrected = episode("corr", Outcome.FAILURE, "alpha", hours=2, corrections=("not alpha: it was beta",))
+    retry = episode("corr-retry", Outcome.SUCCESS, "beta", hours=3)
     episodes = {e.id: e for e in (past_ok, past_ok2, corrected, retry)}
     G = nx.MultiDiGraph()
     for e in episodes.values():
@@ -59,8 +46,8 @@ def test_resolution_follows_retries_to_the_answer():
 def test_a_pending_retry_resolves_like_a_stored_one():
     """The closing episode's own edges are not in the graph yet: passed as pending, they count the same."""
     episodes, G, _ = world()
-    late = ep("late", Outcome.SUCCESS, "gamma", hours=4)
-    failed = ep("failed", Outcome.FAILURE, "alpha", hours=3, corrections=("not alpha: gamma",))
+    late = episode("late", Outcome.SUCCESS, "gamma", hours=4)
+    failed = episode("failed", Outcome.FAILURE, "alpha", hours=3, corrections=("not alpha: gamma",))
     episodes = {**episodes, late.id: late, failed.id: failed}
     add_episode(G, late)
     add_episode(G, failed)
@@ -77,7 +64,7 @@ def test_a_pending_retry_resolves_like_a_stored_one():
 
 def test_success_links_retrieved_episodes_that_pointed_to_the_same_choice():
     episodes, G, evidence = world()
-    new = ep("new", Outcome.SUCCESS, "alpha", hours=5)
+    new = episode("new", Outcome.SUCCESS, "alpha", hours=5)
     note = DecisionNote("d1", "alpha", retrieved=("old1", "old2", "corr", "fact-x@1"), relied_on=("old1",))
     result = apply(new, [note], episodes, G, evidence + [evidence_of(new, "spool full")])
     led = {(e.source, e.target): e.weight for e in result.edges if e.type is EdgeType.LED_TO}
@@ -89,7 +76,7 @@ def test_success_links_retrieved_episodes_that_pointed_to_the_same_choice():
 
 def test_failure_contradicts_what_pointed_the_wrong_way_and_lowers_the_fact():
     episodes, G, evidence = world()
-    new = ep("bad", Outcome.FAILURE, "alpha", hours=5)
+    new = episode("bad", Outcome.FAILURE, "alpha", hours=5)
     note = DecisionNote("d1", "alpha", retrieved=("old1", "fact-x@1"), relied_on=("fact-x@1",))
     result = apply(new, [note], episodes, G, evidence + [evidence_of(new, "unrelated words")])
     assert [(e.source, e.target, e.type) for e in result.edges] == [("bad", "old1", EdgeType.CONTRADICTED)]
@@ -99,14 +86,14 @@ def test_failure_contradicts_what_pointed_the_wrong_way_and_lowers_the_fact():
 
 def test_lesson_of_a_corrected_episode_applied_elsewhere_and_the_retry_learned_from():
     episodes, G, evidence = world()
-    new = ep("new", Outcome.SUCCESS, "beta", hours=6)
+    new = episode("new", Outcome.SUCCESS, "beta", hours=6)
     note = DecisionNote("d1", "beta", retrieved=("corr",), relied_on=("corr",))
     result = apply(new, [note], episodes, G, evidence + [evidence_of(new, "x")])
     assert [(e.source, e.target, e.type) for e in result.edges] == [("corr", "new", EdgeType.LED_TO)]
     assert "corrected" in result.edges[0].evidence
     # a retry after a correction that succeeded, without the graph rule's edge: LEARNED_FROM
-    retry = ep("again", Outcome.SUCCESS, "beta", hours=7)
-    failed = ep("failed", Outcome.FAILURE, "alpha", hours=6, corrections=("no",))
+    retry = episode("again", Outcome.SUCCESS, "beta", hours=7)
+    failed = episode("failed", Outcome.FAILURE, "alpha", hours=6, corrections=("no",))
     episodes["failed"] = failed
     add_episode(G, failed)
     add_episode(G, retry)
@@ -117,7 +104,7 @@ def test_lesson_of_a_corrected_episode_applied_elsewhere_and_the_retry_learned_f
 
 def test_applying_the_same_outcome_twice_changes_nothing():
     episodes, G, evidence = world()
-    new = ep("new", Outcome.SUCCESS, "alpha", hours=5)
+    new = episode("new", Outcome.SUCCESS, "alpha", hours=5)
     notes = [DecisionNote("d1", "alpha", retrieved=("old1", "fact-x@1"))]
     ev = evidence + [evidence_of(new, "spool full")]
     first = apply(new, notes, episodes, G, ev)
@@ -132,8 +119,8 @@ def test_applying_the_same_outcome_twice_changes_nothing():
 
 def test_other_principals_are_ignored():
     episodes, G, evidence = world()
-    stranger = ep("stranger", Outcome.SUCCESS, "alpha", hours=1, principal="q")
+    stranger = episode("stranger", Outcome.SUCCESS, "alpha", hours=1, principal="q")
     episodes["stranger"] = stranger
-    new = ep("new", Outcome.SUCCESS, "alpha", hours=5)
+    new = episode("new", Outcome.SUCCESS, "alpha", hours=5)
     result = apply(new, [DecisionNote("d1", "alpha", retrieved=("stranger",))], episodes, G, evidence)
     assert result.edges == ()

@@ -4,57 +4,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.timeline import HashingEncoder
-from memory.episodes import Episode, Outcome
+from memory.episodes import Episode, Outcome, Segmenter, SegmenterConfig, classify_text, detect_outcome, segment
 from memory.episodes.segmenter import DEFAULT_CONFIG
-from memory.episodes import (
-    Segmenter,
-    SegmenterConfig,
-    classify_text,
-    detect_outcome,
-    segment,
-)
-from memory.timeline.entries import GENESIS_ID, EntryDraft, Kind, Role, chain
+from tests.builders import entries_from
 
 GOLDEN = Path(__file__).parent / "golden" / "segmenter"
-BASE = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
-ROLE = {"observation": "environment", "outcome": "environment", "decision": "agent", "action": "agent",
-        "correction": "user", "note": "user"}
-_ENCODER = HashingEncoder()
-
-
-def build_entries(items: list[dict]) -> list:
-    """Chain fixture items ({at: minutes, kind, text, ...}) into timeline entries."""
-    entries, prev = [], GENESIS_ID
-    for seq, item in enumerate(items):
-        if "vector" in item:
-            vector = np.asarray(item["vector"], dtype=np.float32)
-            vector = vector / np.linalg.norm(vector)
-        else:
-            vector = _ENCODER.encode([item["text"]])[0]
-        draft = EntryDraft(
-            timestamp=BASE + timedelta(minutes=item["at"]), principal=item.get("principal", "default"),
-            situation=item.get("situation", "incident_response"), role=Role(item.get("role", ROLE[item["kind"]])),
-            kind=Kind(item["kind"]), text=item["text"], metadata=item.get("metadata", {}), embedding=vector,
-            encoder="fixture")
-        entry = chain(draft, prev_id=prev, seq=seq)
-        entries.append(entry)
-        prev = entry.id
-    return entries
 
 
 def load_case(path: Path) -> tuple[dict, list]:
     case = json.loads(path.read_text(encoding="utf-8"))
     assert set(case) >= {"description", "entries", "expected"}, path.name
-    return case, build_entries(case["entries"])
+    return case, entries_from(case["entries"])
 
 
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.stem)
@@ -105,7 +71,7 @@ def test_feed_returns_the_closed_episode_and_flush_the_rest() -> None:
 
 
 def test_feed_rejects_entries_out_of_order() -> None:
-    entries = build_entries([{"at": 0, "kind": "note", "text": "a"}, {"at": 1, "kind": "note", "text": "b"}])
+    entries = entries_from([{"at": 0, "kind": "note", "text": "a"}, {"at": 1, "kind": "note", "text": "b"}])
     seg = Segmenter()
     seg.feed(entries[1])
     with pytest.raises(ValueError, match="seq 0 fed after seq 1 of principal 'default'"):
@@ -139,11 +105,11 @@ def test_cue_lexicon(text: str, outcome: Outcome) -> None:
 
 
 def test_cueless_outcome_after_a_change_is_success_but_not_without_one() -> None:
-    with_change = build_entries([{"at": 0, "kind": "decision", "text": "Decision: x", "metadata": {"choice": "x"}},
+    with_change = entries_from([{"at": 0, "kind": "decision", "text": "Decision: x", "metadata": {"choice": "x"}},
                                  {"at": 5, "kind": "outcome", "text": "Pinned the base image by digest"}])
     assert detect_outcome(with_change).outcome == Outcome.SUCCESS
     assert "no problem cue" in detect_outcome(with_change).evidence
-    alone = build_entries([{"at": 0, "kind": "outcome", "text": "Pinned the base image by digest"}])
+    alone = entries_from([{"at": 0, "kind": "outcome", "text": "Pinned the base image by digest"}])
     assert detect_outcome(alone).outcome == Outcome.UNKNOWN
 
 
@@ -175,7 +141,7 @@ def _stream(items: list[dict]) -> list:
             metadata["check"] = {"status": item["status"]}
         out.append({"at": at, "kind": item["kind"], "text": item["text"], "situation": item["situation"],
                     "principal": item["principal"], "metadata": metadata, "vector": item["vector"]})
-    return build_entries(out)
+    return entries_from(out)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -3,20 +3,18 @@
 import json
 import multiprocessing
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory import HashingEncoder, Kind, NoRedaction, Role, SQLiteStore, Timeline
+from memory import Kind, NoRedaction, Role, SQLiteStore
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline.connection import WriteTransaction
-from memory.timeline.entries import GENESIS_ID, entry_id
-
-T0 = datetime(2026, 2, 2, 9, 0, tzinfo=timezone.utc)
-ENCODER = HashingEncoder(dim=64)
+from memory.timeline.entries import GENESIS_ID, entry_id, format_timestamp
+from tests.builders import T0, at, open_timeline
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), st.text(max_size=20),
                          st.floats(allow_nan=False, allow_infinity=False))
@@ -34,20 +32,16 @@ entry_fields = st.fixed_dictionaries({
 })
 
 
-def _timeline(path=":memory:", redactor=None):
-    return Timeline(SQLiteStore(path), ENCODER, redactor=redactor or NoRedaction())
-
-
 def _assert_same(a, b):
     assert a == b
     assert a.embedding.dtype == np.float32 and np.array_equal(a.embedding, b.embedding)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(entry_fields, min_size=1, max_size=6))
 def test_entries_round_trip_through_store_and_jsonl(tmp_path_factory, items):
     tmp = tmp_path_factory.mktemp("rt")
-    timeline = _timeline(tmp / "a.db")
+    timeline = open_timeline(tmp / "a.db")
     written = [timeline.append(**item) for item in items]
     store = timeline.store
     for entry in written:
@@ -67,8 +61,8 @@ def test_the_batch_path_writes_the_entries_single_appends_write(items, redact):
     from memory import PatternRedactor
 
     redactor = PatternRedactor() if redact else NoRedaction()
-    one_by_one = _timeline(redactor=redactor)
-    batched = _timeline(redactor=redactor)
+    one_by_one = open_timeline(redactor=redactor)
+    batched = open_timeline(redactor=redactor)
     singles = [one_by_one.append(**item) for item in items]
     together = batched.append_many(items)
     assert [e.id for e in together] == [e.id for e in singles]
@@ -78,7 +72,7 @@ def test_the_batch_path_writes_the_entries_single_appends_write(items, redact):
 
 
 def test_id_is_recomputable_and_chained():
-    timeline = _timeline()
+    timeline = open_timeline()
     first = timeline.append("pool exhausted", kind="observation", role="environment", timestamp=T0, situation="s")
     second = timeline.append("raise pool", kind="decision", role="agent", timestamp=T0, situation="s")
     assert first.prev_id == GENESIS_ID and second.prev_id == first.id
@@ -88,11 +82,11 @@ def test_id_is_recomputable_and_chained():
 
 def test_naive_timestamp_is_rejected():
     with pytest.raises(ValueError, match="has no timezone"):
-        _timeline().append("x", kind="note", role="system", timestamp=datetime(2026, 1, 1), situation="s")
+        open_timeline().append("x", kind="note", role="system", timestamp=T0.replace(tzinfo=None), situation="s")
 
 
 def test_update_and_delete_are_refused_by_the_database(tmp_path):
-    timeline = _timeline(tmp_path / "m.db")
+    timeline = open_timeline(tmp_path / "m.db")
     timeline.append("x", kind="note", role="system", timestamp=T0, situation="s")
     raw = sqlite3.connect(tmp_path / "m.db", isolation_level=None)
     with pytest.raises(sqlite3.DatabaseError, match="timeline is append-only: UPDATE refused"):
@@ -116,11 +110,11 @@ def test_records_are_insert_only_and_idempotent():
 
 
 @pytest.mark.parametrize("column,value", [("text", "pool exhausteD"), ("metadata", '{"service":"X"}'),
-                                          ("timestamp", "2026-02-02T09:00:01.000000Z"), ("principal", "evil")])
+                                          ("timestamp", format_timestamp(at(seconds=1))), ("principal", "evil")])
 def test_tampering_one_row_names_that_entry(tmp_path, column, value):
-    timeline = _timeline(tmp_path / "m.db")
+    timeline = open_timeline(tmp_path / "m.db")
     entries = [timeline.append(f"entry {i} pool exhausted", kind="observation", role="environment",
-                               timestamp=T0 + timedelta(minutes=i), situation="s", metadata={"service": "api"})
+                               timestamp=at(minutes=i), situation="s", metadata={"service": "api"})
                for i in range(5)]
     raw = sqlite3.connect(tmp_path / "m.db")
     raw.execute("DROP TRIGGER timeline_no_update")
@@ -131,7 +125,7 @@ def test_tampering_one_row_names_that_entry(tmp_path, column, value):
 
 
 def test_flipping_one_embedding_byte_is_detected(tmp_path):
-    timeline = _timeline(tmp_path / "m.db")
+    timeline = open_timeline(tmp_path / "m.db")
     entries = [timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s") for i in range(3)]
     raw = sqlite3.connect(tmp_path / "m.db")
     blob = bytearray(raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0])
@@ -144,7 +138,7 @@ def test_flipping_one_embedding_byte_is_detected(tmp_path):
 
 
 def test_truncated_jsonl_reports_line_and_imports_nothing(tmp_path):
-    timeline = _timeline(tmp_path / "m.db")
+    timeline = open_timeline(tmp_path / "m.db")
     for i in range(4):
         timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s")
     timeline.store.export_jsonl(tmp_path / "x.jsonl")
@@ -159,7 +153,7 @@ def test_truncated_jsonl_reports_line_and_imports_nothing(tmp_path):
 
 
 def test_jsonl_with_edited_record_is_rejected_whole(tmp_path):
-    timeline = _timeline(tmp_path / "m.db")
+    timeline = open_timeline(tmp_path / "m.db")
     for i in range(3):
         timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s")
     timeline.store.export_jsonl(tmp_path / "x.jsonl")
@@ -175,7 +169,7 @@ def test_jsonl_with_edited_record_is_rejected_whole(tmp_path):
 
 
 def _append_worker(path, worker, count):
-    timeline = Timeline(SQLiteStore(path), HashingEncoder(dim=64), redactor=NoRedaction())
+    timeline = open_timeline(path)
     for i in range(count):
         timeline.append(f"worker {worker} entry {i}", kind="note", role="agent", timestamp=T0, situation="s")
 
@@ -198,7 +192,7 @@ def test_two_processes_appending_lose_nothing(tmp_path):
 
 
 def test_reading_by_principal_situation_and_range():
-    timeline = _timeline()
+    timeline = open_timeline()
     for i in range(6):
         timeline.append(f"e{i}", kind="note", role="system", timestamp=T0, situation=f"s{i % 2}",
                         principal=f"p{i % 3}")
