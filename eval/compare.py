@@ -66,20 +66,12 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     `now` is the clock that stamps the log and names a ``--store`` run.
     """
     args = _parser().parse_args(argv)
-    import scenarios
-
     unknown = [a for a in args.agents if a not in PRESETS]
     if unknown:
         return _fail(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
     if args.seeds < 1:
         return _fail("--seeds must be at least 1")
-    loaded = []
-    problems: list[str] = []
-    for ref in args.scenarios:
-        try:
-            loaded.append(scenarios.load(ref))
-        except scenarios.ScenarioError as exc:
-            problems.extend(exc.problems)
+    loaded, problems = _load(args.scenarios)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
@@ -91,41 +83,54 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         reasoner = _reasoner(args, encoder)
     except _UsageError as exc:
         return _fail(str(exc))
-
-    seeds = list(range(args.seeds))
     log = runlog.new_log(
-        mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded], seeds=seeds,
-        agents=list(args.agents),
+        mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
+        seeds=list(range(args.seeds)), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
                 "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
     run_suffix = now().strftime(":%Y%m%dT%H%M%S") if args.store else ""
-    console = Console(stderr=True)
+    layers = _run_all(args, loaded, log, reasoner, encoder, run_suffix)
+    log["finished_at"] = now().isoformat()
+    _summarise(log, layers)
+    if args.json:
+        runlog.write(log, args.json)
+    return _print(args, log)
+
+
+def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
+    """The scenarios `refs` name, and every problem found in them."""
+    import scenarios
+
+    loaded, problems = [], []
+    for ref in refs:
+        try:
+            loaded.append(scenarios.load(ref))
+        except scenarios.ScenarioError as exc:
+            problems.extend(exc.problems)
+    return loaded, problems
+
+
+def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], reasoner: Any, encoder: Any,
+             run_suffix: str) -> dict[str, list[dict[str, Any]]]:
+    """Play every scenario × seed × agent into `log` (written after each run); returns the layer scores."""
+    seeds = list(range(args.seeds))
     total = len(loaded) * len(seeds) * len(args.agents)
     layers: dict[str, list[dict[str, Any]]] = {name: [] for name in args.agents}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=total < 4 or args.quiet) as progress:
+                  console=Console(stderr=True), transient=True, disable=total < 4 or args.quiet) as progress:
         task = progress.add_task("comparing", total=total)
         try:
             for scenario in loaded:
                 for seed in seeds:
                     for name in args.agents:
                         progress.update(task, description=f"{scenario.name} seed {seed} {name}")
-                        store = args.store if name == "episodic" else None
-                        agent = build_agent(PRESETS[name], reasoner, encoder, store_path=store,
+                        agent = build_agent(PRESETS[name], reasoner, encoder,
+                                            store_path=args.store if name == "episodic" else None,
                                             principal=f"{scenario.name}:{seed}{run_suffix}")
-                        outcome = Playthrough()
-                        try:
-                            play(scenario, seed, agent, outcome)
-                        finally:
-                            entry = log["agents"][name]
-                            entry["rounds"].extend(r.to_json() for r in outcome.rounds)
-                            entry["runs"].append({"scenario": scenario.name, "seed": seed,
-                                                  "rounds": len(outcome.rounds), "layers": outcome.layers})
-                            if outcome.layers:
-                                layers[name].append(outcome.layers)
+                        _play_into(log, layers, name, scenario, seed, agent)
                         _summarise(log, layers)
                         if args.json:
                             runlog.write(log, args.json)
@@ -135,10 +140,26 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
             log["error"] = "interrupted"
         except Exception as exc:  # recorded with what completed; the traceback is ours to debug
             log["error"] = f"{type(exc).__name__}: {exc}"
-    log["finished_at"] = now().isoformat()
-    _summarise(log, layers)
-    if args.json:
-        runlog.write(log, args.json)
+    return layers
+
+
+def _play_into(log: dict[str, Any], layers: dict[str, list[dict[str, Any]]], name: str, scenario: Any, seed: int,
+               agent: Any) -> None:
+    """Play one run; what it completed goes into the log even when it fails."""
+    outcome = Playthrough()
+    try:
+        play(scenario, seed, agent, outcome)
+    finally:
+        entry = log["agents"][name]
+        entry["rounds"].extend(r.to_json() for r in outcome.rounds)
+        entry["runs"].append({"scenario": scenario.name, "seed": seed, "rounds": len(outcome.rounds),
+                              "layers": outcome.layers})
+        if outcome.layers:
+            layers[name].append(outcome.layers)
+
+
+def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
+    """Print the report (or the summary line) and say how the run ended; the exit code."""
     out = Console() if sys.stdout.isatty() else Console(width=160)
     if args.quiet:
         s = {n: log["agents"][n]["summary"].get("first_attempt_accuracy") for n in args.agents}

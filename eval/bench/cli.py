@@ -94,6 +94,23 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
     machine = {"cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                "load_avg_start": _load()}
     # small measurements first, while the process holds no large store
+    durable, batch = _appends(plan, directory, progress)
+    rounds = _rounds(plan, progress)
+    runs = []
+    for i in range(plan.compare_runs):
+        progress(f"python -m eval.compare --quiet (run {i + 1} of {plan.compare_runs})")
+        runs.append(measure.compare_run())
+    compare_wall = metric(summarize([r.wall_s for r in runs]), command="python -m eval.compare --quiet")
+    compare_rss = metric(summarize([r.peak_rss_mb for r in runs]), digits=1, source="wait4 rusage of the child")
+    recall, opened = _stores(plan, directory, progress)
+    machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
+    return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall, "open_ms": opened,
+                  "round_ms": rounds, "compare_wall_s": compare_wall, "compare_peak_rss_mb": compare_rss,
+                  "machine": machine, "quick": plan.quick})
+
+
+def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Durable single appends (FULL and NORMAL) and batch appends."""
     progress(f"single appends ({plan.durable} on a new store and {plan.durable} in steady state, per synchronous level)")
     full = measure.durable_appends(directory, plan.durable, synchronous="FULL", seed=plan.seed,
                                    max_settle=plan.durable_settle)
@@ -118,6 +135,11 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
                                  "what": "the same stored rows inserted by SQLite alone, in transactions of the same "
                                          "size on a new store (no redaction, embedding or hashing): the ceiling "
                                          "for this storage on this machine"})
+    return durable, batch
+
+
+def _rounds(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
+    """Per-round time over a generated scenario: first and last 100 rounds, pooled over the plays."""
     first: list[float] = []
     last: list[float] = []
     for play in range(plan.round_runs):
@@ -131,12 +153,11 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
               "what": "wall time per round (decisions with recall, environment steps, recording), in-memory store; "
                       "the same scenario played `plays` times, each window pooling its rounds from every play, "
                       "so a burst of load on the machine weighs less"}
-    runs = []
-    for i in range(plan.compare_runs):
-        progress(f"python -m eval.compare --quiet (run {i + 1} of {plan.compare_runs})")
-        runs.append(measure.compare_run())
-    compare_wall = metric(summarize([r.wall_s for r in runs]), command="python -m eval.compare --quiet")
-    compare_rss = metric(summarize([r.peak_rss_mb for r in runs]), digits=1, source="wait4 rusage of the child")
+    return rounds
+
+
+def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Recall at each store size, and opening the largest."""
     recall: dict[str, Any] = {}
     opened: dict[str, Any] = {}
     queries = query_texts(plan.queries, seed=plan.seed + 1)
@@ -165,10 +186,7 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
         built.path.unlink(missing_ok=True)
     if not opened:
         opened = metric(summarize([]), episodes=None)
-    machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
-    return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall, "open_ms": opened,
-                  "round_ms": rounds, "compare_wall_s": compare_wall, "compare_peak_rss_mb": compare_rss,
-                  "machine": machine, "quick": plan.quick})
+    return recall, opened
 
 
 def main(argv: Sequence[str] | None = None) -> int:
