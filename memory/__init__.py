@@ -1,20 +1,25 @@
 """Experiential memory for LLM agents: learn from experience without retraining.
 
-Data flow::
+Data flow (one package or module per stage)::
 
-    observations, decisions, outcomes, corrections
+    observe · decide · act · outcome · correct        EpisodicMemory (agent_memory): the facade, no rules
         │
-    [1] timeline    append-only, content-addressed, hash-chained entries (SQLite)
+    [1] timeline/     redact, embed, append: content-addressed, hash-chained entries (SQLite)
         │
-    [2] segmenter   entries → episodes with outcomes (SUCCESS / FAILURE / PARTIAL / UNKNOWN)
+    [2] episodes/     segmenter: entries → closed episodes with outcomes (SUCCESS / FAILURE / ...)
         │
-    [3] graph       episodes → typed causal edges (CAUSED_BY, LED_TO, RETRY_OF, ...)
+        state         the derived state the pipeline reads: episodes, problems, graph, index, facts
         │
-    [4] facts       episodes → versioned heuristics with confidence
+        pipeline      close_episode(state, episode, entries) → Changes (pure; the facade stores them)
+    [3]   graph/        rules: typed causal edges (CAUSED_BY, RETRY_OF, LEARNED_FROM, LED_TO, ...)
+          reinforcer    what the decisions relied on: LED_TO / CONTRADICTED, reinforcement marks
+    [4]   facts/        versioned heuristics with confidence: reinforced, revised, extracted
         │
-    retriever       query → Context (episodes with outcomes, facts, causal chains)
+        persistence/  opening: the state rebuilt from stored records and state runs
         │
-    reinforcer      outcome → links, LEARNED_FROM, fact confidence; the loop closes
+        retrieval/    query → Context (episodes with outcomes, facts, causal chains)
+
+    text              tokens, stop words, negation, cue words (generic English) for every layer
 
 The timeline is the only source of truth; every other layer is a projection of it.
 """

@@ -136,10 +136,9 @@ def test_run_document_has_the_documented_keys(tmp_path):
     BenchReport(results).table()  # renders without error
 
 
-def test_main_writes_json_in_process(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "QUICK", TINY)
+def test_main_writes_json_in_process(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert cli.main(["--quick", "--sizes", "10", "--json", str(out)]) == 0
+    assert cli.main(["--quick", "--sizes", "10", "--json", str(out)], quick=TINY) == 0
     data = json.loads(out.read_text())
     assert list(data) == [*METRICS, "machine", "quick"] and list(data["recall_ms"]) == ["10"]
     assert "append_durable_ms" in capsys.readouterr().out

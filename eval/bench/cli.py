@@ -69,9 +69,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def plan_from(args: argparse.Namespace) -> Plan:
-    """The preset chosen by --quick, with any explicit sizes and counts applied."""
-    base = QUICK if args.quick else FULL
+def plan_from(args: argparse.Namespace, *, quick: Plan = QUICK, full: Plan = FULL) -> Plan:
+    """The preset chosen by --quick (`quick` or `full`), with any explicit sizes and counts applied."""
+    base = quick if args.quick else full
     return Plan(
         quick=base.quick, durable=base.durable, batches=base.batches, batch_size=base.batch_size,
         sizes=tuple(sorted(set(args.sizes))) if args.sizes else base.sizes,
@@ -189,11 +189,14 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
     return recall, opened
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; 0 when it ran (targets are reported, not enforced), 2 on a usage error."""
+def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan = FULL) -> int:
+    """Run the benchmark; 0 when it ran (targets are reported, not enforced), 2 on a usage error.
+
+    `quick` and `full` are the presets ``--quick`` and its absence choose.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
-    plan = plan_from(args)
+    plan = plan_from(args, quick=quick, full=full)
     if any(size < 1 for size in plan.sizes) or plan.rounds < 1 or plan.queries < 1 or plan.compare_runs < 0:
         print("error: --sizes, --rounds and --queries must be at least 1, --compare-runs at least 0", file=sys.stderr)
         return 2
