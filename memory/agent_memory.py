@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 import networkx as nx
 
 from memory import pipeline
-from memory.episodes import Edge, Episode
+from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
@@ -213,7 +213,7 @@ class EpisodicMemory:
         """Edges among a principal's episodes (graph rules and reinforcement), in insertion order."""
         who = principal or self.principal
         graph = self.state.graph
-        return [Edge(u, v, d["type"], d["weight"], d["evidence"]) for u, v, d in graph.edges(data=True)
+        return [Edge(u, v, EdgeType(d["type"]), d["weight"], d["evidence"]) for u, v, d in graph.edges(data=True)
                 if graph.nodes[u].get("principal") == who]
 
     def episode(self, episode_id: str) -> Episode | None:

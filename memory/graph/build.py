@@ -10,17 +10,23 @@ from typing import Iterable, Sequence
 
 import networkx as nx
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import Edge, EdgeType, Episode
 
 
 class EpisodeGraph(nx.MultiDiGraph):
     """The episode graph: nodes are episode ids with plain attributes (principal, situation,
-    subject, first_seq, outcome); the episodes themselves are looked up where a query needs them."""
+    subject, first_seq, and outcome as its string value); the episodes themselves are looked up
+    where a query needs them.
+
+    Edges are keyed by their type's name and carry ``type`` (that name, equal to the `EdgeType`
+    member), ``weight`` and ``evidence``. Node and edge attributes hold only strings, numbers and
+    None, so Python's cycle collector does not track the attribute dicts.
+    """
 
 
 def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequence[str], situations: Sequence[str],
-                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[Outcome]) -> None:
-    """Add episode nodes in bulk from columns, with the attributes `add_episode` sets."""
+                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[str]) -> None:
+    """Add episode nodes in bulk from columns, with the attributes `add_episode` sets (outcomes as their values)."""
     G.add_nodes_from((i, {"principal": who, "situation": sit, "subject": sub, "first_seq": seq, "outcome": out})
                      for i, who, sit, sub, seq, out in zip(ids, principals, situations, subjects, first_seqs, outcomes))
 
@@ -28,7 +34,7 @@ def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequenc
 def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
     """Add (or refresh) an episode node with its attributes."""
     G.add_node(ep.id, principal=ep.principal, situation=ep.situation, subject=ep.subject, first_seq=ep.first_seq,
-               outcome=ep.outcome)
+               outcome=ep.outcome.value)
 
 
 def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:
@@ -40,7 +46,11 @@ def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, f
     """`add_edges` from (source, target, type, weight, evidence) rows."""
     add = G.add_edge  # one call per edge: cheaper than add_edges_from, which builds a view per edge
     for source, target, kind, weight, evidence in rows:
-        add(source, target, kind.value, type=kind, weight=weight, evidence=evidence)
+        name = _NAMES[kind]
+        add(source, target, name, type=name, weight=weight, evidence=evidence)
+
+
+_NAMES = {kind: kind.value for kind in EdgeType}  # edge type → the plain string the graph holds
 
 
 def build_graph(episodes: Iterable[Episode], edges: Iterable[Edge]) -> nx.MultiDiGraph:

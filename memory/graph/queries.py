@@ -101,7 +101,7 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, episodes: Callable[[str
                     back[u, v] = kind
                 elif kind in FORWARD and (v, u) not in back:
                     back[v, u] = kind
-    links = tuple(sorted((Link(u, v, kind) for (u, v), kind in back.items()),
+    links = tuple(sorted((Link(u, v, EdgeType(kind)) for (u, v), kind in back.items()),
                          key=lambda link: (key[link.source], key[link.target])))
     words: list[str] = []
     for position, node in enumerate(nodes):
@@ -126,9 +126,11 @@ def neighbours(G: nx.MultiDiGraph, episode_id: str, *, edge_type: EdgeType | str
     wanted = EdgeType(edge_type) if edge_type is not None else None
     found: list[Neighbour] = []
     if direction in ("out", "both"):
-        found += [Neighbour(v, d["type"], d["weight"], d["evidence"]) for _, v, d in G.out_edges(episode_id, data=True)]
+        found += [Neighbour(v, EdgeType(d["type"]), d["weight"], d["evidence"])
+                  for _, v, d in G.out_edges(episode_id, data=True)]
     if direction in ("in", "both"):
-        found += [Neighbour(u, d["type"], d["weight"], d["evidence"]) for u, _, d in G.in_edges(episode_id, data=True)]
+        found += [Neighbour(u, EdgeType(d["type"]), d["weight"], d["evidence"])
+                  for u, _, d in G.in_edges(episode_id, data=True)]
     found = [n for n in found if wanted is None or n.type == wanted]
     return sorted(found, key=lambda n: (-n.weight, _timeline_order(G, n.episode_id), n.type.value))
 

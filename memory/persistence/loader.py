@@ -197,12 +197,13 @@ class StoredState:
         codes = run.column("principal")
         principals = [strings[c] for c in codes.tolist()]
         sits = run.decoded("situation")
-        outs = [snapshot.OUTCOMES[c] for c in run.column("outcome").tolist()]
+        codes_out = run.column("outcome").tolist()
+        outs = [snapshot.OUTCOMES[c] for c in codes_out]
         state.episodes.defer(ids)  # type: ignore[attr-defined]
         state.problems.defer(ids, run)  # type: ignore[attr-defined]
         state.cites.update(run.cites)
         add_episode_rows(state.graph, ids, principals, sits, run.decoded("subject"),
-                         run.column("seqs")[:, 0].tolist(), outs)
+                         run.column("seqs")[:, 0].tolist(), [snapshot.OUTCOME_NAMES[c] for c in codes_out])
         last, ends, corrected = run.column("seqs")[:, 1], run.column("ends"), run.column("corrected")
         for code in np.unique(codes).tolist():
             who = strings[code]

@@ -41,6 +41,7 @@ BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float
 FORMAT = 1  # layout version inside the kind
 
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
+OUTCOME_NAMES = tuple(o.value for o in OUTCOMES)  # the same, as the strings graph nodes hold
 EDGE_TYPES = tuple(EdgeType)  # edge type codes, by position
 
 
@@ -205,6 +206,8 @@ class Run:
         """Drop the columns only opening needs (what is read later stays)."""
         keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us")
         self._sections = {name: value for name, value in self._sections.items() if name in keep}
+        for loaded in ("edges", "facts", "cites", "unmarked", "outside"):  # in the state now; not kept twice
+            self.__dict__.pop(loaded, None)
 
     def row(self, episode_id: str) -> int:
         """The row of an episode of this run."""
