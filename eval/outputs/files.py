@@ -15,6 +15,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data.encode("utf-8") if isinstance(data, str) else data)
+        os.chmod(temp, 0o644)  # mkstemp makes it private; an output is an ordinary file
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

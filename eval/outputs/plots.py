@@ -37,8 +37,11 @@ def pyplot() -> Any:
 
 
 def _style(i: int) -> dict[str, Any]:
+    """Line style, marker and colour of the i-th agent; markers shrink and alternate hollow and
+    filled so agents whose curves coincide still show one mark inside another."""
     line, marker, colour = STYLES[i % len(STYLES)]
-    return {"linestyle": line, "marker": marker, "color": colour}
+    return {"linestyle": line, "marker": marker, "color": colour, "markersize": max(3.5, 10 - 2.5 * i),
+            "markerfacecolor": "white" if i % 2 == 0 else colour, "markeredgewidth": 1.3, "zorder": 3 + i}
 
 
 def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
@@ -56,9 +59,12 @@ def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
         every = max(1, len(curve.x) // 12)
         for ax, values, band in ((top, curve.cumulative, curve.cumulative_band),
                                  (bottom, curve.windowed, curve.windowed_band)):
-            ax.plot(curve.x, values, label=agent, markevery=every, markersize=5, linewidth=1.6, **style)
-            ax.fill_between(curve.x, [b[0] for b in band], [b[1] for b in band], color=style["color"], alpha=0.12,
+            ax.plot(curve.x, values, label=agent, markevery=every, linewidth=1.6, **style)
+            ax.fill_between(curve.x, [b[0] for b in band], [b[1] for b in band], color=style["color"], alpha=0.07,
                             linewidth=0)
+            for edge in (0, 1):  # band edges in the agent's line style: bands stay apart in grey-scale
+                ax.plot(curve.x, [b[edge] for b in band], color=style["color"], linestyle=style["linestyle"],
+                        linewidth=0.6, alpha=0.7)
     top.set_ylabel("cumulative accuracy")
     bottom.set_ylabel(f"accuracy, last {window} rounds")
     bottom.set_xlabel("round (position in the scenario)")
@@ -67,7 +73,7 @@ def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
         ax.grid(True, color="#dddddd", linewidth=0.6)
     top.legend(loc="lower right", frameon=True, fontsize=9)
     top.set_title(f"Learning curve: first-attempt accuracy\n{curves.title(log, scenario)}", fontsize=11)
-    fig.text(0.01, 0.005, "bands: 95% Wilson interval over rounds (seeds averaged within a round)",
+    fig.text(0.01, 0.005, "bands (thin lines): 95% Wilson interval over rounds (seeds averaged within a round)",
              fontsize=8, color="#444444")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
@@ -90,10 +96,11 @@ def kind_figure(log: dict[str, Any]) -> Any:
                 errors[0].append(max(0.0, value - low))
                 errors[1].append(max(0.0, high - value))
         style = _style(i)
-        ax.bar(xs, values, width * 0.95, yerr=errors, capsize=3, label=agent, facecolor=style["color"],
-               edgecolor="black", hatch=HATCHES[i % len(HATCHES)], alpha=0.85, error_kw={"linewidth": 1})
+        bars = ax.bar(xs, values, width * 0.95, yerr=errors, capsize=3, label=agent, facecolor=style["color"],
+                      edgecolor="black", hatch=HATCHES[i % len(HATCHES)], alpha=0.85, error_kw={"linewidth": 1})
+        ax.bar_label(bars, labels=[f"{v:.0%}" for v in values], fontsize=7, padding=2)  # a 0% bar has no height
     ax.set_xticks(range(len(kinds)), kinds)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.1)
     ax.set_ylabel("first-attempt accuracy")
     ax.grid(True, axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
@@ -115,13 +122,13 @@ def attempts_figure(log: dict[str, Any], scenario: str) -> Any:
             continue
         x = list(range(1, len(points) + 1))
         top = max(top, max(p.attempts for p in points))
-        ax.plot(x, [p.attempts for p in points], label=agent, markevery=max(1, len(x) // 12), markersize=5,
-                linewidth=1.4, **_style(i))
+        ax.plot(x, [p.attempts for p in points], label=agent, markevery=max(1, len(x) // 12), linewidth=1.4,
+                **_style(i))
     ax.set_ylim(0.9, top + 0.2)
     ax.set_xlabel("round (position in the scenario)")
     ax.set_ylabel("attempts (mean over seeds)")
     ax.grid(True, color="#dddddd", linewidth=0.6)
-    ax.legend(fontsize=9, loc="upper right")
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(f"Attempts per round\n{curves.title(log, scenario)}", fontsize=11)
     fig.tight_layout()
     return fig
