@@ -89,7 +89,7 @@ def document(log: dict[str, Any]) -> str:
             f"<style>{_STYLE}</style></head><body><h1>Memory comparison</h1><p>{title}</p>{status}"
             f"<h2>Accuracy</h2>{accuracy_table(log)}<h2>Figures</h2>{_figures_html(log)}"
             f"<h2>Report</h2>{_report_html(log)}"
-            f"<h2>Configuration</h2><pre>{html.escape(json.dumps(setup, indent=2, default=str))}</pre>"
+            f"<h2>Configuration</h2><pre>{html.escape(json.dumps(setup, indent=2, default=str), quote=False)}</pre>"
             "</body></html>\n")
 
 
