@@ -84,7 +84,7 @@ def kind_figure(log: dict[str, Any]) -> Any:
     plt = pyplot()
     table = curves.kind_accuracy(log)
     kinds, agents = list(table), list(log["agents"])
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.4 * len(kinds) * max(1, len(agents)) / 2 + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(min(13.0, max(6.0, 0.45 * len(kinds) * max(1, len(agents)) + 2)), 4.5))
     width = 0.8 / max(1, len(agents))
     for i, agent in enumerate(agents):
         xs, values, errors = [], [], ([], [])
