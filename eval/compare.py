@@ -8,6 +8,7 @@ recorded in the log with everything that completed before it; the exit code is t
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from datetime import datetime
@@ -90,6 +91,8 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     problem = check_outputs(args)
     if problem:
         return _fail(problem)
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        return _fail("--executor ray needs Ray: pip install '.[ray]'")
     if args.store and (args.jobs > 1 or args.executor != "process"):
         # one writer keeps a run's store and its principals exactly as a serial run leaves them
         print("note: --store plays the runs one after another (--jobs 1)", file=sys.stderr)

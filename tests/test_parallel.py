@@ -1,5 +1,7 @@
 """`eval.compare --jobs`: parallel runs give the serial run log; a failing run is named."""
 
+import importlib.util
+
 import pytest
 
 import eval.parallel
@@ -7,6 +9,7 @@ from eval import runlog
 from eval.compare import main
 from tests.builders import T0
 
+real = importlib.util.find_spec
 RUNS = ("pool-vs-deploy", "memory-gc", "--seeds", "2", "--agents", "episodic", "no_memory")
 
 
@@ -58,9 +61,12 @@ def test_store_plays_serially_and_says_so(tmp_path, capsys):
     assert "--store plays the runs one after another (--jobs 1)" in capsys.readouterr().err
 
 
-def test_jobs_below_one_is_a_usage_error(capsys):
+def test_jobs_below_one_and_a_missing_ray_are_usage_errors(capsys, monkeypatch):
     assert main(["--jobs", "0"]) == 2
     assert "--jobs must be at least 1" in capsys.readouterr().err
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    assert main(["--executor", "ray"]) == 2
+    assert "--executor ray needs Ray: pip install '.[ray]'" in capsys.readouterr().err
 
 
 def test_ray_executor_gives_the_serial_run_log(tmp_path):
