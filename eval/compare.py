@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("scenarios", nargs="*", default=[CANONICAL],
                         help=f"scenario files or shipped scenario names (default: {CANONICAL})")
     parser.add_argument("--seeds", type=int, default=3, help="number of simulator seeds, 0..N-1 (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="K",
+                        help="play seeds K..K+N-1 instead of 0..N-1 (logs of other seeds merge with eval.report)")
     parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), metavar="AGENT",
                         help="agents to compare (default: episodic flat_rag no_memory)")
     parser.add_argument("--mode", choices=("heuristic", "claude"), default="heuristic",
@@ -80,8 +82,8 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     unknown = [a for a in args.agents if a not in PRESETS]
     if unknown:
         return _fail(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
-    if args.seeds < 1:
-        return _fail("--seeds must be at least 1")
+    if args.seeds < 1 or args.first_seed < 0:
+        return _fail("--seeds must be at least 1 and --first-seed at least 0")
     loaded, problems = _load(args.scenarios)
     if problems:
         print("\n".join(problems), file=sys.stderr)
@@ -106,7 +108,7 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         return _fail(str(exc))
     log = runlog.new_log(
         mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
-        seeds=list(range(args.seeds)), agents=list(args.agents),
+        seeds=_seeds(args), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
                 "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
@@ -122,6 +124,10 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     if written:
         return _fail(written)
     return _print(args, log)
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    return list(range(args.first_seed, args.first_seed + args.seeds))
 
 
 def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
@@ -141,7 +147,7 @@ def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], r
     """Play every scenario × seed × agent into `log` (written after each run, in the serial order)."""
     specs = [RunSpec(scenario, seed, name, mode=args.mode, model=args.model, cache=args.cache,
                      store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}")
-             for scenario in loaded for seed in range(args.seeds) for name in args.agents]
+             for scenario in loaded for seed in _seeds(args) for name in args.agents]
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=Console(stderr=True), transient=True, disable=len(specs) < 4 or args.quiet)
     task = progress.add_task(f"comparing on {args.jobs} worker{'s' if args.jobs > 1 else ''}", total=len(specs))

@@ -60,6 +60,18 @@ def test_two_logs_merge_to_the_numbers_of_one_run_over_both(saved, tmp_path):
     assert merged["agents"]["flat_rag"]["summary"]["first_attempt_accuracy"] != pytest.approx(sum(parts) / 2)
 
 
+def test_logs_of_other_seeds_merge_to_the_run_over_all_seeds(tmp_path):
+    later = _log(tmp_path, "later", "pool-vs-deploy", "--first-seed", "2", "--seeds", "1")
+    earlier = _log(tmp_path, "earlier", "pool-vs-deploy", "--seeds", "2")  # seeds 0 and 1, as in saved["one"]
+    all_three = runlog.read(_log(tmp_path, "all", "pool-vs-deploy", "--seeds", "3"))
+    assert runlog.read(later)["seeds"] == [2]
+    assert report([str(earlier), str(later), "--json", str(tmp_path / "merged.json"), "--quiet"]) == 0
+    merged = runlog.read(tmp_path / "merged.json")
+    assert merged["seeds"] == [0, 1, 2]
+    for agent in all_three["agents"]:
+        assert _timeless(merged["agents"][agent]) == _timeless(all_three["agents"][agent])
+
+
 def test_unmergeable_and_unreadable_logs_exit_2_with_a_message(saved, tmp_path, capsys):
     one = saved["one"]
     assert report([str(one), str(one)]) == 2
