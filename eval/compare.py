@@ -8,6 +8,7 @@ recorded in the log with everything that completed before it; the exit code is t
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from datetime import datetime
@@ -17,16 +18,19 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from eval import runlog
-from eval.metrics import summary
-from eval.presets import DEFAULT_AGENTS, PRESETS, build_agent
-from eval.report import Report, mean_layers
-from eval.runner import Playthrough, play
+from eval.merge import summarise
+from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
+from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_reasoner
+from eval.presets import DEFAULT_AGENTS, PRESETS
+from eval.report import Report, report_console
 
 CANONICAL = "pool-vs-deploy"
 
 _EXAMPLES = """examples:
   python -m eval.compare                                  # canonical scenario, heuristic mode, 3 agents
   python -m eval.compare --seeds 10 --json runs/pool.json
+  python -m eval.compare ci-failures memory-gc --seeds 5 --jobs 2 --csv runs/rounds.csv
+  python -m eval.compare --seeds 5 --html runs/report.html --plots runs/plots
   python -m eval.compare ci-failures my-scenario.yaml --agents episodic flat_rag episodic-no-facts
   python -m eval.compare --store runs/memory.sqlite && python -m memory verify runs/memory.sqlite
   ANTHROPIC_API_KEY=... python -m eval.compare --mode claude --cache runs/claude-cache
@@ -41,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("scenarios", nargs="*", default=[CANONICAL],
                         help=f"scenario files or shipped scenario names (default: {CANONICAL})")
     parser.add_argument("--seeds", type=int, default=3, help="number of simulator seeds, 0..N-1 (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0, metavar="K",
+                        help="play seeds K..K+N-1 instead of 0..N-1 (logs of other seeds merge with eval.report)")
     parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), metavar="AGENT",
                         help="agents to compare (default: episodic flat_rag no_memory)")
     parser.add_argument("--mode", choices=("heuristic", "claude"), default="heuristic",
@@ -51,6 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
     parser.add_argument("--store", default=None, metavar="PATH",
                         help="keep the episodic agent's memory in this SQLite file")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                        help="runs played in parallel processes (default: one per core, here "
+                             f"{os.cpu_count() or 1}); the log equals a serial run's but for timings")
+    parser.add_argument("--executor", choices=EXECUTORS, default="process",
+                        help="where parallel runs go: local processes (default) or a Ray cluster "
+                             "(pip install '.[ray]'; starts a local Ray when none is running)")
+    add_output_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the summary line")
     return parser
 
@@ -69,13 +82,23 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     unknown = [a for a in args.agents if a not in PRESETS]
     if unknown:
         return _fail(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
-    if args.seeds < 1:
-        return _fail("--seeds must be at least 1")
+    if args.seeds < 1 or args.first_seed < 0:
+        return _fail("--seeds must be at least 1 and --first-seed at least 0")
     loaded, problems = _load(args.scenarios)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
-
+    if args.jobs < 1:
+        return _fail("--jobs must be at least 1")
+    problem = check_outputs(args)
+    if problem:
+        return _fail(problem)
+    if args.executor == "ray" and importlib.util.find_spec("ray") is None:
+        return _fail("--executor ray needs Ray: pip install '.[ray]'")
+    if args.store and (args.jobs > 1 or args.executor != "process"):
+        # one writer keeps a run's store and its principals exactly as a serial run leaves them
+        print("note: --store plays the runs one after another (--jobs 1)", file=sys.stderr)
+        args.jobs, args.executor = 1, "process"
     from memory.timeline import HashingEncoder
 
     encoder = HashingEncoder()
@@ -85,19 +108,26 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         return _fail(str(exc))
     log = runlog.new_log(
         mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
-        seeds=list(range(args.seeds)), agents=list(args.agents),
+        seeds=_seeds(args), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
                 "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
     run_suffix = now().strftime(":%Y%m%dT%H%M%S") if args.store else ""
-    layers = _run_all(args, loaded, log, reasoner, encoder, run_suffix)
+    _run_all(args, loaded, log, run_suffix)
     log["finished_at"] = now().isoformat()
-    _summarise(log, layers)
+    summarise(log)
     if args.json:
         runlog.write(log, args.json)
+    written = write_outputs(log, args)
+    if written:
+        return _fail(written)
     return _print(args, log)
+
+
+def _seeds(args: argparse.Namespace) -> list[int]:
+    return list(range(args.first_seed, args.first_seed + args.seeds))
 
 
 def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
@@ -113,54 +143,48 @@ def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
     return loaded, problems
 
 
-def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], reasoner: Any, encoder: Any,
-             run_suffix: str) -> dict[str, list[dict[str, Any]]]:
-    """Play every scenario × seed × agent into `log` (written after each run); returns the layer scores."""
-    seeds = list(range(args.seeds))
-    total = len(loaded) * len(seeds) * len(args.agents)
-    layers: dict[str, list[dict[str, Any]]] = {name: [] for name in args.agents}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True, disable=total < 4 or args.quiet) as progress:
-        task = progress.add_task("comparing", total=total)
-        try:
-            for scenario in loaded:
-                for seed in seeds:
-                    for name in args.agents:
-                        progress.update(task, description=f"{scenario.name} seed {seed} {name}")
-                        agent = build_agent(PRESETS[name], reasoner, encoder,
-                                            store_path=args.store if name == "episodic" else None,
-                                            principal=f"{scenario.name}:{seed}{run_suffix}")
-                        _play_into(log, layers, name, scenario, seed, agent)
-                        _summarise(log, layers)
-                        if args.json:
-                            runlog.write(log, args.json)
-                        progress.advance(task)
-            log["status"] = "success"
-        except KeyboardInterrupt:
-            log["error"] = "interrupted"
-        except Exception as exc:  # recorded with what completed; the traceback is ours to debug
-            log["error"] = f"{type(exc).__name__}: {exc}"
-    return layers
+def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:
+    """Play every scenario × seed × agent into `log` (written after each run, in the serial order)."""
+    specs = [RunSpec(scenario, seed, name, mode=args.mode, model=args.model, cache=args.cache,
+                     store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}")
+             for scenario in loaded for seed in _seeds(args) for name in args.agents]
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=Console(stderr=True), transient=True, disable=len(specs) < 4 or args.quiet)
+    task = progress.add_task(f"comparing on {args.jobs} worker{'s' if args.jobs > 1 else ''}", total=len(specs))
 
+    def done(result: RunResult) -> None:
+        progress.update(task, advance=1, description=f"{result.spec.describe()} done")
 
-def _play_into(log: dict[str, Any], layers: dict[str, list[dict[str, Any]]], name: str, scenario: Any, seed: int,
-               agent: Any) -> None:
-    """Play one run; what it completed goes into the log even when it fails."""
-    outcome = Playthrough()
     try:
-        play(scenario, seed, agent, outcome)
-    finally:
-        entry = log["agents"][name]
-        entry["rounds"].extend(r.to_json() for r in outcome.rounds)
-        entry["runs"].append({"scenario": scenario.name, "seed": seed, "rounds": len(outcome.rounds),
-                              "layers": outcome.layers})
-        if outcome.layers:
-            layers[name].append(outcome.layers)
+        # the workers start before the progress display's thread (the process pool forks)
+        with Runs(specs, jobs=args.jobs, executor=args.executor, on_done=done) as runs, progress:
+            for result in runs.results():
+                _record(log, result)
+                summarise(log)
+                if args.json:
+                    runlog.write(log, args.json)
+                if result.error:
+                    log["error"] = f"{result.spec.describe()}: {result.error}"
+                    return
+        log["status"] = "success"
+    except KeyboardInterrupt:
+        log["error"] = "interrupted"
+    except RuntimeError as exc:  # an executor that cannot start (Ray missing)
+        log["error"] = str(exc)
+
+
+def _record(log: dict[str, Any], result: RunResult) -> None:
+    """One run's rounds and layer scores into the log (what completed, even when it failed)."""
+    spec = result.spec
+    entry = log["agents"][spec.agent]
+    entry["rounds"].extend(result.rounds)
+    entry["runs"].append({"scenario": spec.scenario.name, "seed": spec.seed, "rounds": len(result.rounds),
+                          "layers": result.layers})
 
 
 def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
     """Print the report (or the summary line) and say how the run ended; the exit code."""
-    out = Console() if sys.stdout.isatty() else Console(width=160)
+    out = report_console()
     if args.quiet:
         s = {n: log["agents"][n]["summary"].get("first_attempt_accuracy") for n in args.agents}
         out.print(" ".join(f"{n}={v:.3f}" for n, v in s.items() if v is not None))
@@ -173,30 +197,18 @@ def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
     return 0
 
 
-def _summarise(log: dict[str, Any], layers: dict[str, list[dict[str, Any]]]) -> None:
-    from eval.report import records
-
-    for name, entry in log["agents"].items():
-        entry["summary"] = summary(records(log, name))
-        averaged = mean_layers(layers.get(name, []))
-        if averaged:
-            entry["layers"] = averaged
-
-
 class _UsageError(Exception):
     pass
 
 
 def _reasoner(args: argparse.Namespace, encoder: Any) -> Any:
+    """The reasoner named in the log's configuration; in Claude mode it checks for a key or cache up front."""
     if args.mode == "heuristic":
-        from agent.heuristic import HeuristicReasoner
-
-        return HeuristicReasoner(encoder)
-    from agent.claude import ClaudeReasoner, DEFAULT_MODEL, MissingKey
+        return build_reasoner(args.mode, encoder)
+    from agent.claude import MissingKey
 
     try:
-        return ClaudeReasoner(model=args.model or DEFAULT_MODEL, cache_dir=args.cache,
-                              api_key=os.environ.get("ANTHROPIC_API_KEY"))
+        return build_reasoner(args.mode, encoder, model=args.model, cache=args.cache)
     except MissingKey as exc:
         raise _UsageError(str(exc)) from exc
 

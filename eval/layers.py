@@ -261,6 +261,21 @@ class LayerReport:
         return [{"scenario": r.scenario, "seed": r.seed, "policy": r.policy, **r.quality.to_json()} for r in self.rows]
 
 
+def _seeds(args: argparse.Namespace) -> list[int] | None:
+    """The seeds `--seeds N` (or the deprecated `--seed S ...`) ask for; None after printing a usage error."""
+    if args.seeds is not None and args.seed is not None:
+        print("error: give --seeds N or the deprecated --seed S ..., not both", file=sys.stderr)
+        return None
+    if args.seed is not None:
+        print("note: --seed is deprecated; --seeds N plays seeds 0..N-1 as in eval.compare", file=sys.stderr)
+        return list(args.seed)
+    count = 3 if args.seeds is None else args.seeds
+    if count < 1:
+        print("error: --seeds must be at least 1", file=sys.stderr)
+        return None
+    return list(range(count))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure layer quality on scenarios; returns the exit code."""
     import scenarios
@@ -268,12 +283,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m eval.layers",
         description="Measure segmentation and graph quality against the simulator's ground truth.",
-        epilog="example: python -m eval.layers pool-vs-deploy --seed 0 1 2 --policy truth-on-retry")
+        epilog="example: python -m eval.layers pool-vs-deploy --seeds 3 --policy truth-on-retry")
     parser.add_argument("scenarios", nargs="*", help="scenario names or files (default: every shipped scenario)")
-    parser.add_argument("--seed", type=int, nargs="+", default=[0, 1, 2], help="simulator seeds (default 0 1 2)")
+    parser.add_argument("--seeds", type=int, default=None, metavar="N",
+                        help="number of simulator seeds, 0..N-1, as in eval.compare (default 3)")
+    parser.add_argument("--seed", type=int, nargs="+", default=None, metavar="S",
+                        help="deprecated: explicit seeds (use --seeds N)")
     parser.add_argument("--policy", choices=POLICIES, action="append", help="scripted policy (default: both)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
+    seeds = _seeds(args)
+    if seeds is None:
+        return 2
     refs = args.scenarios or scenarios.shipped()
     rows: list[LayerRow] = []
     for ref in refs:
@@ -286,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{ref}: cannot read: {exc.strerror or exc}", file=sys.stderr)
             return 2
         for policy in args.policy or POLICIES:
-            for seed in args.seed:
+            for seed in seeds:
                 rows.append(LayerRow(scenario.name, seed, policy, measure_scenario(scenario, seed, policy)))
     report = LayerReport(tuple(rows))
     if args.json:

@@ -1,11 +1,19 @@
-"""Render a run log with rich. Everything shown is read from the log (compute, then render)."""
+"""Render a run log with rich. Everything shown is read from the log (compute, then render).
+
+``python -m eval.report LOG [LOG ...]`` prints a saved run's report again, exactly as
+`eval.compare` printed it, or merges several logs of one mode into one report whose
+statistics are recomputed from the merged rounds; it writes the same --csv, --plots and
+--html outputs as `eval.compare`.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable
+import argparse
+import sys
+from typing import Any, Iterable, Sequence
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -209,3 +217,61 @@ def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         "outcome_accuracy": avg([i.get("outcome_accuracy") for i in items]),
         "edges": {t: {k: avg(v) for k, v in scores.items()} for t, scores in sorted(edges.items())},
     }
+
+
+def report_console() -> Console:
+    """The console reports print to: the terminal's width, or 160 columns when piped."""
+    return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+_EXAMPLES = """examples:
+  python -m eval.report runs/pool.json                        # the report eval.compare printed
+  python -m eval.report runs/pool.json runs/ci.json --json runs/both.json   # merged, statistics recomputed
+  python -m eval.report runs/*.json --csv runs/rounds.csv --plots runs/plots --html runs/report.html
+
+Logs merge when they share a mode and no scenario × seed × agent run appears twice."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Render (or merge) run logs; 0 on success, 2 on a usage error (unreadable or unmergeable logs)."""
+    from eval import runlog
+    from eval.merge import MergeError, merge
+    from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
+
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.report", description="Show, merge and export saved comparison runs.",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="run logs written by eval.compare --json")
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the (merged) run log here")
+    add_output_arguments(parser)
+    parser.add_argument("--quiet", action="store_true", help="print nothing; only write the outputs")
+    args = parser.parse_args(argv)
+    problem = check_outputs(args)
+    logs = []
+    for path in args.logs:
+        try:
+            logs.append(runlog.read(path))
+        except OSError as exc:
+            problem = problem or f"{path}: cannot read: {exc.strerror or exc}"
+        except ValueError as exc:  # not JSON, or not a schema-1 log
+            problem = problem or (str(exc) if str(exc).startswith(str(path)) else f"{path}: not a run log: {exc}")
+    try:
+        log = merge(logs, args.logs) if not problem else None
+    except MergeError as exc:
+        problem = str(exc)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        report_console().print(Report(log))
+    if args.json:
+        runlog.write(log, args.json)
+    failed = write_outputs(log, args)
+    if failed:
+        print(f"error: {failed}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -144,6 +144,18 @@ def test_main_writes_json_in_process(tmp_path, capsys):
     assert "append_durable_ms" in capsys.readouterr().out
 
 
+def test_strict_exits_1_on_a_missed_target_and_a_pipe_gets_unwrapped_rows(monkeypatch, capsys):
+    document = _document(6.0)
+    document["compare_jobs_speedup"] = metric(summarize([1.2]), digits=2)
+    monkeypatch.setattr(cli, "run", lambda plan, directory, progress=None: judge(document))
+    assert cli.main(["--quick"]) == 0
+    assert cli.main(["--quick", "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "targets missed: recall_ms @100,000, compare_peak_rss_mb, compare_jobs_speedup" in out
+    assert any("recall_ms @100,000" in line and "p95 ≤ 15 ms" in line and "FAIL" in line for line in out.splitlines())
+    assert any("compare_jobs_speedup" in line and "≥ 1.6×" in line and "FAIL" in line for line in out.splitlines())
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--rounds", "0"], "at least 1"),
     (["--json", "/nonexistent-dir/x.json"], "does not exist"),

@@ -88,7 +88,7 @@ def test_failure_midway_keeps_completed_rounds(tmp_path, monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(HeuristicReasoner, "decide", flaky)
-    code, log = _run(tmp_path, "--seeds", "1", "--agents", "no_memory", "flat_rag")
+    code, log = _run(tmp_path, "--seeds", "1", "--agents", "no_memory", "flat_rag", "--jobs", "1")
     assert code == 1
     assert log["status"] == "error" and "API gave up" in log["error"]
     completed = log["agents"]["no_memory"]["rounds"]

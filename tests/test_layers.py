@@ -52,10 +52,16 @@ def test_json_has_the_run_log_keys() -> None:
 
 
 def test_cli_prints_json_and_reports_bad_input(capsys) -> None:
-    assert main(["pool-vs-deploy", "--seed", "0", "--policy", "first-candidate", "--json"]) == 0
+    assert main(["pool-vs-deploy", "--seeds", "2", "--policy", "first-candidate", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["scenario"], r["seed"], r["policy"]) for r in rows] == [("pool-vs-deploy", 0, "first-candidate")]
+    assert [(r["scenario"], r["seed"], r["policy"]) for r in rows] == [("pool-vs-deploy", s, "first-candidate")
+                                                                       for s in (0, 1)]
     assert main(["no-such-scenario"]) == 2
     assert "no-such-scenario" in capsys.readouterr().err
-    assert main(["pool-vs-deploy", "--seed", "0", "--policy", "truth-on-retry"]) == 0
+    assert main(["pool-vs-deploy", "--seed", "4", "--policy", "truth-on-retry", "--json"]) == 0  # deprecated alias
+    captured = capsys.readouterr()
+    assert [r["seed"] for r in json.loads(captured.out)] == [4] and "--seed is deprecated" in captured.err
+    assert main(["pool-vs-deploy", "--seeds", "1", "--policy", "truth-on-retry"]) == 0
     assert "RETRY_OF" in capsys.readouterr().out
+    assert main(["--seeds", "0"]) == 2 and main(["--seeds", "1", "--seed", "0"]) == 2
+    assert "not both" in capsys.readouterr().err

@@ -23,7 +23,8 @@ from eval.bench.results import BenchReport, failures, judge, metric, summarize, 
 _EXAMPLES = """examples:
   python -m eval.bench --quick                    # under a minute: recall at 1k/10k, 200 rounds
   python -m eval.bench --json runs/bench.json     # full run: stores of 1k/10k/100k episodes (minutes)
-  python -m eval.bench --sizes 1000 20000 --rounds 300 --compare-runs 0
+  python -m eval.bench --sizes 1000 20000 --rounds 300 --compare-runs 0 --jobs-runs 0
+  python -m eval.bench --quick --strict           # exit 1 when a judged target is missed (for CI)
 
 Stores are built in a temporary directory and deleted at exit. Numbers are wall-clock
 times on this machine: run it on an idle machine for figures worth comparing."""
@@ -45,12 +46,14 @@ class Plan:
     seed: int = 0  # seed of every generator
     round_runs: int = 1  # plays of the generated scenario; each window pools its rounds over all plays
     durable_settle: int = 20_000  # most untimed single appends while waiting for the WAL's steady state
+    jobs_runs: int = 0  # paired runs of the shipped scenarios × 5 seeds with --jobs 1 and --jobs 2
 
 
 FULL = Plan(False, durable=1000, batches=20, batch_size=1000, sizes=(1000, 10_000, 100_000), queries=300, opens=3,
-            rounds=1000, compare_runs=3, round_runs=3)
+            rounds=1000, compare_runs=3, round_runs=3, jobs_runs=3)
 QUICK = Plan(True, durable=200, batches=5, batch_size=1000, sizes=(1000, 10_000), queries=100, opens=1,
-             rounds=200, compare_runs=1)
+             rounds=200, compare_runs=1, jobs_runs=1)
+JOBS_ARGS = ("ci-failures", "dns-tls-clock", "memory-gc", "pool-vs-deploy", "--seeds", "5", "--quiet")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,7 +68,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--queries", type=int, default=None, help="timed recalls per store size (default 300; quick 100)")
     parser.add_argument("--compare-runs", type=int, default=None, metavar="N",
                         help="runs of python -m eval.compare (default 3; quick 1; 0 skips it)")
+    parser.add_argument("--jobs-runs", type=int, default=None, metavar="N",
+                        help="paired eval.compare runs with --jobs 1 and --jobs 2 on the four shipped scenarios × "
+                             "5 seeds, for the parallel speedup (default 3; quick 1; 0 skips it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic stores and scenario (default 0)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)")
     return parser
 
 
@@ -78,7 +86,8 @@ def plan_from(args: argparse.Namespace, *, quick: Plan = QUICK, full: Plan = FUL
         queries=args.queries if args.queries is not None else base.queries, opens=base.opens,
         rounds=args.rounds if args.rounds is not None else base.rounds,
         compare_runs=args.compare_runs if args.compare_runs is not None else base.compare_runs, seed=args.seed,
-        durable_settle=base.durable_settle, round_runs=base.round_runs)
+        durable_settle=base.durable_settle, round_runs=base.round_runs,
+        jobs_runs=args.jobs_runs if args.jobs_runs is not None else base.jobs_runs)
 
 
 def _load() -> list[float] | None:
@@ -102,10 +111,12 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
         runs.append(measure.compare_run())
     compare_wall = metric(summarize([r.wall_s for r in runs]), command="python -m eval.compare --quiet")
     compare_rss = metric(summarize([r.peak_rss_mb for r in runs]), digits=1, source="wait4 rusage of the child")
+    speedup = _speedup(plan, progress)
     recall, opened = _stores(plan, directory, progress)
     machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
     return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall, "open_ms": opened,
                   "round_ms": rounds, "compare_wall_s": compare_wall, "compare_peak_rss_mb": compare_rss,
+                  "compare_jobs_speedup": speedup,
                   "machine": machine, "quick": plan.quick})
 
 
@@ -156,6 +167,22 @@ def _rounds(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
     return rounds
 
 
+def _speedup(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
+    """Wall time of eval.compare with --jobs 1 over --jobs 2, runs alternating so load drifts hit both."""
+    serial: list[float] = []
+    parallel: list[float] = []
+    for i in range(plan.jobs_runs):
+        for jobs, times in ((1, serial), (2, parallel)):
+            progress(f"python -m eval.compare (4 shipped scenarios × 5 seeds) --jobs {jobs} (run {i + 1} of {plan.jobs_runs})")
+            times.append(measure.compare_run((*JOBS_ARGS, "--jobs", str(jobs))).wall_s)
+    ratios = [s / p for s, p in zip(serial, parallel)]
+    return metric(summarize(ratios), digits=2, jobs1_s=[round(t, 2) for t in serial],
+                  jobs2_s=[round(t, 2) for t in parallel],
+                  command="python -m eval.compare " + " ".join(JOBS_ARGS) + " --jobs 1|2",
+                  what="wall time with --jobs 1 divided by wall time with --jobs 2 (higher is better; p95 is the "
+                       "ratio at the 95th percentile, not the slow tail)")
+
+
 def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Recall at each store size, and opening the largest."""
     recall: dict[str, Any] = {}
@@ -190,21 +217,24 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
 
 
 def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan = FULL) -> int:
-    """Run the benchmark; 0 when it ran (targets are reported, not enforced), 2 on a usage error.
+    """Run the benchmark; 0 when it ran, 1 with ``--strict`` when a target was missed, 2 on a usage error.
 
     `quick` and `full` are the presets ``--quick`` and its absence choose.
     """
     parser = _parser()
     args = parser.parse_args(argv)
     plan = plan_from(args, quick=quick, full=full)
-    if any(size < 1 for size in plan.sizes) or plan.rounds < 1 or plan.queries < 1 or plan.compare_runs < 0:
-        print("error: --sizes, --rounds and --queries must be at least 1, --compare-runs at least 0", file=sys.stderr)
+    if any(size < 1 for size in plan.sizes) or plan.rounds < 1 or plan.queries < 1 or plan.compare_runs < 0 \
+            or plan.jobs_runs < 0:
+        print("error: --sizes, --rounds and --queries must be at least 1, --compare-runs and --jobs-runs at least 0",
+              file=sys.stderr)
         return 2
     out = Path(args.json) if args.json else None
     if out is not None and not out.parent.exists():
         print(f"error: --json {out}: directory {out.parent} does not exist", file=sys.stderr)
         return 2
-    console = Console()
+    # a pipe or a log file gets the whole table, never one wrapped to 80 columns
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     err = Console(stderr=True)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
@@ -215,4 +245,4 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     console.print(f"targets missed: {', '.join(missed)}" if missed else "all judged targets met")
     if out is not None:
         out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return 1 if args.strict and missed else 0

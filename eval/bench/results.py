@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 METRICS = ("append_durable_ms", "append_batch_per_s", "recall_ms", "open_ms", "round_ms", "compare_wall_s",
-           "compare_peak_rss_mb")  # top-level keys of the JSON, in table order
+           "compare_peak_rss_mb", "compare_jobs_speedup")  # top-level keys of the JSON, in table order
 TARGET_SIZE = "100000"  # the store size the recall and open targets are stated for
 
 
@@ -87,6 +87,8 @@ def judge(results: dict[str, Any]) -> dict[str, Any]:
     _check(last, [("median", "<=", double, "p50 ≤ 2× first-100 p50"), ("median", "<=", 20.0, "p50 ≤ 20 ms")])
     _check(results["compare_wall_s"], [("median", "<=", 3.0, "p50 ≤ 3 s")])
     _check(results["compare_peak_rss_mb"], [("median", "<=", 300.0, "p50 ≤ 300 MB")])
+    if "compare_jobs_speedup" in results:
+        _check(results["compare_jobs_speedup"], [("median", ">=", 1.6, "--jobs 2 ≥ 1.6× --jobs 1")])
     return results
 
 
@@ -117,6 +119,8 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         rows.append(("round_ms", f"round_ms {part}", results["round_ms"][part]))
     rows.append(("compare_wall_s", "compare_wall_s", results["compare_wall_s"]))
     rows.append(("compare_peak_rss_mb", "compare_peak_rss_mb", results["compare_peak_rss_mb"]))
+    if "compare_jobs_speedup" in results:
+        rows.append(("compare_jobs_speedup", "compare_jobs_speedup", results["compare_jobs_speedup"]))
     return rows
 
 
@@ -164,6 +168,10 @@ class BenchReport:
         plays = rounds.get("plays", 1)
         lines.append(f"round_ms: {rounds.get('rounds')} generated rounds"
                      + (f" × {plays} plays" if plays != 1 else "") + f", {rounds.get('what', '')}")
+        speedup = self.results.get("compare_jobs_speedup") or {}
+        if speedup.get("n"):
+            lines.append(f"compare_jobs_speedup: {speedup.get('command')}; --jobs 1 took {speedup.get('jobs1_s')} s, "
+                         f"--jobs 2 took {speedup.get('jobs2_s')} s (a loaded machine lowers the ratio)")
         return Text("\n".join(lines), style="dim")
 
     def __rich__(self) -> Group:

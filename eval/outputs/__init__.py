@@ -1,0 +1,11 @@
+"""Research outputs of a run log: CSV rows, figures (PNG/SVG), a self-contained HTML report.
+
+Everything is computed from the log alone (`curves`), then rendered (`csv`, `plots`,
+`html`); every file is written atomically with its parent folders created (`files`).
+"""
+
+from eval.outputs.csv import write_csv
+from eval.outputs.html import write_html
+from eval.outputs.plots import PlotsUnavailable, write_plots
+
+__all__ = ["PlotsUnavailable", "write_csv", "write_html", "write_plots"]
