@@ -1,7 +1,9 @@
 """The Claude reasoner: the same decision contract, answered by a model.
 
-Only this module touches the network, and only when a request is not in the on-disk
-cache. The ``anthropic`` SDK is imported lazily, so heuristic mode never needs it.
+Only this module touches Anthropic's API, and only when a request is not in the on-disk
+cache. The ``anthropic`` SDK is imported lazily, so heuristic mode never needs it. The
+contract, prompts, validation, repair round and cache are shared with every LLM reasoner
+(`agent.llm`); this module shapes Messages API requests and reads their tool calls.
 
 * The decision comes back through a tool whose JSON schema enumerates the candidates; it
   is validated (a known candidate, not one already tried while others remain), with one
@@ -17,18 +19,26 @@ cache. The ``anthropic`` SDK is imported lazily, so heuristic mode never needs i
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
-import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from agent.reasoner import Decision, Evidence, Problem
+from agent.llm import (
+    REPAIR_PROMPT,
+    SYSTEM_PROMPT,
+    TOKEN_KEYS,
+    TOOL_NAME,
+    CachedLLMReasoner,
+    CacheMiss,
+    MissingKey,
+    ReasonerError,
+    decision_schema,
+    user_prompt,
+)
+from agent.reasoner import Problem
+
+__all__ = ["DEFAULT_MODEL", "CacheMiss", "ClaudeReasoner", "MissingKey", "ReasonerError", "cost_usd"]
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
-TOOL_NAME = "record_decision"
 # USD per million tokens: (input, output). Cache writes cost 1.25x input, cache reads 0.1x.
 PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
@@ -41,34 +51,8 @@ PRICES: dict[str, tuple[float, float]] = {
 # Families that reject non-default sampling parameters and forced tool choice with thinking.
 NO_SAMPLING_PREFIXES = ("claude-sonnet-5", "claude-opus-5", "claude-fable", "claude-mythos", "claude-haiku-5")
 
-SYSTEM_PROMPT = """You are an experienced on-call engineer diagnosing production incidents.
-For each incident you get the observations, the candidate root causes (with descriptions and
-typical signals), what was already tried in this incident, and a block of memory: past
-episodes with their outcomes (SUCCESS/FAILURE), corrections you received, generalized facts
-with confidence, and causal chains. Past failures and corrections are as informative as past
-successes: do not repeat a diagnosis that failed in a near-identical situation, and prefer
-the lesson of a correction over surface similarity. Memory can be wrong or irrelevant; weigh
-it against the observations.
 
-Choose exactly one candidate id. Never choose a candidate listed as already tried unless no
-other remains. Answer only by calling the record_decision tool, with a confidence in [0, 1],
-a one- or two-sentence rationale, and the ids of the memory items you relied on (ids are
-shown in square brackets in the memory block; use an empty list if none)."""
-
-
-class MissingKey(Exception):
-    """Claude mode without ANTHROPIC_API_KEY and without a replay cache."""
-
-
-class ReasonerError(Exception):
-    """The model could not produce a valid decision (after retries and one repair)."""
-
-
-class CacheMiss(ReasonerError):
-    """Replay without a key asked for a request that is not in the cache."""
-
-
-class ClaudeReasoner:
+class ClaudeReasoner(CachedLLMReasoner):
     """Reasoner backed by the Anthropic Messages API.
 
     Args:
@@ -81,44 +65,26 @@ class ClaudeReasoner:
     """
 
     name = "claude"
+    key_name = "ANTHROPIC_API_KEY"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, api_key: str | None = None, cache_dir: str | Path | None = None,
                  client: Any = None, max_retries: int = 6, timeout: float = 60.0) -> None:
-        self.model = model
-        self.cache_dir = Path(cache_dir) if cache_dir else None
-        if client is None and not api_key and self.cache_dir is None:
+        if client is None and not api_key and not cache_dir:
             raise MissingKey("Claude mode needs ANTHROPIC_API_KEY (or --cache DIR holding a finished run to replay)")
+        super().__init__(model, cache_dir=cache_dir, can_call=client is not None or bool(api_key))
         self._client = client
         self._api_key = api_key
         self._max_retries = max_retries
         self._timeout = timeout
-        self.usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_input_tokens": 0,
-                      "cache_creation_input_tokens": 0, "cost_usd": 0.0, "requests": 0, "cache_hits": 0}
-
-    # -- request ---------------------------------------------------------------------------
 
     def build_request(self, problem: Problem, context_text: str, *, repair: str | None = None) -> dict[str, Any]:
         """The exact request sent (and hashed for the cache)."""
-        ids = [c.id for c in problem.candidates]
-        tool = {
-            "name": TOOL_NAME,
-            "description": "Record the diagnosis for this incident.",
-            "input_schema": {
-                "type": "object",
-                "properties": {
-                    "root_cause": {"type": "string", "enum": ids},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                    "rationale": {"type": "string"},
-                    "relied_on": {"type": "array", "items": {"type": "string"}},
-                },
-                "required": ["root_cause", "confidence", "rationale", "relied_on"],
-            },
-        }
-        messages: list[dict[str, Any]] = [{"role": "user", "content": _user_prompt(problem, context_text)}]
+        tool = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.",
+                "input_schema": decision_schema(problem)}
+        messages: list[dict[str, Any]] = [{"role": "user", "content": user_prompt(problem, context_text)}]
         if repair:
             messages.append({"role": "assistant", "content": repair})
-            messages.append({"role": "user", "content": "That answer was not valid: call record_decision once, "
-                                                        "with one of the allowed root_cause ids."})
+            messages.append({"role": "user", "content": REPAIR_PROMPT})
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": 1024,
@@ -133,76 +99,28 @@ class ClaudeReasoner:
             request["temperature"] = 0
         return request
 
-    # -- decision ----------------------------------------------------------------------------
-
-    def decide(self, problem: Problem, evidence: Sequence[Evidence], context_text: str) -> Decision:
-        started = time.perf_counter()
-        usage_before = dict(self.usage)
-        request = self.build_request(problem, context_text)
-        response = self._respond(request)
-        parsed, problem_text = _parse(response, problem)
-        if parsed is None:
-            response = self._respond(self.build_request(problem, context_text, repair=problem_text))
-            parsed, problem_text = _parse(response, problem)
-            if parsed is None:
-                raise ReasonerError(f"model gave no valid decision: {problem_text}")
-        known = {item.id for item in evidence}
-        relied = tuple(i for i in parsed.get("relied_on", []) if isinstance(i, str) and i in known)
-        usage = {key: self.usage[key] - usage_before[key] for key in ("input_tokens", "output_tokens", "cost_usd")}
-        usage["latency_ms"] = (time.perf_counter() - started) * 1000.0
-        return Decision(choice=parsed["root_cause"], confidence=float(min(1.0, max(0.0, parsed["confidence"]))),
-                        rationale=str(parsed["rationale"])[:500], relied_on=relied, usage=usage)
-
-    def _respond(self, request: dict[str, Any]) -> dict[str, Any]:
-        key = hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-        cached = self._cache_get(key)
-        if cached is not None:
-            self.usage["cache_hits"] += 1
-            self._account(cached)
-            return cached
-        if self._client is None and not self._api_key:
-            raise CacheMiss(f"no cached response for request {key[:12]}… and no ANTHROPIC_API_KEY to ask the model")
-        response = self._client_or_new().messages.create(**_sdk_arguments(request))
-        data = response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
-        self.usage["requests"] += 1
-        self._cache_put(key, data)
-        self._account(data)
-        return data
-
-    def _client_or_new(self) -> Any:
+    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
             import anthropic  # lazy: heuristic mode never imports the SDK
 
             self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self._max_retries,
                                                timeout=self._timeout)
-        return self._client
+        response = self._client.messages.create(**_sdk_arguments(request))
+        return response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
 
-    def _account(self, data: Mapping[str, Any]) -> None:
-        usage = data.get("usage") or {}
-        tokens = {key: int(usage.get(key) or 0) for key in
-                  ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")}
-        for key, value in tokens.items():
-            self.usage[key] += value
-        self.usage["cost_usd"] += cost_usd(self.model, **tokens)
+    def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
+        blocks = [b for b in response.get("content", []) if b.get("type") == "tool_use" and b.get("name") == TOOL_NAME]
+        if not blocks:
+            texts = " ".join(b.get("text", "") for b in response.get("content", []) if b.get("type") == "text")
+            return None, f"no {TOOL_NAME} call (said: {texts[:200]!r})"
+        return blocks[0].get("input") or {}, ""
 
-    # -- cache -----------------------------------------------------------------------------------
+    def _tokens(self, response: Mapping[str, Any]) -> dict[str, int]:
+        usage = response.get("usage") or {}
+        return {key: int(usage.get(key) or 0) for key in TOKEN_KEYS}
 
-    def _cache_get(self, key: str) -> dict[str, Any] | None:
-        if self.cache_dir is None:
-            return None
-        path = self.cache_dir / f"{key}.json"
-        if not path.exists():
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
-
-    def _cache_put(self, key: str, data: dict[str, Any]) -> None:
-        if self.cache_dir is None:
-            return
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=self.cache_dir, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out, sort_keys=True)
-        os.replace(temp, self.cache_dir / f"{key}.json")
+    def _cost(self, tokens: Mapping[str, int]) -> float:
+        return cost_usd(self.model, **tokens)
 
 
 def _sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
@@ -227,41 +145,3 @@ def cost_usd(model: str, *, input_tokens: int = 0, output_tokens: int = 0, cache
     per_in, per_out = price[0] / 1e6, price[1] / 1e6
     return (input_tokens * per_in + output_tokens * per_out + cache_read_input_tokens * per_in * 0.1
             + cache_creation_input_tokens * per_in * 1.25)
-
-
-def _user_prompt(problem: Problem, context_text: str) -> str:
-    lines = [f"Service: {problem.service}", f"Situation: {problem.situation}", f"Attempt: {problem.attempt}", "",
-             "Observations:"]
-    lines += [f"- {text}" for text in problem.observations]
-    lines += ["", "Candidate root causes:"]
-    for cause in problem.candidates:
-        lines.append(f"- {cause.id}: {cause.description} (signals: {', '.join(cause.signals)})")
-    if problem.tried:
-        lines += ["", "Already tried in this incident and failed: " + ", ".join(problem.tried)]
-    if problem.feedback:
-        lines += ["", "Feedback so far in this incident:"] + [f"- {text}" for text in problem.feedback]
-    lines += ["", "Memory:", context_text or "(nothing relevant)"]
-    return "\n".join(lines)
-
-
-def _parse(response: Mapping[str, Any], problem: Problem) -> tuple[dict[str, Any] | None, str]:
-    """The validated tool input, or None and a description of what was wrong."""
-    blocks = [b for b in response.get("content", []) if b.get("type") == "tool_use" and b.get("name") == TOOL_NAME]
-    if not blocks:
-        texts = " ".join(b.get("text", "") for b in response.get("content", []) if b.get("type") == "text")
-        return None, f"no {TOOL_NAME} call (said: {texts[:200]!r})"
-    data = blocks[0].get("input") or {}
-    ids = [c.id for c in problem.candidates]
-    choice = data.get("root_cause")
-    if choice not in ids:
-        return None, f"root_cause {choice!r} is not a candidate ({', '.join(ids)})"
-    if choice in problem.tried and any(i not in problem.tried for i in ids):
-        return None, f"root_cause {choice!r} was already tried"
-    confidence = data.get("confidence")
-    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool):
-        return None, f"confidence {confidence!r} is not a number"
-    if not isinstance(data.get("rationale"), str):
-        return None, "rationale missing"
-    if not isinstance(data.get("relied_on", []), list):
-        return None, "relied_on is not a list"
-    return data, ""

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from rich.console import Console
@@ -34,6 +35,7 @@ _EXAMPLES = """examples:
   python -m eval.compare ci-failures my-scenario.yaml --agents episodic flat_rag episodic-no-facts
   python -m eval.compare --store runs/memory.sqlite && python -m memory verify runs/memory.sqlite
   ANTHROPIC_API_KEY=... python -m eval.compare --mode claude --cache runs/claude-cache
+  python -m eval.compare --mode openai --base-url http://127.0.0.1:11434/v1 --model llama3.1:8b --cache runs/ollama
 
 agents: """ + ", ".join(f"{name} ({preset.description})" for name, preset in PRESETS.items())
 
@@ -49,11 +51,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="play seeds K..K+N-1 instead of 0..N-1 (logs of other seeds merge with eval.report)")
     parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), metavar="AGENT",
                         help="agents to compare (default: episodic flat_rag no_memory)")
-    parser.add_argument("--mode", choices=("heuristic", "claude"), default="heuristic",
-                        help="reasoner: deterministic heuristic (default) or Claude (needs ANTHROPIC_API_KEY)")
-    parser.add_argument("--model", default=None, help="Claude model id (Claude mode)")
+    parser.add_argument("--mode", choices=("heuristic", "claude", "openai"), default="heuristic",
+                        help="reasoner: deterministic heuristic (default), Claude (needs ANTHROPIC_API_KEY) or any "
+                             "OpenAI-compatible server (--base-url; OPENAI_API_KEY when the server needs one)")
+    parser.add_argument("--model", default=None, help="model id (Claude mode) or name (OpenAI mode, required)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (OpenAI mode)")
     parser.add_argument("--cache", default=None, metavar="DIR",
-                        help="on-disk Claude response cache; replays without a key when complete")
+                        help="on-disk LLM response cache; replays without a key or server when complete")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
     parser.add_argument("--store", default=None, metavar="PATH",
                         help="keep the episodic agent's memory in this SQLite file")
@@ -104,12 +109,14 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     encoder = HashingEncoder()
     try:
         reasoner = _reasoner(args, encoder)
+        _prepare_store(args.store)
     except _UsageError as exc:
         return _fail(str(exc))
     log = runlog.new_log(
         mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
         seeds=_seeds(args), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
+                "base_url": getattr(reasoner, "base_url", None),
                 "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
@@ -146,7 +153,7 @@ def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
 def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:
     """Play every scenario × seed × agent into `log` (written after each run, in the serial order)."""
     specs = [RunSpec(scenario, seed, name, mode=args.mode, model=args.model, cache=args.cache,
-                     store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}")
+                     base_url=args.base_url, store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}")
              for scenario in loaded for seed in _seeds(args) for name in args.agents]
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=Console(stderr=True), transient=True, disable=len(specs) < 4 or args.quiet)
@@ -185,7 +192,9 @@ def _record(log: dict[str, Any], result: RunResult) -> None:
 def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
     """Print the report (or the summary line) and say how the run ended; the exit code."""
     out = report_console()
-    if args.quiet:
+    if not any(log["agents"][n]["rounds"] for n in args.agents) and log["status"] != "success":
+        pass  # nothing completed: an empty report would only hide the error below
+    elif args.quiet:
         s = {n: log["agents"][n]["summary"].get("first_attempt_accuracy") for n in args.agents}
         out.print(" ".join(f"{n}={v:.3f}" for n, v in s.items() if v is not None))
     else:
@@ -205,12 +214,27 @@ def _reasoner(args: argparse.Namespace, encoder: Any) -> Any:
     """The reasoner named in the log's configuration; in Claude mode it checks for a key or cache up front."""
     if args.mode == "heuristic":
         return build_reasoner(args.mode, encoder)
-    from agent.claude import MissingKey
+    from agent.llm import MissingKey
 
     try:
-        return build_reasoner(args.mode, encoder, model=args.model, cache=args.cache)
+        reasoner = build_reasoner(args.mode, encoder, model=args.model, cache=args.cache, base_url=args.base_url)
+        # Which requests a run makes depends on what memory recalls, so a replay cache's
+        # completeness shows only while playing (a miss stops the run at once); what can
+        # be known now is whether there is a model to ask or a cache to replay at all.
+        reasoner.check_ready()
     except MissingKey as exc:
         raise _UsageError(str(exc)) from exc
+    return reasoner
+
+
+def _prepare_store(path: str | None) -> None:
+    """Create the folder a ``--store`` file goes in, as ``--json`` does for its log."""
+    if not path:
+        return
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _UsageError(f"--store {path}: cannot create its folder ({exc.strerror or exc})") from exc
 
 
 if __name__ == "__main__":

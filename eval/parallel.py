@@ -27,9 +27,10 @@ class RunSpec:
     scenario: Any  # the loaded Scenario (a picklable value)
     seed: int  # simulator seed
     agent: str  # preset name
-    mode: str = "heuristic"  # "heuristic" or "claude"
-    model: str | None = None  # Claude model id
-    cache: str | None = None  # Claude response cache directory
+    mode: str = "heuristic"  # "heuristic", "claude" or "openai"
+    model: str | None = None  # LLM model id
+    cache: str | None = None  # LLM response cache directory
+    base_url: str | None = None  # OpenAI-compatible server (openai mode)
     store: str | None = None  # SQLite file of the episodic agent's memory
     principal: str = "agent"  # tenant name of the run's memory
 
@@ -49,14 +50,19 @@ class RunResult:
 
 
 def build_reasoner(mode: str, encoder: Any, *, model: str | None = None, cache: str | None = None,
-                   api_key: str | None = None) -> Any:
-    """The reasoner every agent of a comparison shares (Claude mode raises MissingKey without a key or cache)."""
+                   base_url: str | None = None, api_key: str | None = None) -> Any:
+    """The reasoner every agent of a comparison shares (LLM modes raise MissingKey without a key or cache)."""
     if mode == "heuristic":
         from agent.heuristic import HeuristicReasoner
 
         return HeuristicReasoner(encoder)
     import os
 
+    if mode == "openai":
+        from agent.openai import OpenAIReasoner
+
+        return OpenAIReasoner(model=model, base_url=base_url, cache_dir=cache,
+                              api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"))
     from agent.claude import DEFAULT_MODEL, ClaudeReasoner
 
     return ClaudeReasoner(model=model or DEFAULT_MODEL, cache_dir=cache,
@@ -71,7 +77,7 @@ def run_one(spec: RunSpec) -> RunResult:
     result = RunResult(spec)
     try:
         encoder = HashingEncoder()
-        reasoner = build_reasoner(spec.mode, encoder, model=spec.model, cache=spec.cache)
+        reasoner = build_reasoner(spec.mode, encoder, model=spec.model, cache=spec.cache, base_url=spec.base_url)
         agent = build_agent(PRESETS[spec.agent], reasoner, encoder,
                             store_path=spec.store if spec.agent == "episodic" else None, principal=spec.principal)
         play(spec.scenario, spec.seed, agent, outcome)

@@ -54,7 +54,7 @@ class Report:
         layers = self.layers_table()
         if layers is not None:
             parts.append(layers)
-        if self.log["mode"] == "claude":
+        if self.log["mode"] in ("claude", "openai"):
             parts.append(self.usage_table())
         if self.log.get("status") != "success":
             parts.append(Text(f"run incomplete: {self.log.get('error')}", style="bold red"))

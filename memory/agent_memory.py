@@ -185,7 +185,9 @@ class EpisodicMemory:
         return as_messages(self.recent(n, principal=principal))
 
     def recall(self, query: str | Sequence[str] | None = None, *, situation: str | None = None,
-               principal: str | None = None, k: int = 5, now: datetime | None = None) -> Context:
+               principal: str | None = None, k: int = 5, now: datetime | None = None,
+               where: Mapping[str, Any] | None = None, since: datetime | None = None,
+               until: datetime | None = None) -> Context:
         """Past episodes with outcomes, applicable facts and causal chains for a query.
 
         Args:
@@ -195,15 +197,24 @@ class EpisodicMemory:
             principal: tenant; nothing of another tenant is read.
             k: most episodes.
             now: reference time for recency (default: end of the latest closed episode).
+            where: episode attributes an item must match, applied before scoring like the
+                principal: ``{"service": "checkout"}``, ``{"outcome": ["SUCCESS", "FAILURE"]}``;
+                keys ``service``, ``situation``, ``outcome``.
+            since: only episodes that ended at or after this time (timezone-aware).
+            until: only episodes that ended at or before this time.
+
+        Raises:
+            ValueError: an unknown filter key, or a naive or reversed time range.
         """
         who = principal or self.principal
         window = self._recent.window(who)
         if query is None:
-            since = self.state.closed_seq.get(who, -1)
-            query = [e.text for e in window if e.seq > since and e.kind is Kind.OBSERVATION]
+            closed = self.state.closed_seq.get(who, -1)
+            query = [e.text for e in window if e.seq > closed and e.kind is Kind.OBSERVATION]
         if situation is None and window:
             situation = window[-1].situation
-        return self._retriever.recall(query, principal=who, situation=situation, k=k, now=now)
+        return self._retriever.recall(query, principal=who, situation=situation, k=k, now=now, where=where,
+                                      since=since, until=until)
 
     def episodes(self, principal: str | None = None) -> list[Episode]:
         """Closed episodes of a principal, in closing order."""

@@ -27,16 +27,41 @@ def _plain(value: Any) -> str | int | float | bool:
 def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | None = None) -> nx.MultiDiGraph:
     """A copy whose attributes are strings or numbers (what GraphML and DOT accept).
 
-    With `episodes` (a lookup by id), each node also gets the episode's summary, start and end.
+    Every node and edge gets a readable ``label`` (what graph viewers show instead of the
+    64-hex id): with `episodes` (a lookup by id) a node's label is the episode's summary,
+    outcome and start, and the node also carries summary, start and end; without it, the
+    label is the subject, situation and outcome. An edge's label is its type and weight.
     """
     H = nx.MultiDiGraph()
     for node, data in G.nodes(data=True):
         episode = episodes(node) if episodes is not None else None
         more = {"summary": episode.summary, "start": episode.start, "end": episode.end} if episode is not None else {}
-        H.add_node(node, **{k: _plain(v) for k, v in {**data, **more}.items()})
+        attrs = {k: _plain(v) for k, v in {**data, **more}.items()}
+        attrs["label"] = _node_label(node, data, episode)
+        H.add_node(node, **attrs)
     for u, v, key, data in G.edges(keys=True, data=True):
-        H.add_edge(u, v, key=key, **{k: _plain(v_) for k, v_ in data.items()})
+        attrs = {k: _plain(v_) for k, v_ in data.items()}
+        attrs["label"] = _edge_label(key, data)
+        H.add_edge(u, v, key=key, **attrs)
     return H
+
+
+_LABEL_CHARS = 80  # a summary longer than this is cut, so a drawn node stays legible
+
+
+def _node_label(node: str, data: dict[str, Any], episode: Episode | None) -> str:
+    outcome = _plain(data.get("outcome"))
+    if episode is not None:
+        summary = episode.summary if len(episode.summary) <= _LABEL_CHARS else episode.summary[:_LABEL_CHARS - 1] + "…"
+        return f"{summary}\n{episode.outcome.value} · {episode.start:%Y-%m-%d %H:%M}"
+    parts = [str(p) for p in (data.get("subject"), data.get("situation")) if p]
+    return " · ".join(parts + [str(outcome or "UNKNOWN"), str(node)[:12]])
+
+
+def _edge_label(key: Any, data: dict[str, Any]) -> str:
+    kind = _plain(data.get("type", key))
+    weight = data.get("weight")
+    return f"{kind} {weight:.2f}" if isinstance(weight, (int, float)) else str(kind)
 
 
 Lookup = Callable[[str], Episode | None]

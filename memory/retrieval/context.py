@@ -3,7 +3,9 @@ chains, and its rendering as a prompt block."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from memory.episodes import Episode
 from memory.facts import FactVersion
@@ -57,6 +59,26 @@ class Context:
         """Ids of the recalled episodes and fact versions (for decision metadata)."""
         return [r.episode.id for r in self.episodes] + [r.fact.id for r in self.facts]
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data for programs: every item with its provenance, score parts and reasons.
+
+        An episode's provenance is its principal, situation, subject, time span and the
+        timeline entries it references (``entry_ids``, ``first_seq``..``last_seq``); a fact's is
+        the episodes that support and contradict it. Outcomes are left out when the context
+        hides them (``show_outcomes`` false), as `render` does.
+        """
+        return {
+            "query": self.query, "principal": self.principal, "situation": self.situation,
+            "show_outcomes": self.show_outcomes,
+            "episodes": [_episode_dict(rank, r, self.show_outcomes) for rank, r in enumerate(self.episodes, start=1)],
+            "facts": [_fact_dict(rank, r) for rank, r in enumerate(self.facts, start=1)],
+            "chains": list(self.chains),
+        }
+
+    def to_json(self, **dumps: Any) -> str:
+        """`to_dict` as a JSON string (keyword arguments go to `json.dumps`)."""
+        return json.dumps(self.to_dict(), **{"ensure_ascii": False, **dumps})
+
     def render(self, max_chars: int = 4000) -> str:
         """A prompt block of at most `max_chars` characters: facts, episodes, chains."""
         blocks: list[str] = []
@@ -99,3 +121,31 @@ def _unprefixed(text: str, label: str) -> str:
     """Text without a leading "<label>:" the author may already have written."""
     head, sep, rest = text.partition(":")
     return rest.strip() if sep and head.strip().lower() == label else text
+
+
+def _episode_dict(rank: int, r: RecalledEpisode, show_outcomes: bool) -> dict[str, Any]:
+    ep = r.episode
+    data: dict[str, Any] = {
+        "rank": rank, "type": "episode", "id": ep.id, "summary": ep.summary,
+        "provenance": {"principal": ep.principal, "situation": ep.situation, "subject": ep.subject,
+                       "start": ep.start.isoformat(), "end": ep.end.isoformat(), "first_seq": ep.first_seq,
+                       "last_seq": ep.last_seq, "entry_ids": list(ep.entry_ids)},
+        "choices": list(ep.choices), "decisions": list(ep.decisions), "corrections": list(ep.corrections),
+        "score": asdict(r.score), "why": r.why, "chain": r.chain,
+    }
+    if show_outcomes:
+        data["outcome"] = ep.outcome.value
+        data["outcome_evidence"] = ep.outcome_evidence
+    return data
+
+
+def _fact_dict(rank: int, r: RecalledFact) -> dict[str, Any]:
+    f = r.fact
+    return {
+        "rank": rank, "type": "fact", "id": f.id, "fact_id": f.fact_id, "version": f.version, "text": f.text,
+        "condition": list(f.condition), "conclusion": f.conclusion, "confidence": f.confidence, "status": f.status,
+        "reason": f.reason, "created_at": f.created_at.isoformat(),
+        "provenance": {"principal": f.principal, "support": list(f.support), "contradict": list(f.contradict),
+                       "supersedes": f.supersedes},
+        "match": r.match, "score": r.score, "why": r.why,
+    }

@@ -16,7 +16,7 @@ ever scored, let alone returned.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
@@ -25,6 +25,7 @@ from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, FactVersion, terms
 from memory.retrieval.bounds import Probe
 from memory.retrieval.config import DEFAULT, RetrieverConfig
+from memory.retrieval.filters import RecallFilter
 from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
@@ -65,7 +66,8 @@ class Retriever:
         return text, episode_vector(self.encode(texts))
 
     def recall(self, query: str | Sequence[str], *, principal: str = "default", situation: str | None = None,
-               k: int = 5, now: datetime | None = None) -> Context:
+               k: int = 5, now: datetime | None = None, where: Mapping[str, Any] | None = None,
+               since: datetime | None = None, until: datetime | None = None) -> Context:
         """A Context for a query (text, or a list of observation texts).
 
         Args:
@@ -75,13 +77,22 @@ class Retriever:
             k: most episodes to return.
             now: reference time for recency; by default the end of the principal's latest
                 episode, which keeps recall reproducible.
+            where: episode attributes to match before scoring (``service``, ``situation``,
+                ``outcome``; a value or a list of values), see `memory.retrieval.filters`.
+            since: earliest episode end (timezone-aware), applied before scoring.
+            until: latest episode end (timezone-aware), applied before scoring.
+
+        Raises:
+            ValueError: a malformed filter.
         """
         cfg = self.config
+        chosen = RecallFilter.build(where, since, until)
         text, qvec = self.query_vector(query)
         part = self.index.partition(principal)
         recalled: list[RecalledEpisode] = []
-        if len(part) and k > 0:
-            recalled = self._episodes(part, qvec, situation, k, now)
+        eligible = chosen.mask(part, self.graph) if chosen is not None and len(part) else None
+        if len(part) and k > 0 and (eligible is None or eligible.any()):
+            recalled = self._episodes(part, qvec, situation, k, now, eligible)
         facts: list[RecalledFact] = []
         if cfg.facts:
             facts = applicable_facts(terms(text), self.facts(principal), principal,
@@ -109,20 +120,31 @@ class Retriever:
         return cached
 
     def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
-                  now: datetime | None) -> list[RecalledEpisode]:
-        """The `k` episodes recalled from a non-empty partition: scored, pooled, diversified."""
+                  now: datetime | None, eligible: np.ndarray | None = None) -> list[RecalledEpisode]:
+        """The `k` episodes recalled from a non-empty partition: scored, pooled, diversified.
+
+        With `eligible` (a filter's row mask) every row is scored exactly and only eligible
+        rows can seed the graph part, receive proximity or enter the pool.
+        """
         cfg = self.config
         recency, sit, outcome, rest = self._parts(part, situation, now)
-        bounds = part.bounded(cfg.prune_from)
+        bounds = part.bounded(cfg.prune_from) if eligible is None else None
         scores = RelevanceScores(part, qvec, None if bounds is None else bounds.probe(qvec))
+        if eligible is not None:
+            scores.relevance[~eligible] = 0.0
         graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
-            graph, linked = self._graph_part(part, scores.relevance, scores.seeds(cfg.seeds, cfg.score_first))
+            seeds = scores.seeds(cfg.seeds, cfg.score_first)
+            graph, linked = self._graph_part(part, scores.relevance,
+                                             seeds if eligible is None else seeds[eligible[seeds]], eligible)
         columns = (scores.relevance, recency, sit, outcome, graph)
         size = max(cfg.pool, k)
         if scores.probe is None:
             total = _weighted(cfg, columns)
+            if eligible is not None:
+                total[~eligible] = -np.inf
             pool = top(total, size)
+            pool = pool if eligible is None else pool[eligible[pool]]
         else:  # exact scores for the rows whose bounds can reach the pool; the others cannot be chosen
             if len(linked):
                 rest = rest.copy()
@@ -138,13 +160,15 @@ class Retriever:
             picked = [int(i) for i in pool[:k]]
         return [self._recalled(part.episodes[i], i, (*columns, total)) for i in picked]
 
-    def _graph_part(self, part: Partition, relevance: np.ndarray,
-                    seed_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _graph_part(self, part: Partition, relevance: np.ndarray, seed_rows: np.ndarray,
+                    eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Graph proximity of every row (0 outside the seeds' neighbourhood) and the rows it reached."""
         cfg = self.config
         seeds = {part.episodes[i].id: float(relevance[i]) for i in seed_rows}
-        near = graph_proximity(self.graph, seeds, lambda n: n in part.position, hops=cfg.graph_hops,
-                               max_nodes=cfg.graph_max_nodes)
+        position = part.position
+        member = (lambda n: n in position) if eligible is None else \
+            (lambda n: n in position and bool(eligible[position[n]]))
+        near = graph_proximity(self.graph, seeds, member, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes)
         linked = np.array([part.position[node] for node in near], dtype=np.intp)
         graph = np.zeros(len(part))
         graph[linked] = list(near.values())

@@ -1,0 +1,113 @@
+"""The OpenAI-compatible reasoner: the decision contract over Chat Completions.
+
+Any server that speaks OpenAI's Chat Completions with function calling works: OpenAI itself,
+Ollama, vLLM, llama.cpp's server, LM Studio. The decision comes back through a forced
+function call whose JSON schema enumerates the candidates; everything else (prompts,
+validation, one repair round, the response cache and key-less replay, token accounting)
+is shared with the Claude reasoner in `agent.llm`. The ``openai`` SDK is imported lazily,
+so heuristic mode never needs it; its own retry loop (``max_retries``) backs off on rate
+limits, server errors, timeouts and dropped connections.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from agent.llm import (
+    REPAIR_PROMPT,
+    SYSTEM_PROMPT,
+    TOOL_NAME,
+    CachedLLMReasoner,
+    MissingKey,
+    decision_schema,
+    user_prompt,
+)
+from agent.reasoner import Problem
+
+__all__ = ["OpenAIReasoner"]
+
+# Local servers accept any bearer token but the SDK insists on sending one.
+_KEYLESS = "no-key"
+
+
+class OpenAIReasoner(CachedLLMReasoner):
+    """Reasoner backed by an OpenAI-compatible Chat Completions endpoint.
+
+    Args:
+        model: model name as the server knows it (e.g. ``llama3.1:8b`` for Ollama).
+        base_url: the API root (e.g. ``http://127.0.0.1:11434/v1``); None means OpenAI's.
+        api_key: the key, when the server needs one (OpenAI's does; local servers usually not).
+        cache_dir: directory of cached responses (created when missing).
+        client: a ready ``openai.OpenAI`` client (tests may pass one).
+        max_retries: SDK retries with backoff on 408/409/429/5xx, timeouts and connection errors.
+        timeout: seconds per request.
+    """
+
+    name = "openai"
+    key_name = "OPENAI_API_KEY or --base-url"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 cache_dir: str | Path | None = None, client: Any = None, max_retries: int = 4,
+                 timeout: float = 120.0) -> None:
+        if not model:
+            raise MissingKey("OpenAI mode needs --model NAME (the model as the server knows it)")
+        # OpenAI's own endpoint needs a key; a server at --base-url may not.
+        reachable = client is not None or bool(api_key) or bool(base_url)
+        if not reachable and not cache_dir:
+            raise MissingKey("OpenAI mode needs --base-url URL (a local or self-hosted server) or OPENAI_API_KEY, "
+                             "or --cache DIR holding a finished run to replay")
+        super().__init__(model, cache_dir=cache_dir, can_call=reachable)
+        self.base_url = base_url
+        self._client = client
+        self._api_key = api_key
+        self._max_retries = max_retries
+        self._timeout = timeout
+
+    def build_request(self, problem: Problem, context_text: str, *, repair: str | None = None) -> dict[str, Any]:
+        """The exact request sent (and hashed for the cache; the server's address is not part of it)."""
+        function = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.",
+                    "parameters": decision_schema(problem)}
+        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                          {"role": "user", "content": user_prompt(problem, context_text)}]
+        if repair:
+            messages.append({"role": "assistant", "content": repair})
+            messages.append({"role": "user", "content": REPAIR_PROMPT})
+        return {
+            "model": self.model,
+            "max_tokens": 1024,
+            "temperature": 0,
+            "messages": messages,
+            "tools": [{"type": "function", "function": function}],
+            "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}},
+        }
+
+    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._client is None:
+            import openai  # lazy: heuristic mode never imports the SDK
+
+            self._client = openai.OpenAI(api_key=self._api_key or _KEYLESS, base_url=self.base_url,
+                                         max_retries=self._max_retries, timeout=self._timeout)
+        response = self._client.chat.completions.create(**request)
+        return response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
+
+    def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
+        choices = response.get("choices") or []
+        message = (choices[0].get("message") or {}) if choices else {}
+        calls = [c for c in message.get("tool_calls") or []
+                 if (c.get("function") or {}).get("name") == TOOL_NAME]
+        if not calls:
+            return None, f"no {TOOL_NAME} call (said: {str(message.get('content') or '')[:200]!r})"
+        arguments = calls[0]["function"].get("arguments")
+        try:
+            return (json.loads(arguments) if isinstance(arguments, str) else arguments), ""
+        except json.JSONDecodeError as exc:
+            return None, f"{TOOL_NAME} arguments are not JSON ({exc.msg}: {str(arguments)[:120]!r})"
+
+    def _tokens(self, response: Mapping[str, Any]) -> dict[str, int]:
+        usage = response.get("usage") or {}
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        return {"input_tokens": int(usage.get("prompt_tokens") or 0) - int(cached),
+                "output_tokens": int(usage.get("completion_tokens") or 0),
+                "cache_read_input_tokens": int(cached), "cache_creation_input_tokens": 0}

@@ -1,0 +1,184 @@
+"""The memory as MCP tools, on the official ``mcp`` SDK (`MCPServer`).
+
+One `EpisodicMemory` (one store, one principal) behind eight tools: four to record what
+happens in an incident (observation, decision, outcome, correction), one to close the
+current episode, one to recall a context (rendered prompt block and structured JSON), one
+to list facts with their version history, one to verify the store's hash chain.
+
+Tools are coroutines: they run on the event loop's thread, the thread that opened the
+store (SQLite connections stay on their thread); each call is short, and a stdio server
+has one client. A caller's mistake (a malformed time, an unknown filter key, an empty text) comes back as a
+tool error the agent can read and correct; the SDK turns any other exception into an error
+result too, so no call can bring the server down.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime, timezone
+from typing import Annotated, Any, Callable, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+
+from memory.agent_memory import EpisodicMemory
+from memory.errors import MemoryError_
+from memory.facts import FactVersion
+from memory.timeline import Entry, parse_timestamp
+
+INSTRUCTIONS = """Experiential memory of past incidents: what was observed, decided, how it turned out,
+and the corrections received, generalized into versioned heuristics with confidence.
+While working an incident: call recall first (it returns past episodes with outcomes, facts and causal
+chains); record each observation; record your decision with the ids of the recalled items you used;
+record the outcome (status success or failure); if you were wrong and learn the real cause, record a
+correction ("It was X, not Y"), decide again and record that outcome. Call end_episode when the
+incident is over, so the memory links it and updates its facts."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+Text = Annotated[str, Field(min_length=1, description="What happened, in plain words (one fact per call).")]
+Service = Annotated[str | None, Field(description="Service or subject this is about, e.g. 'checkout-api'.")]
+Situation = Annotated[str, Field(description="Situation label; keep it stable within an incident, "
+                                             "e.g. 'incident_response'.")]
+When = Annotated[str | None, Field(description="ISO-8601 time with offset, e.g. '2026-03-02T09:00:00Z'; "
+                                               "default now.")]
+
+
+def _user_errors(tool: F) -> F:
+    """Report a caller's mistake as a tool error with its message (the SDK hides other exceptions' text)."""
+    @functools.wraps(tool)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await tool(*args, **kwargs)
+        except (ValueError, TypeError, MemoryError_) as exc:
+            raise ToolError(str(exc)) from exc
+    return wrapper  # type: ignore[return-value]
+
+
+def _time(text: str | None, name: str = "timestamp") -> datetime | None:
+    if text is None:
+        return None
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        raise ValueError(f"{name}: {text!r} is not an ISO-8601 time (e.g. 2026-03-02T09:00:00Z)") from None
+
+
+def _fields(service: str | None, situation: str, timestamp: str | None) -> dict[str, Any]:
+    return {"metadata": {"service": service} if service else None, "situation": situation,
+            "timestamp": _time(timestamp) or datetime.now(timezone.utc)}
+
+
+def _recorded(entry: Entry) -> dict[str, Any]:
+    return {"entry_id": entry.id, "seq": entry.seq, "kind": entry.kind.value, "timestamp": entry.timestamp.isoformat()}
+
+
+def fact_dict(fact: FactVersion) -> dict[str, Any]:
+    """A fact version as plain data."""
+    return {"id": fact.id, "fact_id": fact.fact_id, "version": fact.version, "text": fact.text,
+            "condition": list(fact.condition), "conclusion": fact.conclusion, "confidence": fact.confidence,
+            "status": fact.status, "reason": fact.reason, "created_at": fact.created_at.isoformat(),
+            "supersedes": fact.supersedes, "support": list(fact.support), "contradict": list(fact.contradict)}
+
+
+def build_server(memory: EpisodicMemory, *, name: str = "episodic-memory") -> MCPServer:
+    """An MCP server whose tools read and write `memory` (for its default principal)."""
+    # WARNING: a caller's mistake is the caller's to read, not the server log's
+    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
+    _recording_tools(server, memory)
+    _reading_tools(server, memory)
+    return server
+
+
+def _recording_tools(server: MCPServer, memory: EpisodicMemory) -> None:
+    @server.tool(description="Record something observed in the current incident (a symptom, a log line, a metric).")
+    @_user_errors
+    async def record_observation(text: Text, service: Service = None, situation: Situation = "incident_response",
+                           timestamp: When = None) -> dict[str, Any]:
+        return _recorded(memory.observe(text, **_fields(service, situation, timestamp)))
+
+    @server.tool(description="Record a decision: the root cause or fix chosen (`choice`, a short stable id such as "
+                             "'connection_pool'), with the ids of recalled items it relied on.")
+    @_user_errors
+    async def record_decision(text: Text, choice: Annotated[str, Field(min_length=1, description="Short, stable id of "
+                                                                 "what was chosen, e.g. 'connection_pool'.")],
+                        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+                        relied_on: Annotated[list[str], Field(description="Ids (from recall) of the items this "
+                                                                          "decision relied on.")] = [],  # noqa: B006
+                        service: Service = None, situation: Situation = "incident_response",
+                        timestamp: When = None) -> dict[str, Any]:
+        entry = memory.decide(text, choice=choice, confidence=confidence, retrieved=relied_on, relied_on=relied_on,
+                              **_fields(service, situation, timestamp))
+        return _recorded(entry)
+
+    @server.tool(description="Record how the last decision turned out: status 'success' when the problem is gone, "
+                             "'failure' when it persists, 'partial' when it only improved.")
+    @_user_errors
+    async def record_outcome(text: Text, status: Literal["success", "failure", "partial"], service: Service = None,
+                       situation: Situation = "incident_response", timestamp: When = None) -> dict[str, Any]:
+        fields = _fields(service, situation, timestamp)
+        meta = {**(fields.pop("metadata") or {}), "status": status}
+        return _recorded(memory.outcome(text, metadata=meta, **fields))
+
+    @server.tool(description="Record a correction of a wrong decision, ideally 'It was X, not Y, because ...'.")
+    @_user_errors
+    async def record_correction(text: Text, service: Service = None, situation: Situation = "incident_response",
+                          timestamp: When = None) -> dict[str, Any]:
+        return _recorded(memory.correct(text, **_fields(service, situation, timestamp)))
+
+    @server.tool(description="Close the current episode now (the incident is over): the memory links it to past "
+                             "episodes and updates its facts. Returns the episodes closed.")
+    @_user_errors
+    async def end_episode() -> dict[str, Any]:
+        closed = memory.flush()
+        return {"closed": [{"id": e.id, "summary": e.summary, "outcome": e.outcome.value, "subject": e.subject,
+                            "start": e.start.isoformat(), "end": e.end.isoformat()} for e in closed],
+                "facts": len(memory.facts())}
+
+
+def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
+    @server.tool(description="Recall past experience for the current problem: episodes with their outcomes, "
+                             "decisions and corrections, applicable facts with confidence, causal chains. The text "
+                             "is a prompt block; the structured result has every item's id, provenance and reasons.")
+    @_user_errors
+    async def recall(query: Annotated[str | None, Field(description="What you are looking at; default: the observations "
+                                                              "recorded since the last closed episode.")] = None,
+               service: Annotated[str | None, Field(description="Only episodes about this service.")] = None,
+               outcome: Annotated[Literal["SUCCESS", "FAILURE", "PARTIAL", "UNKNOWN"] | None,
+                                  Field(description="Only episodes with this outcome.")] = None,
+               since: Annotated[str | None, Field(description="Only episodes that ended at or after this "
+                                                              "ISO-8601 time.")] = None,
+               until: Annotated[str | None, Field(description="Only episodes that ended at or before this "
+                                                              "ISO-8601 time.")] = None,
+               k: Annotated[int, Field(ge=1, le=50, description="Most episodes.")] = 5,
+               max_chars: Annotated[int, Field(ge=200, le=20000, description="Longest text.")] = 3000,
+               ) -> CallToolResult:
+        where = {key: value for key, value in (("service", service), ("outcome", outcome)) if value}
+        context = memory.recall(query, k=k, where=where or None, since=_time(since, "since"),
+                                until=_time(until, "until"))
+        text = context.render(max_chars=max_chars) or "(no past experience matches)"
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=context.to_dict())
+
+    @server.tool(description="List the generalized facts (heuristics) learned so far, each with its version history: "
+                             "how its confidence changed and on which episodes' evidence.")
+    @_user_errors
+    async def list_facts(include_retired: Annotated[bool, Field(description="Also list retired facts.")] = False,
+                         history: Annotated[bool, Field(description="Include every version of each fact.")] = True,
+                         ) -> dict[str, Any]:
+        facts = []
+        for fact in memory.facts(include_retired=include_retired):
+            item = fact_dict(fact)
+            if history:
+                item["history"] = [fact_dict(v) for v in memory.fact_history(fact.fact_id)]
+            facts.append(item)
+        return {"principal": memory.principal, "facts": facts}
+
+    @server.tool(description="Verify the store: recompute the hash chain of every timeline entry. ok is false and "
+                             "first_bad names the first altered entry when the chain is broken.")
+    @_user_errors
+    async def verify_store() -> dict[str, Any]:
+        broken = memory.store.verify()
+        bad = None if broken is None else {"seq": broken.seq, "id": broken.id, "reason": broken.reason}
+        return {"ok": broken is None, "entries": len(memory.store), "first_bad": bad}

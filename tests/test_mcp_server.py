@@ -1,0 +1,94 @@
+"""The MCP server end to end: the README walkthrough with the SDK's own stdio client, and tool errors."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import mcp.client.stdio  # noqa: E402
+from mcp import Client  # noqa: E402
+
+from memory import EpisodicMemory  # noqa: E402
+from memory.mcp import build_server  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def walkthrough() -> str:
+    """The python block of the README's MCP section."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## The memory as an MCP server"):]
+    start = section.index("```python") + len("```python")
+    return section[start:section.index("```", start)]
+
+
+def _child_sees_this_checkout(monkeypatch):
+    """The server process imports this checkout (the SDK passes only a safe subset of the environment)."""
+    default = mcp.client.stdio.get_default_environment
+    monkeypatch.setattr(mcp.client.stdio, "get_default_environment", lambda: {**default(), "PYTHONPATH": str(ROOT)})
+
+
+def test_readme_walkthrough_records_an_incident_and_recalls_a_fact(tmp_path, monkeypatch, capsys):
+    _child_sees_this_checkout(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(walkthrough(), "README.md", "exec"), {"__name__": "walkthrough"})
+    out = capsys.readouterr().out
+    assert "tools: end_episode, list_facts, recall, record_correction, record_decision, record_observation, " \
+           "record_outcome, verify_store" in out
+    assert "fact: when exhaust → pool confidence" in out
+    assert "error: True" in out and "'last tuesday' is not an ISO-8601 time" in out
+    assert "verify: {'ok': True, 'entries': 15, 'first_bad': None}" in out
+    with EpisodicMemory(tmp_path / "mcp-memory.db", principal="team-a") as memory:  # what the server wrote
+        episodes = memory.episodes()
+        assert [e.outcome.value for e in episodes].count("FAILURE") == 1 and len(episodes) == 4
+        assert [f.conclusion for f in memory.facts()] == ["pool"]
+        assert any(e.corrections for e in episodes)
+
+
+async def _in_process_calls(memory, calls):
+    """The same tools through the SDK's in-process client (the stdio transport is covered above)."""
+    async with Client(build_server(memory)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        return tools, [await client.call_tool(name, arguments) for name, arguments in calls]
+
+
+def test_schemas_describe_the_arguments_and_mistakes_come_back_as_tool_errors(tmp_path):
+    calls = [
+        ("record_outcome", {"text": "errors gone", "status": "fine"}),  # not in the enum
+        ("record_observation", {"text": ""}),  # empty text
+        ("record_observation", {"text": "disk full", "timestamp": "yesterday"}),
+        ("recall", {"query": "disk", "outcome": "MAYBE"}),
+        ("recall", {"query": "disk", "since": "2026-03-03T00:00:00Z", "until": "2026-03-01T00:00:00Z"}),
+        ("no_such_tool", {}),
+        ("record_observation", {"text": "disk full on the build agents", "service": "ci",
+                                "timestamp": "2026-03-02T09:00:00Z"}),
+        ("list_facts", {}),
+        ("verify_store", {}),
+    ]
+    with EpisodicMemory(tmp_path / "memory.sqlite", principal="p") as memory:
+        tools, results = asyncio.run(_in_process_calls(memory, calls))
+    decision = tools["record_decision"].input_schema
+    assert decision["required"] == ["text", "choice"]
+    assert decision["properties"]["choice"]["description"] and tools["record_decision"].description
+    assert tools["record_outcome"].input_schema["properties"]["status"]["enum"] == ["success", "failure", "partial"]
+    assert all(t.description for t in tools.values())
+    assert [r.is_error for r in results] == [True] * 6 + [False] * 3
+    assert "yesterday" in results[2].content[0].text and "ISO-8601" in results[2].content[0].text
+    assert "is after until" in results[4].content[0].text
+    assert "Unknown tool: no_such_tool" in results[5].content[0].text
+    assert results[6].structured_content["seq"] == 0  # the server kept working after every mistake
+    assert results[7].structured_content == {"principal": "p", "facts": []}
+    assert json.loads(results[8].content[0].text)["ok"] is True
+
+
+def test_cli_store_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):
+    from memory.mcp.__main__ import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["--store", str(blocker / "memory.sqlite"), "--principal", "p"]) == 2
+    assert "error:" in capsys.readouterr().err
