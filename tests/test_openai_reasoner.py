@@ -93,7 +93,7 @@ def fake():
 def _compare(tmp_path, url, cache, name):
     path = tmp_path / f"{name}.json"
     args = ["--mode", "openai", "--model", "local-model", "--seeds", "1", "--agents", "episodic", "no_memory",
-            "--cache", str(cache), "--json", str(path), "--quiet"]
+            "--cache", str(cache), "--json", str(path), "--quiet", "--jobs", "1"]  # requests in serial order
     code = main(args + (["--base-url", url] if url else []), now=lambda: T0)
     return code, runlog.read(path)
 
