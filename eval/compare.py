@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from eval import runlog
-from eval.metrics import summary
+from eval.metrics import comparisons, summary
 from eval.presets import DEFAULT_AGENTS, PRESETS, build_agent
-from eval.report import Report, mean_layers
+from eval.report import SUBJECT, Report, mean_layers
 from eval.runner import Playthrough, play
 
 CANONICAL = "pool-vs-deploy"
@@ -176,11 +176,15 @@ def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
 def _summarise(log: dict[str, Any], layers: dict[str, list[dict[str, Any]]]) -> None:
     from eval.report import records
 
+    per_agent = {name: records(log, name) for name in log["agents"]}
     for name, entry in log["agents"].items():
-        entry["summary"] = summary(records(log, name))
+        entry["summary"] = summary(per_agent[name])
         averaged = mean_layers(layers.get(name, []))
         if averaged:
             entry["layers"] = averaged
+    # Round-level paired results: the unit is scenario × round, seeds are repeated measures.
+    log["comparisons"] = {"subject": SUBJECT, "unit": "scenario round (mean over seeds)",
+                          "versus": comparisons(per_agent, SUBJECT)}
 
 
 class _UsageError(Exception):

@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any, Iterable, Sequence
 
 from eval.runner import RoundRecord
-from eval.stats import Interval, McNemar, mcnemar_exact, wilson
+from eval.stats import Interval, McNemar, SignTest, cluster_bootstrap, mcnemar_exact, sign_test, wilson
 
 
 def accuracy(records: Sequence[RoundRecord]) -> Interval:
@@ -36,6 +36,7 @@ def summary(records: Sequence[RoundRecord]) -> dict[str, Any]:
         "solve_rate": solved.value if n else None,
         "solve_rate_ci95": [solved.low, solved.high] if n else None,
         "mean_attempts": (sum(r.attempts for r in records) / n) if n else None,
+        "round_level": round_level(records),
         "per_kind": {kind: {"n": len(group), "first_attempt_accuracy": accuracy(group).value,
                             "ci95": [accuracy(group).low, accuracy(group).high]}
                      for kind, group in by_kind(records).items()},
@@ -60,3 +61,57 @@ def paired_test(a: Sequence[RoundRecord], b: Sequence[RoundRecord]) -> McNemar |
     if not pairs:
         return None
     return mcnemar_exact([x for x, _ in pairs], [y for _, y in pairs])
+
+
+# -- round level: the unit is scenario × round; seeds are repeated measures --------------------
+
+RoundKey = tuple[str, str]  # (scenario, round id)
+
+
+def round_means(records: Iterable[RoundRecord]) -> dict[RoundKey, float]:
+    """First-attempt correctness per scenario round, averaged over its seeds (rounds in order)."""
+    groups: dict[RoundKey, list[bool]] = defaultdict(list)
+    for r in records:
+        groups[(r.scenario, r.round)].append(r.first_correct)
+    return {key: sum(values) / len(values) for key, values in groups.items()}
+
+
+def round_level(records: Sequence[RoundRecord]) -> dict[str, Any]:
+    """Accuracy over scenario rounds with a cluster-bootstrap 95% interval (rounds resampled)."""
+    means = round_means(records)
+    interval = cluster_bootstrap(list(means.values()))
+    return {"rounds": len(means), "seeds_per_round": (len(records) / len(means)) if means else None,
+            "first_attempt_accuracy": interval.value if means else None,
+            "ci95": [interval.low, interval.high] if means else None}
+
+
+def compare_rounds(a: Sequence[RoundRecord], b: Sequence[RoundRecord]) -> dict[str, Any] | None:
+    """Paired round-level comparison of A vs B: exact sign test and bootstrap interval of A − B.
+
+    Rounds are paired by (scenario, round); each side is its mean over seeds. ``n`` is the
+    number of scenario rounds both played, ``discordant`` those where the means differ.
+    """
+    mean_a, mean_b = round_means(a), round_means(b)
+    keys = [key for key in mean_a if key in mean_b]
+    if not keys:
+        return None
+    differences = [mean_a[key] - mean_b[key] for key in keys]
+    test: SignTest = sign_test(differences)
+    interval = cluster_bootstrap(differences)
+    return {"n_rounds": len(keys), "discordant": test.a_better + test.b_better,
+            "a_better": test.a_better, "b_better": test.b_better, "sign_test_p": test.p_value,
+            "difference": interval.value, "difference_ci95": [interval.low, interval.high],
+            "significant": test.p_value < 0.05}
+
+
+def comparisons(per_agent: dict[str, Sequence[RoundRecord]], subject: str) -> dict[str, Any]:
+    """`compare_rounds(subject, other)` for every other agent that played rounds."""
+    if subject not in per_agent:
+        return {}
+    out = {}
+    for name, rows in per_agent.items():
+        if name != subject:
+            result = compare_rounds(per_agent[subject], rows)
+            if result is not None:
+                out[name] = result
+    return out

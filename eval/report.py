@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eval.runner import RoundRecord
-from eval.metrics import paired_test
+from eval.metrics import comparisons, paired_test
 
 BASELINE = "flat_rag"
 SUBJECT = "episodic"
@@ -109,6 +109,8 @@ class Report:
                 if kind not in kinds:
                     kinds.append(kind)
         table = Table(title="first-attempt accuracy [95% CI]")
+        table.caption = ("kind and overall rows: Wilson intervals over seeds × rounds (too narrow when seeds "
+                         "repeat a round); per round: cluster-bootstrap interval over scenario rounds")
         table.add_column("kind")
         for agent in self.agents:
             table.add_column(agent, justify="right")
@@ -126,21 +128,43 @@ class Report:
                            f"n={s.get('rounds', 0)}")
             solved.append(f"{_pct(s.get('solve_rate'))} · {s.get('mean_attempts') or 0:.2f} att.")
         table.add_row("[bold]overall[/]", *overall)
+        by_round = []
+        for agent in self.agents:
+            level = self.log["agents"][agent]["summary"].get("round_level") or {}
+            by_round.append(f"{_pct(level.get('first_attempt_accuracy'))} {_ci(level.get('ci95'))} "
+                            f"n={level.get('rounds', 0)} rounds" if level else "—")
+        table.add_row("per round (seeds averaged)", *by_round)
         table.add_row("solved · mean attempts", *solved)
         return table
 
-    def significance(self) -> Text:
-        """Exact McNemar test, episodic vs flat_rag, paired by scenario, seed and round."""
-        if SUBJECT not in self.agents or BASELINE not in self.agents:
-            return Text("")
-        test = paired_test(records(self.log, SUBJECT), records(self.log, BASELINE))
-        if test is None:
-            return Text("")
-        verdict = ("episodic ahead" if test.a_only > test.b_only else
-                   "flat_rag ahead" if test.b_only > test.a_only else "no difference")
-        return Text(f"paired exact McNemar, episodic vs flat_rag (first attempt): only episodic right "
-                    f"{test.a_only}, only flat_rag right {test.b_only}, p = {test.p_value:.4g} — {verdict}"
-                    + (" (not significant at 0.05)" if test.p_value >= 0.05 else ""))
+    def significance(self) -> Group:
+        """Round-level paired results, episodic vs every other agent, then the per-trial McNemar."""
+        versus = (self.log.get("comparisons") or {}).get("versus")
+        if versus is None:  # a log written before round-level statistics: compute them from the rounds
+            versus = comparisons({a: records(self.log, a) for a in self.agents}, SUBJECT)
+        lines: list[Text] = []
+        if versus:
+            lines.append(Text("paired by scenario round (seeds averaged per round; sign test on the rounds "
+                              "where the agents differ, 95% cluster-bootstrap interval of the accuracy "
+                              "difference over rounds):", style="bold"))
+        for other, c in versus.items():
+            ci = c["difference_ci95"]
+            verdict = (f"{SUBJECT} ahead" if c["a_better"] > c["b_better"] else
+                       f"{other} ahead" if c["b_better"] > c["a_better"] else "no difference")
+            verdict += " — significant at 0.05" if c["significant"] else " — not significant"
+            lines.append(Text(
+                f"  {SUBJECT} vs {other}: n = {c['n_rounds']} scenario rounds, {c['discordant']} differ "
+                f"({SUBJECT} better in {c['a_better']}, {other} better in {c['b_better']}); "
+                f"sign test p = {c['sign_test_p']:.3g}; difference {100 * c['difference']:+.1f} points "
+                f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}] — {verdict}"))
+        if SUBJECT in self.agents and BASELINE in self.agents:
+            test = paired_test(records(self.log, SUBJECT), records(self.log, BASELINE))
+            if test is not None:
+                lines.append(Text(
+                    f"  per trial (scenario × seed × round, treats seeds as independent, so overstates the "
+                    f"evidence): McNemar only {SUBJECT} right {test.a_only}, only {BASELINE} right "
+                    f"{test.b_only}, p = {test.p_value:.4g}", style="dim"))
+        return Group(*lines)
 
     def retrieval_table(self) -> Table:
         """What the memories handed the reasoner, and how it went."""
