@@ -131,10 +131,12 @@ class HeuristicReasoner:
             if cause_id in prior:
                 memory[cause_id] += share
                 contributions[cause_id][item_id] = contributions[cause_id].get(item_id, 0.0) + share
+        facts: dict[str, float] = defaultdict(float)
         for item in evidence:
             if item.source == "fact" and item.conclusion in prior:
                 vote = FACT_WEIGHT * (item.confidence or 0.0) * max(0.0, min(1.0, item.relevance))
                 memory[item.conclusion] += vote
+                facts[item.conclusion] += vote
                 contributions[item.conclusion][item.id] = vote
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
@@ -149,8 +151,12 @@ class HeuristicReasoner:
                               key=lambda i: -contributions[choice][i]))
         rationale = (f"{choice}: prior {prior[choice]:.2f}, memory {memory[choice]:+.2f} "
                      f"from {len(relied)} item(s), feedback {feedback[choice]:+.2f}")
+        parts = {cid: {"prior": round(prior[cid], 6), "memory": round(MEMORY_WEIGHT * (memory[cid] - facts[cid]), 6),
+                       "facts": round(MEMORY_WEIGHT * facts[cid], 6),
+                       "feedback": round(FEEDBACK_WEIGHT * feedback[cid], 6), "total": round(scores[cid], 6)}
+                 for cid in ids}
         return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
-                        scores={cid: round(value, 6) for cid, value in scores.items()})
+                        scores={cid: round(value, 6) for cid, value in scores.items()}, parts=parts)
 
     def _item_votes(self, item: Evidence, candidates: Sequence[CauseInfo]) -> dict[str, float]:
         """What one precedent says about each candidate, in [−1, 1] (before weighting)."""

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from agent.agents import DEFAULT_BUDGET
 from eval import runlog
 from eval.metrics import comparisons, summary
 from eval.presets import DEFAULT_AGENTS, PRESETS, build_agent
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
         seeds=list(range(args.seeds)), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
-                "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
+                "store": args.store, "budget": {"items": DEFAULT_BUDGET.items, "chars": DEFAULT_BUDGET.chars}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.

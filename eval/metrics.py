@@ -45,6 +45,7 @@ def summary(records: Sequence[RoundRecord]) -> dict[str, Any]:
             "labelled_share": (sum(r.labelled for r in records) / retrieved) if retrieved else None,
             "pattern_applications": sum(1 for r in relied if r.first_correct),
             "false_positives": sum(1 for r in relied if not r.first_correct),
+            **evidence_hits(records),
         },
         "latency_ms_per_round": (sum(r.latency_ms for r in records) / n) if n else None,
         "input_tokens": sum(r.input_tokens for r in records),
@@ -115,3 +116,29 @@ def comparisons(per_agent: dict[str, Sequence[RoundRecord]], subject: str) -> di
             if result is not None:
                 out[name] = result
     return out
+
+
+# -- retrieval judged by provenance, apart from the reasoner ----------------------------------
+
+def evidence_hits(records: Sequence[RoundRecord]) -> dict[str, Any]:
+    """Did the memory surface the right experience? Judged from the simulator's provenance.
+
+    Over first attempts of rounds whose true cause was the truth of an earlier round:
+    ``evidence_hit1`` is the share whose top experience item (episode or chunk; facts are not
+    traced) comes from an earlier round with the same true cause, ``evidence_hitk`` the share
+    where any retrieved item does. ``other_cause_share`` is, over every first attempt, the
+    share of traced retrieved items that come from a round of a different true cause.
+    """
+    eligible = [r for r in records if r.evidence_eligible]
+    hit1 = hitk = 0
+    for r in eligible:
+        experience = [item for item in r.retrieved_items if item.get("source") != "fact"]
+        hit1 += bool(experience) and experience[0].get("same_cause") is True
+        hitk += any(item.get("same_cause") is True for item in experience)
+    traced = [item for r in records for item in r.retrieved_items if item.get("same_cause") is not None]
+    other = sum(1 for item in traced if item["same_cause"] is False)
+    return {"evidence_rounds": len(eligible),
+            "evidence_hit1": hit1 / len(eligible) if eligible else None,
+            "evidence_hitk": hitk / len(eligible) if eligible else None,
+            "traced_items": len(traced),
+            "other_cause_share": other / len(traced) if traced else None}

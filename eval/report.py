@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from rich.console import Group
@@ -19,7 +19,8 @@ SUBJECT = "episodic"
 def records(log: dict[str, Any], agent: str) -> list[RoundRecord]:
     """The round records of one agent, rebuilt from the log."""
     fields = RoundRecord.__dataclass_fields__
-    return [RoundRecord(**{k: (tuple(v) if k == "decisions" else v) for k, v in row.items() if k in fields})
+    return [RoundRecord(**{k: (tuple(v) if k in ("decisions", "retrieved_items") else v)
+                           for k, v in row.items() if k in fields})
             for row in log["agents"][agent]["rounds"]]
 
 
@@ -91,14 +92,17 @@ class Report:
                 firsts.append(tuple(r.first_decision for r in rows))
                 if many:
                     style = "green" if right == len(rows) else ("red" if right == 0 else "yellow")
-                    cells.append(f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})")
+                    wrong = Counter(r.first_decision for r in rows if not r.first_correct)
+                    shown = " ".join(f"✗ {choice}×{n}" for choice, n in wrong.most_common())
+                    cells.append(f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})" + (f" [red]{shown}[/]" if shown else ""))
                 else:
                     mark = "[green]✓[/]" if right else f"[red]✗ {rows[0].first_decision}[/]"
                     cells.append(f"{mark} ({rows[0].attempts})")
             differs = "◆" if len(set(firsts)) > 1 else ""
             r = info[round_id]
             table.add_row(round_id, r.kind, r.truth, *cells, differs)
-        table.caption = "cells: first decision (attempts used); ◆ = agents' first decisions differ"
+        table.caption = ("cells: first decision (attempts used); with seeds, right/seeds and each wrong first "
+                         "choice × how many seeds made it; ◆ = agents' first decisions differ")
         return table
 
     def accuracy_table(self) -> Table:
@@ -169,16 +173,21 @@ class Report:
     def retrieval_table(self) -> Table:
         """What the memories handed the reasoner, and how it went."""
         table = Table(title="retrieval quality (first attempts)")
-        for column in ("agent", "items", "with outcome labels", "pattern applied ✓", "false positives ✗", "ms/round"):
+        for column in ("agent", "items", "with outcome labels", "evidence hit@1", "hit@k", "other-cause items",
+                       "pattern applied ✓", "false positives ✗", "ms/round"):
             table.add_column(column, justify="right" if column != "agent" else "left")
         for agent in self.agents:
             s = self.log["agents"][agent]["summary"]
             r = s.get("retrieval", {})
             table.add_row(agent, str(r.get("items_retrieved", 0)), _pct(r.get("labelled_share")),
+                          _pct(r.get("evidence_hit1")), _pct(r.get("evidence_hitk")), _pct(r.get("other_cause_share")),
                           str(r.get("pattern_applications", 0)), str(r.get("false_positives", 0)),
                           f"{s.get('latency_ms_per_round') or 0:.2f}")
-        table.caption = ("pattern applied: first decision relied on memory and was right; "
-                         "false positive: relied on memory and was wrong")
+        table.caption = ("evidence hit@1 / hit@k: over rounds whose cause occurred before, the top / any retrieved "
+                         "episode or chunk comes from an earlier round with the same true cause (simulator "
+                         "provenance, whatever the reasoner did); other-cause items: share of traced items from "
+                         "rounds of a different cause; pattern applied: first decision relied on memory and was "
+                         "right; false positive: relied on memory and was wrong")
         return table
 
     def layers_table(self) -> Table | None:
