@@ -185,7 +185,10 @@ def _summarise(log: dict[str, Any], layers: dict[str, list[dict[str, Any]]]) -> 
             entry["layers"] = averaged
     # Round-level paired results: the unit is scenario × round, seeds are repeated measures.
     log["comparisons"] = {"subject": SUBJECT, "unit": "scenario round (mean over seeds)",
-                          "versus": comparisons(per_agent, SUBJECT)}
+                          "versus": comparisons(per_agent, SUBJECT),
+                          "per_scenario": {s["name"]: comparisons(
+                              {n: [r for r in rows if r.scenario == s["name"]] for n, rows in per_agent.items()},
+                              SUBJECT) for s in log["scenarios"]}}
 
 
 class _UsageError(Exception):

@@ -43,7 +43,10 @@ class Report:
         parts: list[Any] = [self._header()]
         for scenario in self.log["scenarios"]:
             parts.append(self.rounds_table(scenario["name"]))
-        parts += [self.accuracy_table(), self.significance(), self.retrieval_table()]
+        parts += [self.accuracy_table(), self.significance()]
+        if len(self.log["scenarios"]) > 1:
+            parts.append(self.scenario_table())
+        parts.append(self.retrieval_table())
         layers = self.layers_table()
         if layers is not None:
             parts.append(layers)
@@ -169,6 +172,31 @@ class Report:
                     f"evidence): McNemar only {SUBJECT} right {test.a_only}, only {BASELINE} right "
                     f"{test.b_only}, p = {test.p_value:.4g}", style="dim"))
         return Group(*lines)
+
+    def scenario_table(self) -> Table:
+        """Per scenario: round-level accuracy of every agent and episodic's paired result against each."""
+        table = Table(title=f"per scenario, by round (seeds averaged): accuracy; {SUBJECT} vs each other agent")
+        table.add_column("scenario")
+        table.add_column("rounds", justify="right")
+        for agent in self.agents:
+            table.add_column(agent, justify="right")
+        for scenario in (s["name"] for s in self.log["scenarios"]):
+            per_agent = {a: [r for r in records(self.log, a) if r.scenario == scenario] for a in self.agents}
+            versus = comparisons(per_agent, SUBJECT)
+            cells = []
+            for agent in self.agents:
+                rows = per_agent[agent]
+                accuracy = _pct(sum(r.first_correct for r in rows) / len(rows)) if rows else "—"
+                c = versus.get(agent)
+                if c is not None:
+                    accuracy += (f" ({SUBJECT} +{c['a_better']}/−{c['b_better']}, p={c['sign_test_p']:.2g}"
+                                 + ("" if c["significant"] else ", n.s.") + ")")
+                cells.append(accuracy)
+            n = len({r.round for rows in per_agent.values() for r in rows})
+            table.add_row(scenario, str(n), *cells)
+        table.caption = (f"(+a/−b): rounds where {SUBJECT} was better / worse on the seed-averaged first attempt; "
+                         "exact sign test over those rounds; n.s. = not significant at 0.05")
+        return table
 
     def retrieval_table(self) -> Table:
         """What the memories handed the reasoner, and how it went."""
