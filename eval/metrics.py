@@ -38,7 +38,9 @@ def summary(records: Sequence[RoundRecord]) -> dict[str, Any]:
         "mean_attempts": (sum(r.attempts for r in records) / n) if n else None,
         "round_level": round_level(records),
         "per_kind": {kind: {"n": len(group), "first_attempt_accuracy": accuracy(group).value,
-                            "ci95": [accuracy(group).low, accuracy(group).high]}
+                            "ci95": [accuracy(group).low, accuracy(group).high],
+                            **{key: value for key, value in evidence_hits(group).items()
+                               if key in ("evidence_hit1", "evidence_hitk")}}
                      for kind, group in by_kind(records).items()},
         "retrieval": {
             "items_retrieved": retrieved,

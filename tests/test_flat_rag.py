@@ -57,6 +57,9 @@ def test_run_log_explains_decisions_and_traces_retrieval_to_rounds(tmp_path):
         retrieval = log["agents"][agent]["summary"]["retrieval"]
         assert retrieval == {**retrieval, **evidence_hits(records(log, agent))}
         assert 0 < retrieval["evidence_rounds"] < len(rows) and retrieval["evidence_hitk"] >= retrieval["evidence_hit1"]
+        per_kind = log["agents"][agent]["summary"]["per_kind"]
+        recall = [r for r in records(log, agent) if r.kind == "recall"]
+        assert per_kind["recall"]["evidence_hitk"] == evidence_hits(recall)["evidence_hitk"]
     assert log["agents"]["no_memory"]["summary"]["retrieval"]["evidence_hitk"] == 0
     versus = log["comparisons"]["versus"]
     assert set(versus) == {"flat_rag", "no_memory"} and versus["flat_rag"]["n_rounds"] == len(order)
