@@ -40,7 +40,10 @@ def test_mcnemar_exact_values():
 
 # -- round level ---------------------------------------------------------------------------------
 
-from eval.metrics import compare_rounds, round_level  # noqa: E402
+import json  # noqa: E402
+
+from eval.metrics import compare_rounds, comparisons, round_level  # noqa: E402
+from eval.report import records  # noqa: E402
 from eval.runner import RoundRecord  # noqa: E402
 from eval.stats import cluster_bootstrap, sign_test  # noqa: E402
 
@@ -55,9 +58,16 @@ def _records(pattern, seeds):
 def test_seeds_that_duplicate_rounds_do_not_change_the_round_level_test():
     a = [True] * 7 + [False, True, True]
     b = [False] * 5 + [True, True, True, False, True]
-    once = compare_rounds(_records(a, [0]), _records(b, [0]))
-    five = compare_rounds(_records(a, range(5)), _records(b, range(5)))
-    assert once == five
+    def log(seeds):  # a synthetic run log, read back the way the report reads it
+        return {"agents": {"episodic": {"rounds": [r.to_json() for r in _records(a, seeds)]},
+                           "flat_rag": {"rounds": [r.to_json() for r in _records(b, seeds)]}}}
+
+    def compared(seeds):
+        data = json.loads(json.dumps(log(seeds)))
+        return comparisons({name: records(data, name) for name in data["agents"]}, "episodic")["flat_rag"]
+
+    once, five = compared([0]), compared(range(5))
+    assert once == five == compare_rounds(_records(a, [0]), _records(b, [0]))
     assert (once["n_rounds"], once["discordant"], once["a_better"], once["b_better"]) == (10, 7, 6, 1)
     assert once["sign_test_p"] == pytest.approx(2 * (1 + 7) / 128)  # exact binomial, 1 of 7
     assert not once["significant"]
