@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
-from baseline.flat_rag import WindowedRAGMemory
+from baseline import WindowedRAGMemory
 from memory.timeline import Encoder
 
 PRINCIPAL = "agent"  # tenant used by the harness

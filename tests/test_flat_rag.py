@@ -4,7 +4,7 @@ import pytest
 
 from agent.agents import Budget, fit_budget
 from agent.reasoner import Evidence
-from baseline.flat_rag import WindowedRAGMemory
+from baseline import WindowedRAGMemory
 from eval import runlog
 from eval.compare import main
 from eval.metrics import evidence_hits
