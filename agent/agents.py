@@ -5,8 +5,14 @@ builds the same `Problem`, asks the same `Reasoner` and gets the same context bu
 They differ only in what their memory returns as evidence:
 
 * `EpisodicAgent`: the full memory (episodes with outcomes, facts, causal graph).
-* `FlatRAGAgent`: top-k raw-text chunks by cosine.
+* `FlatRAGAgent`: top-k raw-text windows of consecutive events by cosine (or one event
+  per chunk, the weaker variant).
 * `NoMemoryAgent`: nothing (the lower bound).
+
+Fairness rules every agent follows: no agent retrieves the live round's own events (its
+observations, decisions, outcomes and corrections: the reasoner gets those directly), and
+one `Budget` caps what every agent hands the reasoner, in items (facts count as items) and
+in characters (`evidence_chars`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
-from baseline.flat_rag import FlatRAGMemory
+from baseline import WindowedRAGMemory
 from memory.timeline import Encoder
 
 PRINCIPAL = "agent"  # tenant used by the harness
@@ -26,11 +32,29 @@ PRINCIPAL = "agent"  # tenant used by the harness
 class Budget:
     """The context budget every agent gets."""
 
-    items: int = 6  # evidence items handed to the reasoner
-    chars: int = 3000  # characters of rendered context (what an LLM would read)
+    items: int = 9  # evidence items handed to the reasoner, facts included
+    chars: int = 3000  # characters of evidence text (`evidence_chars`) and of the rendered context
 
 
 DEFAULT_BUDGET = Budget()
+FACT_SLOTS = 3  # of the budget's items, kept for facts by the episodic agent (the retriever's max_facts)
+
+
+def evidence_chars(item: Evidence) -> int:
+    """The characters one evidence item costs: the text a reader gets (and its corrections)."""
+    return len(item.text) + sum(len(text) for text in item.corrections)
+
+
+def fit_budget(evidence: Sequence[Evidence], budget: Budget) -> list[Evidence]:
+    """The longest prefix of `evidence` within the budget's items and characters."""
+    kept, used = [], 0
+    for item in evidence:
+        cost = evidence_chars(item)
+        if len(kept) >= budget.items or (kept and used + cost > budget.chars):
+            break
+        kept.append(item)
+        used += cost
+    return kept
 
 
 @dataclass(frozen=True)
@@ -92,8 +116,17 @@ class _LoopAgent:
     # -- recording (subclasses store text in their memory) ----------------------------------
 
     def _record(self, text: str, *, kind: str, role: str, timestamp: datetime, situation: str,
-                metadata: dict[str, Any]) -> str | None:
+                metadata: dict[str, Any], source: int | None = None, live: bool = False) -> str | None:
+        """Store one entry; `source` is its environment event index, `live` whether it belongs
+        to the round being decided (an interlude note before the round does not)."""
         return None
+
+    def _new_round(self) -> None:
+        """A new round begins: everything recorded so far may be retrieved from now on."""
+
+    def provenance(self, item_id: str) -> tuple[int, ...]:
+        """Environment event indices an evidence item was made from (evaluation only)."""
+        return ()
 
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         return [], ""
@@ -106,7 +139,8 @@ class _LoopAgent:
                 continue
             self._seen.add(event.index)
             entry_id = self._record(event.text, kind=event.kind, role=event.role, timestamp=event.timestamp,
-                         situation=event.situation, metadata=dict(event.metadata))
+                                    situation=event.situation, metadata=dict(event.metadata), source=event.index,
+                                    live=event.kind != "note")
             if entry_id is not None:
                 self.entry_events[entry_id] = event.index
             if event.kind == "observation":
@@ -119,6 +153,7 @@ class _LoopAgent:
             self._round = prompt.round_id
             self._feedback, self._tried = [], []
             self._pending_observations.clear()
+            self._new_round()
         self.observe(prompt.events)
         if prompt.attempt == 1:
             self._observations = [text for situation, text in self._pending_observations
@@ -135,6 +170,7 @@ class _LoopAgent:
             feedback=tuple(self._feedback),
         )
         evidence, context_text = self._recall(problem)
+        evidence = fit_budget(evidence, self.budget)
         decision = self.reasoner.decide(problem, evidence, context_text)
         self._tried.append(decision.choice)
         self._record(
@@ -142,6 +178,7 @@ class _LoopAgent:
             kind="decision", role="agent", timestamp=prompt.decision_time, situation=prompt.situation,
             metadata={"choice": decision.choice, "confidence": decision.confidence, "service": prompt.service,
                       "retrieved": [item.id for item in evidence], "relied_on": list(decision.relied_on)},
+            live=True,
         )
         return Turn(decision, tuple(evidence), context_text)
 
@@ -159,26 +196,47 @@ class NoMemoryAgent(_LoopAgent):
 
 
 class FlatRAGAgent(_LoopAgent):
-    """Flat vector RAG over the same raw text, top-k by cosine."""
+    """Flat vector RAG over the same raw timeline: windows of consecutive events, top-k by cosine.
+
+    Args:
+        reasoner: the shared reasoner.
+        encoder: the shared encoder.
+        budget: the shared budget.
+        window: events per chunk (1: one chunk per event, the weaker baseline).
+        stride: events between chunk starts.
+        name: agent name in reports.
+    """
 
     name = "flat_rag"
 
-    def __init__(self, reasoner: Reasoner, encoder: Encoder, budget: Budget = DEFAULT_BUDGET) -> None:
+    def __init__(self, reasoner: Reasoner, encoder: Encoder, budget: Budget = DEFAULT_BUDGET, *,
+                 window: int = 4, stride: int = 2, name: str = "flat_rag") -> None:
         super().__init__(reasoner, budget)
-        self.memory = FlatRAGMemory(encoder)
+        self.memory = WindowedRAGMemory(encoder, window=window, stride=stride)
+        self.name = name
+        self._sources: dict[str, tuple[int, ...]] = {}
 
-    def _record(self, text, *, kind, role, timestamp, situation, metadata):
-        self.memory.add(text, principal=PRINCIPAL)
+    def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
+        self.memory.append(text, source=source)
         return None
+
+    def _new_round(self) -> None:
+        self.memory.commit()
+
+    def provenance(self, item_id: str) -> tuple[int, ...]:
+        return self._sources.get(item_id, ())
 
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         query = " ".join(problem.observations)
-        hits = self.memory.search(query, principal=PRINCIPAL, k=self.budget.items)
-        evidence = [Evidence(id=hit.chunk.id, source="chunk", text=hit.chunk.text, relevance=max(0.0, hit.score),
-                             observations=(hit.chunk.text,)) for hit in hits]
+        hits = self.memory.search(query, k=self.budget.items)
+        evidence = []
+        for window, score in hits:
+            self._sources[window.id] = window.sources
+            evidence.append(Evidence(id=window.id, source="chunk", text=window.text, relevance=max(0.0, score),
+                                     observations=(window.text,), why=f"cosine {score:.3f} to the observations"))
         lines, used = [], 0
-        for hit in hits:
-            line = f"- ({hit.score:.2f}) {hit.chunk.text}"
+        for item in fit_budget(evidence, self.budget):
+            line = f"- ({item.relevance:.2f}) {item.text}"
             if used + len(line) > self.budget.chars:
                 break
             lines.append(line)
@@ -204,30 +262,46 @@ class EpisodicAgent(_LoopAgent):
         self.name = name
         self.outcome_labels = outcome_labels
         self.principal = principal
+        self._live: set[str] = set()  # entry ids of the round being decided
 
-    def _record(self, text, *, kind, role, timestamp, situation, metadata):
+    def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
         entry = self.memory.record(text, kind=kind, role=role, timestamp=timestamp, situation=situation,
                                    metadata=metadata, principal=self.principal)
+        if live:
+            self._live.add(entry.id)
         return entry.id
 
+    def _new_round(self) -> None:
+        self._live = set()
+
+    def provenance(self, item_id: str) -> tuple[int, ...]:
+        episode = self.memory.episode(item_id)
+        if episode is None:
+            return ()
+        return tuple(sorted(self.entry_events[e] for e in episode.entry_ids if e in self.entry_events))
+
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
+        # Episodes get the budget's items minus the fact slots; ask for as many more as the live
+        # round may occupy (one episode per attempt), then drop the live round's episodes.
+        slots = max(1, self.budget.items - FACT_SLOTS)
         context = self.memory.recall(list(problem.observations), situation=problem.situation,
-                                     principal=self.principal, k=self.budget.items)
+                                     principal=self.principal, k=slots + problem.attempt)
         evidence: list[Evidence] = []
-        for recalled in context.episodes:
+        episodes = [r for r in context.episodes if not self._live.intersection(r.episode.entry_ids)][:slots]
+        for recalled in episodes:
             episode = recalled.episode
             relevance = max(0.0, float(recalled.score.relevance))
             problem_of = self.memory.problem(episode.id)
             observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
             if not self.outcome_labels:
                 evidence.append(Evidence(id=episode.id, source="chunk", text=_episode_text(episode),
-                                         relevance=relevance, observations=observed))
+                                         relevance=relevance, observations=observed, why=recalled.why))
                 continue
             evidence.append(Evidence(
                 id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                 outcome=episode.outcome.value, choices=tuple(episode.choices),
                 corrections=tuple(episode.corrections), resolved_as=self.memory.resolution(episode.id),
-                observations=observed,
+                observations=observed, why=recalled.why,
             ))
         if self.outcome_labels:
             for recalled in context.facts:
@@ -235,7 +309,7 @@ class EpisodicAgent(_LoopAgent):
                 evidence.append(Evidence(
                     id=f"{fact.fact_id}@{fact.version}", source="fact", text=fact.text,
                     relevance=max(0.0, min(1.0, float(recalled.match))), conclusion=fact.conclusion,
-                    confidence=float(fact.confidence)))
+                    confidence=float(fact.confidence), why=recalled.why))
         return evidence, context.render(max_chars=self.budget.chars)
 
     def recorded(self) -> Recorded:

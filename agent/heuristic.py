@@ -16,8 +16,11 @@ signals) and what the memory hands it. For every candidate ``c`` it computes
   item is labelled: a problem resolved as ``c`` votes for ``c``; a failed attempt with no
   known resolution votes against its choice, and its corrections vote for the cause they
   name and against the one they reject. Facts add ``FACT_WEIGHT · confidence · match`` for
-  their conclusion. Unlabelled text (flat-RAG chunks) votes for the causes it mentions, read
-  the way a correction is read (negated clauses count against).
+  their conclusion. An unlabelled run of events (a flat-RAG window, one event per line) is
+  read in order: a decision followed by an outcome that did not work counts against the
+  decided cause, one that worked for it, and the line after a failure is read as a
+  correction (`sequence_votes`); text with no decision votes for the causes it mentions,
+  read the way a correction is read (negated clauses count against).
 * ``feedback(c)``: the corrections already received in this round, read the same way.
 
 Choices already tried and failed in this round are excluded while others remain. Ties go
@@ -29,12 +32,14 @@ the only vocabulary is generic English (stop words, negation cues), all of it in
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from typing import Sequence
 
 import numpy as np
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
+from memory.episodes import Outcome, classify_text
 from memory.text import split_negation, stems
 from memory.timeline import Encoder, HashingEncoder
 
@@ -131,10 +136,12 @@ class HeuristicReasoner:
             if cause_id in prior:
                 memory[cause_id] += share
                 contributions[cause_id][item_id] = contributions[cause_id].get(item_id, 0.0) + share
+        facts: dict[str, float] = defaultdict(float)
         for item in evidence:
             if item.source == "fact" and item.conclusion in prior:
                 vote = FACT_WEIGHT * (item.confidence or 0.0) * max(0.0, min(1.0, item.relevance))
                 memory[item.conclusion] += vote
+                facts[item.conclusion] += vote
                 contributions[item.conclusion][item.id] = vote
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
@@ -149,8 +156,12 @@ class HeuristicReasoner:
                               key=lambda i: -contributions[choice][i]))
         rationale = (f"{choice}: prior {prior[choice]:.2f}, memory {memory[choice]:+.2f} "
                      f"from {len(relied)} item(s), feedback {feedback[choice]:+.2f}")
+        parts = {cid: {"prior": round(prior[cid], 6), "memory": round(MEMORY_WEIGHT * (memory[cid] - facts[cid]), 6),
+                       "facts": round(MEMORY_WEIGHT * facts[cid], 6),
+                       "feedback": round(FEEDBACK_WEIGHT * feedback[cid], 6), "total": round(scores[cid], 6)}
+                 for cid in ids}
         return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
-                        scores={cid: round(value, 6) for cid, value in scores.items()})
+                        scores={cid: round(value, 6) for cid, value in scores.items()}, parts=parts)
 
     def _item_votes(self, item: Evidence, candidates: Sequence[CauseInfo]) -> dict[str, float]:
         """What one precedent says about each candidate, in [−1, 1] (before weighting)."""
@@ -168,9 +179,50 @@ class HeuristicReasoner:
                 for cause_id, vote in self.mentions(text, candidates).items():
                     votes[cause_id] += CORRECTION_SHARE * vote
             return votes
+        sequence = self.sequence_votes(item.text, candidates)
+        if sequence is not None:
+            return sequence
         for cause_id, vote in self.mentions(item.text, candidates).items():
             votes[cause_id] += vote
         return votes
+
+    def sequence_votes(self, text: str, candidates: Sequence[CauseInfo]) -> dict[str, float] | None:
+        """Read an unlabelled run of events (one per line) the way its outcome says.
+
+        A line whose first clause names a candidate id is a decision; the next line with an
+        outcome cue (`memory.episodes.classify_text`: generic English) votes for it when it
+        worked and against it when it did not; the one line after a failure is read as a
+        correction (`mentions`, at ``CORRECTION_SHARE``). Lines before the first decision
+        (observations) are not read. Returns None when no line is a decision.
+        """
+        ids = [c.id for c in candidates]
+        votes: dict[str, float] = defaultdict(float)
+        pending, state, found = None, "", False
+        for line in (part.strip() for part in text.split("\n")):
+            if not line:
+                continue
+            named = _decided(line, ids)
+            if named is not None:
+                pending, state, found = named, "await", True
+            elif state == "await":
+                verdict = classify_text(line).outcome
+                if verdict in (Outcome.SUCCESS, Outcome.FAILURE):
+                    votes[pending] += 1.0 if verdict == Outcome.SUCCESS else -1.0
+                    state = "corrected?" if verdict == Outcome.FAILURE else ""
+            elif state == "corrected?":
+                for cause_id, vote in self.mentions(line, candidates).items():
+                    votes[cause_id] += CORRECTION_SHARE * vote
+                state = ""
+        if not found:
+            return None
+        return {cause_id: max(-1.0, min(1.0, vote)) for cause_id, vote in votes.items() if vote}
+
+
+def _decided(line: str, ids: Sequence[str]) -> str | None:
+    """The candidate id a decision line names first in its first clause (before a dash or colon after it)."""
+    head = re.split(r"\s[—–-]\s", line, maxsplit=1)[0]
+    named = [(match.start(), cid) for cid in ids if (match := re.search(rf"(?<![\w-]){re.escape(cid)}(?![\w-])", head))]
+    return min(named)[1] if named else None
 
 
 def precedent_evidence(votes: Sequence[tuple[Evidence, dict[str, float]]],

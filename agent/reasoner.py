@@ -48,6 +48,7 @@ class Evidence:
     conclusion: str | None = None  # a fact's conclusion
     confidence: float | None = None  # a fact's confidence
     observations: tuple[str, ...] = ()  # what was observed in the item's problem, when known
+    why: str = ""  # why the memory chose it (score parts, in words)
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class Decision:
     rationale: str  # one or two sentences
     relied_on: tuple[str, ...] = ()  # ids of evidence items that supported the choice
     scores: Mapping[str, float] = field(default_factory=dict)  # per-candidate score, when available
+    parts: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # per candidate: the score's parts
     usage: Mapping[str, float] = field(default_factory=dict)  # tokens, cost and latency (LLM reasoners)
 
 

@@ -92,3 +92,87 @@ def _split(text: str, limit: int) -> list[str]:
             current = f"{current} {word}" if current else word
     pieces.append(current)
     return pieces
+
+
+@dataclass(frozen=True)
+class Window:
+    """A window of consecutive timeline events, stored and retrieved as one chunk."""
+
+    id: str  # "window-<first>-<end>" (positions in the agent's timeline)
+    text: str  # the events' texts, one per line, in order
+    sources: tuple[int, ...]  # environment event indices of its events (agent-written entries have none)
+
+
+class WindowedRAGMemory:
+    """Flat RAG over windows of consecutive events: what a competent engineer would build.
+
+    The agent appends every event (observations, its own decisions, outcome signals,
+    corrections, notes) in stream order. Windows of `window` consecutive entries start every
+    `stride` entries, so any ``window − stride + 1`` consecutive events share at least one
+    window: with the defaults (4, 2) a decision, its outcome and the correction that
+    followed are always retrievable together. Only *committed* entries are searchable:
+    the caller commits everything before the live round begins, so no agent retrieves the
+    round it is deciding. ``window=1`` gives one chunk per event (the per-event baseline).
+
+    Args:
+        encoder: the same encoder the episodic memory uses.
+        window: entries per window.
+        stride: entries between window starts (≤ window).
+        redactor: the same write-time redaction as the episodic memory.
+    """
+
+    def __init__(self, encoder: Encoder, *, window: int = 4, stride: int = 2,
+                 redactor: Redactor | None = None) -> None:
+        if not 1 <= stride <= window:
+            raise ValueError(f"need 1 <= stride <= window, got stride {stride}, window {window}")
+        self.encoder = encoder
+        self.window = window
+        self.stride = stride
+        self.redactor = redactor or PatternRedactor()
+        self._texts: list[str] = []
+        self._sources: list[int | None] = []
+        self._committed = 0
+        self._windows: dict[int, Window] = {}  # by first position
+        self._vectors: dict[int, np.ndarray] = {}
+        self._matrix: np.ndarray | None = None
+        self._order: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._windows)
+
+    def append(self, text: str, *, source: int | None = None) -> None:
+        """Append one entry (not searchable until `commit`)."""
+        self._texts.append(self.redactor.redact(text).strip())
+        self._sources.append(source)
+
+    def commit(self) -> None:
+        """Make every appended entry searchable (windows ending past the old end are rebuilt)."""
+        n = len(self._texts)
+        if n == self._committed:
+            return
+        first = max(0, (self._committed - self.window) // self.stride * self.stride)
+        starts = list(range(first, n, self.stride))
+        built = [self._build(start, min(start + self.window, n)) for start in starts]
+        built = [w for w in built if w.text]
+        if built:
+            vectors = self.encoder.encode([w.text for w in built])
+            for w, vector in zip(built, vectors):
+                start = int(w.id.split("-")[1])
+                self._windows[start] = w
+                self._vectors[start] = vector
+        self._committed = n
+        self._order = sorted(self._windows)
+        self._matrix = np.stack([self._vectors[s] for s in self._order]) if self._order else None
+
+    def _build(self, start: int, end: int) -> Window:
+        texts = [t for t in self._texts[start:end] if t]
+        sources = tuple(s for s in self._sources[start:end] if s is not None)
+        return Window(f"window-{start}-{end}", "\n".join(texts), sources)
+
+    def search(self, query: str, *, k: int = 6) -> list[tuple[Window, float]]:
+        """The `k` committed windows most similar to `query`, best first (ties: earlier first)."""
+        if self._matrix is None or k <= 0:
+            return []
+        scores = self._matrix @ self.encoder.encode([query])[0]
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [(self._windows[self._order[i]], float(scores[i])) for i in order]

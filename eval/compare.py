@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from agent.agents import DEFAULT_BUDGET
 from eval import runlog
 from eval.merge import summarise
 from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         seeds=_seeds(args), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
                 "base_url": getattr(reasoner, "base_url", None),
-                "store": args.store, "budget": {"items": 6, "chars": 3000}}, now=now)
+                "store": args.store, "budget": {"items": DEFAULT_BUDGET.items, "chars": DEFAULT_BUDGET.chars}}, now=now)
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from eval.metrics import summary
-from eval.report import mean_layers, records
+from eval.metrics import comparisons, summary
+from eval.report import SUBJECT, mean_layers, records
 
 
 class MergeError(ValueError):
@@ -19,12 +19,19 @@ class MergeError(ValueError):
 
 
 def summarise(log: dict[str, Any]) -> None:
-    """Recompute every agent's ``summary`` (and ``layers``) from its rounds and runs, in place."""
+    """Recompute every agent's ``summary`` (and ``layers``) and the round-level ``comparisons``, in place."""
+    per_agent = {name: records(log, name) for name in log["agents"]}
     for name, entry in log["agents"].items():
-        entry["summary"] = summary(records(log, name))
+        entry["summary"] = summary(per_agent[name])
         averaged = mean_layers(run.get("layers") for run in entry.get("runs", []))
         if averaged:
             entry["layers"] = averaged
+    # Round-level paired results: the unit is scenario × round, seeds are repeated measures.
+    log["comparisons"] = {"subject": SUBJECT, "unit": "scenario round (mean over seeds)",
+                          "versus": comparisons(per_agent, SUBJECT),
+                          "per_scenario": {s["name"]: comparisons(
+                              {n: [r for r in rows if r.scenario == s["name"]] for n, rows in per_agent.items()},
+                              SUBJECT) for s in log["scenarios"]}}
 
 
 def merge(logs: Sequence[dict[str, Any]], sources: Sequence[str]) -> dict[str, Any]:

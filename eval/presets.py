@@ -18,12 +18,14 @@ class AgentPreset:
     memory: str  # "episodic", "flat_rag" or "none"
     retriever: str = "DEFAULT"  # retriever preset name in memory.retrieval.config (episodic only)
     outcome_labels: bool = True  # hand outcome labels to the reasoner (episodic only)
+    window: int = 4  # events per chunk (flat_rag only; stride is half a window, at least 1)
     description: str = ""  # one line for --help
 
 
 PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
     AgentPreset("episodic", "episodic", description="full episodic memory"),
-    AgentPreset("flat_rag", "flat_rag", description="top-k raw-text chunks by cosine"),
+    AgentPreset("flat_rag", "flat_rag", description="top-k windows of 4 consecutive events by cosine"),
+    AgentPreset("flat_rag-events", "flat_rag", window=1, description="top-k single events by cosine (weaker)"),
     AgentPreset("no_memory", "none", description="no memory (lower bound)"),
     AgentPreset("episodic-no-graph", "episodic", retriever="NO_GRAPH", description="ablation: no graph proximity"),
     AgentPreset("episodic-no-facts", "episodic", retriever="NO_FACTS", description="ablation: no facts"),
@@ -40,7 +42,8 @@ def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, st
     if preset.memory == "none":
         return NoMemoryAgent(reasoner, budget)
     if preset.memory == "flat_rag":
-        return FlatRAGAgent(reasoner, encoder, budget)
+        return FlatRAGAgent(reasoner, encoder, budget, window=preset.window, stride=max(1, preset.window // 2),
+                            name=preset.name)
     from memory.retrieval import config as retriever_module
     from memory.agent_memory import EpisodicMemory
 

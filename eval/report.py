@@ -8,9 +8,9 @@ statistics are recomputed from the merged rounds; it writes the same --csv, --pl
 
 from __future__ import annotations
 
-from collections import defaultdict
 import argparse
 import sys
+from collections import Counter, defaultdict
 from typing import Any, Iterable, Sequence
 
 from rich.console import Console, Group
@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from eval.runner import RoundRecord
-from eval.metrics import paired_test
+from eval.metrics import comparisons, paired_test
 
 BASELINE = "flat_rag"
 SUBJECT = "episodic"
@@ -27,7 +27,8 @@ SUBJECT = "episodic"
 def records(log: dict[str, Any], agent: str) -> list[RoundRecord]:
     """The round records of one agent, rebuilt from the log."""
     fields = RoundRecord.__dataclass_fields__
-    return [RoundRecord(**{k: (tuple(v) if k == "decisions" else v) for k, v in row.items() if k in fields})
+    return [RoundRecord(**{k: (tuple(v) if k in ("decisions", "retrieved_items") else v)
+                           for k, v in row.items() if k in fields})
             for row in log["agents"][agent]["rounds"]]
 
 
@@ -50,7 +51,10 @@ class Report:
         parts: list[Any] = [self._header()]
         for scenario in self.log["scenarios"]:
             parts.append(self.rounds_table(scenario["name"]))
-        parts += [self.accuracy_table(), self.significance(), self.retrieval_table()]
+        parts += [self.accuracy_table(), self.significance()]
+        if len(self.log["scenarios"]) > 1:
+            parts.append(self.scenario_table())
+        parts.append(self.retrieval_table())
         layers = self.layers_table()
         if layers is not None:
             parts.append(layers)
@@ -99,14 +103,17 @@ class Report:
                 firsts.append(tuple(r.first_decision for r in rows))
                 if many:
                     style = "green" if right == len(rows) else ("red" if right == 0 else "yellow")
-                    cells.append(f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})")
+                    wrong = Counter(r.first_decision for r in rows if not r.first_correct)
+                    shown = " ".join(f"✗ {choice}×{n}" for choice, n in wrong.most_common())
+                    cells.append(f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})" + (f" [red]{shown}[/]" if shown else ""))
                 else:
                     mark = "[green]✓[/]" if right else f"[red]✗ {rows[0].first_decision}[/]"
                     cells.append(f"{mark} ({rows[0].attempts})")
             differs = "◆" if len(set(firsts)) > 1 else ""
             r = info[round_id]
             table.add_row(round_id, r.kind, r.truth, *cells, differs)
-        table.caption = "cells: first decision (attempts used); ◆ = agents' first decisions differ"
+        table.caption = ("cells: first decision (attempts used); with seeds, right/seeds and each wrong first "
+                         "choice × how many seeds made it; ◆ = agents' first decisions differ")
         return table
 
     def accuracy_table(self) -> Table:
@@ -117,6 +124,8 @@ class Report:
                 if kind not in kinds:
                     kinds.append(kind)
         table = Table(title="first-attempt accuracy [95% CI]")
+        table.caption = ("kind and overall rows: Wilson intervals over seeds × rounds (too narrow when seeds "
+                         "repeat a round); per round: cluster-bootstrap interval over scenario rounds")
         table.add_column("kind")
         for agent in self.agents:
             table.add_column(agent, justify="right")
@@ -134,35 +143,87 @@ class Report:
                            f"n={s.get('rounds', 0)}")
             solved.append(f"{_pct(s.get('solve_rate'))} · {s.get('mean_attempts') or 0:.2f} att.")
         table.add_row("[bold]overall[/]", *overall)
+        by_round = []
+        for agent in self.agents:
+            level = self.log["agents"][agent]["summary"].get("round_level") or {}
+            by_round.append(f"{_pct(level.get('first_attempt_accuracy'))} {_ci(level.get('ci95'))} "
+                            f"n={level.get('rounds', 0)} rounds" if level else "—")
+        table.add_row("per round (seeds averaged)", *by_round)
         table.add_row("solved · mean attempts", *solved)
         return table
 
-    def significance(self) -> Text:
-        """Exact McNemar test, episodic vs flat_rag, paired by scenario, seed and round."""
-        if SUBJECT not in self.agents or BASELINE not in self.agents:
-            return Text("")
-        test = paired_test(records(self.log, SUBJECT), records(self.log, BASELINE))
-        if test is None:
-            return Text("")
-        verdict = ("episodic ahead" if test.a_only > test.b_only else
-                   "flat_rag ahead" if test.b_only > test.a_only else "no difference")
-        return Text(f"paired exact McNemar, episodic vs flat_rag (first attempt): only episodic right "
-                    f"{test.a_only}, only flat_rag right {test.b_only}, p = {test.p_value:.4g} — {verdict}"
-                    + (" (not significant at 0.05)" if test.p_value >= 0.05 else ""))
+    def significance(self) -> Group:
+        """Round-level paired results, episodic vs every other agent, then the per-trial McNemar."""
+        versus = (self.log.get("comparisons") or {}).get("versus")
+        if versus is None:  # a log written before round-level statistics: compute them from the rounds
+            versus = comparisons({a: records(self.log, a) for a in self.agents}, SUBJECT)
+        lines: list[Text] = []
+        if versus:
+            lines.append(Text("paired by scenario round (seeds averaged per round; sign test on the rounds "
+                              "where the agents differ, 95% cluster-bootstrap interval of the accuracy "
+                              "difference over rounds):", style="bold"))
+        for other, c in versus.items():
+            ci = c["difference_ci95"]
+            verdict = (f"{SUBJECT} ahead" if c["a_better"] > c["b_better"] else
+                       f"{other} ahead" if c["b_better"] > c["a_better"] else "no difference")
+            verdict += " — significant at 0.05" if c["significant"] else " — not significant"
+            lines.append(Text(
+                f"  {SUBJECT} vs {other}: n = {c['n_rounds']} scenario rounds, {c['discordant']} differ "
+                f"({SUBJECT} better in {c['a_better']}, {other} better in {c['b_better']}); "
+                f"sign test p = {c['sign_test_p']:.3g}; difference {100 * c['difference']:+.1f} points "
+                f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}] — {verdict}"))
+        if SUBJECT in self.agents and BASELINE in self.agents:
+            test = paired_test(records(self.log, SUBJECT), records(self.log, BASELINE))
+            if test is not None:
+                lines.append(Text(
+                    f"  per trial (scenario × seed × round, treats seeds as independent, so overstates the "
+                    f"evidence): McNemar only {SUBJECT} right {test.a_only}, only {BASELINE} right "
+                    f"{test.b_only}, p = {test.p_value:.4g}", style="dim"))
+        return Group(*lines)
+
+    def scenario_table(self) -> Table:
+        """Per scenario: round-level accuracy of every agent and episodic's paired result against each."""
+        table = Table(title=f"per scenario, by round (seeds averaged): accuracy; {SUBJECT} vs each other agent")
+        table.add_column("scenario")
+        table.add_column("rounds", justify="right")
+        for agent in self.agents:
+            table.add_column(agent, justify="right")
+        for scenario in (s["name"] for s in self.log["scenarios"]):
+            per_agent = {a: [r for r in records(self.log, a) if r.scenario == scenario] for a in self.agents}
+            versus = comparisons(per_agent, SUBJECT)
+            cells = []
+            for agent in self.agents:
+                rows = per_agent[agent]
+                accuracy = _pct(sum(r.first_correct for r in rows) / len(rows)) if rows else "—"
+                c = versus.get(agent)
+                if c is not None:
+                    accuracy += (f" ({SUBJECT} +{c['a_better']}/−{c['b_better']}, p={c['sign_test_p']:.2g}"
+                                 + ("" if c["significant"] else ", n.s.") + ")")
+                cells.append(accuracy)
+            n = len({r.round for rows in per_agent.values() for r in rows})
+            table.add_row(scenario, str(n), *cells)
+        table.caption = (f"(+a/−b): rounds where {SUBJECT} was better / worse on the seed-averaged first attempt; "
+                         "exact sign test over those rounds; n.s. = not significant at 0.05")
+        return table
 
     def retrieval_table(self) -> Table:
         """What the memories handed the reasoner, and how it went."""
         table = Table(title="retrieval quality (first attempts)")
-        for column in ("agent", "items", "with outcome labels", "pattern applied ✓", "false positives ✗", "ms/round"):
+        for column in ("agent", "items", "with outcome labels", "evidence hit@1", "hit@k", "other-cause items",
+                       "pattern applied ✓", "false positives ✗", "ms/round"):
             table.add_column(column, justify="right" if column != "agent" else "left")
         for agent in self.agents:
             s = self.log["agents"][agent]["summary"]
             r = s.get("retrieval", {})
             table.add_row(agent, str(r.get("items_retrieved", 0)), _pct(r.get("labelled_share")),
+                          _pct(r.get("evidence_hit1")), _pct(r.get("evidence_hitk")), _pct(r.get("other_cause_share")),
                           str(r.get("pattern_applications", 0)), str(r.get("false_positives", 0)),
                           f"{s.get('latency_ms_per_round') or 0:.2f}")
-        table.caption = ("pattern applied: first decision relied on memory and was right; "
-                         "false positive: relied on memory and was wrong")
+        table.caption = ("evidence hit@1 / hit@k: over rounds whose cause occurred before, the top / any retrieved "
+                         "episode or chunk comes from an earlier round with the same true cause (simulator "
+                         "provenance, whatever the reasoner did); other-cause items: share of traced items from "
+                         "rounds of a different cause; pattern applied: first decision relied on memory and was "
+                         "right; false positive: relied on memory and was wrong")
         return table
 
     def layers_table(self) -> Table | None:

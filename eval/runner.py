@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,11 +34,37 @@ class RoundRecord:
     input_tokens: int = 0  # LLM input tokens over the round (Claude mode)
     output_tokens: int = 0  # LLM output tokens over the round
     cost_usd: float = 0.0  # LLM cost over the round
+    rationale: str = ""  # the reasoner's rationale at the first attempt
+    candidate_scores: dict[str, Any] = field(default_factory=dict)  # per candidate: score parts at the first attempt
+    retrieved_items: tuple[dict[str, Any], ...] = ()  # first attempt: {id, source, score, why, round, same_cause}
+    evidence_eligible: bool = False  # the round's true cause was the truth of an earlier round
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["decisions"] = list(self.decisions)
+        data["retrieved_items"] = [dict(item) for item in self.retrieved_items]
         return data
+
+
+def trace_items(evidence: Any, agent: Agent, event_round: dict[int, str | None], order: dict[str, int],
+                truths: dict[str, str], current: str) -> tuple[dict[str, Any], ...]:
+    """Each evidence item with its provenance: the earlier round most of its events came from.
+
+    ``round`` is None for facts and for items made only of interlude notes or agent-written
+    entries; ``same_cause`` says whether that round's truth is the current round's.
+    """
+    traced = []
+    for item in evidence:
+        rounds = Counter(event_round.get(i) for i in agent.provenance(item.id))
+        rounds.pop(None, None)
+        origin = None
+        if rounds:
+            top = max(rounds.values())
+            origin = min((r for r, n in rounds.items() if n == top), key=lambda r: order.get(r, 0))
+        traced.append({"id": item.id, "source": item.source, "score": round(float(item.relevance), 4),
+                       "why": item.why, "round": origin,
+                       "same_cause": None if origin is None else truths.get(origin) == truths.get(current)})
+    return tuple(traced)
 
 
 @dataclass
@@ -60,7 +87,11 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     env = DebugEnv(scenario)
     prompt, _ = env.reset(seed=seed)
     current: dict[str, Any] | None = None
+    order = {r.id: i for i, r in enumerate(scenario.rounds)}
+    truths = {r.id: r.truth for r in scenario.rounds}
+    event_round: dict[int, str | None] = {}  # environment event index → its round (None: interlude)
     while prompt is not None:
+        event_round.update((e.index, None if e.kind == "note" else prompt.round_id) for e in prompt.events)
         if prompt.attempt == 1:
             current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0}
         started = time.perf_counter()
@@ -74,9 +105,12 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
             evidence = turn.evidence
             current.update(confidence=decision.confidence, retrieved=len(evidence),
                            labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
-                           relied=bool(decision.relied_on))
+                           relied=bool(decision.relied_on), rationale=decision.rationale,
+                           scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
+                           items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id))
         current["decisions"].append(decision.choice)
         step = env.step(decision.choice)
+        event_round.update((e.index, prompt.round_id) for e in step.events)
         agent.observe(step.events)
         if step.round_done:
             info = step.info
@@ -88,7 +122,9 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
                 first_confidence=float(current["confidence"]), retrieved=current["retrieved"],
                 labelled=current["labelled"], relied_on_memory=current["relied"],
                 latency_ms=round(current["latency"], 3), input_tokens=current["in"], output_tokens=current["out"],
-                cost_usd=round(current["cost"], 6),
+                cost_usd=round(current["cost"], 6), rationale=current["rationale"],
+                candidate_scores=current["scores"], retrieved_items=current["items"],
+                evidence_eligible=any(truths[r.id] == info["truth"] for r in scenario.rounds[:order[info["round_id"]]]),
             ))
         prompt = step.prompt
     result.truth = env.ground_truth()

@@ -2,7 +2,8 @@
 
 ``DebugEnv(scenario).reset(seed=...)`` gives the first ``Prompt``; ``step(root_cause)``
 returns a ``StepResult``. ``ground_truth()`` exposes true episodes and relations for
-evaluation only. ``python -m simulator.generate`` writes long synthetic scenarios.
+evaluation only. ``python -m simulator.generate`` writes long synthetic scenarios, and with
+``--lessons`` lesson scenarios (`simulator.lessons`).
 """
 
 from simulator.env import DebugEnv

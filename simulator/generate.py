@@ -215,9 +215,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m simulator.generate",
         description="Generate a synthetic schema-1 scenario from root-cause families.",
-        epilog="example: python -m simulator.generate --rounds 1000 --seed 3 --out /tmp/long.yaml",
+        epilog="examples:\n  python -m simulator.generate --rounds 1000 --seed 3 --out /tmp/long.yaml\n"
+               "  python -m simulator.generate --lessons --families test --rounds 200 --seed 11 --out lessons.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--rounds", type=int, required=True, help="number of rounds (>= 1)")
+    parser.add_argument("--lessons", action="store_true",
+                        help="write a lesson scenario (site-specific lessons, red herrings, drift, causal chains, "
+                             "paraphrased wording; see simulator.lessons)")
+    parser.add_argument("--families", choices=("train", "test", "all"), default=None,
+                        help="with --lessons: root-cause families to draw from (default test)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--name", default=None, help="scenario name (default generated-N-sS)")
     parser.add_argument("--out", type=Path, default=None, help="output file (default stdout)")
@@ -226,7 +233,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rounds must be at least 1")
     if args.name is not None and not re.fullmatch(r"[a-z0-9-]+", args.name):
         parser.error("--name must match [a-z0-9-]+")
-    text = to_yaml(generate(args.rounds, args.seed, args.name))
+    if args.families is not None and not args.lessons:
+        parser.error("--families needs --lessons")
+    if args.lessons:
+        from simulator.lessons import generate_lessons
+
+        doc = generate_lessons(args.rounds, args.seed, args.families or "test", args.name)
+        print(doc["description"].rsplit(". ", 1)[-1], file=sys.stderr)  # the lesson/recurrence word overlap
+        text = to_yaml(doc)
+    else:
+        text = to_yaml(generate(args.rounds, args.seed, args.name))
     if args.out is None:
         sys.stdout.write(text)
         return 0

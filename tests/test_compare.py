@@ -42,7 +42,7 @@ def test_default_run_writes_a_schema_1_log_that_the_report_agrees_with(tmp_path,
     out = capsys.readouterr().out
     for name, entry in log["agents"].items():
         assert f"{100 * entry['summary']['first_attempt_accuracy']:.0f}%" in out
-    assert "McNemar" in out
+    assert "McNemar" in out and "scenario rounds" in out and ("not significant" in out or "significant at" in out)
 
 
 @pytest.mark.parametrize("name", scenarios.shipped())

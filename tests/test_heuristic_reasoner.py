@@ -42,8 +42,8 @@ def test_a_lone_precedent_leaves_the_decision_to_the_prior():
 
 def test_unlabelled_text_votes_by_what_it_mentions():
     problem = _problem("requests time out")
-    near = Evidence(id="c1", source="chunk", text="Decision: bad_release — rolled back", relevance=0.9)
-    far = Evidence(id="c2", source="chunk", text="Decision: pool_exhaustion — raised the pool", relevance=0.2)
+    near = Evidence(id="c1", source="chunk", text="A release shipped a wrong configuration value", relevance=0.9)
+    far = Evidence(id="c2", source="chunk", text="the client pool is exhausted", relevance=0.2)
     assert REASONER.decide(problem, [near, far]).choice == "bad_release"
     # the same texts as labelled failures vote the other way
     failed = [Evidence(id="e1", source="episode", text="rolled back", relevance=0.9, outcome="FAILURE",
@@ -51,6 +51,25 @@ def test_unlabelled_text_votes_by_what_it_mentions():
               Evidence(id="e2", source="episode", text="pool", relevance=0.2, outcome="FAILURE",
                        choices=("pool_exhaustion",))]
     assert REASONER.decide(problem, failed).choice == "pool_exhaustion"
+
+
+def test_an_unlabelled_run_of_events_is_read_by_its_outcome():
+    # "Decision X … no change … it was Y" in one window: against X, for Y; no label, no scenario words.
+    window = ("users report slow pages\nDecision: pool_exhaustion — raised the pool\n"
+              "No change after an hour\nIt was the release from this morning, not the pool")
+    votes = REASONER.sequence_votes(window, (POOL, DEPLOY))
+    assert votes["pool_exhaustion"] < 0 < votes["bad_release"]
+    worked = "Decision: bad_release — rolled back\nErrors gone within minutes"
+    assert REASONER.sequence_votes(worked, (POOL, DEPLOY)) == {"bad_release": 1.0}
+    assert REASONER.sequence_votes("Decision: bad_release — rolled back", (POOL, DEPLOY)) == {}  # no outcome, no vote
+    assert REASONER.sequence_votes("pool exhausted again", (POOL, DEPLOY)) is None  # no decision: read by mentions
+    problem = _problem("pool exhausted, timeout acquiring connection")
+    near = Evidence(id="w1", source="chunk", text=window, relevance=0.9)
+    far = Evidence(id="w2", source="chunk", text="Decision: bad_release — x\nstill failing", relevance=0.2)
+    decision = REASONER.decide(problem, [near, far])
+    assert decision.parts["pool_exhaustion"]["memory"] < 0 < decision.parts["bad_release"]["memory"]
+    assert sum(v for k, v in decision.parts["bad_release"].items() if k != "total") == \
+        __import__("pytest").approx(decision.parts["bad_release"]["total"], abs=1e-5)
 
 
 def test_facts_vote_with_confidence():
