@@ -14,6 +14,7 @@ from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotL
 from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.timeline.schema import RecordKind
 from memory.timeline.store import SQLiteStore
+from memory.timeline.validation import check_label
 
 __all__ = [
     "ChainBreak",
@@ -36,6 +37,7 @@ __all__ = [
     "Store",
     "StoreStats",
     "Timeline",
+    "check_label",
     "format_timestamp",
     "parse_timestamp",
 ]
