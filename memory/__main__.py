@@ -7,7 +7,7 @@ import sys
 from typing import Sequence
 
 from memory.errors import MemoryError_
-from memory.timeline import SQLiteStore
+from memory.timeline import SQLiteStore, audit
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memory", description="Inspect and move memory stores.",
                                      epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = commands.add_parser("verify", help="recompute the hash chain; exit 1 naming the first bad entry")
+    verify = commands.add_parser("verify", help="check the store read-only (chain, digests, triggers, anchor); exit 1 naming each finding")
     verify.add_argument("store")
     export = commands.add_parser("export", help="write every timeline entry as JSON lines")
     export.add_argument("store")
@@ -39,13 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "verify":
-            with SQLiteStore(args.store, create=False) as store:
-                brk = store.verify()
-                if brk is None:
-                    print(f"OK {args.store}: {len(store)} entries, chain intact")
-                    return 0
-                print(f"CORRUPT {args.store}: entry seq={brk.seq} id={brk.id}: {brk.reason}")
-                return 1
+            return _verify(args.store)
         if args.command == "export":
             with SQLiteStore(args.store, create=False) as store:
                 count = store.export_jsonl(args.out)
@@ -65,6 +59,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _verify(path: str) -> int:
+    """Audit a store read-only: 0 when intact, 1 naming each finding."""
+    report = audit(path)
+    for note in report.notes:
+        print(f"note {path}: {note}")
+    if not report.findings:
+        print(f"OK {path}: {report.entries} entries, chain intact, head {report.head}")
+        return 0
+    for finding in report.findings:
+        print(f"CORRUPT {path}: {finding}")
+    return 1
 
 
 def _print_stats(path: str, store: SQLiteStore) -> None:

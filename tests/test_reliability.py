@@ -8,18 +8,28 @@ loading. The corpus of hostile files is in tests/hostile/.
 from __future__ import annotations
 
 import math
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory.__main__ import main as cli
 from memory.agent_memory import EpisodicMemory
-from memory.errors import InvalidEntry
-from memory.timeline import SQLiteStore
+from memory.errors import InvalidEntry, StoreError
+from memory.timeline import SQLiteStore, audit
 from tests.builders import INCIDENTS, T0, play_incidents as play
 
 UTC = timezone.utc
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # -- validation at the boundary ------------------------------------------------------------
@@ -145,3 +155,171 @@ def test_random_tenant_interleavings_never_leak(plan):
                 ids = {e.id for e in memory.episodes(other)}
                 facts = {f.fact_id for f in memory.facts(other, include_retired=True)}
                 assert _leaks(memory, reader, ids, facts, set()) == []
+
+
+# -- verify: read-only, complete, clean on any damage ------------------------------------------
+
+def _store(path, count=6, *, episodes=False):
+    """A store with `count` entries (and closed episodes when asked); its entry ids."""
+    with EpisodicMemory(path, principal="p") as memory:
+        if episodes:
+            play(memory, INCIDENTS[:2], principal="p")
+            memory.flush()
+        for i in range(count):
+            memory.observe(f"entry {i}", timestamp=T0 + timedelta(minutes=i), situation="s")
+        return [e.id for e in memory.store.entries()]
+
+
+def _raw(path, *statements):
+    db = sqlite3.connect(path)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+
+
+def test_verify_on_an_empty_or_foreign_file_writes_nothing(tmp_path, capsys):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert cli(["verify", str(empty)]) == 1
+    assert "the file is empty: not a memory store" in capsys.readouterr().out
+    assert empty.read_bytes() == b""
+    foreign = tmp_path / "foreign.db"
+    _raw(foreign, "CREATE TABLE t (x)")
+    before = foreign.read_bytes()
+    assert cli(["verify", str(foreign)]) == 1
+    assert "not a memory store" in capsys.readouterr().out
+    assert foreign.read_bytes() == before
+
+
+def test_verify_is_read_only_on_a_store(tmp_path):
+    path = tmp_path / "m.db"
+    _store(path)
+    def contents():  # SQLite's read-only open may leave an empty -wal and an -shm index: no data
+        return {p.name: p.read_bytes() for p in tmp_path.iterdir()
+                if not p.name.endswith("-shm") and not (p.name.endswith("-wal") and not p.stat().st_size)}
+
+    before = contents()
+    assert cli(["verify", str(path)]) == 0
+    assert contents() == before
+
+
+def test_an_episode_outcome_rewritten_with_triggers_dropped_is_seen(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path, episodes=True)
+    _raw(path, "DROP TRIGGER records_no_update",
+         """UPDATE records SET body = replace(body, '"outcome":"FAILURE"', '"outcome":"SUCCESS"') """
+         "WHERE kind = 'episode'",
+         "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    assert cli(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "kind=episode" in out and "content does not match its digest" in out
+
+
+def test_a_dropped_trigger_is_reported_and_the_store_refuses_to_open(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path)
+    _raw(path, "DROP TRIGGER timeline_no_delete")
+    assert cli(["verify", str(path)]) == 1
+    assert "refusal trigger timeline_no_delete is missing" in capsys.readouterr().out
+    with pytest.raises(StoreError, match="tampered with: trigger.s. timeline_no_delete missing"):
+        EpisodicMemory(path)
+
+
+def test_deleting_the_last_rows_is_seen(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path)
+    _raw(path, "DROP TRIGGER timeline_no_delete", "DELETE FROM timeline WHERE seq >= 4",
+         "CREATE TRIGGER timeline_no_delete BEFORE DELETE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    assert cli(["verify", str(path)]) == 1
+    assert "timeline: 4 entries, the anchor records 6: the tail was lost" in capsys.readouterr().out
+    with pytest.raises(StoreError, match="holds 4 entries but its anchor records 6"):
+        SQLiteStore(path)
+
+
+def test_deleting_the_wal_after_a_crash_is_seen(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path, count=3)  # closed: checkpointed into the main file
+    code = ("import sys, os; from datetime import datetime, timezone; from memory import EpisodicMemory\n"
+            "m = EpisodicMemory(sys.argv[1])\n"
+            "[m.observe(f'entry {i}', timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc)) for i in range(5)]\n"
+            "os._exit(0)  # no close: the commits are in the -wal only\n")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=ROOT)
+    wal = Path(f"{path}-wal")
+    assert wal.exists() and wal.stat().st_size
+    wal.unlink()
+    Path(f"{path}-shm").unlink(missing_ok=True)
+    assert cli(["verify", str(path)]) == 1
+    assert "timeline: 3 entries, the anchor records 8: the tail was lost" in capsys.readouterr().out
+
+
+def test_random_byte_overwrites_never_print_a_traceback_or_intact(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path, count=40, episodes=True)
+    pristine = path.read_bytes()
+    rng = random.Random(19)
+    intact = 0
+    for trial in range(60):
+        damaged = bytearray(pristine)
+        start = rng.randrange(len(damaged) - 64)
+        damaged[start:start + rng.choice((1, 8, 64))] = rng.randbytes(64)[: rng.choice((1, 8, 64))]
+        target = tmp_path / f"d{trial}.db"
+        target.write_bytes(bytes(damaged))
+        shutil.copy(f"{path}-anchor", f"{target}-anchor")
+        code = cli(["verify", str(target)])  # an exception here fails the test: no traceback path
+        assert code in (0, 1)
+        out = capsys.readouterr().out
+        if code == 0:  # an overwrite that changed nothing SQLite or the chains read (e.g. free space)
+            intact += 1
+            check = sqlite3.connect(target).execute("PRAGMA integrity_check").fetchone()[0]
+            assert check == "ok" and "chain intact" in out
+    assert intact < 60
+
+
+def test_three_processes_creating_one_store_all_succeed(tmp_path):
+    path = tmp_path / "new.db"
+    code = ("import sys; from datetime import datetime, timezone; from memory import EpisodicMemory\n"
+            "for i in range(4):\n"
+            "    with EpisodicMemory(sys.argv[1]) as m:\n"
+            "        m.observe('hello', timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT, stderr=subprocess.PIPE)
+             for _ in range(3)]
+    errors = [p.communicate()[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    assert audit(path).findings == [] and audit(path).entries == 12
+
+
+def test_a_kill_during_creation_leaves_a_store_the_next_open_accepts(tmp_path):
+    path = tmp_path / "new.db"
+    db = sqlite3.connect(path, isolation_level=None)  # what a creator killed mid-transaction leaves behind
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("CREATE TABLE timeline (x)")
+    db.close()  # closing without COMMIT rolls back, as a killed process's transaction is
+    with SQLiteStore(path) as store:
+        assert len(store) == 0
+    code = ("import sys, os, signal; from memory.timeline import connection\n"
+            "real = connection._statements\n"
+            "def dying(script):\n"
+            "    os.kill(os.getpid(), signal.SIGKILL)\n"
+            "connection._statements = dying\n"
+            "connection.open_database(sys.argv[1], create=True, synchronous='FULL')\n")
+    other = tmp_path / "killed.db"
+    proc = subprocess.run([sys.executable, "-c", code, str(other)], cwd=ROOT)
+    assert proc.returncode == -signal.SIGKILL
+    with SQLiteStore(other) as store:
+        assert len(store) == 0 and store.verify() is None
+
+
+def test_a_lock_held_too_long_is_a_clear_store_error(tmp_path):
+    path = tmp_path / "m.db"
+    _store(path, count=1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with SQLiteStore(path, lock_timeout=0.2) as store:
+            with pytest.raises(StoreError, match="locked by another writer .waited 0.2 s"):
+                store.add_records("edge", [("x", {"w": 1})])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from memory.errors import ImportFailed, IntegrityError, StoreError
 from memory.timeline import blob as embedding_blob
+from memory.timeline import anchor as anchor_file
+from memory.timeline import integrity as anchors
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -54,9 +57,21 @@ class SQLiteStore:
             survive power loss; ``"NORMAL"`` in WAL mode survives process crashes only.
     """
 
-    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL",
+                 lock_timeout: float = 30.0) -> None:
         self.path = str(path)
-        self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous)
+        self._lock_timeout = lock_timeout
+        self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
+                                               lock_timeout=lock_timeout)
+        if self.path != ":memory:":
+            try:
+                lost = anchors.lost_tail(self._db, self.path)
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise StoreError(f"{self.path}: not a memory store ({exc})") from exc
+            if lost:
+                self._db.close()
+                raise StoreError(f"{self.path}: {lost} (run `python -m memory verify {self.path}`)")
 
     # -- timeline ---------------------------------------------------------------------
 
@@ -421,6 +436,14 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self) -> WriteTransaction:
-        """The context of one ``BEGIN IMMEDIATE`` write transaction."""
-        return WriteTransaction(self._db)
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` write transaction; chains new derived rows and writes the anchor after COMMIT."""
+        with WriteTransaction(self._db, self.path, self._lock_timeout):
+            yield
+            anchored = anchors.seal(self._db)
+        if self.path != ":memory:":
+            try:
+                anchor_file.write(self.path, anchored)
+            except OSError:  # the anchor only helps verify; a commit never fails for it
+                pass

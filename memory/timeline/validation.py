@@ -36,7 +36,7 @@ def check_label(name: str, value: Any) -> str:
     """A principal or situation label: a non-empty str of at most `MAX_LABEL_CHARS`."""
     if not isinstance(value, str):
         raise InvalidEntry(f"{name} must be a non-empty str, not {type(value).__name__}")
-    if not value.strip():
+    if not value:
         raise InvalidEntry(f"{name} must be a non-empty str, not {value!r}")
     if len(value) > MAX_LABEL_CHARS:
         raise InvalidEntry(f"{name} of {len(value):,} characters exceeds the limit of {MAX_LABEL_CHARS}")
