@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from memory.errors import MemoryError_
@@ -13,6 +14,7 @@ _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
   python -m memory export runs/memory.sqlite backup.jsonl
   python -m memory import backup.jsonl restored.sqlite
+  python -m memory import more.jsonl restored.sqlite --append
   python -m memory stats runs/memory.sqlite
 """
 
@@ -29,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     imp = commands.add_parser("import", help="append a JSONL export to a store, all or nothing")
     imp.add_argument("source")
     imp.add_argument("store")
+    imp.add_argument("--append", action="store_true",
+                     help="continue a non-empty store whose head the export's chain follows")
     stats = commands.add_parser("stats", help="counts of entries, tenants, situations, derived records")
     stats.add_argument("store")
     return parser
@@ -46,10 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"exported {count} entries to {args.out}")
             return 0
         if args.command == "import":
-            with SQLiteStore(args.store) as store:
-                count = store.import_jsonl(args.source)
-            print(f"imported {count} entries into {args.store}")
-            return 0
+            return _import(args.source, args.store, append=args.append)
         with SQLiteStore(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
@@ -59,6 +60,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _import(source: str, path: str, *, append: bool) -> int:
+    """Import an export; a store this call created is removed again when the import fails."""
+    created = not Path(path).exists()
+    try:
+        with SQLiteStore(path) as store:
+            if len(store) and not append:
+                print(f"error: {path} already holds {len(store)} entries; import into a new store, "
+                      f"or pass --append to continue this one", file=sys.stderr)
+                return 2
+            count = store.import_jsonl(source)
+    except BaseException:
+        if created:
+            for leftover in ("", "-wal", "-shm", "-anchor", "-journal"):
+                Path(f"{path}{leftover}").unlink(missing_ok=True)
+        raise
+    print(f"imported {count} entries into {path}")
+    return 0
 
 
 def _verify(path: str) -> int:

@@ -323,3 +323,115 @@ def test_a_lock_held_too_long_is_a_clear_store_error(tmp_path):
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+# -- hostile inputs to the command lines ----------------------------------------------------------
+
+HOSTILE = Path(__file__).resolve().parent / "hostile"
+RUN = {"cwd": ROOT, "capture_output": True, "text": True, "timeout": 60}
+
+
+def _bad_rounds(count: int) -> str:
+    rounds = "".join(f"  - {{id: r{i}, kind: incident, service: s, observations: [o], truth: a, "
+                     f"caused_by: nope{i}}}\n" for i in range(count))
+    return "schema: 1\nname: many-bad\nroot_causes:\n  a: {description: x, signals: [y]}\nrounds:\n" + rounds
+
+
+@pytest.fixture(scope="module")
+def hostile_scenarios(tmp_path_factory):
+    """Every hostile scenario file: the committed corpus plus those too large to keep."""
+    made = tmp_path_factory.mktemp("hostile")
+    (made / "nesting_50000.yaml").write_text("schema: 1\nname: x\nrounds: " + "[" * 50000 + "]" * 50000 + "\n")
+    (made / "bad_rounds_2000.yaml").write_text(_bad_rounds(2000))  # 20,000 behave alike, ten times slower to parse
+    fifo = made / "fifo.yaml"
+    os.mkfifo(fifo)
+    files = sorted(HOSTILE.glob("*.yaml")) + sorted(made.glob("*.yaml"))
+    return [str(p) for p in files] + ["/dev/zero"]
+
+
+def test_hostile_scenarios_give_bounded_errors_in_one_process(hostile_scenarios):
+    import scenarios
+    from scenarios.schema import ScenarioError
+
+    for ref in hostile_scenarios:
+        with pytest.raises(ScenarioError) as caught:
+            scenarios.load(ref)
+        lines = str(caught.value).splitlines()
+        assert 1 <= len(lines) <= 201, ref
+        assert sum(map(len, lines)) < 200_000, ref
+    messages = {}
+    for ref in hostile_scenarios:
+        try:
+            scenarios.load(ref)
+        except ScenarioError as exc:
+            messages[Path(ref).name] = str(exc)
+    assert "nesting deeper than 64 levels" in messages["nesting_50000.yaml"]
+    assert "not a regular file" in messages["fifo.yaml"] and "not a regular file" in messages["zero"]
+    assert "too long a duration" in messages["huge_duration.yaml"]
+    assert "and 1801 more problem(s) not shown" in messages["bad_rounds_2000.yaml"]
+
+
+def test_compare_cli_survives_every_hostile_scenario(hostile_scenarios):
+    proc = subprocess.run([sys.executable, "-m", "eval.compare", *hostile_scenarios, "--seeds", "1", "--quiet"], **RUN)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr) < 500_000
+
+
+def test_compare_refuses_to_write_its_log_over_the_store(tmp_path, capsys):
+    from eval.compare import main as compare
+
+    store = tmp_path / "s.db"
+    _store(store, count=1)
+    before = store.read_bytes()
+    assert compare(["pool-vs-deploy", "--seeds", "1", "--json", str(store), "--store", str(store)]) == 2
+    assert "the run log would overwrite the memory store" in capsys.readouterr().err
+    assert compare(["pool-vs-deploy", "--seeds", "1", "--json", str(store)]) == 2
+    assert "is an SQLite database" in capsys.readouterr().err
+    under_a_file = tmp_path / "plain.txt"
+    under_a_file.write_text("x")
+    assert compare(["pool-vs-deploy", "--seeds", "1", "--json", str(under_a_file / "log.json")]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize("name, message", [
+    ("surrogate.jsonl", "1: not a valid timeline entry"),
+    ("nan_metadata.jsonl", "1: not a timeline entry"),
+    ("not_json.jsonl", "1: not a complete JSON record"),
+])
+def test_hostile_imports_are_refused_and_leave_no_store(tmp_path, capsys, name, message):
+    target = tmp_path / "new.db"
+    assert cli(["import", str(HOSTILE / name), str(target)]) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_hostile_import_corner_cases(tmp_path, capsys):
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"metadata": ' + "[" * 100000 + "]" * 100000 + "}\n")
+    assert cli(["import", str(deep), str(tmp_path / "a.db")]) == 2
+    assert "1: nested too deeply" in capsys.readouterr().err
+    source = tmp_path / "m.db"
+    _store(source, count=3)
+    export = tmp_path / "x.jsonl"
+    assert cli(["export", str(source), str(export)]) == 0
+    lines = export.read_text().splitlines()
+    duplicated = tmp_path / "dup.jsonl"
+    duplicated.write_text("\n".join([lines[0], lines[1], lines[1], lines[2]]) + "\n")
+    assert cli(["import", str(duplicated), str(tmp_path / "b.db")]) == 2
+    assert "dup.jsonl:3: entry" in capsys.readouterr().err  # the duplicate's own line, not the first copy's
+    assert cli(["import", str(export), str(source)]) == 2
+    assert "already holds 3 entries" in capsys.readouterr().err
+    assert cli(["export", str(source), str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+
+
+def test_export_never_leaves_a_partial_file(tmp_path, capsys):
+    source = tmp_path / "m.db"
+    _store(source, count=3)
+    _raw(source, "DROP TRIGGER timeline_no_update", "UPDATE timeline SET timestamp = 'garbage' WHERE seq = 2",
+         "CREATE TRIGGER timeline_no_update BEFORE UPDATE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    out = tmp_path / "x.jsonl"
+    assert cli(["export", str(source), str(out)]) == 2
+    assert "timeline row after seq=1 cannot be read" in capsys.readouterr().err
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".x.jsonl")]

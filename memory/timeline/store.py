@@ -21,6 +21,7 @@ from memory.errors import ImportFailed, IntegrityError, StoreError
 from memory.timeline import blob as embedding_blob
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
+from memory.timeline import portable
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -38,8 +39,6 @@ from memory.timeline.schema import (
     COLUMNS,
     SCHEMA_VERSION,
     RecordKind,
-    entry_from_json,
-    entry_to_json,
     entry_to_row,
     kind_text,
     pack_embeddings,
@@ -361,47 +360,29 @@ class SQLiteStore:
         return unreadable[0] if unreadable else brk
 
     def export_jsonl(self, out: str | Path) -> int:
-        """Write every entry as one JSON line; returns the number written."""
-        count = 0
-        with open(out, "w", encoding="utf-8") as handle:
-            for entry in self.entries():
-                handle.write(json.dumps(entry_to_json(entry), ensure_ascii=False, sort_keys=True) + "\n")
-                count += 1
-        return count
+        """Write every entry as one JSON line, atomically (`memory.timeline.portable`); the number written."""
+        return portable.export_jsonl(self, out)
 
     def import_jsonl(self, source: str | Path) -> int:
         """Append the entries of a JSONL export, all or nothing.
 
         The file's chain must continue this store's head (an empty store takes a full
-        export). Every id is recomputed. On the first bad, torn or unlinked record an
-        `ImportFailed` names the file and line and nothing is imported.
+        export). Every line is checked and every id recomputed. On the first bad, torn or
+        unlinked record an `ImportFailed` names the file and line and nothing is imported.
         """
-        path = str(source)
-        try:
-            lines = Path(path).read_text(encoding="utf-8").split("\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ImportFailed(path, 0, f"cannot read file ({exc})") from exc
-        parsed: list[Entry] = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                parsed.append(entry_from_json(json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
-        line_of = [n for n, line in enumerate(lines, start=1) if line.strip()]
+        parsed, line_of = portable.parse_jsonl(source)
+        consumed = [0]
+
+        def counted() -> Iterator[Entry]:
+            for index, entry in enumerate(parsed):
+                consumed[0] = index
+                yield entry
+
         with self._write():
             seq, prev_id = self._head()
-            brk = verify_chain(parsed, start_prev_id=prev_id, start_seq=seq)
+            brk = verify_chain(counted(), start_prev_id=prev_id, start_seq=seq)
             if brk is not None:
-                position = brk.seq - seq if 0 <= brk.seq - seq < len(parsed) else 0
-                for index, entry in enumerate(parsed):
-                    if entry.id == brk.id:
-                        position = index
-                        break
-                raise ImportFailed(path, line_of[position], f"entry {brk.id[:12]}…: {brk.reason}")
+                raise ImportFailed(str(source), line_of[consumed[0]], f"entry {brk.id[:12]}…: {brk.reason}")
             blobs = pack_embeddings([entry.embedding for entry in parsed])
             self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
         self._schema = SCHEMA_VERSION
