@@ -25,7 +25,7 @@ import networkx as nx
 
 from memory import pipeline
 from memory.episodes import Edge, Episode
-from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
+from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history, stored_records
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
@@ -315,7 +315,7 @@ class EpisodicMemory:
         if changes.edges:
             self.store.add_records(RecordKind.EDGE, [(e.id, e.to_record()) for e in changes.edges])
         if changes.facts:
-            self.store.add_records(RecordKind.FACT, [(v.id, v.to_record()) for v in changes.facts])
+            self.store.add_records(RecordKind.FACT, stored_records(changes.facts, self.state.current))
         if changes.marks:
             self.store.add_records(RecordKind.MARK, [(m, {"episode": episode.id}) for m in changes.marks])
             self.reinforcements.append(changes.reinforcement)

@@ -7,6 +7,7 @@ loading. The corpus of hostile files is in tests/hostile/.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -476,3 +477,23 @@ def test_ids_in_metadata_are_not_mistaken_for_card_numbers():
     with EpisodicMemory() as memory:
         entry = memory.decide("Decision: x", choice="x", retrieved=ids)
         assert entry.metadata["retrieved"] == ids
+
+
+# -- bounded growth -----------------------------------------------------------------------------------
+
+def test_fact_versions_store_changes_so_storage_grows_with_the_evidence(tmp_path):
+    path = tmp_path / "m.db"
+    with EpisodicMemory(path, principal="p") as memory:
+        for round_ in range(4):
+            play(memory, INCIDENTS, principal="p", start=T0 + timedelta(days=40 * round_))
+        memory.flush()
+        live = memory.projection()
+        widest = max(live.facts, key=lambda v: len(v.support))
+        bodies = [body for _, body in memory.store.records("fact_version")]
+    assert len(widest.support) >= 4, [len(v.support) for v in live.facts]
+    later = [b for b in bodies if "base" in b]
+    assert later and all("support" not in b for b in later)
+    assert max(len(b["support_add"]) + len(b["support_drop"]) for b in later) <= 2  # one episode's change each
+    with EpisodicMemory(path, principal="p") as reopened:  # versions read back whole
+        assert reopened.projection().facts == live.facts
+        assert reopened.fact_history(widest.fact_id)[-1] == widest
