@@ -19,7 +19,6 @@ anchor (or the head id `verify` prints) somewhere they cannot write to for that.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from typing import NamedTuple
 
@@ -52,12 +51,10 @@ def sidecar(path: str) -> str:
 
 
 def encode(anchor: Anchor) -> bytes:
-    """One slot: JSON with a checksum, padded to `SLOT` bytes."""
-    body = json.dumps({"entries": anchor.entries, "head": anchor.head,
-                       "derived": {k: list(v) for k, v in sorted(anchor.derived.items())}},
-                      sort_keys=True, separators=(",", ":"))
-    line = f"{hashlib.sha256(body.encode()).hexdigest()} {body}\n".encode()
-    return line.ljust(SLOT, b" ")
+    """One slot: ``<sha256 of the rest> <entries> <head> <table> <seq> <digest> …``, padded to `SLOT` bytes."""
+    body = " ".join([str(anchor.entries), anchor.head,
+                     *(f"{table} {seq} {digest}" for table, (seq, digest) in sorted(anchor.derived.items()))])
+    return f"{hashlib.sha256(body.encode()).hexdigest()} {body}\n".encode().ljust(SLOT, b" ")
 
 
 def decode(slot: bytes) -> Anchor | None:
@@ -66,10 +63,10 @@ def decode(slot: bytes) -> Anchor | None:
         checksum, body = slot.decode("ascii").strip().split(" ", 1)
         if hashlib.sha256(body.encode()).hexdigest() != checksum:
             return None
-        data = json.loads(body)
-        derived = {str(k): (int(v[0]), str(v[1])) for k, v in data["derived"].items()}
-        return Anchor(int(data["entries"]), str(data["head"]), derived)
-    except (UnicodeDecodeError, ValueError, KeyError, TypeError, IndexError):
+        entries, head, *rest = body.split(" ")
+        derived = {rest[i]: (int(rest[i + 1]), rest[i + 2]) for i in range(0, len(rest), 3)}
+        return Anchor(int(entries), head, derived)
+    except (UnicodeDecodeError, ValueError, IndexError):
         return None
 
 
@@ -78,13 +75,24 @@ def generation(anchor: Anchor) -> int:
     return anchor.entries + sum(seq for seq, _ in anchor.derived.values())
 
 
-def write(path: str, anchor: Anchor) -> None:
-    """Write an anchor into the slot its generation picks (no fsync: it guards against lost commits, not power loss)."""
-    fd = os.open(sidecar(path), os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, encode(anchor), SLOT * (generation(anchor) % 2))
-    finally:
-        os.close(fd)
+class Writer:
+    """Writes a store's anchors through one open file (no fsync: it guards against lost commits, not power loss)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = sidecar(path)
+        self._fd: int | None = None
+
+    def write(self, anchor: Anchor) -> None:
+        """Write an anchor into the slot its generation picks."""
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.pwrite(self._fd, encode(anchor), SLOT * (generation(anchor) % 2))
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class Read(NamedTuple):

@@ -38,21 +38,33 @@ class Audit(NamedTuple):
     notes: list[str]  # facts worth knowing that are not damage (e.g. no anchor file)
 
 
+_STATE = ("SELECT (SELECT MAX(seq) FROM records), (SELECT MAX(seq) FROM snapshots), "
+          "(SELECT seq || ' ' || digest FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), "
+          "(SELECT seq || ' ' || digest FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1), "
+          "(SELECT seq || ' ' || id FROM timeline ORDER BY seq DESC LIMIT 1)")
+
+
 def seal(db: sqlite3.Connection) -> Anchor:
-    """Inside a write transaction: digest the derived rows not yet chained; the anchor of the result."""
+    """Inside a write transaction: digest the derived rows not yet chained; the anchor of the result.
+
+    One query reads every head (this runs in every write transaction, appends included).
+    """
+    *tops, head = db.execute(_STATE).fetchone()
     derived = {}
-    for table in DERIVED:
-        seq, prev = _last_digest(db, table)
-        rows = db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} WHERE seq > ? ORDER BY seq", (seq,))
-        new = []
-        for row in rows:
-            prev = row_digest(prev, tuple(row[1:]))
-            new.append((table, row[0], prev))
-            seq = row[0]
-        db.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (?,?,?)", new)
+    for table, top, last in zip(DERIVED, tops[:2], tops[2:]):
+        seq, prev = (int(last.split(" ")[0]), last.split(" ")[1]) if last else (0, GENESIS)
+        if top is not None and top > seq:
+            new = []
+            for row in db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} WHERE seq > ? ORDER BY seq", (seq,)):
+                prev = row_digest(prev, tuple(row[1:]))
+                new.append((table, row[0], prev))
+                seq = row[0]
+            db.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (?,?,?)", new)
         derived[table] = (seq, prev)
-    head = db.execute("SELECT seq, id FROM timeline ORDER BY seq DESC LIMIT 1").fetchone()
-    return Anchor(head[0] + 1 if head else 0, head[1] if head else GENESIS_ID, derived)
+    if head is None:
+        return Anchor(0, GENESIS_ID, derived)
+    head_seq, head_id = head.split(" ")
+    return Anchor(int(head_seq) + 1, head_id, derived)
 
 
 def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:

@@ -62,6 +62,7 @@ class SQLiteStore:
         self._lock_timeout = lock_timeout
         self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
                                                lock_timeout=lock_timeout)
+        self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
         if self.path != ":memory:":
             try:
                 lost = anchors.lost_tail(self._db, self.path)
@@ -405,7 +406,9 @@ class SQLiteStore:
         )
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection and the anchor file (idempotent)."""
+        if self._anchor is not None:
+            self._anchor.close()
         try:
             self._db.close()
         except sqlite3.Error:
@@ -423,8 +426,8 @@ class SQLiteStore:
         with WriteTransaction(self._db, self.path, self._lock_timeout):
             yield
             anchored = anchors.seal(self._db)
-        if self.path != ":memory:":
+        if self._anchor is not None:
             try:
-                anchor_file.write(self.path, anchored)
+                self._anchor.write(anchored)
             except OSError:  # the anchor only helps verify; a commit never fails for it
                 pass
