@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -60,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (sqlite3.DatabaseError, ValueError) as exc:  # a damaged store: what verify is for
+        print(f"error: {args.store}: the store cannot be read ({exc}); run `python -m memory verify {args.store}`",
+              file=sys.stderr)
+        return 1
 
 
 def _import(source: str, path: str, *, append: bool) -> int:

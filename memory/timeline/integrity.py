@@ -115,9 +115,11 @@ def audit(path: str | Path) -> Audit:
         db = sqlite3.connect(f"file:{quote(str(file.resolve()))}?mode=ro", uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         return Audit(0, GENESIS_ID, [f"cannot open the database read-only: {exc}"], [])
+    # Damaged text must reach the checks as text that no longer hashes to its id, not as a decode error.
+    db.text_factory = lambda data: data.decode("utf-8", "surrogateescape")
     try:
         return _audit(db, path)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, ValueError) as exc:
         return Audit(0, GENESIS_ID, [f"the database cannot be read: {exc}"], [])
     finally:
         db.close()
