@@ -291,7 +291,7 @@ class EpisodicAgent(_LoopAgent):
         for recalled in episodes:
             episode = recalled.episode
             relevance = max(0.0, float(recalled.score.relevance))
-            problem_of = self.memory.problem(episode.id)
+            problem_of = self.memory.problem(episode.id, principal=self.principal)
             observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
             if not self.outcome_labels:
                 evidence.append(Evidence(id=episode.id, source="chunk", text=_episode_text(episode),
@@ -300,7 +300,8 @@ class EpisodicAgent(_LoopAgent):
             evidence.append(Evidence(
                 id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                 outcome=episode.outcome.value, choices=tuple(episode.choices),
-                corrections=tuple(episode.corrections), resolved_as=self.memory.resolution(episode.id),
+                corrections=tuple(episode.corrections),
+                resolved_as=self.memory.resolution(episode.id, principal=self.principal),
                 observations=observed, why=recalled.why,
             ))
         if self.outcome_labels:

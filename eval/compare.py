@@ -90,6 +90,9 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         return _fail(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
     if args.seeds < 1 or args.first_seed < 0:
         return _fail("--seeds must be at least 1 and --first-seed at least 0")
+    refused = _refused_output(args.json, args.store)
+    if refused:
+        return _fail(refused)
     loaded, problems = _load(args.scenarios)
     if problems:
         print("\n".join(problems), file=sys.stderr)
@@ -136,6 +139,33 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
 
 def _seeds(args: argparse.Namespace) -> list[int]:
     return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
+def _refused_output(json_path: str | None, store: str | None) -> str:
+    """Why `--json` cannot be written (checked before the run, not after it); "" when it can."""
+    if not json_path:
+        return ""
+    target = Path(json_path)
+    if store and target.resolve() == Path(store).resolve():
+        return f"--json {json_path} is the --store file: the run log would overwrite the memory store"
+    if target.is_dir():
+        return f"--json {json_path} is a directory"
+    if target.exists():
+        try:
+            with open(target, "rb") as handle:
+                header = handle.read(16)
+        except OSError as exc:
+            return f"--json {json_path}: cannot read the existing file ({exc.strerror})"
+        if header == b"SQLite format 3\x00":
+            return f"--json {json_path} is an SQLite database (a memory store?): refusing to overwrite it"
+    parent = target.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"--json {json_path}: {parent} is not a directory"
+    if not os.access(parent, os.W_OK):
+        return f"--json {json_path}: {parent} is not writable"
+    return ""
 
 
 def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:

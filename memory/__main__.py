@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from memory.errors import MemoryError_
-from memory.timeline import SQLiteStore
+from memory.timeline import SQLiteStore, audit
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
   python -m memory export runs/memory.sqlite backup.jsonl
   python -m memory import backup.jsonl restored.sqlite
+  python -m memory import more.jsonl restored.sqlite --append
   python -m memory stats runs/memory.sqlite
 """
 
@@ -21,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memory", description="Inspect and move memory stores.",
                                      epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = commands.add_parser("verify", help="recompute the hash chain; exit 1 naming the first bad entry")
+    verify = commands.add_parser("verify", help="check the store read-only (chain, digests, triggers, anchor); exit 1 naming each finding")
     verify.add_argument("store")
     export = commands.add_parser("export", help="write every timeline entry as JSON lines")
     export.add_argument("store")
@@ -29,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     imp = commands.add_parser("import", help="append a JSONL export to a store, all or nothing")
     imp.add_argument("source")
     imp.add_argument("store")
+    imp.add_argument("--append", action="store_true",
+                     help="continue a non-empty store whose head the export's chain follows")
     stats = commands.add_parser("stats", help="counts of entries, tenants, situations, derived records")
     stats.add_argument("store")
     return parser
@@ -39,23 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "verify":
-            with SQLiteStore(args.store, create=False) as store:
-                brk = store.verify()
-                if brk is None:
-                    print(f"OK {args.store}: {len(store)} entries, chain intact")
-                    return 0
-                print(f"CORRUPT {args.store}: entry seq={brk.seq} id={brk.id}: {brk.reason}")
-                return 1
+            return _verify(args.store)
         if args.command == "export":
             with SQLiteStore(args.store, create=False) as store:
                 count = store.export_jsonl(args.out)
             print(f"exported {count} entries to {args.out}")
             return 0
         if args.command == "import":
-            with SQLiteStore(args.store) as store:
-                count = store.import_jsonl(args.source)
-            print(f"imported {count} entries into {args.store}")
-            return 0
+            return _import(args.source, args.store, append=args.append)
         with SQLiteStore(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
@@ -65,6 +61,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (sqlite3.DatabaseError, ValueError) as exc:  # a damaged store: what verify is for
+        print(f"error: {args.store}: the store cannot be read ({exc}); run `python -m memory verify {args.store}`",
+              file=sys.stderr)
+        return 1
+
+
+def _import(source: str, path: str, *, append: bool) -> int:
+    """Import an export; a store this call created is removed again when the import fails."""
+    created = not Path(path).exists()
+    try:
+        with SQLiteStore(path) as store:
+            if len(store) and not append:
+                print(f"error: {path} already holds {len(store)} entries; import into a new store, "
+                      f"or pass --append to continue this one", file=sys.stderr)
+                return 2
+            count = store.import_jsonl(source)
+    except BaseException:
+        if created:
+            for leftover in ("", "-wal", "-shm", "-anchor", "-journal"):
+                Path(f"{path}{leftover}").unlink(missing_ok=True)
+        raise
+    print(f"imported {count} entries into {path}")
+    return 0
+
+
+def _verify(path: str) -> int:
+    """Audit a store read-only: 0 when intact, 1 naming each finding."""
+    report = audit(path)
+    for note in report.notes:
+        print(f"note {path}: {note}")
+    if not report.findings:
+        print(f"OK {path}: {report.entries} entries, chain intact, head {report.head}")
+        return 0
+    for finding in report.findings:
+        print(f"CORRUPT {path}: {finding}")
+    return 1
 
 
 def _print_stats(path: str, store: SQLiteStore) -> None:

@@ -25,7 +25,7 @@ import networkx as nx
 
 from memory import pipeline
 from memory.episodes import Edge, EdgeType, Episode
-from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
+from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history, stored_records
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
@@ -44,6 +44,7 @@ from memory.timeline import (
     Role,
     SQLiteStore,
     Timeline,
+    check_label,
 )
 from memory.window import RecentEntries, as_messages
 
@@ -77,7 +78,7 @@ class EpisodicMemory:
                  retriever: RetrieverConfig = DEFAULT, segmenter: SegmenterConfig | None = None,
                  links: GraphConfig = DEFAULT_GRAPH_CONFIG, facts: FactConfig = DEFAULT_FACTS,
                  proposer: ProposalHook | None = None, persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
-        self.principal = principal
+        self.principal = check_label("principal", principal)
         self.encoder = encoder or HashingEncoder()
         self.store = SQLiteStore(path if path is not None else ":memory:")
         self.timeline = Timeline(self.store, self.encoder, redactor)
@@ -100,8 +101,14 @@ class EpisodicMemory:
 
     @property
     def graph(self) -> nx.MultiDiGraph:
-        """The episode graph (read it; change it only through the memory)."""
-        return self.state.graph
+        """The episode graph of this memory's principal: a read-only view without other tenants' episodes."""
+        return self.graph_of(self.principal)
+
+    def graph_of(self, principal: str) -> nx.MultiDiGraph:
+        """A read-only view of the episode graph restricted to one principal's episodes."""
+        who = check_label("principal", principal)
+        nodes = self.state.graph.nodes
+        return nx.subgraph_view(self.state.graph, filter_node=lambda n: nodes[n].get("principal") == who)
 
     @property
     def index(self) -> EpisodeIndex:
@@ -126,7 +133,7 @@ class EpisodicMemory:
         """
         entry = self.timeline.append(
             text, kind=kind, role=role, timestamp=timestamp or datetime.now(timezone.utc), situation=situation,
-            principal=principal or self.principal, metadata=metadata)
+            principal=self._who(principal), metadata=metadata)
         self._ingest(entry)
         return entry
 
@@ -178,7 +185,7 @@ class EpisodicMemory:
 
     def recent(self, n: int = 10, *, principal: str | None = None) -> list[Entry]:
         """The last `n` entries of a principal, oldest first (the short-term window)."""
-        return self._recent.last(principal or self.principal, n)
+        return self._recent.last(self._who(principal), n)
 
     def messages(self, n: int = 10, *, principal: str | None = None) -> list[dict[str, str]]:
         """The short-term window as chat messages (agent: "assistant", others: "user"; roles alternate)."""
@@ -206,7 +213,7 @@ class EpisodicMemory:
         Raises:
             ValueError: an unknown filter key, or a naive or reversed time range.
         """
-        who = principal or self.principal
+        who = self._who(principal)
         window = self._recent.window(who)
         if query is None:
             closed = self.state.closed_seq.get(who, -1)
@@ -218,36 +225,40 @@ class EpisodicMemory:
 
     def episodes(self, principal: str | None = None) -> list[Episode]:
         """Closed episodes of a principal, in closing order."""
-        return [self.state.episodes[i] for i in self.state.order.get(principal or self.principal, [])]
+        return [self.state.episodes[i] for i in self.state.order.get(self._who(principal), [])]
 
     def edges(self, principal: str | None = None) -> list[Edge]:
         """Edges among a principal's episodes (graph rules and reinforcement), in insertion order."""
-        who = principal or self.principal
+        who = self._who(principal)
         graph = self.state.graph
         return [Edge(u, v, EdgeType(d["type"]), d["weight"], d["evidence"]) for u, v, d in graph.edges(data=True)
                 if graph.nodes[u].get("principal") == who]
 
-    def episode(self, episode_id: str) -> Episode | None:
-        """A closed episode by id."""
-        return self.state.episodes.get(episode_id)
+    def episode(self, episode_id: str, *, principal: str | None = None) -> Episode | None:
+        """A closed episode of a principal by id (None for another tenant's episode)."""
+        episode = self.state.episodes.get(episode_id)
+        return episode if episode is not None and episode.principal == self._who(principal) else None
 
     def facts(self, principal: str | None = None, *, include_retired: bool = False) -> list[FactVersion]:
         """Current version of each fact of a principal."""
-        who = principal or self.principal
+        who = self._who(principal)
         return [f for f in self.state.current.values()
                 if f.principal == who and (include_retired or f.status == "active")]
 
-    def fact_history(self, fact_id: str) -> list[FactVersion]:
-        """Every version of a fact, oldest first: how the belief changed and on what evidence."""
-        return history(self.state.versions, fact_id.split("@", 1)[0])
+    def fact_history(self, fact_id: str, *, principal: str | None = None) -> list[FactVersion]:
+        """Every version of a principal's fact, oldest first: how the belief changed and on what evidence."""
+        who = self._who(principal)
+        return [v for v in history(self.state.versions, fact_id.split("@", 1)[0]) if v.principal == who]
 
-    def problem(self, episode_id: str) -> Problem | None:
-        """What a closed episode worked on (its observations, else those of the attempt it retried)."""
-        return self.state.problems.get(episode_id)
+    def problem(self, episode_id: str, *, principal: str | None = None) -> Problem | None:
+        """What a principal's closed episode worked on (its observations, else those of the attempt it retried)."""
+        return self.state.problems.get(episode_id) if self.episode(episode_id, principal=principal) else None
 
-    def resolution(self, episode_id: str) -> str | None:
-        """The choice that finally resolved a closed episode's problem, when one did."""
-        return resolution(self.state.graph, episode_id, self.state.episodes_lookup)
+    def resolution(self, episode_id: str, *, principal: str | None = None) -> str | None:
+        """The choice that finally resolved a principal's closed episode's problem, when one did."""
+        if self.episode(episode_id, principal=principal) is None:
+            return None
+        return resolution(self.graph_of(self._who(principal)), episode_id, self.state.episodes_lookup)
 
     def projection(self) -> Projection:
         """The derived state as plain values: episodes, stored edge records, fact versions."""
@@ -287,6 +298,10 @@ class EpisodicMemory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _who(self, principal: str | None) -> str:
+        """The principal a call is about: the memory's own unless one is passed (never "" or a non-str)."""
+        return self.principal if principal is None else check_label("principal", principal)
+
     # -- the write path ------------------------------------------------------------------
 
     def _ingest(self, entry: Entry) -> None:
@@ -311,7 +326,7 @@ class EpisodicMemory:
         if changes.edges:
             self.store.add_records(RecordKind.EDGE, [(e.id, e.to_record()) for e in changes.edges])
         if changes.facts:
-            self.store.add_records(RecordKind.FACT, [(v.id, v.to_record()) for v in changes.facts])
+            self.store.add_records(RecordKind.FACT, stored_records(changes.facts, self.state.current))
         if changes.marks:
             self.store.add_records(RecordKind.MARK, [(m, {"episode": episode.id}) for m in changes.marks])
             self.reinforcements.append(changes.reinforcement)

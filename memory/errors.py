@@ -37,3 +37,7 @@ class ImportFailed(MemoryError_):
 
 class EncoderUnavailable(MemoryError_):
     """An optional encoder was asked for but its model or package is not installed."""
+
+
+class InvalidEntry(MemoryError_, ValueError):
+    """An entry was refused at the timeline's boundary (wrong type, out of range, too large)."""

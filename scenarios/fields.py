@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Sequence
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 DURATION_HELP = "a duration like 45s, 30m, 6h, 1d or 1h30m"
 TIMESTAMP_HELP = "an ISO-8601 timestamp with a timezone, e.g. 2026-02-03T10:00:00Z"
+
+
+MAX_PROBLEMS = 200  # problems listed per file; the rest are counted
+MAX_MESSAGE = 500  # characters of one problem's message
 
 
 class Problems:
@@ -20,11 +24,26 @@ class Problems:
 
     def __init__(self, source: str):
         self.source = source  # file path or "<string>", the FILE part of each line
-        self.lines: list[str] = []  # problems found so far, in discovery order
+        self.lines: list[str] = []  # problems found so far, in discovery order (at most MAX_PROBLEMS + 1)
+        self.more = 0  # problems found beyond MAX_PROBLEMS, counted in the last line
 
     def add(self, path: str, message: str) -> None:
-        """Records one problem at `path`."""
-        self.lines.append(f"{self.source}: {path}: {message}")
+        """Records one problem at `path`; past `MAX_PROBLEMS` only a count is kept (a hostile file stays cheap)."""
+        if len(self.lines) < MAX_PROBLEMS:
+            self.lines.append(f"{self.source}: {path}: {message[:MAX_MESSAGE]}")
+            return
+        self.more += 1
+        summary = f"{self.source}: (file): … and {self.more} more problem(s) not shown"
+        if self.more == 1:
+            self.lines.append(summary)
+        else:
+            self.lines[-1] = summary
+
+
+def listing(items: Sequence[str], most: int = 12) -> str:
+    """A comma-separated list of at most `most` items, saying how many were left out."""
+    shown = ", ".join(items[:most]) if items else "none"
+    return shown + (f", … ({len(items) - most} more)" if len(items) > most else "")
 
 
 def describe(value: Any) -> str:
@@ -103,6 +122,9 @@ def duration(p: Problems, value: Any, path: str) -> timedelta | None:
     """A duration string such as 30m, 6h, 1d, 45s or 1h30m."""
     if not isinstance(value, str):
         p.add(path, f"expected {DURATION_HELP}, found {describe(value)}")
+        return None
+    if len(value) > 40:
+        p.add(path, f"{value[:20]!r}… is too long a duration ({len(value)} characters)")
         return None
     m = _DURATION.fullmatch(value.strip())
     if not value.strip() or m is None:

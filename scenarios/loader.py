@@ -28,6 +28,7 @@ from scenarios.schema import (
 )
 
 MAX_BYTES = 5 * 1024 * 1024  # larger files are refused before parsing
+MAX_DEPTH = 64  # nesting of mappings and sequences; scenarios need fewer than 10
 SHIPPED_DIR = Path(__file__).resolve().parent
 # Used for time-order checks when neither `start` nor the first round's `at` is given;
 # the simulator uses the same default.
@@ -120,10 +121,13 @@ def load(ref: str | Path) -> Scenario:
     try:
         if path.is_dir():
             raise ScenarioError([f"{source}: (file): is a directory; expected a scenario file"])
+        if path.exists() and not path.is_file():  # a FIFO would block, a device never end
+            raise ScenarioError([f"{source}: (file): not a regular file; expected a scenario file"])
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise ScenarioError([_too_large(source, size)])
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)  # the file may grow after the size check
     except FileNotFoundError:
         raise ScenarioError([f"{source}: (file): no such file"]) from None
     except OSError as exc:
@@ -149,6 +153,7 @@ def loads(data: str | bytes, source: str = "<string>") -> Scenario:
             [f"{source}: (file): not UTF-8 text (invalid byte at offset {exc.start}); expected a YAML text file"]
         ) from None
     try:
+        _check_depth(text)
         doc = _parse(text)
     except yaml.MarkedYAMLError as exc:
         raise ScenarioError([_yaml_problem(source, exc)]) from None
@@ -159,6 +164,24 @@ def loads(data: str | bytes, source: str = "<string>") -> Scenario:
     except RecursionError:
         raise ScenarioError([f"{source}: (file): could not parse YAML: nesting is too deep"]) from None
     return _build(doc, source, hashlib.sha256(raw).hexdigest())
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before composing: libyaml's composer recurses in C and
+    crashes the process on deep input; its event parser does not recurse."""
+    depth = 0
+    events = yaml.parse(text, Loader=_FastLoader)
+    while True:
+        try:
+            event = next(events)
+        except (StopIteration, yaml.MarkedYAMLError):  # a syntax error is reported by `_parse` in its stable wording
+            return
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise yaml.YAMLError(f"nesting deeper than {MAX_DEPTH} levels (line {event.start_mark.line + 1})")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def _too_large(source: str, size: int) -> str:
@@ -371,16 +394,15 @@ def _caused_by(p, body, here, index, rid, first_index):
     ref = f.text(p, body["caused_by"], path, what="an earlier round id")
     if ref is None:
         return None
-    earlier = [r for r, j in first_index.items() if j < index]
-    shown = ", ".join(earlier) if earlier else "none"
     if ref == rid:
         p.add(path, "a round cannot be caused by itself")
-    elif ref not in earlier:
-        p.add(path, f"{ref!r} is not an earlier round (rounds before this one: {shown})")
+    elif first_index.get(ref, index) >= index:
+        earlier = [r for r, j in first_index.items() if j < index][-12:] if len(p.lines) < f.MAX_PROBLEMS else []
+        p.add(path, f"{ref!r} is not an earlier round (rounds before this one: {f.listing(earlier)})")
     else:
         return ref
     return None
 
 
 def _not_a_cause(cid: str, known: list[str]) -> str:
-    return f"{cid!r} is not a root cause of this scenario (known: {', '.join(known)})"
+    return f"{cid!r} is not a root cause of this scenario (known: {f.listing(known)})"

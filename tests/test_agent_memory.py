@@ -76,7 +76,7 @@ def test_principals_are_isolated_in_the_facade():
             mine = {e.id for e in memory.episodes(who)} | {f.id for f in memory.facts(who)}
             context = memory.recall("spool jobs stuck, driver garbled", principal=who, k=10)
             assert context.item_ids() and set(context.item_ids()) <= mine
-            assert all(memory.graph.nodes[e.source]["principal"] == who for e in memory.edges(who))
+            assert all(memory.graph_of(who).nodes[e.source]["principal"] == who for e in memory.edges(who))
 
 
 def test_rebuild_from_the_timeline_equals_the_live_state(tmp_path):

@@ -133,8 +133,8 @@ def test_every_damaged_byte_of_a_compact_blob_is_detected(tmp_path):
     raw = sqlite3.connect(tmp_path / "m.db")
     raw.execute("PRAGMA synchronous = OFF")  # hundreds of one-row edits: durability is not what is tested
     blob = raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0]
-    raw.execute("DROP TRIGGER timeline_no_update")
     with SQLiteStore(tmp_path / "m.db") as store:  # verify reads the file afresh each time
+        raw.execute("DROP TRIGGER timeline_no_update")  # after the open, which refuses a store without it
         for position in range(len(blob)):
             for flip in (0x01, 0x80):
                 damaged = bytearray(blob)
@@ -147,6 +147,7 @@ def test_every_damaged_byte_of_a_compact_blob_is_detected(tmp_path):
         raw.commit()
         assert store.verify() is None  # the open store saw every edit, this one included
     raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (blob[:-1],))  # torn
+    raw.execute("CREATE TRIGGER timeline_no_update BEFORE UPDATE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END")
     raw.commit()
     brk = SQLiteStore(tmp_path / "m.db").verify()
     assert brk.seq == 1 and brk.id == entries[1].id and "unreadable row" in brk.reason

@@ -62,8 +62,16 @@ def raw(path, sql, *params):
     db = sqlite3.connect(path)
     db.execute("DROP TRIGGER IF EXISTS snapshots_no_update")
     db.execute(sql, params)
-    db.commit()
+    db.executescript(RESTORE_TRIGGERS)  # damage to the bytes, not to the schema (a missing trigger refuses the open)
     db.close()
+
+
+RESTORE_TRIGGERS = """
+CREATE TRIGGER IF NOT EXISTS snapshots_no_update BEFORE UPDATE ON snapshots
+BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
+BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
+"""
 
 
 def opened(path, **options):
@@ -140,6 +148,7 @@ def test_runs_of_another_store_are_ignored(tmp_path):
     db.execute("ATTACH DATABASE ? AS other", (str(a),))
     db.execute("INSERT INTO snapshots (kind, id, meta, body) SELECT kind, id, meta, body FROM other.snapshots")
     db.commit()
+    db.executescript(RESTORE_TRIGGERS)
     db.close()
     with opened(b) as reopened:
         assert state(reopened) == expected

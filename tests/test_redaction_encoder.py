@@ -93,6 +93,11 @@ _FRAGMENTS = st.sampled_from([
     "\u212aey", "\u017fecret", "TO\u212aEN abcdefghijklmnop", "İ", "ı", "ß", "cache key", "monkey", "tokens",
     " ", "-", ".", ":", "=", "'", "\"", "\n", "(", ")", "+", "0", "7", "٣", "pool exhausted",
     "\u2014", "caf\u00e9", "to\u017fen", "pa\u017f\u017fword=abcdefgh", "api_\u212aey: abcdefgh", "\u0130",
+    "+49 (0)30 1234 5678", "(030) 12345678", "01 23 45 67 89", "98765 43210", "030/1234567", "DE89 3704 0044 0532 0130 00",
+    "NL91ABNA0417164300", "078-05-1120", "call me at ", "phone: ", "\u017fm\u017f ", "mysql://u:pw123456@h", "redis://:x@h",
+    "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "sk_live_abcdefghijkl", "github_pat_" + "b" * 24,
+    "https://hooks.slack.com/services/T1/B2/x", "pwd=abcdefgh", "credentials: abcdefgh", "\"api_key\": \"abcdefgh\"",
+    "5555 5555 5555 4444", "3782 822463 10005", "\u0663" * 9, "250 500 1000 2000", "josé@exämple.de",
 ])
 _TEXTS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0-9 .()+-]{1,20}", fullmatch=True)),
                   max_size=8).map("".join)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from memory import Kind, NoRedaction, Role, SQLiteStore
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
+from memory.timeline import audit
 from memory.timeline.connection import WriteTransaction
 from memory.timeline.entries import GENESIS_ID, entry_id, format_timestamp
 from tests.builders import T0, at, open_timeline
@@ -120,8 +121,11 @@ def test_tampering_one_row_names_that_entry(tmp_path, column, value):
     raw.execute("DROP TRIGGER timeline_no_update")
     raw.execute(f"UPDATE timeline SET {column} = ? WHERE seq = 3", (value,))
     raw.commit()
-    brk = SQLiteStore(tmp_path / "m.db").verify()
-    assert brk is not None and brk.seq == 3 and brk.id == entries[3].id
+    report = audit(tmp_path / "m.db")
+    assert f"timeline seq=3 id={entries[3].id[:16]}…: " in report.findings[1]
+    assert "trigger timeline_no_update is missing" in report.findings[0]
+    with pytest.raises(StoreError, match="tampered with: trigger.s. timeline_no_update missing"):
+        SQLiteStore(tmp_path / "m.db")
 
 
 def test_flipping_one_embedding_byte_is_detected(tmp_path):
@@ -133,8 +137,8 @@ def test_flipping_one_embedding_byte_is_detected(tmp_path):
     raw.execute("DROP TRIGGER timeline_no_update")
     raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (bytes(blob),))
     raw.commit()
-    brk = SQLiteStore(tmp_path / "m.db").verify()
-    assert brk.seq == 1 and brk.id == entries[1].id and "content does not match" in brk.reason
+    findings = audit(tmp_path / "m.db").findings
+    assert f"timeline seq=1 id={entries[1].id[:16]}…: content does not match" in findings[1]
 
 
 def test_truncated_jsonl_reports_line_and_imports_nothing(tmp_path):

@@ -17,7 +17,17 @@ from memory.facts.rules import (
     update_fact,
 )
 from memory.text import terms
-from memory.facts.versions import ACTIVE, RETIRED, FactVersion, Usefulness, current_facts, fact_id_of, history
+from memory.facts.versions import (
+    ACTIVE,
+    RETIRED,
+    FactVersion,
+    Usefulness,
+    current_facts,
+    fact_id_of,
+    history,
+    resolve_records,
+    stored_records,
+)
 
 __all__ = [
     "ACTIVE",
@@ -36,6 +46,8 @@ __all__ = [
     "history",
     "matches",
     "propose_fact",
+    "resolve_records",
+    "stored_records",
     "terms",
     "update_fact",
 ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
+from memory.errors import IntegrityError
 from memory.timeline import format_timestamp, parse_timestamp
 
 ACTIVE = "active"  # the version is a usable belief
@@ -104,3 +105,50 @@ def current_facts(versions: Iterable[FactVersion]) -> list[FactVersion]:
 def history(versions: Iterable[FactVersion], fact_id: str) -> list[FactVersion]:
     """Every version of one fact, oldest first."""
     return sorted((v for v in versions if v.fact_id == fact_id), key=lambda v: v.version)
+
+
+def stored_records(versions: Sequence[FactVersion], previous: Mapping[str, FactVersion]) -> list[tuple[str, dict[str, Any]]]:
+    """(id, body) to store for new versions, in order.
+
+    A version that follows one already stored (the latest of `previous`, or an earlier one of
+    `versions`) stores only what changed in its support and contradict lists against that
+    ``base`` version: storage grows with the evidence, not with evidence × versions.
+    `resolve_records` turns the bodies back into whole versions.
+    """
+    latest = {v.fact_id: previous[v.fact_id] for v in versions if v.fact_id in previous}
+    out = []
+    for version in versions:
+        body = version.to_record()
+        base = latest.get(version.fact_id)
+        if base is not None and base.version < version.version:
+            del body["support"], body["contradict"]
+            body["base"] = base.version
+            for name, now, before in (("support", version.support, base.support),
+                                      ("contradict", version.contradict, base.contradict)):
+                body[f"{name}_add"] = sorted(set(now) - set(before))
+                body[f"{name}_drop"] = sorted(set(before) - set(now))
+        out.append((version.id, body))
+        latest[version.fact_id] = version
+    return out
+
+
+def resolve_records(bodies: Iterable[Mapping[str, Any]]) -> Iterator[FactVersion]:
+    """Fact versions from stored bodies in insertion order, whole (older stores) or as changes to a base.
+
+    Raises:
+        IntegrityError: a body names a base version not stored before it.
+    """
+    lists: dict[tuple[str, int], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for body in bodies:
+        if "base" in body:
+            key = (body["fact_id"], int(body["base"]))
+            if key not in lists:
+                raise IntegrityError(f"fact version {body['fact_id']}@{body['version']} is stored as changes to "
+                                     f"version {body['base']}, which is not stored before it")
+            support, contradict = lists[key]
+            body = {**body,
+                    "support": sorted((set(support) - set(body["support_drop"])) | set(body["support_add"])),
+                    "contradict": sorted((set(contradict) - set(body["contradict_drop"])) | set(body["contradict_add"]))}
+        version = FactVersion.from_record(body)
+        lists[(version.fact_id, version.version)] = (version.support, version.contradict)
+        yield version

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memory.episodes import Edge, Episode, Outcome
-from memory.facts import FactVersion
+from memory.facts import resolve_records
 from memory.graph import add_edge_rows, add_edges, add_episode_rows
 from memory.persistence import runs as snapshot
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
@@ -152,7 +152,7 @@ class StoredState:
         add_edges(state.graph, [Edge.from_record(body) for _, body in tail_edges])
         facts = [body for run in runs for body in run.facts]
         facts += [body for _, body in self.store.records_after(RecordKind.FACT, self.covered)]
-        state.add_versions((FactVersion.from_record(body) for body in facts), stored=True)
+        state.add_versions(resolve_records(facts), stored=True)
         for run in runs:
             state.marks.defer(lambda run=run: run.marks)  # type: ignore[attr-defined]
         learned = set()

@@ -8,14 +8,17 @@ holding the timeline, the derived records of each `RecordKind` and binary snapsh
 projection of this one.
 """
 
+from memory.timeline.integrity import Audit, audit
 from memory.timeline.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder
 from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, Role, Timeline, format_timestamp, parse_timestamp
 from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotLog, Store, StoreStats
 from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.timeline.schema import RecordKind
 from memory.timeline.store import SQLiteStore
+from memory.timeline.validation import check_label
 
 __all__ = [
+    "Audit",
     "ChainBreak",
     "Encoder",
     "Entry",
@@ -36,6 +39,8 @@ __all__ = [
     "Store",
     "StoreStats",
     "Timeline",
+    "audit",
+    "check_label",
     "format_timestamp",
     "parse_timestamp",
 ]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memory.errors import ImmutableRecordError, StoreError
-from memory.timeline.schema import APPLICATION_ID, READABLE_SCHEMAS, SCHEMA, SCHEMA_VERSION, SNAPSHOTS
+from memory.timeline.schema import APPLICATION_ID, DIGESTS, READABLE_SCHEMAS, SCHEMA, SCHEMA_VERSION, SNAPSHOTS
 
 
 class Opened(NamedTuple):
@@ -17,64 +17,148 @@ class Opened(NamedTuple):
     schema: int  # the schema version the file is marked with
 
 
-def open_database(path: str, *, create: bool, synchronous: str) -> Opened:
+# Every table of the store and the triggers that make it insert-only; a table of ours without
+# them has been tampered with (they are created together, in one transaction).
+GUARDED = ("timeline", "records", "snapshots", "digests")
+
+
+def missing_triggers(db: sqlite3.Connection) -> list[str]:
+    """Names of the refusal triggers missing on the store's existing tables."""
+    rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('table', 'trigger')").fetchall()
+    tables = {name for kind, name, _, _ in rows if kind == "table"}
+    triggers = {name for kind, name, _, sql in rows if kind == "trigger" and "RAISE(ABORT" in (sql or "")}
+    return [f"{table}_no_{verb}" for table in GUARDED if table in tables for verb in ("update", "delete")
+            if f"{table}_no_{verb}" not in triggers]
+
+
+def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: float = 30.0) -> Opened:
     """Open (creating when allowed and missing) a store file or ``":memory:"``; see `SQLiteStore`.
 
+    Creation is one transaction taken under SQLite's write lock: several processes creating one
+    new store agree on it, and a crash during creation leaves a file the next open completes.
+
     Raises:
-        StoreError: a directory, a missing file with ``create=False``, not a store, or an
-            unreadable schema version.
+        StoreError: a directory or special file, a missing file with ``create=False``, not a
+            store, an unreadable schema version, missing refusal triggers, or a lock held longer
+            than `lock_timeout` seconds.
     """
+    if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+        raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     if path != ":memory:":
         file = Path(path)
         if file.is_dir():
             raise StoreError(f"{path}: is a directory, not a memory store")
+        if file.exists() and not file.is_file():
+            raise StoreError(f"{path}: not a regular file, not a memory store")
         if not file.exists() and not create:
             raise StoreError(f"{path}: no such memory store")
-        fresh = not file.exists() or file.stat().st_size == 0
-    else:
-        fresh = True
     try:
-        db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-        db.execute("PRAGMA busy_timeout = 30000")
-        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        db = sqlite3.connect(path, isolation_level=None, timeout=lock_timeout)
+        db.execute(f"PRAGMA busy_timeout = {int(lock_timeout * 1000)}")
+        _claim(db, path, create)
+        if path != ":memory:":
+            db.execute("PRAGMA journal_mode = WAL")
+        db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        _create_missing(db, path)
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        missing = missing_triggers(db)
+    except sqlite3.OperationalError as exc:
+        raise StoreError(locked_message(path, exc, lock_timeout)) from exc
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a memory store ({exc})") from exc
-    if not fresh and app_id != APPLICATION_ID:
-        db.close()
-        raise StoreError(f"{path}: not a memory store (SQLite file without the store's application id)")
-    if path != ":memory:":
-        db.execute("PRAGMA journal_mode = WAL")
-    if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-        raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
-    db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-    if fresh:
-        db.execute("BEGIN IMMEDIATE")
-        db.executescript(SCHEMA.replace("\n\n", "\n") + f"PRAGMA application_id = {APPLICATION_ID};"
-                         f"PRAGMA user_version = {SCHEMA_VERSION};")
-        db.execute("COMMIT") if db.in_transaction else None
-    version = db.execute("PRAGMA user_version").fetchone()[0]
     if version not in READABLE_SCHEMAS:
+        db.close()
         raise StoreError(f"{path}: store schema version {version}, this code reads "
                          f"{', '.join(map(str, READABLE_SCHEMAS))}")
-    if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone() is None:
-        db.execute("BEGIN IMMEDIATE")
-        db.executescript(SNAPSHOTS.replace("\n\n", "\n"))
-        db.execute("COMMIT") if db.in_transaction else None
+    if missing:
+        db.close()
+        raise StoreError(f"{path}: the store was tampered with: trigger(s) {', '.join(missing)} missing "
+                         f"(run `python -m memory verify {path}`)")
     return Opened(db, version)
+
+
+def _claim(db: sqlite3.Connection, path: str, create: bool) -> None:
+    """Refuse a file that is not (and cannot become) a store before anything is written to it."""
+    app_id = db.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        return
+    if db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+        db.close()
+        raise StoreError(f"{path}: not a memory store (SQLite file without the store's application id)")
+    if not create:
+        db.close()
+        raise StoreError(f"{path}: not a memory store (an empty file)")
+
+
+def _create_missing(db: sqlite3.Connection, path: str) -> None:
+    """Create the schema, or the tables added since a store was made, in one locked transaction."""
+    def complete() -> bool:
+        names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID and {
+            "timeline", "records", "snapshots", "digests"} <= names
+
+    if complete():
+        return
+    # executescript commits any open transaction first, so BEGIN and COMMIT are part of the script.
+    db.executescript("BEGIN IMMEDIATE;")
+    try:
+        if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+            if db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+                raise StoreError(f"{path}: not a memory store (SQLite file without the store's application id)")
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for script in (SCHEMA, SNAPSHOTS, DIGESTS):
+            for statement in _statements(script):
+                db.execute(statement)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a schema script (CREATE TRIGGER bodies hold one ';' each, closed by 'END;')."""
+    out, current = [], []
+    for line in script.strip().splitlines():
+        current.append(line)
+        text = "\n".join(current)
+        if text.rstrip().endswith(";") and (not text.lstrip().upper().startswith("CREATE TRIGGER")
+                                           or text.rstrip().upper().endswith("END;")):
+            out.append(text)
+            current = []
+    return out
+
+
+def locked_message(path: str, exc: BaseException, timeout: float) -> str:
+    """The message of a lock or I/O failure of SQLite."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return f"{path}: the store is locked by another writer (waited {timeout:g} s; try again or raise lock_timeout)"
+    return f"{path}: cannot use the store ({text})"
 
 
 class WriteTransaction:
     """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any error, translating trigger aborts."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, path: str = "", lock_timeout: float = 30.0) -> None:
         self._db = db
+        self._path = path
+        self._timeout = lock_timeout
 
     def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(locked_message(self._path, exc, self._timeout)) from exc
 
     def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> bool:
         if exc_type is None:
-            self._db.execute("COMMIT")
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                self._db.execute("ROLLBACK") if self._db.in_transaction else None
+                raise StoreError(locked_message(self._path, exc, self._timeout)) from exc
             return False
         self._db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.IntegrityError) and "refused" in str(exc):

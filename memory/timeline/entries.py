@@ -21,6 +21,7 @@ import numpy as np
 
 from memory.timeline.encoder import Encoder
 from memory.timeline.redaction import PatternRedactor, Redactor, redact_value
+from memory.timeline.validation import check_label, check_metadata, check_text, check_timestamp
 
 if TYPE_CHECKING:  # the protocols module imports this one
     from memory.timeline.protocols import EntryLog
@@ -254,7 +255,7 @@ class Timeline:
         Keyword fields: ``kind``, ``role``, ``timestamp`` (timezone-aware), ``situation``,
         and optionally ``principal`` (default "default") and ``metadata``.
         """
-        clean_text = self.redactor.redact(text)
+        clean_text = self.redactor.redact(check_text(text))
         return self._draft(clean_text, self.encoder.encode([clean_text])[0], **fields)
 
     def _draft(
@@ -269,12 +270,13 @@ class Timeline:
         principal: str = "default",
         metadata: Mapping[str, Any] | None = None,
     ) -> EntryDraft:
+        check_metadata(metadata)
         clean_meta = redact_value(dict(metadata), self.redactor.redact) if metadata else {}
         canonical_metadata(clean_meta)  # fail early on non-JSON metadata
         return EntryDraft(
-            timestamp=to_utc(timestamp),
-            principal=principal,
-            situation=situation,
+            timestamp=check_timestamp(timestamp),
+            principal=check_label("principal", principal),
+            situation=self.redactor.redact(check_label("situation", situation)),
             role=role if type(role) is Role else Role(role),
             kind=kind if type(kind) is Kind else Kind(kind),
             text=clean_text,
@@ -292,7 +294,7 @@ class Timeline:
 
         Each item holds the keyword arguments of `draft`, including ``text``.
         """
-        clean_texts = [self.redactor.redact(item["text"]) for item in items]
+        clean_texts = [self.redactor.redact(check_text(item["text"])) for item in items]
         vectors = self.encoder.encode(clean_texts)
         drafts = [
             self._draft(clean, vector, **{key: value for key, value in item.items() if key != "text"})

@@ -76,6 +76,22 @@ CREATE TRIGGER IF NOT EXISTS snapshots_no_delete BEFORE DELETE ON snapshots
 BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END;
 """
 
+# The digest chains of the derived tables (`memory.timeline.anchor`): one row per derived row,
+# insert-only. Added after schema 2 without changing it: created on open when missing; the
+# first write chains the derived rows already stored.
+DIGESTS = """
+CREATE TABLE IF NOT EXISTS digests (
+    tbl TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (tbl, seq)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS digests_no_update BEFORE UPDATE ON digests
+BEGIN SELECT RAISE(ABORT, 'digests are insert-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS digests_no_delete BEFORE DELETE ON digests
+BEGIN SELECT RAISE(ABORT, 'digests are insert-only: DELETE refused'); END;
+"""
+
 COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
 
 

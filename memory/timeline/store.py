@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -18,6 +19,9 @@ import numpy as np
 
 from memory.errors import ImportFailed, IntegrityError, StoreError
 from memory.timeline import blob as embedding_blob
+from memory.timeline import anchor as anchor_file
+from memory.timeline import integrity as anchors
+from memory.timeline import portable
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -35,8 +39,6 @@ from memory.timeline.schema import (
     COLUMNS,
     SCHEMA_VERSION,
     RecordKind,
-    entry_from_json,
-    entry_to_json,
     entry_to_row,
     kind_text,
     pack_embeddings,
@@ -54,9 +56,22 @@ class SQLiteStore:
             survive power loss; ``"NORMAL"`` in WAL mode survives process crashes only.
     """
 
-    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL",
+                 lock_timeout: float = 30.0) -> None:
         self.path = str(path)
-        self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous)
+        self._lock_timeout = lock_timeout
+        self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
+                                               lock_timeout=lock_timeout)
+        self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
+        if self.path != ":memory:":
+            try:
+                lost = anchors.lost_tail(self._db, self.path)
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                raise StoreError(f"{self.path}: not a memory store ({exc})") from exc
+            if lost:
+                self._db.close()
+                raise StoreError(f"{self.path}: {lost} (run `python -m memory verify {self.path}`)")
 
     # -- timeline ---------------------------------------------------------------------
 
@@ -346,47 +361,29 @@ class SQLiteStore:
         return unreadable[0] if unreadable else brk
 
     def export_jsonl(self, out: str | Path) -> int:
-        """Write every entry as one JSON line; returns the number written."""
-        count = 0
-        with open(out, "w", encoding="utf-8") as handle:
-            for entry in self.entries():
-                handle.write(json.dumps(entry_to_json(entry), ensure_ascii=False, sort_keys=True) + "\n")
-                count += 1
-        return count
+        """Write every entry as one JSON line, atomically (`memory.timeline.portable`); the number written."""
+        return portable.export_jsonl(self, out)
 
     def import_jsonl(self, source: str | Path) -> int:
         """Append the entries of a JSONL export, all or nothing.
 
         The file's chain must continue this store's head (an empty store takes a full
-        export). Every id is recomputed. On the first bad, torn or unlinked record an
-        `ImportFailed` names the file and line and nothing is imported.
+        export). Every line is checked and every id recomputed. On the first bad, torn or
+        unlinked record an `ImportFailed` names the file and line and nothing is imported.
         """
-        path = str(source)
-        try:
-            lines = Path(path).read_text(encoding="utf-8").split("\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ImportFailed(path, 0, f"cannot read file ({exc})") from exc
-        parsed: list[Entry] = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                parsed.append(entry_from_json(json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
-        line_of = [n for n, line in enumerate(lines, start=1) if line.strip()]
+        parsed, line_of = portable.parse_jsonl(source)
+        consumed = [0]
+
+        def counted() -> Iterator[Entry]:
+            for index, entry in enumerate(parsed):
+                consumed[0] = index
+                yield entry
+
         with self._write():
             seq, prev_id = self._head()
-            brk = verify_chain(parsed, start_prev_id=prev_id, start_seq=seq)
+            brk = verify_chain(counted(), start_prev_id=prev_id, start_seq=seq)
             if brk is not None:
-                position = brk.seq - seq if 0 <= brk.seq - seq < len(parsed) else 0
-                for index, entry in enumerate(parsed):
-                    if entry.id == brk.id:
-                        position = index
-                        break
-                raise ImportFailed(path, line_of[position], f"entry {brk.id[:12]}…: {brk.reason}")
+                raise ImportFailed(str(source), line_of[consumed[0]], f"entry {brk.id[:12]}…: {brk.reason}")
             blobs = pack_embeddings([entry.embedding for entry in parsed])
             self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
         self._schema = SCHEMA_VERSION
@@ -409,7 +406,9 @@ class SQLiteStore:
         )
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection and the anchor file (idempotent)."""
+        if self._anchor is not None:
+            self._anchor.close()
         try:
             self._db.close()
         except sqlite3.Error:
@@ -421,6 +420,14 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self) -> WriteTransaction:
-        """The context of one ``BEGIN IMMEDIATE`` write transaction."""
-        return WriteTransaction(self._db)
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One ``BEGIN IMMEDIATE`` write transaction; chains new derived rows and writes the anchor after COMMIT."""
+        with WriteTransaction(self._db, self.path, self._lock_timeout):
+            yield
+            anchored = anchors.seal(self._db)
+        if self._anchor is not None:
+            try:
+                self._anchor.write(anchored)
+            except OSError:  # the anchor only helps verify; a commit never fails for it
+                pass

@@ -1,0 +1,226 @@
+"""Auditing a store file: everything `python -m memory verify` checks, read-only.
+
+`audit` opens the file read-only (it never creates, migrates or repairs anything) and
+reports every finding with what is wrong and where, instead of raising: a damaged file is
+the expected input here. It checks, in order: that the file is an SQLite store of this
+project; SQLite's own ``integrity_check``; the schema version and the refusal triggers;
+the timeline's hash chain (every id recomputed); the digest chains of the derived tables;
+and the sidecar anchor (a lost or truncated tail, a replaced head, rewritten derived rows).
+
+`seal` is the writer's half: called inside every write transaction, it chains the derived
+rows written since the last digest and returns the anchor to write after the commit.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Iterator, NamedTuple
+from urllib.parse import quote
+
+from memory.errors import StoreError
+from memory.timeline import anchor as anchor_file
+from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
+from memory.timeline.connection import missing_triggers
+from memory.timeline.entries import GENESIS_ID, entry_id
+from memory.timeline.schema import APPLICATION_ID, COLUMNS, READABLE_SCHEMAS, row_to_entry
+
+_DERIVED_COLUMNS = {"records": "seq, kind, id, body", "snapshots": "seq, kind, id, meta, body"}
+MAX_FINDINGS = 20  # a badly damaged file is summarised, not listed row by row
+
+
+class Audit(NamedTuple):
+    """What `audit` found."""
+
+    entries: int  # timeline rows read
+    head: str  # id of the last entry (GENESIS_ID when empty)
+    findings: list[str]  # damage, each saying what and where; empty when the store is intact
+    notes: list[str]  # facts worth knowing that are not damage (e.g. no anchor file)
+
+
+_STATE = ("SELECT (SELECT MAX(seq) FROM records), (SELECT MAX(seq) FROM snapshots), "
+          "(SELECT seq || ' ' || digest FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), "
+          "(SELECT seq || ' ' || digest FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1), "
+          "(SELECT seq || ' ' || id FROM timeline ORDER BY seq DESC LIMIT 1)")
+
+
+def seal(db: sqlite3.Connection) -> Anchor:
+    """Inside a write transaction: digest the derived rows not yet chained; the anchor of the result.
+
+    One query reads every head (this runs in every write transaction, appends included).
+    """
+    *tops, head = db.execute(_STATE).fetchone()
+    derived = {}
+    for table, top, last in zip(DERIVED, tops[:2], tops[2:]):
+        seq, prev = (int(last.split(" ")[0]), last.split(" ")[1]) if last else (0, GENESIS)
+        if top is not None and top > seq:
+            new = []
+            for row in db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} WHERE seq > ? ORDER BY seq", (seq,)):
+                prev = row_digest(prev, tuple(row[1:]))
+                new.append((table, row[0], prev))
+                seq = row[0]
+            db.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (?,?,?)", new)
+        derived[table] = (seq, prev)
+    if head is None:
+        return Anchor(0, GENESIS_ID, derived)
+    head_seq, head_id = head.split(" ")
+    return Anchor(int(head_seq) + 1, head_id, derived)
+
+
+def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:
+    row = db.execute("SELECT seq, digest FROM digests WHERE tbl = ? ORDER BY seq DESC LIMIT 1", (table,)).fetchone()
+    return (row[0], row[1]) if row else (0, GENESIS)
+
+
+def lost_tail(db: sqlite3.Connection, path: str) -> str:
+    """A cheap check on open: what the store lost against its anchor ("" when nothing is known lost)."""
+    anchor = anchor_file.read(path).anchor
+    if anchor is None:
+        return ""
+    if anchor.entries:
+        row = db.execute("SELECT id FROM timeline WHERE seq = ?", (anchor.entries - 1,)).fetchone()
+        if row is None:
+            count = db.execute("SELECT COUNT(*) FROM timeline").fetchone()[0]
+            return f"the store holds {count} entries but its anchor records {anchor.entries}: its tail was lost"
+        if row[0] != anchor.head:
+            return f"entry seq={anchor.entries - 1} is not the anchored head {anchor.head[:12]}…"
+    for table, (seq, digest) in anchor.derived.items():
+        if seq and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None:
+            return f"{table} row seq={seq} recorded by the anchor is missing"
+    return ""
+
+
+def audit(path: str | Path) -> Audit:
+    """Check a store file read-only; never raises for damage (see the module docstring).
+
+    Raises:
+        StoreError: the path is missing, a directory or not a regular file (a user's mistake).
+    """
+    path = str(path)
+    file = Path(path)
+    if not file.exists():
+        raise StoreError(f"{path}: no such memory store")
+    if not file.is_file():
+        raise StoreError(f"{path}: not a regular file, not a memory store")
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not header:
+        return Audit(0, GENESIS_ID, ["the file is empty: not a memory store"], [])
+    if not header.startswith(b"SQLite format 3\x00"):
+        return Audit(0, GENESIS_ID, ["file header: not an SQLite database"], [])
+    try:
+        db = sqlite3.connect(f"file:{quote(str(file.resolve()))}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        return Audit(0, GENESIS_ID, [f"cannot open the database read-only: {exc}"], [])
+    # Damaged text must reach the checks as text that no longer hashes to its id, not as a decode error.
+    db.text_factory = lambda data: data.decode("utf-8", "surrogateescape")
+    try:
+        return _audit(db, path)
+    except (sqlite3.Error, ValueError) as exc:
+        return Audit(0, GENESIS_ID, [f"the database cannot be read: {exc}"], [])
+    finally:
+        db.close()
+
+
+def _audit(db: sqlite3.Connection, path: str) -> Audit:
+    findings: list[str] = []
+    notes: list[str] = []
+    if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        return Audit(0, GENESIS_ID, ["not a memory store (SQLite file without the store's application id)"], [])
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version not in READABLE_SCHEMAS:
+        findings.append(f"schema version {version}, readable: {', '.join(map(str, READABLE_SCHEMAS))}")
+    damage = [row[0] for row in db.execute("PRAGMA integrity_check(10)")]
+    if damage != ["ok"]:
+        findings += [f"SQLite integrity_check: {line}" for line in damage]
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in ("timeline", "records"):
+        if table not in tables:
+            findings.append(f"schema: table {table} is missing")
+    if "timeline" not in tables:
+        return Audit(0, GENESIS_ID, findings, notes)
+    findings += [f"schema: refusal trigger {name} is missing (UPDATE/DELETE were possible)"
+                 for name in missing_triggers(db)]
+    count, head, chain = _chain(db)
+    findings += chain
+    if "digests" in tables:
+        findings += [line for table in DERIVED if table in tables for line in _derived(db, table)]
+    else:
+        notes.append("derived records are not digest-chained yet (a store written before digests; "
+                     "the next write chains them)")
+    read = anchor_file.read(path)
+    if read.anchor is None:
+        notes.append(read.note)
+    else:
+        findings += _against_anchor(db, read.anchor, count, tables)
+    return Audit(count, head, findings[:MAX_FINDINGS] + (
+        [f"… and {len(findings) - MAX_FINDINGS} more"] if len(findings) > MAX_FINDINGS else []), notes)
+
+
+def _chain(db: sqlite3.Connection) -> tuple[int, str, list[str]]:
+    """(rows, head id, findings) of the timeline's hash chain, stopping at the first break."""
+    prev_id, expected, count = GENESIS_ID, 0, 0
+    for row in db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq"):
+        count += 1
+        where = f"timeline seq={row[0]} id={str(row[1])[:16]}…"
+        if row[0] != expected:
+            return count, prev_id, [f"{where}: sequence number {row[0]}, expected {expected} (rows missing)"]
+        try:
+            entry = row_to_entry(row)
+            recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
+        except Exception as exc:  # noqa: BLE001 - any damage to a row is reported, never raised
+            return count, prev_id, [f"{where}: unreadable row ({type(exc).__name__}: {exc})"]
+        if entry.prev_id != prev_id:
+            return count, prev_id, [f"{where}: previous id does not link to {prev_id[:12]}…"]
+        if recomputed != entry.id:
+            return count, prev_id, [f"{where}: content does not match its id (recomputed {recomputed[:12]}…)"]
+        prev_id, expected = entry.id, expected + 1
+    return count, prev_id, []
+
+
+def _derived(db: sqlite3.Connection, table: str) -> list[str]:
+    """Findings of one derived table's digest chain (first break only)."""
+    digests = _digest_rows(db, table)
+    prev = GENESIS
+    for row in db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} ORDER BY seq"):
+        stored = next(digests, None)
+        if stored is None:
+            return [f"{table} seq={row[0]} kind={row[1]} id={row[2]}: not covered by the digest chain "
+                    f"(inserted outside the store)"]
+        if stored[0] != row[0]:
+            return [f"{table} seq={min(stored[0], row[0])}: a row and its digest are missing"]
+        prev = row_digest(prev, tuple(row[1:]))
+        if prev != stored[1]:
+            return [f"{table} seq={row[0]} kind={row[1]} id={row[2]}: content does not match its digest"]
+    extra = next(digests, None)
+    return [f"{table} seq={extra[0]}: digested row is missing (deleted)"] if extra else []
+
+
+def _digest_rows(db: sqlite3.Connection, table: str) -> Iterator[tuple[int, str]]:
+    rows = db.execute("SELECT seq, digest FROM digests WHERE tbl = ? ORDER BY seq", (table,)).fetchall()
+    return iter([(row[0], row[1]) for row in rows])
+
+
+def _against_anchor(db: sqlite3.Connection, anchor: Anchor, count: int, tables: set[str]) -> list[str]:
+    findings = []
+    if count < anchor.entries:
+        findings.append(f"timeline: {count} entries, the anchor records {anchor.entries}: the tail was lost")
+    elif anchor.entries:
+        row = db.execute("SELECT id FROM timeline WHERE seq = ?", (anchor.entries - 1,)).fetchone()
+        if row is None or row[0] != anchor.head:
+            findings.append(f"timeline seq={anchor.entries - 1}: not the anchored head {anchor.head[:16]}…")
+    for table, (seq, digest) in anchor.derived.items():
+        if not seq:
+            continue
+        row = db.execute("SELECT digest FROM digests WHERE tbl = ? AND seq = ?", (table, seq)).fetchone() \
+            if "digests" in tables else None
+        if row is None or row[0] != digest:
+            findings.append(f"{table} seq={seq}: the anchored digest {digest[:16]}… is "
+                            f"{'missing' if row is None else 'different'} (rows lost or rewritten)")
+        elif table in tables and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None:
+            findings.append(f"{table} seq={seq}: the anchored row is missing")
+    return findings
+
