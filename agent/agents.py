@@ -168,10 +168,13 @@ class _LoopAgent:
             attempt=prompt.attempt,
             tried=tuple(self._tried),
             feedback=tuple(self._feedback),
+            catalogue=tuple(getattr(prompt, "catalogue", ())),
         )
         evidence, context_text = self._recall(problem)
         evidence = fit_budget(evidence, self.budget)
         decision = self.reasoner.decide(problem, evidence, context_text)
+        if decision.invalid:  # no choice was made: nothing tried, nothing for memory to learn from
+            return Turn(decision, tuple(evidence), context_text)
         self._tried.append(decision.choice)
         self._record(
             f"Decision: {decision.choice} — {decision.rationale}",
@@ -236,7 +239,7 @@ class FlatRAGAgent(_LoopAgent):
                                      observations=(window.text,), why=f"cosine {score:.3f} to the observations"))
         lines, used = [], 0
         for item in fit_budget(evidence, self.budget):
-            line = f"- ({item.relevance:.2f}) {item.text}"
+            line = f"- [{item.id}] ({item.relevance:.2f}) {item.text}"
             if used + len(line) > self.budget.chars:
                 break
             lines.append(line)

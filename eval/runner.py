@@ -38,10 +38,14 @@ class RoundRecord:
     candidate_scores: dict[str, Any] = field(default_factory=dict)  # per candidate: score parts at the first attempt
     retrieved_items: tuple[dict[str, Any], ...] = ()  # first attempt: {id, source, score, why, round, same_cause}
     evidence_eligible: bool = False  # the round's true cause was the truth of an earlier round
+    cache_read_tokens: int = 0  # LLM input tokens read from the provider's prompt cache over the round
+    invalid: tuple[str, ...] = ()  # "attempt N: why" for each attempt without a valid answer (counted wrong)
+    notes: tuple[str, ...] = ()  # what the reasoner learned about its model during the round
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["decisions"] = list(self.decisions)
+        data["invalid"], data["notes"] = list(self.invalid), list(self.notes)
         data["retrieved_items"] = [dict(item) for item in self.retrieved_items]
         return data
 
@@ -93,7 +97,8 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     while prompt is not None:
         event_round.update((e.index, None if e.kind == "note" else prompt.round_id) for e in prompt.events)
         if prompt.attempt == 1:
-            current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0}
+            current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0, "cached": 0,
+                       "invalid": [], "notes": []}
         started = time.perf_counter()
         turn = agent.decide(prompt)
         decision = turn.decision
@@ -101,6 +106,10 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
         current["in"] += int(decision.usage.get("input_tokens", 0))
         current["out"] += int(decision.usage.get("output_tokens", 0))
         current["cost"] += float(decision.usage.get("cost_usd", 0.0))
+        current["cached"] += int(decision.usage.get("cache_read_input_tokens", 0))
+        current["notes"] += list(decision.notes)
+        if decision.invalid:
+            current["invalid"].append(f"attempt {prompt.attempt}: {decision.invalid}")
         if prompt.attempt == 1:
             evidence = turn.evidence
             current.update(confidence=decision.confidence, retrieved=len(evidence),
@@ -124,6 +133,8 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
                 latency_ms=round(current["latency"], 3), input_tokens=current["in"], output_tokens=current["out"],
                 cost_usd=round(current["cost"], 6), rationale=current["rationale"],
                 candidate_scores=current["scores"], retrieved_items=current["items"],
+                cache_read_tokens=current["cached"], invalid=tuple(current["invalid"]),
+                notes=tuple(current["notes"]),
                 evidence_eligible=any(truths[r.id] == info["truth"] for r in scenario.rounds[:order[info["round_id"]]]),
             ))
         prompt = step.prompt

@@ -9,7 +9,7 @@ from eval import runlog
 from eval.compare import main
 from eval.metrics import summary
 from eval.report import Report, records
-from tests.builders import T0, at
+from tests.builders import T0, at, untried_candidates
 
 ROUND_KEYS = {"scenario", "seed", "round", "kind", "truth", "first_decision", "first_correct", "solved", "attempts"}
 
@@ -119,11 +119,7 @@ def _fake_claude(monkeypatch):
 
     def handler(request):
         body = json.loads(request.content)
-        allowed = body["tools"][0]["input_schema"]["properties"]["root_cause"]["enum"]
-        prompt = body["messages"][0]["content"]
-        tried = prompt.split("Already tried in this incident and failed: ")[1].split("\n")[0].split(", ") \
-            if "Already tried" in prompt else []
-        choice = next(c for c in allowed if c not in tried)
+        choice = untried_candidates(body["messages"][0]["content"])[0]
         return httpx.Response(200, json={
             "id": "msg", "type": "message", "role": "assistant", "model": body["model"], "stop_reason": "tool_use",
             "stop_sequence": None, "usage": {"input_tokens": 900, "output_tokens": 40},
