@@ -30,6 +30,7 @@ class RoundRecord:
     retrieved: int = 0  # evidence items retrieved at the first attempt
     labelled: int = 0  # of which carried an explicit outcome label (or were facts)
     relied_on_memory: bool = False  # the first decision relied on at least one memory item
+    relied_on: tuple[str, ...] = ()  # the evidence ids the first decision cited (resolved to full ids)
     latency_ms: float = 0.0  # total decision time over the round's attempts
     input_tokens: int = 0  # LLM input tokens over the round (Claude mode)
     output_tokens: int = 0  # LLM output tokens over the round
@@ -45,7 +46,7 @@ class RoundRecord:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["decisions"] = list(self.decisions)
-        data["invalid"], data["notes"] = list(self.invalid), list(self.notes)
+        data["invalid"], data["notes"], data["relied_on"] = list(self.invalid), list(self.notes), list(self.relied_on)
         data["retrieved_items"] = [dict(item) for item in self.retrieved_items]
         return data
 
@@ -114,7 +115,7 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
             evidence = turn.evidence
             current.update(confidence=decision.confidence, retrieved=len(evidence),
                            labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
-                           relied=bool(decision.relied_on), rationale=decision.rationale,
+                           relied=bool(decision.relied_on), relied_ids=tuple(decision.relied_on), rationale=decision.rationale,
                            scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
                            items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id))
         current["decisions"].append(decision.choice)
@@ -130,6 +131,7 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
                 solved=bool(info["solved"]), attempts=len(decisions), decisions=decisions,
                 first_confidence=float(current["confidence"]), retrieved=current["retrieved"],
                 labelled=current["labelled"], relied_on_memory=current["relied"],
+                relied_on=current["relied_ids"],
                 latency_ms=round(current["latency"], 3), input_tokens=current["in"], output_tokens=current["out"],
                 cost_usd=round(current["cost"], 6), rationale=current["rationale"],
                 candidate_scores=current["scores"], retrieved_items=current["items"],
