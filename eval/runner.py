@@ -104,13 +104,7 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
         turn = agent.decide(prompt)
         decision = turn.decision
         current["latency"] += (time.perf_counter() - started) * 1000.0
-        current["in"] += int(decision.usage.get("input_tokens", 0))
-        current["out"] += int(decision.usage.get("output_tokens", 0))
-        current["cost"] += float(decision.usage.get("cost_usd", 0.0))
-        current["cached"] += int(decision.usage.get("cache_read_input_tokens", 0))
-        current["notes"] += list(decision.notes)
-        if decision.invalid:
-            current["invalid"].append(f"attempt {prompt.attempt}: {decision.invalid}")
+        _add_usage(current, decision, prompt.attempt)
         if prompt.attempt == 1:
             evidence = turn.evidence
             current.update(confidence=decision.confidence, retrieved=len(evidence),
@@ -144,6 +138,17 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     result.layers = measure_layers(agent, result.truth)
     agent.close()
     return result
+
+
+def _add_usage(current: dict[str, Any], decision: Any, attempt: int) -> None:
+    """Add one attempt's tokens, cost, model notes and invalid answer to the round's tally."""
+    current["in"] += int(decision.usage.get("input_tokens", 0))
+    current["out"] += int(decision.usage.get("output_tokens", 0))
+    current["cost"] += float(decision.usage.get("cost_usd", 0.0))
+    current["cached"] += int(decision.usage.get("cache_read_input_tokens", 0))
+    current["notes"] += list(decision.notes)
+    if decision.invalid:
+        current["invalid"].append(f"attempt {attempt}: {decision.invalid}")
 
 
 def measure_layers(agent: Agent, truth: GroundTruth) -> dict[str, Any] | None:
