@@ -17,7 +17,7 @@ in characters (`evidence_chars`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol, Sequence
 
@@ -168,10 +168,13 @@ class _LoopAgent:
             attempt=prompt.attempt,
             tried=tuple(self._tried),
             feedback=tuple(self._feedback),
+            catalogue=tuple(getattr(prompt, "catalogue", ())),
         )
         evidence, context_text = self._recall(problem)
         evidence = fit_budget(evidence, self.budget)
         decision = self.reasoner.decide(problem, evidence, context_text)
+        if decision.invalid:  # no choice was made: nothing tried, nothing for memory to learn from
+            return Turn(decision, tuple(evidence), context_text)
         self._tried.append(decision.choice)
         self._record(
             f"Decision: {decision.choice} — {decision.rationale}",
@@ -236,7 +239,7 @@ class FlatRAGAgent(_LoopAgent):
                                      observations=(window.text,), why=f"cosine {score:.3f} to the observations"))
         lines, used = [], 0
         for item in fit_budget(evidence, self.budget):
-            line = f"- ({item.relevance:.2f}) {item.text}"
+            line = f"- [{item.id}] ({item.relevance:.2f}) {item.text}"
             if used + len(line) > self.budget.chars:
                 break
             lines.append(line)
@@ -287,7 +290,10 @@ class EpisodicAgent(_LoopAgent):
         context = self.memory.recall(list(problem.observations), situation=problem.situation,
                                      principal=self.principal, k=slots + problem.attempt)
         evidence: list[Evidence] = []
-        episodes = [r for r in context.episodes if not self._live.intersection(r.episode.entry_ids)][:slots]
+        # The live round's episodes are the reasoner's own input; an episode of another situation
+        # that never reached an outcome (a note, a review) says nothing about a diagnosis.
+        episodes = [r for r in context.episodes if not self._live.intersection(r.episode.entry_ids)
+                    and (r.episode.situation == problem.situation or r.episode.outcome.value != "UNKNOWN")][:slots]
         for recalled in episodes:
             episode = recalled.episode
             relevance = max(0.0, float(recalled.score.relevance))
@@ -311,7 +317,11 @@ class EpisodicAgent(_LoopAgent):
                     id=f"{fact.fact_id}@{fact.version}", source="fact", text=fact.text,
                     relevance=max(0.0, min(1.0, float(recalled.match))), conclusion=fact.conclusion,
                     confidence=float(fact.confidence), why=recalled.why))
-        return evidence, context.render(max_chars=self.budget.chars)
+        # The block shows exactly the items handed over, within the same budget.
+        kept = {item.id for item in fit_budget(evidence, self.budget)}
+        shown = replace(context, episodes=tuple(r for r in episodes if r.episode.id in kept),
+                        facts=tuple(r for r in context.facts if r.fact.id in kept))
+        return evidence, shown.render(max_chars=self.budget.chars)
 
     def recorded(self) -> Recorded:
         self.memory.flush()

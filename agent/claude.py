@@ -5,20 +5,26 @@ cache. The ``anthropic`` SDK is imported lazily, so heuristic mode never needs i
 contract, prompts, validation, repair round and cache are shared with every LLM reasoner
 (`agent.llm`); this module shapes Messages API requests and reads their tool calls.
 
-* The decision comes back through a tool whose JSON schema enumerates the candidates; it
-  is validated (a known candidate, not one already tried while others remain), with one
-  repair round when the model answers off-contract.
-* The static system prompt is marked for prompt caching.
-* Temperature 0 where the model accepts sampling parameters (newer families reject any
-  non-default value; there the cache is what makes a run replayable).
+* The decision comes back through one forced tool call (parallel tool use disabled) whose
+  strict schema enumerates the scenario's root causes; an off-contract answer is repaired
+  through an ``is_error`` tool result.
+* Thinking is disabled explicitly (a forced tool call cannot be combined with it); a model
+  that refuses ``thinking`` or ``temperature`` with a 400 gets them dropped for the run (and
+  a model that then thinks gets ``tool_choice: auto`` and a larger budget).
+* Prompt caching is asked for only when the stable prefix (tool definition and system
+  prompt; the round's candidates and memory come after it) is above the model's minimum
+  cacheable length; `caching_note` says which.
 * Retries with exponential backoff on rate limits, overload, server errors and timeouts:
   the SDK's own retry loop (``max_retries``), which honours ``retry-after``.
-* Token and cost accounting per decision; every response is cached on disk under the
-  SHA-256 of its request, so a finished run replays exactly without a key.
+* Token and cost accounting per decision from `PRICES` (a model without a price is
+  warned about); every response is cached on disk under the SHA-256 of its request, so a
+  finished run replays exactly without a key.
 """
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,7 +37,10 @@ from agent.llm import (
     CacheMiss,
     MissingKey,
     ReasonerError,
+    Rejected,
     decision_schema,
+    drop_parameters,
+    named_parameter,
     user_prompt,
 )
 from agent.reasoner import Problem
@@ -44,12 +53,17 @@ PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
     "claude-sonnet-4-5": (3.0, 15.0),
     "claude-sonnet-4-6": (3.0, 15.0),
-    "claude-sonnet-5": (2.0, 10.0),
-    "claude-sonnet-5-5": (2.0, 10.0),
     "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-6": (5.0, 25.0),
 }
-# Families that reject non-default sampling parameters and forced tool choice with thinking.
-NO_SAMPLING_PREFIXES = ("claude-sonnet-5", "claude-opus-5", "claude-fable", "claude-mythos", "claude-haiku-5")
+# Minimum cacheable prompt length in tokens, by model prefix (longest match wins; unknown: the largest).
+CACHE_MINIMUM: dict[str, int] = {
+    "claude-opus-5": 512, "claude-fable-5": 512, "claude-mythos-5": 512,
+    "claude-sonnet-5": 1024, "claude-opus-4-8": 1024, "claude-sonnet-4-5": 1024,
+    "claude-sonnet-4-6": 2048,
+    "claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096, "claude-opus-4-7": 4096,
+}
+CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
 
 
 class ClaudeReasoner(CachedLLMReasoner):
@@ -76,28 +90,46 @@ class ClaudeReasoner(CachedLLMReasoner):
         self._api_key = api_key
         self._max_retries = max_retries
         self._timeout = timeout
+        if cost_usd(model) is None:
+            note = f"no price on file for {model}: its cost is reported as $0.00 (add it to agent.claude.PRICES)"
+            self.notes.append(note)
+            warnings.warn(note, stacklevel=2)
 
-    def build_request(self, problem: Problem, context_text: str, *, repair: str | None = None) -> dict[str, Any]:
-        """The exact request sent (and hashed for the cache)."""
-        tool = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.",
-                "input_schema": decision_schema(problem)}
+    def caching_note(self, problem: Problem) -> tuple[bool, str]:
+        """Whether the stable prefix is long enough to be cached for this model, and why."""
+        prefix = len(SYSTEM_PROMPT) + len(json.dumps(self._tool(problem)))
+        tokens = prefix // CHARS_PER_TOKEN
+        minimum = _by_prefix(CACHE_MINIMUM, self.model) or max(CACHE_MINIMUM.values())
+        if tokens >= minimum:
+            return True, f"prompt caching on: stable prefix ~{tokens} tokens >= {minimum} for {self.model}"
+        return False, f"prompt caching off: stable prefix ~{tokens} tokens < {minimum} for {self.model}"
+
+    def build_request(self, problem: Problem, context_text: str, *,
+                      repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+        """The exact request sent (and hashed for the cache), before refused parameters are dropped."""
         messages: list[dict[str, Any]] = [{"role": "user", "content": user_prompt(problem, context_text)}]
         if repair:
-            messages.append({"role": "assistant", "content": repair})
-            messages.append({"role": "user", "content": REPAIR_PROMPT})
+            messages += _repair_turns(*repair)
+        system: dict[str, Any] = {"type": "text", "text": SYSTEM_PROMPT}
+        cache, note = self.caching_note(problem)
+        if note not in self.notes:
+            self.notes.append(note)
+        if cache:
+            system["cache_control"] = {"type": "ephemeral"}
         request: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": 1024,
-            "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
-            "messages": messages,
-            "tools": [tool],
+            "model": self.model, "max_tokens": self.max_tokens, "system": [system], "messages": messages,
+            "tools": [self._tool(problem)], "thinking": {"type": "disabled"}, "temperature": 0,
+            "tool_choice": {"type": "tool", "name": TOOL_NAME, "disable_parallel_tool_use": True},
         }
-        if self.model.startswith(NO_SAMPLING_PREFIXES):
-            request["tool_choice"] = {"type": "auto"}
-        else:
-            request["tool_choice"] = {"type": "tool", "name": TOOL_NAME}
-            request["temperature"] = 0
+        if "thinking" in self.dropped:  # the model thinks: a forced tool call is not allowed then
+            request["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+            request["max_tokens"] = max(self.max_tokens, THINKING_MAX_TOKENS)
         return request
+
+    @staticmethod
+    def _tool(problem: Problem) -> dict[str, Any]:
+        return {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.", "strict": True,
+                "input_schema": decision_schema(problem)}
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
@@ -105,22 +137,56 @@ class ClaudeReasoner(CachedLLMReasoner):
 
             self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self._max_retries,
                                                timeout=self._timeout)
-        response = self._client.messages.create(**_sdk_arguments(request))
+        import anthropic
+
+        try:
+            response = self._client.messages.create(**_sdk_arguments(request))
+        except anthropic.BadRequestError as exc:
+            parameter = named_parameter(str(exc))
+            if parameter is None or not _sent(request, parameter):
+                raise
+            raise Rejected(parameter, str(exc)) from exc
         return response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
 
     def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
-        blocks = [b for b in response.get("content", []) if b.get("type") == "tool_use" and b.get("name") == TOOL_NAME]
+        blocks = [b for b in response.get("content", []) if b.get("type") == "tool_use"]
         if not blocks:
             texts = " ".join(b.get("text", "") for b in response.get("content", []) if b.get("type") == "text")
             return None, f"no {TOOL_NAME} call (said: {texts[:200]!r})"
+        if len(blocks) > 1 or blocks[0].get("name") != TOOL_NAME:
+            return None, f"expected one {TOOL_NAME} call, got {', '.join(str(b.get('name')) for b in blocks)}"
         return blocks[0].get("input") or {}, ""
+
+    def _truncated(self, response: Mapping[str, Any]) -> bool:
+        return response.get("stop_reason") == "max_tokens"
 
     def _tokens(self, response: Mapping[str, Any]) -> dict[str, int]:
         usage = response.get("usage") or {}
         return {key: int(usage.get(key) or 0) for key in TOKEN_KEYS}
 
     def _cost(self, tokens: Mapping[str, int]) -> float:
-        return cost_usd(self.model, **tokens)
+        return cost_usd(self.model, **tokens) or 0.0
+
+
+THINKING_MAX_TOKENS = 4096  # a model that cannot stop thinking needs room to think and answer
+
+
+def _repair_turns(response: Mapping[str, Any], complaint: str) -> list[dict[str, Any]]:
+    """The model's answer replayed as the assistant turn, and the complaint as an error tool result."""
+    content = [{k: v for k, v in b.items() if k in ("type", "id", "name", "input", "text")}
+               for b in response.get("content", []) if b.get("type") in ("tool_use", "text")]
+    calls = [b for b in content if b["type"] == "tool_use"]
+    text = REPAIR_PROMPT.format(complaint=complaint)
+    if not calls:  # nothing to attach an error result to: the complaint goes in a user turn
+        return [{"role": "assistant", "content": content or [{"type": "text", "text": "(no answer)"}]},
+                {"role": "user", "content": text}]
+    results = [{"type": "tool_result", "tool_use_id": b["id"], "is_error": True, "content": text} for b in calls]
+    return [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
+
+
+def _sent(request: Mapping[str, Any], parameter: str) -> bool:
+    """Whether `parameter` is in the request (so dropping it changes something)."""
+    return drop_parameters(dict(request), [parameter]) != request
 
 
 def _sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
@@ -133,15 +199,20 @@ def _sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
+def _by_prefix(table: Mapping[str, Any], model: str) -> Any:
+    """The entry for `model`, or for the longest key it starts with (dated snapshots), else None."""
+    if model in table:
+        return table[model]
+    base = next((m for m in sorted(table, key=len, reverse=True) if model.startswith(m)), None)
+    return table[base] if base else None
+
+
 def cost_usd(model: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_input_tokens: int = 0,
-             cache_creation_input_tokens: int = 0) -> float:
-    """Dollar cost of one response (0.0 for a model without a price on file)."""
-    price = PRICES.get(model)
+             cache_creation_input_tokens: int = 0) -> float | None:
+    """Dollar cost of one response (None for a model without a price on file)."""
+    price = _by_prefix(PRICES, model)
     if price is None:
-        base = next((m for m in sorted(PRICES, key=len, reverse=True) if model.startswith(m)), None)
-        price = PRICES.get(base) if base else None
-    if price is None:
-        return 0.0
+        return None
     per_in, per_out = price[0] / 1e6, price[1] / 1e6
     return (input_tokens * per_in + output_tokens * per_out + cache_read_input_tokens * per_in * 0.1
             + cache_creation_input_tokens * per_in * 1.25)

@@ -4,14 +4,25 @@ An LLM reasoner (`agent.claude`, `agent.openai`) differs only in how a request i
 for its API, how the decision is read back from a response, and what tokens cost. The
 rest is here, written once:
 
-* the system prompt and the user prompt built from a `Problem` and the memory block;
-* the decision schema (a function/tool whose ``root_cause`` enumerates the candidates) and
-  its validation: a known candidate, not one already tried while others remain, a numeric
-  confidence, a rationale, a list of relied-on ids;
-* one repair round when the model answers off-contract, then `ReasonerError`;
+* the system prompt and the user prompt built from a `Problem` and the memory block; the
+  memory block shows each evidence item under a short alias (``E1``, ``F1``, ``C1``) that
+  resolves back to the item's full id, so citations survive and no per-run name (a store
+  principal, a content hash) enters the request;
+* the decision schema: one forced tool call (parallel calls disabled) whose strict schema
+  enumerates the scenario's root causes, so the tool definition stays the same all run;
+  validation then asks for one of this round's candidates, not one already tried while
+  others remain, a numeric confidence, a rationale and a list of relied-on ids;
+* one repair round when the model answers off-contract, told through an error tool result;
+  when that fails too the decision comes back *invalid* (no choice, the attempt counts as
+  wrong, the run goes on);
+* capabilities learned from the model rather than listed: a 400 that names a parameter
+  (``temperature``, ``thinking``, ``strict`` ...) is retried once without it and the
+  parameter stays dropped for the run; a ``max_tokens`` stop is retried with a doubled
+  budget (a truncated tool input is never accepted);
 * the on-disk response cache, keyed by the SHA-256 of the exact request, so a finished run
-  replays without a key or a server (`CacheMiss` when a request is not there);
-* token and cost accounting per decision.
+  replays without a key or a server (`CacheMiss` when a request is not there); answers that
+  broke the contract are marked so, and a run that can reach the model asks again;
+* token and cost accounting per decision (a replayed response costs nothing).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from abc import ABC, abstractmethod
@@ -29,22 +41,48 @@ from agent.reasoner import Decision, Evidence, Problem
 
 TOOL_NAME = "record_decision"
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+MAX_TOKENS = 1024  # the first output budget; doubled on a max_tokens stop
+MAX_TOKENS_CAP = 16384  # the largest budget asked for before the answer counts as invalid
+# Parameters a model may refuse; a 400 naming one is retried once without it.
+OPTIONAL_PARAMETERS = ("temperature", "top_p", "top_k", "thinking", "strict", "disable_parallel_tool_use",
+                       "parallel_tool_calls")
+_ALIAS_PREFIX = {"episode": "E", "fact": "F", "chunk": "C"}
 
 SYSTEM_PROMPT = """You are an experienced on-call engineer diagnosing production incidents.
+
 For each incident you get the observations, the candidate root causes (with descriptions and
-typical signals), what was already tried in this incident, and a block of memory: past
-episodes with their outcomes (SUCCESS/FAILURE), corrections you received, generalized facts
-with confidence, and causal chains. Past failures and corrections are as informative as past
-successes: do not repeat a diagnosis that failed in a near-identical situation, and prefer
-the lesson of a correction over surface similarity. Memory can be wrong or irrelevant; weigh
-it against the observations.
+typical signals), what was already tried in this incident, and a block of memory. Choose
+exactly one candidate id, then call the record_decision tool once.
 
-Choose exactly one candidate id. Never choose a candidate listed as already tried unless no
-other remains. Answer only by calling the record_decision tool, with a confidence in [0, 1],
-a one- or two-sentence rationale, and the ids of the memory items you relied on (ids are
-shown in square brackets in the memory block; use an empty list if none)."""
+How to read the memory block:
+- "Heuristics learned from past outcomes" are generalized rules with a confidence in [0, 1],
+  a version, and how many past episodes support or contradict them. A rule with low
+  confidence or many contradictions is a weak hint.
+- "Past episode" entries are earlier incidents: when and where they happened, their outcome
+  (SUCCESS or FAILURE), the choices taken in order, corrections received from people, the
+  choice that finally resolved the problem when it is known, and why memory recalled them.
+- "Causal chains" link episodes: a failure that led to a retry, a correction that was
+  learned from, a cause that led to a later incident.
+- Related notes (flat memory) are raw excerpts of earlier events with a similarity score.
+Every item carries an id in square brackets, such as [E1], [F2] or [C3].
 
-REPAIR_PROMPT = "That answer was not valid: call record_decision once, with one of the allowed root_cause ids."
+How to weigh it:
+- Past failures and corrections are as informative as past successes: do not repeat a
+  diagnosis that failed in a near-identical situation, and prefer the lesson of a
+  correction over surface similarity of wording.
+- The resolving choice of a past incident with the same symptoms is strong evidence; an
+  episode from a different situation or service is weak evidence.
+- Memory can be wrong, stale or irrelevant: weigh it against this incident's observations,
+  and say so in the rationale when you set it aside.
+
+Rules of the answer:
+- root_cause must be one of this incident's candidate ids. Never choose a candidate listed
+  as already tried unless no other remains.
+- confidence is a number in [0, 1]; rationale is one or two sentences.
+- relied_on lists the bracketed ids of the memory items that supported your choice, exactly
+  as shown (for example "E2"); use an empty list if none did."""
+
+REPAIR_PROMPT = "That answer was not valid: {complaint}. Call record_decision once more, with one of the allowed root_cause ids."
 
 
 class MissingKey(Exception):
@@ -52,24 +90,38 @@ class MissingKey(Exception):
 
 
 class ReasonerError(Exception):
-    """The model could not produce a valid decision (after retries and one repair)."""
+    """The model could not be asked (it kept failing after the client's retries)."""
 
 
 class CacheMiss(ReasonerError):
     """Replay without a key asked for a request that is not in the cache."""
 
 
+class Rejected(Exception):
+    """The API refused a request because of one named parameter."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
 def decision_schema(problem: Problem) -> dict[str, Any]:
-    """JSON schema of the decision: ``root_cause`` enumerates the candidates."""
+    """Strict JSON schema of the decision; ``root_cause`` enumerates the scenario's causes.
+
+    The enumeration is the scenario's catalogue (stable all run, so the tool definition
+    can sit in a cached prompt prefix); the round's candidates are checked by `validate`.
+    """
+    ids = list(problem.catalogue) or sorted(c.id for c in problem.candidates)
     return {
         "type": "object",
         "properties": {
-            "root_cause": {"type": "string", "enum": [c.id for c in problem.candidates]},
-            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "root_cause": {"type": "string", "enum": ids},
+            "confidence": {"type": "number", "description": "in [0, 1]"},
             "rationale": {"type": "string"},
             "relied_on": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["root_cause", "confidence", "rationale", "relied_on"],
+        "additionalProperties": False,
     }
 
 
@@ -87,6 +139,41 @@ def user_prompt(problem: Problem, context_text: str) -> str:
         lines += ["", "Feedback so far in this incident:"] + [f"- {text}" for text in problem.feedback]
     lines += ["", "Memory:", context_text or "(nothing relevant)"]
     return "\n".join(lines)
+
+
+def aliases(evidence: Sequence[Evidence]) -> dict[str, str]:
+    """Full evidence id → the short alias the prompt shows (``E1``, ``F1``, ``C1``, in order)."""
+    counts: dict[str, int] = {}
+    out: dict[str, str] = {}
+    for item in evidence:
+        if item.id in out:
+            continue
+        prefix = _ALIAS_PREFIX.get(item.source, "M")
+        counts[prefix] = counts.get(prefix, 0) + 1
+        out[item.id] = f"{prefix}{counts[prefix]}"
+    return out
+
+
+def show_aliases(context_text: str, alias: Mapping[str, str]) -> str:
+    """The memory block with every bracketed evidence id replaced by its alias."""
+    if not alias:
+        return context_text
+    pattern = re.compile(r"\[(" + "|".join(re.escape(i) for i in sorted(alias, key=len, reverse=True)) + r")\]")
+    return pattern.sub(lambda m: f"[{alias[m.group(1)]}]", context_text)
+
+
+def resolve_citations(cited: Any, alias: Mapping[str, str]) -> tuple[str, ...]:
+    """The evidence ids behind the cited aliases (full ids are accepted too; unknown ones dropped)."""
+    back = {short: full for full, short in alias.items()}
+    out: list[str] = []
+    for item in cited if isinstance(cited, list) else []:
+        if not isinstance(item, str):
+            continue
+        key = item.strip().strip("[]")
+        full = back.get(key) or back.get(key.upper()) or (key if key in alias else None)
+        if full and full not in out:
+            out.append(full)
+    return tuple(out)
 
 
 def validate(data: Any, problem: Problem) -> tuple[dict[str, Any] | None, str]:
@@ -107,6 +194,30 @@ def validate(data: Any, problem: Problem) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(data.get("relied_on", []), list):
         return None, "relied_on is not a list"
     return data, ""
+
+
+def drop_parameters(request: dict[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    """`request` without the named parameters, wherever an API puts them (top level, tools, tool choice)."""
+    if not names:
+        return request
+    out = {k: v for k, v in request.items() if k not in names}
+    if isinstance(out.get("tool_choice"), dict):
+        out["tool_choice"] = {k: v for k, v in out["tool_choice"].items() if k not in names}
+    tools = []
+    for tool in out.get("tools", []):
+        tool = {k: v for k, v in tool.items() if k not in names}
+        if isinstance(tool.get("function"), dict):
+            tool["function"] = {k: v for k, v in tool["function"].items() if k not in names}
+        tools.append(tool)
+    if "tools" in out:
+        out["tools"] = tools
+    return out
+
+
+def named_parameter(message: str) -> str | None:
+    """The optional parameter a 400's message names, if any."""
+    text = message.lower()
+    return next((p for p in OPTIONAL_PARAMETERS if re.search(rf"\b{p}\b", text)), None)
 
 
 class ResponseCache:
@@ -141,14 +252,26 @@ class ResponseCache:
             json.dump(data, out, sort_keys=True)
         os.replace(temp, self.directory / f"{key}.json")
 
+    def mark_invalid(self, key: str, complaint: str) -> None:
+        """Flag a cached response as off-contract: replayed offline, asked again when the model is reachable."""
+        data = self.get(key)
+        if data is not None and data.get(INVALID_MARK) != complaint:
+            self.put(key, {**data, INVALID_MARK: complaint})
+
+
+INVALID_MARK = "_off_contract"  # cache-file field naming why a response broke the contract
+
 
 class CachedLLMReasoner(ABC):
     """The decision loop of an LLM reasoner; subclasses speak one API.
 
-    A subclass sets `name`, `model` and `key_name` and implements `build_request`,
-    `_call` (send one request, return the response as JSON data), `_answer` (the decision
-    arguments in a response, or None and what the model said) and `_tokens` (token counts
-    under `TOKEN_KEYS`); `_cost` prices them (0 by default).
+    A subclass sets `name`, `model` and `key_name` and implements `build_request` (with
+    ``self.max_tokens`` as the output budget), `_call` (send one request, return the
+    response as JSON data; raise `Rejected` on a 400 that names a parameter), `_answer`
+    (the decision arguments in a response, or None and what the model said), `_truncated`
+    (whether the response stopped at the output budget) and `_tokens` (token counts under
+    `TOKEN_KEYS`); `_cost` prices them (0 by default). `notes` collects, for the run log,
+    what was learned about the model (parameters dropped, budgets raised).
     """
 
     name = "llm"
@@ -159,7 +282,10 @@ class CachedLLMReasoner(ABC):
         self.cache = ResponseCache(cache_dir)
         self._can_call = can_call
         self.usage: dict[str, float] = {key: 0 for key in TOKEN_KEYS}
-        self.usage.update(cost_usd=0.0, requests=0, cache_hits=0)
+        self.usage.update(cost_usd=0.0, requests=0, cache_hits=0, invalid=0)
+        self.max_tokens = MAX_TOKENS
+        self.dropped: list[str] = []  # parameters the model refused, left out from then on
+        self.notes: list[str] = []
 
     @property
     def cache_dir(self) -> Path | None:
@@ -172,52 +298,94 @@ class CachedLLMReasoner(ABC):
             raise MissingKey(f"{self.name} mode cannot reach the model (no {self.key_name}) and {where} to replay")
 
     @abstractmethod
-    def build_request(self, problem: Problem, context_text: str, *, repair: str | None = None) -> dict[str, Any]:
-        """See the class docstring."""
+    def build_request(self, problem: Problem, context_text: str, *,
+                      repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+        """See the class docstring; `repair` is the previous response and what was wrong with it."""
+
+    def request_for(self, problem: Problem, context_text: str, *,
+                    repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+        """The request as sent: `build_request` without the parameters the model refused."""
+        return drop_parameters(self.build_request(problem, context_text, repair=repair), self.dropped)
 
     def decide(self, problem: Problem, evidence: Sequence[Evidence], context_text: str) -> Decision:
         started = time.perf_counter()
-        usage_before = dict(self.usage)
-        response = self._respond(self.build_request(problem, context_text))
-        parsed, problem_text = self._parse(response, problem)
-        if parsed is None:
-            response = self._respond(self.build_request(problem, context_text, repair=problem_text))
-            parsed, problem_text = self._parse(response, problem)
-            if parsed is None:
-                raise ReasonerError(f"model gave no valid decision: {problem_text}")
-        known = {item.id for item in evidence}
-        relied = tuple(i for i in parsed.get("relied_on", []) if isinstance(i, str) and i in known)
-        usage = {key: self.usage[key] - usage_before[key] for key in ("input_tokens", "output_tokens", "cost_usd")}
+        usage_before, notes_before = dict(self.usage), len(self.notes)
+        alias = aliases(evidence)
+        shown = show_aliases(context_text, alias)
+        parsed, complaint, previous = None, "", None
+        for _ in range(2):  # the answer, then one repair
+            response, key = self._ask(problem, shown, previous)
+            parsed, complaint = self._parse(response, problem)
+            if parsed is not None:
+                break
+            self.cache.mark_invalid(key, complaint)
+            previous = (response, complaint)
+        usage = {key: self.usage[key] - usage_before[key] for key in (*TOKEN_KEYS, "cost_usd")}
         usage["latency_ms"] = (time.perf_counter() - started) * 1000.0
+        notes = tuple(self.notes[notes_before:])
+        if parsed is None:
+            self.usage["invalid"] += 1
+            return Decision(choice="", confidence=0.0, rationale="", usage=usage, notes=notes,
+                            invalid=f"no valid decision after one repair: {complaint}")
         return Decision(choice=parsed["root_cause"], confidence=float(min(1.0, max(0.0, parsed["confidence"]))),
-                        rationale=str(parsed["rationale"])[:500], relied_on=relied, usage=usage)
+                        rationale=str(parsed["rationale"])[:500],
+                        relied_on=resolve_citations(parsed.get("relied_on"), alias), usage=usage, notes=notes)
+
+    def _ask(self, problem: Problem, context_text: str,
+             previous: tuple[Mapping[str, Any], str] | None) -> tuple[dict[str, Any], str]:
+        """One answer the model did not cut short, learning refused parameters and budgets on the way."""
+        while True:
+            request = self.request_for(problem, context_text, repair=previous)
+            key = self.cache.key(request)
+            try:
+                response = self._respond(request, key)
+            except Rejected as exc:
+                if exc.parameter in self.dropped:
+                    raise ReasonerError(f"{self.model} still refuses the request: {exc}") from exc
+                self.dropped.append(exc.parameter)
+                self.notes.append(f"{self.model} refused {exc.parameter!r} (HTTP 400); sent without it from now on")
+                continue
+            if self._truncated(response) and self.max_tokens < MAX_TOKENS_CAP:
+                self.max_tokens = min(MAX_TOKENS_CAP, self.max_tokens * 2)
+                self.notes.append(f"{self.model} stopped at max_tokens; budget raised to {self.max_tokens}")
+                continue
+            return response, key
 
     def _parse(self, response: Mapping[str, Any], problem: Problem) -> tuple[dict[str, Any] | None, str]:
+        if self._truncated(response):
+            return None, f"the answer was cut at max_tokens={self.max_tokens}"
         data, said = self._answer(response)
         if data is None:
             return None, said
         return validate(data, problem)
 
-    def _respond(self, request: dict[str, Any]) -> dict[str, Any]:
-        key = self.cache.key(request)
+    def _respond(self, request: dict[str, Any], key: str) -> dict[str, Any]:
         cached = self.cache.get(key)
-        if cached is not None:
+        # An off-contract answer is replayed only when the model cannot be asked again.
+        if cached is not None and not (self._can_call and INVALID_MARK in cached):
             self.usage["cache_hits"] += 1
-            self._account(cached)
+            if "rejected" in cached:
+                raise Rejected(cached["rejected"], cached.get("message", ""))
+            self._account(cached, billed=False)
             return cached
         if not self._can_call:
             raise CacheMiss(f"no cached response for request {key[:12]}… and no {self.key_name} to ask the model")
-        data = self._call(request)
         self.usage["requests"] += 1
+        try:
+            data = self._call(request)
+        except Rejected as exc:  # cached so that a replay learns the same capability
+            self.cache.put(key, {"rejected": exc.parameter, "message": str(exc)})
+            raise
         self.cache.put(key, data)
-        self._account(data)
+        self._account(data, billed=True)
         return data
 
-    def _account(self, data: Mapping[str, Any]) -> None:
+    def _account(self, data: Mapping[str, Any], *, billed: bool) -> None:
         tokens = self._tokens(data)
         for key, value in tokens.items():
             self.usage[key] += value
-        self.usage["cost_usd"] += self._cost(tokens)
+        if billed:  # a replayed response was paid for by the run that cached it
+            self.usage["cost_usd"] += self._cost(tokens)
 
     @abstractmethod
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -225,6 +393,10 @@ class CachedLLMReasoner(ABC):
 
     @abstractmethod
     def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
+        """See the class docstring."""
+
+    @abstractmethod
+    def _truncated(self, response: Mapping[str, Any]) -> bool:
         """See the class docstring."""
 
     @abstractmethod

@@ -21,7 +21,10 @@ from agent.llm import (
     TOOL_NAME,
     CachedLLMReasoner,
     MissingKey,
+    Rejected,
     decision_schema,
+    drop_parameters,
+    named_parameter,
     user_prompt,
 )
 from agent.reasoner import Problem
@@ -65,22 +68,23 @@ class OpenAIReasoner(CachedLLMReasoner):
         self._max_retries = max_retries
         self._timeout = timeout
 
-    def build_request(self, problem: Problem, context_text: str, *, repair: str | None = None) -> dict[str, Any]:
+    def build_request(self, problem: Problem, context_text: str, *,
+                      repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
         """The exact request sent (and hashed for the cache; the server's address is not part of it)."""
-        function = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.",
+        function = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.", "strict": True,
                     "parameters": decision_schema(problem)}
         messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                           {"role": "user", "content": user_prompt(problem, context_text)}]
         if repair:
-            messages.append({"role": "assistant", "content": repair})
-            messages.append({"role": "user", "content": REPAIR_PROMPT})
+            messages += _repair_turns(*repair)
         return {
             "model": self.model,
-            "max_tokens": 1024,
+            "max_tokens": self.max_tokens,
             "temperature": 0,
             "messages": messages,
             "tools": [{"type": "function", "function": function}],
             "tool_choice": {"type": "function", "function": {"name": TOOL_NAME}},
+            "parallel_tool_calls": False,
         }
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +93,15 @@ class OpenAIReasoner(CachedLLMReasoner):
 
             self._client = openai.OpenAI(api_key=self._api_key or _KEYLESS, base_url=self.base_url,
                                          max_retries=self._max_retries, timeout=self._timeout)
-        response = self._client.chat.completions.create(**request)
+        import openai
+
+        try:
+            response = self._client.chat.completions.create(**request)
+        except openai.BadRequestError as exc:
+            parameter = named_parameter(str(exc))
+            if parameter is None or drop_parameters(dict(request), [parameter]) == request:
+                raise
+            raise Rejected(parameter, str(exc)) from exc
         return response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
 
     def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
@@ -97,6 +109,8 @@ class OpenAIReasoner(CachedLLMReasoner):
         message = (choices[0].get("message") or {}) if choices else {}
         calls = [c for c in message.get("tool_calls") or []
                  if (c.get("function") or {}).get("name") == TOOL_NAME]
+        if len(calls) > 1:
+            return None, f"expected one {TOOL_NAME} call, got {len(calls)}"
         if not calls:
             return None, f"no {TOOL_NAME} call (said: {str(message.get('content') or '')[:200]!r})"
         arguments = calls[0]["function"].get("arguments")
@@ -105,9 +119,28 @@ class OpenAIReasoner(CachedLLMReasoner):
         except json.JSONDecodeError as exc:
             return None, f"{TOOL_NAME} arguments are not JSON ({exc.msg}: {str(arguments)[:120]!r})"
 
+    def _truncated(self, response: Mapping[str, Any]) -> bool:
+        choices = response.get("choices") or []
+        return bool(choices) and choices[0].get("finish_reason") == "length"
+
     def _tokens(self, response: Mapping[str, Any]) -> dict[str, int]:
         usage = response.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
         return {"input_tokens": int(usage.get("prompt_tokens") or 0) - int(cached),
                 "output_tokens": int(usage.get("completion_tokens") or 0),
                 "cache_read_input_tokens": int(cached), "cache_creation_input_tokens": 0}
+
+
+def _repair_turns(response: Mapping[str, Any], complaint: str) -> list[dict[str, Any]]:
+    """The model's answer replayed as the assistant turn, and the complaint as the tool's error result."""
+    choices = response.get("choices") or []
+    message = (choices[0].get("message") or {}) if choices else {}
+    calls = [c for c in message.get("tool_calls") or [] if c.get("id")]
+    text = REPAIR_PROMPT.format(complaint=complaint)
+    if not calls:
+        return [{"role": "assistant", "content": str(message.get("content") or "(no answer)")},
+                {"role": "user", "content": text}]
+    assistant = {"role": "assistant", "content": message.get("content"),
+                 "tool_calls": [{"id": c["id"], "type": "function", "function": c.get("function") or {}}
+                                for c in calls]}
+    return [assistant, *({"role": "tool", "tool_call_id": c["id"], "content": f"Error: {text}"} for c in calls)]

@@ -31,6 +31,7 @@ class Problem:
     attempt: int  # 1-based attempt number
     tried: tuple[str, ...] = ()  # choices already tried and failed in this round
     feedback: tuple[str, ...] = ()  # outcome and correction texts seen in this round so far
+    catalogue: tuple[str, ...] = ()  # every root-cause id of the scenario (a superset of the candidates)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class Decision:
     scores: Mapping[str, float] = field(default_factory=dict)  # per-candidate score, when available
     parts: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # per candidate: the score's parts
     usage: Mapping[str, float] = field(default_factory=dict)  # tokens, cost and latency (LLM reasoners)
+    invalid: str = ""  # why no valid answer came (choice is then ""); the attempt counts as wrong
+    notes: tuple[str, ...] = ()  # what the reasoner learned about its model while deciding (for the run log)
 
 
 class Reasoner(Protocol):

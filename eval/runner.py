@@ -30,6 +30,7 @@ class RoundRecord:
     retrieved: int = 0  # evidence items retrieved at the first attempt
     labelled: int = 0  # of which carried an explicit outcome label (or were facts)
     relied_on_memory: bool = False  # the first decision relied on at least one memory item
+    relied_on: tuple[str, ...] = ()  # the evidence ids the first decision cited (resolved to full ids)
     latency_ms: float = 0.0  # total decision time over the round's attempts
     input_tokens: int = 0  # LLM input tokens over the round (Claude mode)
     output_tokens: int = 0  # LLM output tokens over the round
@@ -38,10 +39,14 @@ class RoundRecord:
     candidate_scores: dict[str, Any] = field(default_factory=dict)  # per candidate: score parts at the first attempt
     retrieved_items: tuple[dict[str, Any], ...] = ()  # first attempt: {id, source, score, why, round, same_cause}
     evidence_eligible: bool = False  # the round's true cause was the truth of an earlier round
+    cache_read_tokens: int = 0  # LLM input tokens read from the provider's prompt cache over the round
+    invalid: tuple[str, ...] = ()  # "attempt N: why" for each attempt without a valid answer (counted wrong)
+    notes: tuple[str, ...] = ()  # what the reasoner learned about its model during the round
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["decisions"] = list(self.decisions)
+        data["invalid"], data["notes"], data["relied_on"] = list(self.invalid), list(self.notes), list(self.relied_on)
         data["retrieved_items"] = [dict(item) for item in self.retrieved_items]
         return data
 
@@ -93,19 +98,18 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     while prompt is not None:
         event_round.update((e.index, None if e.kind == "note" else prompt.round_id) for e in prompt.events)
         if prompt.attempt == 1:
-            current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0}
+            current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0, "cached": 0,
+                       "invalid": [], "notes": []}
         started = time.perf_counter()
         turn = agent.decide(prompt)
         decision = turn.decision
         current["latency"] += (time.perf_counter() - started) * 1000.0
-        current["in"] += int(decision.usage.get("input_tokens", 0))
-        current["out"] += int(decision.usage.get("output_tokens", 0))
-        current["cost"] += float(decision.usage.get("cost_usd", 0.0))
+        _add_usage(current, decision, prompt.attempt)
         if prompt.attempt == 1:
             evidence = turn.evidence
             current.update(confidence=decision.confidence, retrieved=len(evidence),
                            labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
-                           relied=bool(decision.relied_on), rationale=decision.rationale,
+                           relied=bool(decision.relied_on), relied_ids=tuple(decision.relied_on), rationale=decision.rationale,
                            scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
                            items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id))
         current["decisions"].append(decision.choice)
@@ -121,9 +125,12 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
                 solved=bool(info["solved"]), attempts=len(decisions), decisions=decisions,
                 first_confidence=float(current["confidence"]), retrieved=current["retrieved"],
                 labelled=current["labelled"], relied_on_memory=current["relied"],
+                relied_on=current["relied_ids"],
                 latency_ms=round(current["latency"], 3), input_tokens=current["in"], output_tokens=current["out"],
                 cost_usd=round(current["cost"], 6), rationale=current["rationale"],
                 candidate_scores=current["scores"], retrieved_items=current["items"],
+                cache_read_tokens=current["cached"], invalid=tuple(current["invalid"]),
+                notes=tuple(current["notes"]),
                 evidence_eligible=any(truths[r.id] == info["truth"] for r in scenario.rounds[:order[info["round_id"]]]),
             ))
         prompt = step.prompt
@@ -131,6 +138,17 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     result.layers = measure_layers(agent, result.truth)
     agent.close()
     return result
+
+
+def _add_usage(current: dict[str, Any], decision: Any, attempt: int) -> None:
+    """Add one attempt's tokens, cost, model notes and invalid answer to the round's tally."""
+    current["in"] += int(decision.usage.get("input_tokens", 0))
+    current["out"] += int(decision.usage.get("output_tokens", 0))
+    current["cost"] += float(decision.usage.get("cost_usd", 0.0))
+    current["cached"] += int(decision.usage.get("cache_read_input_tokens", 0))
+    current["notes"] += list(decision.notes)
+    if decision.invalid:
+        current["invalid"].append(f"attempt {attempt}: {decision.invalid}")
 
 
 def measure_layers(agent: Agent, truth: GroundTruth) -> dict[str, Any] | None:

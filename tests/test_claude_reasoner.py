@@ -10,7 +10,7 @@ try:  # the SDK's 2.x line ships its HTTP client as httpx2
 except ImportError:  # pragma: no cover - older SDKs use httpx
     import httpx
 
-from agent.claude import CacheMiss, ClaudeReasoner, MissingKey, ReasonerError, cost_usd
+from agent.claude import CacheMiss, ClaudeReasoner, MissingKey, cost_usd
 from agent.reasoner import CauseInfo, Evidence, Problem
 
 PROBLEM = Problem(
@@ -52,10 +52,16 @@ def test_decision_through_tool_schema_with_usage_and_cost(tmp_path):
     assert decision.choice == "pool" and decision.confidence == 0.8
     assert decision.relied_on == ("ep1",)  # unknown ids are dropped
     body = seen[0]
-    assert body["temperature"] == 0
-    assert body["tool_choice"] == {"type": "tool", "name": "record_decision"}
-    assert body["tools"][0]["input_schema"]["properties"]["root_cause"]["enum"] == ["pool", "config"]
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["temperature"] == 0 and body["thinking"] == {"type": "disabled"}
+    assert body["tool_choice"] == {"type": "tool", "name": "record_decision", "disable_parallel_tool_use": True}
+    tool = body["tools"][0]
+    assert tool["strict"] is True and tool["input_schema"]["additionalProperties"] is False
+    assert tool["input_schema"]["properties"]["root_cause"]["enum"] == ["config", "pool"]
+    assert "[E1] pool fixed it" in body["messages"][0]["content"]  # the alias the model cites
+    # the stable prefix is below this model's minimum: no cache marker, and the run log says so
+    assert "cache_control" not in body["system"][0]
+    assert any(n.startswith("prompt caching off") for n in decision.notes)
+    assert decision.usage["cache_read_input_tokens"] == 400
     expected = cost_usd("claude-sonnet-4-6", input_tokens=1000, output_tokens=50, cache_read_input_tokens=400)
     assert decision.usage["cost_usd"] == pytest.approx(expected) and expected == pytest.approx(0.00387)
     assert decision.usage["input_tokens"] == 1000
@@ -77,7 +83,7 @@ def test_retries_on_rate_limit_and_overload_then_succeeds():
     assert decision.choice == "config" and len(calls) == 3
 
 
-def test_invalid_answer_gets_one_repair_then_fails_clearly():
+def test_invalid_answer_is_repaired_by_an_error_tool_result_then_recorded_as_invalid():
     calls = []
 
     def handler(request):
@@ -85,9 +91,142 @@ def test_invalid_answer_gets_one_repair_then_fails_clearly():
         return httpx.Response(200, json=_message({"root_cause": "dns", "confidence": 0.5, "rationale": "x",
                                                   "relied_on": []}))
 
-    with pytest.raises(ReasonerError, match="'dns' is not a candidate"):
+    decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
+    assert decision.choice == "" and "'dns' is not a candidate" in decision.invalid
+    assert len(calls) == 2 and [m["role"] for m in calls[1]["messages"]] == ["user", "assistant", "user"]
+    assert calls[1]["messages"][1]["content"][0]["type"] == "tool_use"
+    result = calls[1]["messages"][2]["content"][0]
+    assert result["type"] == "tool_result" and result["is_error"] is True and result["tool_use_id"] == "toolu_1"
+    assert "not a candidate" in result["content"]
+
+
+def test_already_tried_choice_is_repaired():
+    tried = Problem(**{**PROBLEM.__dict__, "tried": ("pool",), "attempt": 2})
+    answers = iter(["pool", "config"])
+
+    def handler(request):
+        return httpx.Response(200, json=_message({"root_cause": next(answers), "confidence": 0.5, "rationale": "x",
+                                                  "relied_on": []}))
+
+    decision = ClaudeReasoner(client=_client(handler)).decide(tried, [], "")
+    assert decision.choice == "config" and not decision.invalid
+
+
+def test_text_only_answer_gets_a_user_turn_repair():
+    calls = []
+
+    def handler(request):
+        calls.append(json.loads(request.content))
+        if len(calls) == 1:
+            return httpx.Response(200, json={**_message({}), "content": [{"type": "text", "text": "I think pool"}],
+                                             "stop_reason": "end_turn"})
+        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
+                                                  "relied_on": []}))
+
+    decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
+    assert decision.choice == "pool"
+    assert calls[1]["messages"][1]["content"] == [{"type": "text", "text": "I think pool"}]
+    assert "no record_decision call" in calls[1]["messages"][2]["content"]
+
+
+@pytest.mark.filterwarnings("ignore:no price on file")
+def test_a_refused_parameter_is_dropped_for_the_run():
+    calls = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        calls.append(body)
+        if "temperature" in body:
+            return httpx.Response(400, json={"type": "error", "error": {
+                "type": "invalid_request_error", "message": "temperature is deprecated for this model."}})
+        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
+                                                  "relied_on": []}))
+
+    reasoner = ClaudeReasoner("claude-opus-4-8", client=_client(handler))
+    first = reasoner.decide(PROBLEM, [], "")
+    second = reasoner.decide(PROBLEM, [], "other")
+    assert first.choice == second.choice == "pool"
+    assert ["temperature" in c for c in calls] == [True, False, False]  # one 400, remembered
+    assert any("refused 'temperature'" in n for n in first.notes)
+
+
+def test_a_model_that_must_think_gets_auto_tool_choice_and_room():
+    calls = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        calls.append(body)
+        if body.get("thinking") == {"type": "disabled"}:
+            return httpx.Response(400, json={"type": "error", "error": {
+                "type": "invalid_request_error", "message": "thinking cannot be disabled for this model"}})
+        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
+                                                  "relied_on": []}))
+
+    decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
+    assert decision.choice == "pool"
+    assert calls[1]["tool_choice"]["type"] == "auto" and calls[1]["max_tokens"] >= 4096
+
+
+def test_max_tokens_stop_raises_the_budget_and_never_takes_the_truncated_input():
+    calls = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        calls.append(body["max_tokens"])
+        if body["max_tokens"] < 4096:  # a parsable but cut input
+            return httpx.Response(200, json={**_message({"root_cause": "config", "confidence": 0.1,
+                                                         "rationale": "", "relied_on": []}),
+                                             "stop_reason": "max_tokens"})
+        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
+                                                  "relied_on": []}))
+
+    decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
+    assert decision.choice == "pool" and calls == [1024, 2048, 4096]
+    assert any("budget raised to 4096" in n for n in decision.notes)
+
+
+def test_gives_up_after_the_client_retries_with_a_clear_error():
+    import anthropic
+
+    calls = []
+
+    def handler(request):
+        calls.append(1)
+        return httpx.Response(500, headers={"retry-after-ms": "1"},
+                              json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
+
+    with pytest.raises(anthropic.InternalServerError):
         ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
-    assert len(calls) == 2 and len(calls[1]["messages"]) == 3
+    assert len(calls) == 4  # the first try and max_retries=3
+
+
+def test_a_cached_invalid_answer_is_asked_again_when_the_model_is_reachable(tmp_path):
+    answers = {"choice": "dns"}
+
+    def handler(request):
+        return httpx.Response(200, json=_message({"root_cause": answers["choice"], "confidence": 0.5,
+                                                  "rationale": "x", "relied_on": []}))
+
+    assert ClaudeReasoner(client=_client(handler), cache_dir=tmp_path).decide(PROBLEM, [], "").invalid
+    offline = ClaudeReasoner(cache_dir=tmp_path).decide(PROBLEM, [], "")  # replay: the same invalid round
+    assert offline.invalid
+    answers["choice"] = "pool"
+    again = ClaudeReasoner(client=_client(handler), cache_dir=tmp_path)
+    assert again.decide(PROBLEM, [], "").choice == "pool" and again.usage["requests"] == 1
+
+
+def test_unpriced_model_is_warned_about_and_replays_cost_nothing(tmp_path):
+    def handler(request):
+        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.5, "rationale": "x",
+                                                  "relied_on": []}))
+
+    with pytest.warns(UserWarning, match="no price on file for claude-opus-4-8"):
+        reasoner = ClaudeReasoner("claude-opus-4-8", client=_client(handler))
+    assert reasoner.decide(PROBLEM, [], "").usage["cost_usd"] == 0.0
+    assert cost_usd("claude-opus-4-8", input_tokens=10) is None
+    paid = ClaudeReasoner(client=_client(handler), cache_dir=tmp_path).decide(PROBLEM, [], "")
+    replayed = ClaudeReasoner(cache_dir=tmp_path).decide(PROBLEM, [], "")
+    assert paid.usage["cost_usd"] > 0 and replayed.usage["cost_usd"] == 0.0
 
 
 def test_cache_replays_without_key_and_misses_clearly(tmp_path):
@@ -112,9 +251,13 @@ def test_missing_key_is_one_line(monkeypatch):
     assert main(["--mode", "claude"]) == 2
 
 
-def test_newer_models_get_no_sampling_parameters():
-    request = ClaudeReasoner("claude-sonnet-5-5", api_key="k").build_request(PROBLEM, "")
-    assert "temperature" not in request and request["tool_choice"] == {"type": "auto"}
+@pytest.mark.filterwarnings("ignore:no price on file")
+def test_prompt_caching_is_asked_for_only_above_the_models_minimum():
+    long_minimum = ClaudeReasoner("claude-haiku-4-5", api_key="k")
+    assert "cache_control" not in long_minimum.build_request(PROBLEM, "")["system"][0]
+    on, note = ClaudeReasoner("claude-opus-5", api_key="k").caching_note(PROBLEM)
+    assert on and note.startswith("prompt caching on")
+    assert "cache_control" in ClaudeReasoner("claude-opus-5", api_key="k").build_request(PROBLEM, "")["system"][0]
 
 
 @pytest.mark.claude

@@ -91,7 +91,7 @@ class Context:
             blocks.append("\n".join(lines))
         for n, r in enumerate(self.episodes, start=1):
             ep = r.episode
-            head = f"Past episode {n} [{ep.id[:12]}] {ep.start:%Y-%m-%d} {ep.situation}"
+            head = f"Past episode {n} [{ep.id}] {ep.start:%Y-%m-%d} {ep.situation}"
             head += f", {ep.subject}" if ep.subject else ""
             head += f": outcome {ep.outcome.value}" if self.show_outcomes else ""
             lines = [head, f"  Summary: {ep.summary}"]
@@ -104,17 +104,32 @@ class Context:
             blocks.append("\n".join(lines))
         if self.chains:
             blocks.append("\n".join(["Causal chains:"] + [f"- {c}" for c in self.chains]))
-        out = ""
-        for block in blocks:
-            piece = block if not out else "\n\n" + block
-            if len(out) + len(piece) <= max_chars:
-                out += piece
-                continue
-            room = max_chars - len(out)
-            if room > 1:
-                out += piece[: room - 1] + "…"
-            break
-        return out
+        return _fit_items(blocks, max_chars)
+
+
+def _fit_items(blocks: list[str], max_chars: int) -> str:
+    """The blocks that fit in `max_chars`, cut only between items (lines starting a new item).
+
+    A block that does not fit whole keeps its leading lines up to the last item boundary
+    that fits; later blocks are still tried, so one long episode does not crowd out the rest.
+    """
+    out = ""
+    for block in blocks:
+        sep = "\n\n" if out else ""
+        if len(out) + len(sep) + len(block) <= max_chars:
+            out += sep + block
+            continue
+        lines, kept = block.split("\n"), []
+        for line in lines:
+            candidate = "\n".join(kept + [line])
+            if len(out) + len(sep) + len(candidate) > max_chars:
+                break
+            kept.append(line)
+        while kept and (kept[-1].startswith("  ") or len(kept) == 1):  # never half an item, never a bare heading
+            kept.pop()
+        if kept and not block.startswith("Past episode"):
+            out += sep + "\n".join(kept)
+    return out
 
 
 def _unprefixed(text: str, label: str) -> str:
