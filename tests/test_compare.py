@@ -186,8 +186,6 @@ def test_claude_store_runs_keep_episode_and_chunk_citations(tmp_path, monkeypatc
     assert all(i in {item["id"] for item in r["retrieved_items"]} for r in rounds for i in r["relied_on"])
 
 
-@pytest.mark.xfail(strict=True, reason="graph proximity still depends on the principal-derived episode ids: "
-                                       "a --store replay under another clock misses the cache part-way through the episodic run")
 def test_claude_store_runs_replay_without_a_key_under_another_clock(tmp_path, monkeypatch):
     _fake_claude(monkeypatch)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
