@@ -192,6 +192,7 @@ class Run:
         self.rows: dict[str, int] = dict(meta["rows"])  # episodes per principal
         self.offsets: dict[str, int] = {}  # principal → first row of this run in `RunReader.vectors`
         self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
+        self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
         self._sections = sections
 
     def _array(self, name: str) -> np.ndarray:
@@ -201,6 +202,13 @@ class Run:
     def _document(self, name: str) -> Any:
         data = self._sections.pop(name)[0]
         return json.loads(data.decode("utf-8"))
+
+    def place(self) -> None:
+        """Copy the run's vectors and projections into the principals' arrays (the iterating thread does:
+        the reading thread then only reads and digests, so it seldom waits for the interpreter lock)."""
+        for target, at, rows in self.copies:
+            target[at : at + len(rows)] = rows
+        self.copies = []
 
     def release(self) -> None:
         """Drop the columns only opening needs (what is read later stays)."""
@@ -350,6 +358,7 @@ class RunReader:
                 item = found.get()
                 if item is None:
                     return
+                item.place()
                 yield item
         finally:
             stop.set()
@@ -408,14 +417,14 @@ class RunReader:
         run = Run(meta, kept)
         for principal, k in rows.items():
             at = self.filled[principal]
-            self.vectors[principal][at : at + k] = bulk[f"vectors:{principal}"]
+            run.copies.append((self.vectors[principal], at, bulk[f"vectors:{principal}"]))
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
             target = self.proj.get(principal)
             if digest is not None and proj is not None and resid is not None and target is not None \
                     and proj.shape == (k, target.shape[1]) and resid.shape == (k,):
-                target[at : at + k] = proj
-                self.resid[principal][at : at + k] = resid
+                run.copies.append((target, at, proj))
+                run.copies.append((self.resid[principal], at, resid))
                 run.bases[principal] = digest
             else:
                 run.bases[principal] = None
