@@ -42,9 +42,9 @@ from memory.timeline import (
     RecordKind,
     Redactor,
     Role,
-    SQLiteStore,
     Timeline,
 )
+from memory.timeline.stores import open_store
 from memory.window import RecentEntries, as_messages
 
 class Projection(NamedTuple):
@@ -59,7 +59,8 @@ class EpisodicMemory:
     """Experiential memory for one agent (or several tenants) in a few calls.
 
     Args:
-        path: SQLite file for persistence; None keeps everything in memory.
+        path: SQLite file for persistence, or a ``postgresql://`` URL of a shared store;
+            None keeps everything in memory.
         principal: default tenant for records and recall.
         encoder: text encoder (default `HashingEncoder`, offline).
         redactor: applied before anything is stored (default `PatternRedactor`).
@@ -79,7 +80,7 @@ class EpisodicMemory:
                  proposer: ProposalHook | None = None, persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
         self.principal = principal
         self.encoder = encoder or HashingEncoder()
-        self.store = SQLiteStore(path if path is not None else ":memory:")
+        self.store = open_store(path)
         self.timeline = Timeline(self.store, self.encoder, redactor)
         self.retriever_config = retriever
         self.segmenter_config = segmenter or SegmenterConfig()
