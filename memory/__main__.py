@@ -7,13 +7,16 @@ import sys
 from typing import Sequence
 
 from memory.errors import MemoryError_
-from memory.timeline import SQLiteStore
+from memory.timeline import Store, open_store
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
   python -m memory export runs/memory.sqlite backup.jsonl
   python -m memory import backup.jsonl restored.sqlite
   python -m memory stats runs/memory.sqlite
+  python -m memory import backup.jsonl postgresql://app@db.internal/memory
+
+A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
 
 
@@ -39,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "verify":
-            with SQLiteStore(args.store, create=False) as store:
+            with open_store(args.store, create=False) as store:
                 brk = store.verify()
                 if brk is None:
                     print(f"OK {args.store}: {len(store)} entries, chain intact")
@@ -47,16 +50,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"CORRUPT {args.store}: entry seq={brk.seq} id={brk.id}: {brk.reason}")
                 return 1
         if args.command == "export":
-            with SQLiteStore(args.store, create=False) as store:
+            with open_store(args.store, create=False) as store:
                 count = store.export_jsonl(args.out)
             print(f"exported {count} entries to {args.out}")
             return 0
         if args.command == "import":
-            with SQLiteStore(args.store) as store:
+            with open_store(args.store) as store:
                 count = store.import_jsonl(args.source)
             print(f"imported {count} entries into {args.store}")
             return 0
-        with SQLiteStore(args.store, create=False) as store:
+        with open_store(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
     except MemoryError_ as exc:
@@ -67,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _print_stats(path: str, store: SQLiteStore) -> None:
+def _print_stats(path: str, store: Store) -> None:
     from rich.console import Console
     from rich.table import Table
 

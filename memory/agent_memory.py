@@ -92,6 +92,7 @@ class EpisodicMemory:
                                   persistence=persistence)
         self._segmenter = Segmenter(self.segmenter_config)
         self._recent = RecentEntries(self.store)
+        self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
                                     facts=self.state.facts_of,
                                     chain=lambda graph, episode_id, hops, most: self.state.chains.narrative(
@@ -128,6 +129,7 @@ class EpisodicMemory:
         entry = self.timeline.append(
             text, kind=kind, role=role, timestamp=timestamp or datetime.now(timezone.utc), situation=situation,
             principal=principal or self.principal, metadata=metadata)
+        self._catch_up(entry.seq)
         self._ingest(entry)
         return entry
 
@@ -166,6 +168,7 @@ class EpisodicMemory:
 
     def flush(self) -> list[Episode]:
         """Close every open episode now (e.g. at the end of a session); returns them."""
+        self._catch_up()
         closed = self._segmenter.flush()
         if not closed:
             return []
@@ -207,6 +210,7 @@ class EpisodicMemory:
         Raises:
             ValueError: an unknown filter key, or a naive or reversed time range.
         """
+        self._catch_up()
         who = principal or self.principal
         window = self._recent.window(who)
         if query is None:
@@ -290,7 +294,18 @@ class EpisodicMemory:
 
     # -- the write path ------------------------------------------------------------------
 
+    def _catch_up(self, stop: int | None = None) -> None:
+        """Feed the entries other processes appended since the last one fed (up to `stop`), in timeline order.
+
+        So every process sharing a store segments, and learns from, the one timeline in the
+        same order, and its projection equals `rebuild()`; alone on a store this reads nothing.
+        """
+        if stop is None or stop > self._seen + 1:
+            for entry in self.store.entries(start=self._seen + 1, stop=stop):
+                self._ingest(entry)
+
     def _ingest(self, entry: Entry) -> None:
+        self._seen = max(self._seen, entry.seq)
         self._recent.add(entry)
         for episode in self._segmenter.feed(entry):
             self._close(episode)
@@ -327,7 +342,9 @@ class EpisodicMemory:
         self.stored.opened()
         if opened.resume_from < 0:
             return
+        self._seen = opened.resume_from - 1
         for entry in self.store.entries(start=opened.resume_from):
+            self._seen = entry.seq
             if entry.seq > self.state.closed_seq.get(entry.principal, -1):
                 for episode in self._segmenter.feed(entry):
                     self._close(episode)
