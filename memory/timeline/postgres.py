@@ -146,7 +146,10 @@ class PostgresStore:
             raise StoreError(f"{_shown(self.path)}: cannot create the store's tables ({str(exc).strip()})") from exc
 
     def _has_tables(self) -> bool:
-        return self._db.execute("SELECT to_regclass('timeline') IS NOT NULL").fetchone()[0]
+        # A scan of pg_tables, not to_regclass: the catalog cache may not yet know of tables
+        # another process committed while this one waited for the lock.
+        return self._db.execute("SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() "
+                                "AND tablename = 'timeline')").fetchone()[0]
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._db)
