@@ -301,7 +301,8 @@ class EpisodicMemory:
         same order, and its projection equals `rebuild()`; alone on a store this reads nothing.
         """
         if stop is None or stop > self._seen + 1:
-            for entry in self.store.entries(start=self._seen + 1, stop=stop):
+            # read first: a SQLite read cursor left open would keep the writes below from starting
+            for entry in list(self.store.entries(start=self._seen + 1, stop=stop)):
                 self._ingest(entry)
 
     def _ingest(self, entry: Entry) -> None:
