@@ -5,8 +5,8 @@ addressed by the SHA-256 of its content and its predecessor's id (`entries`). A 
 keeps them: `SQLiteStore` is one SQLite file whose triggers refuse UPDATE and DELETE,
 holding the timeline, the derived records of each `RecordKind` and binary snapshots
 (`store`, `schema`, `protocols`); `PostgresStore` keeps the same on a server shared by
-many processes (`postgres`), and `open_store` opens either by its name; embeddings are packed by `blob`. Every later layer is a
-projection of this one.
+many processes (`postgres`), and `open_store` opens either by its name (`stores`);
+embeddings are packed by `blob`. Every later layer is a projection of this one.
 """
 
 from memory.timeline.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder

@@ -146,8 +146,7 @@ class PostgresStore:
             raise StoreError(f"{_shown(self.path)}: cannot create the store's tables ({str(exc).strip()})") from exc
 
     def _has_tables(self) -> bool:
-        # A scan of pg_tables, not to_regclass: the catalog cache may not yet know of tables
-        # another process committed while this one waited for the lock.
+        # pg_tables, not to_regclass: the catalog cache may miss tables committed while this waited
         return self._db.execute("SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() "
                                 "AND tablename = 'timeline')").fetchone()[0]
 
@@ -157,7 +156,7 @@ class PostgresStore:
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return self._db.execute(query, params).fetchall()
-        except psycopg.OperationalError as exc:
+        except psycopg.OperationalError as exc:  # the server went away, or the store was closed
             raise StoreError(f"{_shown(self.path)}: {str(exc).strip()}") from exc
 
     # -- timeline ---------------------------------------------------------------------
@@ -282,9 +281,6 @@ class PostgresStore:
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
-        if self._db.closed:
-            raise StoreError(f"{_shown(self.path)}: the store is closed ({kind_text(kind)} {record_id[:12]}… "
-                             "was not read before)")
         rows = self._rows("SELECT body FROM records WHERE kind = %s AND id = %s", (kind_text(kind), record_id))
         return json.loads(rows[0][0]) if rows else None
 
