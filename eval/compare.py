@@ -25,6 +25,8 @@ from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
 from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_reasoner
 from eval.presets import DEFAULT_AGENTS, PRESETS
 from eval.report import Report, report_console
+from memory.errors import MemoryError_
+from memory.timeline.stores import is_server_url, open_store
 
 CANONICAL = "pool-vs-deploy"
 
@@ -62,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="on-disk LLM response cache; replays without a key or server when complete")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
     parser.add_argument("--store", default=None, metavar="PATH",
-                        help="keep the episodic agent's memory in this SQLite file")
+                        help="keep the episodic agent's memory in this SQLite file or postgresql:// URL")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="runs played in parallel processes (default: one per core, here "
                              f"{os.cpu_count() or 1}); the log equals a serial run's but for timings")
@@ -259,8 +261,14 @@ def _reasoner(args: argparse.Namespace, encoder: Any) -> Any:
 
 
 def _prepare_store(path: str | None) -> None:
-    """Create the folder a ``--store`` file goes in, as ``--json`` does for its log."""
+    """Create the folder a ``--store`` file goes in, as ``--json`` does for its log; open a server store once."""
     if not path:
+        return
+    if is_server_url(path):  # a wrong URL or a server that is down is the user's to fix, said before any run
+        try:
+            open_store(path).close()
+        except MemoryError_ as exc:
+            raise _UsageError(f"--store: {exc}") from exc
         return
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from memory.errors import MemoryError_
-from memory.timeline import SQLiteStore, audit
+from memory.timeline import Store, audit, open_store
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
@@ -17,6 +17,9 @@ _EXAMPLES = """examples:
   python -m memory import backup.jsonl restored.sqlite
   python -m memory import more.jsonl restored.sqlite --append
   python -m memory stats runs/memory.sqlite
+  python -m memory import backup.jsonl postgresql://app@db.internal/memory
+
+A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
 
 
@@ -46,13 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             return _verify(args.store)
         if args.command == "export":
-            with SQLiteStore(args.store, create=False) as store:
+            with open_store(args.store, create=False) as store:
                 count = store.export_jsonl(args.out)
             print(f"exported {count} entries to {args.out}")
             return 0
         if args.command == "import":
             return _import(args.source, args.store, append=args.append)
-        with SQLiteStore(args.store, create=False) as store:
+        with open_store(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
     except MemoryError_ as exc:
@@ -69,9 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _import(source: str, path: str, *, append: bool) -> int:
     """Import an export; a store this call created is removed again when the import fails."""
-    created = not Path(path).exists()
+    created = not _is_url(path) and not Path(path).exists()
     try:
-        with SQLiteStore(path) as store:
+        with open_store(path) as store:
             if len(store) and not append:
                 print(f"error: {path} already holds {len(store)} entries; import into a new store, "
                       f"or pass --append to continue this one", file=sys.stderr)
@@ -86,8 +89,20 @@ def _import(source: str, path: str, *, append: bool) -> int:
     return 0
 
 
+def _is_url(path: str) -> bool:
+    return path.startswith(("postgresql://", "postgres://"))
+
+
 def _verify(path: str) -> int:
-    """Audit a store read-only: 0 when intact, 1 naming each finding."""
+    """Audit a store read-only: 0 when intact, 1 naming each finding (a server store: its chain)."""
+    if _is_url(path):
+        with open_store(path, create=False) as store:
+            brk = store.verify()
+            if brk is None:
+                print(f"OK {path}: {len(store)} entries, chain intact")
+                return 0
+            print(f"CORRUPT {path}: entry seq={brk.seq} id={brk.id}: {brk.reason}")
+            return 1
     report = audit(path)
     for note in report.notes:
         print(f"note {path}: {note}")
@@ -99,7 +114,7 @@ def _verify(path: str) -> int:
     return 1
 
 
-def _print_stats(path: str, store: SQLiteStore) -> None:
+def _print_stats(path: str, store: Store) -> None:
     from rich.console import Console
     from rich.table import Table
 

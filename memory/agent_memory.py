@@ -42,10 +42,10 @@ from memory.timeline import (
     RecordKind,
     Redactor,
     Role,
-    SQLiteStore,
     Timeline,
     check_label,
 )
+from memory.timeline.stores import open_store
 from memory.window import RecentEntries, as_messages
 
 class Projection(NamedTuple):
@@ -60,7 +60,8 @@ class EpisodicMemory:
     """Experiential memory for one agent (or several tenants) in a few calls.
 
     Args:
-        path: SQLite file for persistence; None keeps everything in memory.
+        path: SQLite file for persistence, or a ``postgresql://`` URL of a shared store;
+            None keeps everything in memory.
         principal: default tenant for records and recall.
         encoder: text encoder (default `HashingEncoder`, offline).
         redactor: applied before anything is stored (default `PatternRedactor`).
@@ -80,7 +81,7 @@ class EpisodicMemory:
                  proposer: ProposalHook | None = None, persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
         self.principal = check_label("principal", principal)
         self.encoder = encoder or HashingEncoder()
-        self.store = SQLiteStore(path if path is not None else ":memory:")
+        self.store = open_store(path)
         self.timeline = Timeline(self.store, self.encoder, redactor)
         self.retriever_config = retriever
         self.segmenter_config = segmenter or SegmenterConfig()
@@ -92,6 +93,7 @@ class EpisodicMemory:
                                   persistence=persistence)
         self._segmenter = Segmenter(self.segmenter_config)
         self._recent = RecentEntries(self.store)
+        self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
                                     facts=self.state.facts_of,
                                     chain=lambda graph, episode_id, hops, most: self.state.chains.narrative(
@@ -134,6 +136,7 @@ class EpisodicMemory:
         entry = self.timeline.append(
             text, kind=kind, role=role, timestamp=timestamp or datetime.now(timezone.utc), situation=situation,
             principal=self._who(principal), metadata=metadata)
+        self._catch_up(entry.seq)
         self._ingest(entry)
         return entry
 
@@ -172,6 +175,7 @@ class EpisodicMemory:
 
     def flush(self) -> list[Episode]:
         """Close every open episode now (e.g. at the end of a session); returns them."""
+        self._catch_up()
         closed = self._segmenter.flush()
         if not closed:
             return []
@@ -213,6 +217,7 @@ class EpisodicMemory:
         Raises:
             ValueError: an unknown filter key, or a naive or reversed time range.
         """
+        self._catch_up()
         who = self._who(principal)
         window = self._recent.window(who)
         if query is None:
@@ -304,7 +309,19 @@ class EpisodicMemory:
 
     # -- the write path ------------------------------------------------------------------
 
+    def _catch_up(self, stop: int | None = None) -> None:
+        """Feed the entries other processes appended since the last one fed (up to `stop`), in timeline order.
+
+        So every process sharing a store segments, and learns from, the one timeline in the
+        same order, and its projection equals `rebuild()`; alone on a store this reads nothing.
+        """
+        if stop is None or stop > self._seen + 1:
+            # read first: a SQLite read cursor left open would keep the writes below from starting
+            for entry in list(self.store.entries(start=self._seen + 1, stop=stop)):
+                self._ingest(entry)
+
     def _ingest(self, entry: Entry) -> None:
+        self._seen = max(self._seen, entry.seq)
         self._recent.add(entry)
         for episode in self._segmenter.feed(entry):
             self._close(episode)
@@ -341,7 +358,9 @@ class EpisodicMemory:
         self.stored.opened()
         if opened.resume_from < 0:
             return
+        self._seen = opened.resume_from - 1
         for entry in self.store.entries(start=opened.resume_from):
+            self._seen = entry.seq
             if entry.seq > self.state.closed_seq.get(entry.principal, -1):
                 for episode in self._segmenter.feed(entry):
                     self._close(episode)

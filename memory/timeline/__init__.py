@@ -4,8 +4,9 @@
 addressed by the SHA-256 of its content and its predecessor's id (`entries`). A `Store`
 keeps them: `SQLiteStore` is one SQLite file whose triggers refuse UPDATE and DELETE,
 holding the timeline, the derived records of each `RecordKind` and binary snapshots
-(`store`, `schema`, `protocols`); embeddings are packed by `blob`. Every later layer is a
-projection of this one.
+(`store`, `schema`, `protocols`); `PostgresStore` keeps the same on a server shared by
+many processes (`postgres`), and `open_store` opens either by its name (`stores`);
+embeddings are packed by `blob`. Every later layer is a projection of this one.
 """
 
 from memory.timeline.integrity import Audit, audit
@@ -15,6 +16,7 @@ from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotL
 from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.timeline.schema import RecordKind
 from memory.timeline.store import SQLiteStore
+from memory.timeline.stores import open_store
 from memory.timeline.validation import check_label
 
 __all__ = [
@@ -42,5 +44,6 @@ __all__ = [
     "audit",
     "check_label",
     "format_timestamp",
+    "open_store",
     "parse_timestamp",
 ]

@@ -1,0 +1,449 @@
+"""A store on a PostgreSQL server, for memories shared by agents on many processes and hosts.
+
+`PostgresStore` implements the protocols of `memory.timeline.protocols` with the semantics
+of `SQLiteStore`: the same tables and row form (`memory.timeline.schema`), the same entry ids
+(chained by `memory.timeline.entries`), insert-only records and snapshots. The server
+enforces the invariants: triggers refuse UPDATE, DELETE and TRUNCATE for every role, and
+`grant_writer` gives an application role only SELECT and INSERT. Every write takes one
+transaction-scoped advisory lock, so writers on any host append to one linear chain and
+records get their ``seq`` in commit order (a reader polling by seq never skips a row).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
+from memory.timeline import blob as embedding_blob
+from memory.timeline.entries import (
+    GENESIS_ID,
+    ChainBreak,
+    Entry,
+    EntryDraft,
+    Kind,
+    canonical_fields,
+    chain_canonical,
+    embedding_digest,
+    verify_chain,
+)
+from memory.timeline.protocols import EntryParts, StoreStats
+from memory.timeline.schema import (
+    COLUMNS,
+    RecordKind,
+    entry_from_json,
+    entry_to_json,
+    entry_to_row,
+    kind_text,
+    pack_embeddings,
+    row_to_entry,
+)
+
+# One advisory lock key per database: every write of a store serializes on it. Advisory
+# locks are scoped to the current database, so stores in different databases do not contend.
+WRITE_LOCK = 0x45504D31  # "EPM1", the SQLite store's application id
+
+SCHEMA = """
+CREATE TABLE timeline (
+    seq BIGINT PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    prev_id TEXT NOT NULL,
+    timestamp TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    situation TEXT NOT NULL,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    encoder TEXT NOT NULL,
+    embedding BYTEA NOT NULL
+);
+CREATE INDEX timeline_scope ON timeline (principal, situation, seq);
+CREATE TABLE records (
+    seq BIGINT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    UNIQUE (kind, id)
+);
+CREATE INDEX records_kind ON records (kind, seq);
+CREATE TABLE snapshots (
+    seq BIGINT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    id TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    body BYTEA NOT NULL,
+    UNIQUE (kind, id)
+);
+CREATE FUNCTION memory_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% is insert-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
+END $$;
+"""
+
+TABLES = ("timeline", "records", "snapshots")
+
+
+def _triggers() -> str:
+    return "".join(
+        f"CREATE TRIGGER {table}_no_change BEFORE UPDATE OR DELETE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION memory_refuse();"
+        f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION memory_refuse();"
+        for table in TABLES)
+
+
+def grant_writer(url: str, role: str) -> None:
+    """Let `role` read and append to the store at `url`, and nothing else (run as the tables' owner)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        database = conn.info.dbname
+        for statement in (
+                "GRANT CONNECT ON DATABASE {db} TO {role}",
+                "GRANT USAGE ON SCHEMA public TO {role}",
+                "REVOKE ALL ON timeline, records, snapshots FROM {role}",
+                "GRANT SELECT, INSERT ON timeline, records, snapshots TO {role}"):
+            conn.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=sql.Identifier(role)))
+
+
+class PostgresStore:
+    """A store in one PostgreSQL database, opened by URL (``postgresql://user@host/dbname``).
+
+    Args:
+        path: a libpq connection URL; the database must exist.
+        create: create the tables when missing (needs the CREATE privilege on the schema);
+            when False a database without them is a `StoreError`.
+        synchronous: accepted for `SQLiteStore` compatibility; durability is the server's.
+    """
+
+    def __init__(self, path: str, *, create: bool = True, synchronous: str = "FULL") -> None:
+        self.path = str(path)
+        try:
+            self._db = psycopg.connect(self.path, autocommit=True)
+        except psycopg.Error as exc:
+            raise StoreError(f"{_shown(self.path)}: cannot connect ({str(exc).strip()})") from exc
+        try:
+            self._ensure_schema(create)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _ensure_schema(self, create: bool) -> None:
+        if self._has_tables():
+            return
+        if not create:
+            raise StoreError(f"{_shown(self.path)}: no memory store in this database")
+        try:
+            with self._db.transaction():
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                if not self._has_tables():  # another process may have created them meanwhile
+                    self._db.execute(SCHEMA + _triggers())
+        except psycopg.Error as exc:
+            raise StoreError(f"{_shown(self.path)}: cannot create the store's tables ({str(exc).strip()})") from exc
+
+    def _has_tables(self) -> bool:
+        # pg_tables, not to_regclass: the catalog cache may miss tables committed while this waited
+        return self._db.execute("SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() "
+                                "AND tablename = 'timeline')").fetchone()[0]
+
+    def _write(self) -> _WriteTransaction:
+        return _WriteTransaction(self._db)
+
+    def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            return self._db.execute(query, params).fetchall()
+        except psycopg.OperationalError as exc:  # the server went away, or the store was closed
+            raise StoreError(f"{_shown(self.path)}: {str(exc).strip()}") from exc
+
+    # -- timeline ---------------------------------------------------------------------
+
+    def _head(self) -> tuple[int, str]:
+        rows = self._rows("SELECT seq, id FROM timeline ORDER BY seq DESC LIMIT 1")
+        return (rows[0][0] + 1, rows[0][1]) if rows else (0, GENESIS_ID)
+
+    def append(self, draft: EntryDraft) -> Entry:
+        """Chain and commit one entry; durable when it returns."""
+        return self.append_many([draft])[0]
+
+    def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
+        """Chain and commit many entries in one transaction."""
+        if not drafts:
+            return []
+        vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
+        blobs = pack_embeddings(vectors)
+        digests = [embedding_digest(vector) for vector in vectors]
+        fields = [canonical_fields(draft) for draft in drafts]
+        with self._write():
+            seq, prev_id = self._head()
+            entries, rows = [], []
+            for draft, canonical, digest, blob in zip(drafts, fields, digests, blobs):
+                entry = chain_canonical(draft, canonical, prev_id=prev_id, seq=seq, digest=digest)
+                entries.append(entry)
+                rows.append(entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
+                prev_id, seq = entry.id, seq + 1
+            self._insert_rows(rows)
+        return entries
+
+    def _insert_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        with self._db.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO timeline ({COLUMNS}) VALUES ({','.join(['%s'] * 12)})", rows)
+
+    def get(self, entry_id: str) -> Entry | None:
+        """The entry with this id, or None."""
+        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE id = %s", (entry_id,))
+        return row_to_entry(rows[0]) if rows else None
+
+    def get_many(self, entry_ids: Sequence[str]) -> list[Entry]:
+        """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
+        if not entry_ids:
+            return []
+        found = {row[1]: row_to_entry(row) for row in self._rows(
+            f"SELECT {COLUMNS} FROM timeline WHERE id = ANY(%s)", (list(entry_ids),))}
+        return [found[i] for i in entry_ids if i in found]
+
+    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
+                situation: str | None = None) -> Iterator[Entry]:
+        """Entries in timeline order, optionally by sequence range, principal and situation."""
+        clauses, params = ["seq >= %s"], [start]
+        for column, value in (("seq <", stop), ("principal =", principal), ("situation =", situation)):
+            if value is not None:
+                clauses.append(f"{column} %s")
+                params.append(value)
+        for row in self._rows(f"SELECT {COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq", params):
+            yield row_to_entry(row)
+
+    def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, EntryParts]:
+        """What indexing an episode reads of its entries, by id; unknown ids are absent."""
+        if not entry_ids:
+            return {}
+        rows = self._rows("SELECT id, kind, text, metadata, embedding FROM timeline WHERE id = ANY(%s)",
+                          (list(entry_ids),))
+        vectors = embedding_blob.unpack_rows([bytes(row[4]) for row in rows])
+        decision = Kind.DECISION.value
+        return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
+                for (id_, kind, text, metadata, _), vector in zip(rows, vectors)}
+
+    def tail(self, principal: str, n: int) -> list[Entry]:
+        """The last `n` entries of a principal, oldest first."""
+        if n <= 0:
+            return []
+        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE principal = %s ORDER BY seq DESC LIMIT %s",
+                          (principal, n))
+        return [row_to_entry(row) for row in reversed(rows)]
+
+    def principals(self) -> list[str]:
+        """Distinct tenants in the timeline, sorted."""
+        return [row[0] for row in self._rows("SELECT DISTINCT principal FROM timeline ORDER BY 1")]
+
+    def __len__(self) -> int:
+        """The number of entries."""
+        return self._rows("SELECT COUNT(*) FROM timeline")[0][0]
+
+    # -- derived records and snapshots ---------------------------------------------------
+
+    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+        kind = kind_text(kind)
+        rows = [(record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+                for record_id, body in records]
+        if not rows:
+            return 0
+        added = 0
+        with self._write():
+            stored = dict(self._rows("SELECT id, body FROM records WHERE kind = %s AND id = ANY(%s)",
+                                     (kind, [row[0] for row in rows])))
+            seq = self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
+            for record_id, body in rows:
+                if record_id in stored:
+                    if stored[record_id] != body:
+                        raise IntegrityError(f"{kind} record {record_id} already stored with different content")
+                    continue
+                seq += 1
+                self._db.execute("INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
+                                 (seq, kind, record_id, body))
+                stored[record_id] = body
+                added += 1
+        return added
+
+    def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(id, body) of the records of one kind, in insertion order."""
+        return self.records_after(kind, 0)
+
+    def records_after(self, kind: RecordKind | str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(id, body) of the records of one kind stored after record seq `after`, in order."""
+        for record_id, body in self._rows("SELECT id, body FROM records WHERE kind = %s AND seq > %s ORDER BY seq",
+                                          (kind_text(kind), after)):
+            yield record_id, json.loads(body)
+
+    def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
+        """The body of one record, or None."""
+        rows = self._rows("SELECT body FROM records WHERE kind = %s AND id = %s", (kind_text(kind), record_id))
+        return json.loads(rows[0][0]) if rows else None
+
+    def record_at(self, seq: int) -> tuple[str, str] | None:
+        """(kind, id) of the record stored at `seq`, or None."""
+        rows = self._rows("SELECT kind, id FROM records WHERE seq = %s", (seq,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def last_record(self) -> int:
+        """The seq of the last stored record (0 when there is none)."""
+        return self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
+
+    def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
+        """(seq, kind, id, body as stored) of the records with ``after < seq <= upto``, in order."""
+        return self._rows("SELECT seq, kind, id, body FROM records WHERE seq > %s AND seq <= %s ORDER BY seq",
+                          (after, upto))
+
+    def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
+        """Insert a snapshot unless one with this kind and id exists; whether it was new."""
+        text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        with self._write():
+            if self._rows("SELECT 1 FROM snapshots WHERE kind = %s AND id = %s", (kind, snapshot_id)):
+                return False
+            self._db.execute("INSERT INTO snapshots (seq, kind, id, meta, body) "
+                             "SELECT COALESCE(MAX(seq), 0) + 1, %s, %s, %s, %s FROM snapshots",
+                             (kind, snapshot_id, text, bytes(body)))
+        return True
+
+    def snapshots(self, kind: str) -> Iterator[tuple[str, dict[str, Any], bytes]]:
+        """(id, meta, body) of the snapshots of one kind, in insertion order."""
+        for snapshot_id, meta, body in self._rows("SELECT id, meta, body FROM snapshots WHERE kind = %s ORDER BY seq",
+                                                  (kind,)):
+            yield snapshot_id, json.loads(meta), bytes(body)
+
+    def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
+        """(seq, id, meta) of the snapshots of one kind, in insertion order, without bodies."""
+        return [(seq, snapshot_id, json.loads(meta)) for seq, snapshot_id, meta in self._rows(
+            "SELECT seq, id, meta FROM snapshots WHERE kind = %s ORDER BY seq", (kind,))]
+
+    def snapshot_body(self, seq: int) -> bytes:
+        """The body of the snapshot stored at `seq` (empty when there is none)."""
+        rows = self._rows("SELECT body FROM snapshots WHERE seq = %s", (seq,))
+        return bytes(rows[0][0]) if rows else b""
+
+    # -- integrity, portability, stats ---------------------------------------------------
+
+    def verify(self) -> ChainBreak | None:
+        """Recompute the whole chain over the server's rows; the first bad entry, or None when intact."""
+        unreadable: list[ChainBreak] = []
+
+        def readable() -> Iterator[Entry]:
+            # A server-side cursor streams the rows: the whole timeline is never in memory at once.
+            with self._db.transaction(), self._db.cursor(name="verify") as cursor:
+                cursor.itersize = 2000
+                for row in cursor.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq"):
+                    try:
+                        yield row_to_entry(row)
+                    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+                        unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
+                        return
+
+        brk = verify_chain(readable())
+        return unreadable[0] if unreadable else brk
+
+    def export_jsonl(self, out: str | Path) -> int:
+        """Write every entry as one JSON line; returns the number written."""
+        count = 0
+        with open(out, "w", encoding="utf-8") as handle:
+            for entry in self.entries():
+                handle.write(json.dumps(entry_to_json(entry), ensure_ascii=False, sort_keys=True) + "\n")
+                count += 1
+        return count
+
+    def import_jsonl(self, source: str | Path) -> int:
+        """Append the entries of a JSONL export, all or nothing; returns the number appended.
+
+        The file's chain must continue this store's head; every id is recomputed, and the first
+        bad, torn or unlinked line is named in an `ImportFailed`.
+        """
+        path = str(source)
+        parsed, line_of = _read_export(path)
+        with self._write():
+            seq, prev_id = self._head()
+            brk = verify_chain(parsed, start_prev_id=prev_id, start_seq=seq)
+            if brk is not None:
+                position = next((i for i, entry in enumerate(parsed) if entry.id == brk.id), 0)
+                raise ImportFailed(path, line_of[position] if line_of else 0, f"entry {brk.id[:12]}…: {brk.reason}")
+            blobs = pack_embeddings([entry.embedding for entry in parsed])
+            self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
+        return len(parsed)
+
+    def stats(self) -> StoreStats:
+        """Counts of entries, tenants, situations and derived records."""
+        first, last = self._rows("SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
+                                 "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)")[0]
+        return StoreStats(
+            entries=len(self),
+            principals=self._rows("SELECT COUNT(DISTINCT principal) FROM timeline")[0][0],
+            situations=dict(self._rows("SELECT situation, COUNT(*) FROM timeline GROUP BY situation "
+                                       "ORDER BY 2 DESC, 1")),
+            records=dict(self._rows("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
+            first=first,
+            last=last,
+            encoders=[row[0] for row in self._rows("SELECT DISTINCT encoder FROM timeline ORDER BY 1")],
+        )
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        self._db.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _WriteTransaction:
+    """One transaction holding the store's advisory write lock; refusals become `ImmutableRecordError`."""
+
+    def __init__(self, db: psycopg.Connection) -> None:
+        self._db = db
+        self._transaction = db.transaction()
+
+    def __enter__(self) -> None:
+        self._transaction.__enter__()
+        self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+
+    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> bool:
+        self._transaction.__exit__(exc_type, exc, tb)
+        if isinstance(exc, (psycopg.errors.RestrictViolation, psycopg.errors.InsufficientPrivilege)):
+            raise ImmutableRecordError(str(exc).strip()) from exc
+        if isinstance(exc, psycopg.OperationalError):
+            raise StoreError(str(exc).strip()) from exc
+        return False
+
+
+def _read_export(path: str) -> tuple[list[Entry], list[int]]:
+    """The entries of a JSONL export and the line number of each; `ImportFailed` on the first bad line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportFailed(path, 0, f"cannot read file ({exc})") from exc
+    parsed: list[Entry] = []
+    line_of: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed.append(entry_from_json(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
+        line_of.append(number)
+    return parsed, line_of
+
+
+def _shown(url: str) -> str:
+    """A URL without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://…"
+    host = info.get("host", "")
+    return f"postgresql://{info.get('user', '')}@{host}/{info.get('dbname', '')}"

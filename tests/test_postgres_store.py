@@ -1,0 +1,189 @@
+"""`PostgresStore` against a real server started here: SQLite's semantics, server-enforced invariants,
+one chain under concurrent writer processes, and the harness and CLI on a ``postgresql://`` URL."""
+
+import itertools
+import multiprocessing
+from datetime import timedelta
+
+import pytest
+
+from tests.builders import INCIDENTS, T0, play_incidents
+from tests.pg_server import LocalServer
+
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install '.[postgres]')")
+
+from memory import EpisodicMemory  # noqa: E402
+from memory.errors import ImportFailed, IntegrityError  # noqa: E402
+from memory.timeline import HashingEncoder, RecordKind, SQLiteStore, Timeline, open_store  # noqa: E402
+from memory.timeline.postgres import PostgresStore, grant_writer  # noqa: E402
+
+_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def server():
+    bindir, user, reason = LocalServer.find()
+    if bindir is None:
+        pytest.skip(reason)
+    local = LocalServer(bindir, user)
+    local.start()
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def url(server):
+    """A fresh, empty database on the session's server."""
+    name = f"store{next(_names)}"
+    server.admin(f"CREATE DATABASE {name}")
+    return server.url(name)
+
+
+def _fill(store):
+    """The same entries, records and snapshot written into any store; what was appended."""
+    timeline = Timeline(store, HashingEncoder(dim=64))
+    entries = [timeline.append(f"orders p99 at {i} s; pool exhausted", kind="observation", role="environment", situation="incident",
+                               principal=f"team-{i % 2}", timestamp=T0 + timedelta(minutes=i),
+                               metadata={"service": "orders", "n": i}) for i in range(6)]
+    store.add_records(RecordKind.EPISODE, [("ep1", {"entries": [e.id for e in entries[:3]]}), ("ep2", {"x": 1})])
+    store.add_records(RecordKind.EDGE, [("e1", {"from": "ep1", "to": "ep2"})])
+    store.add_snapshot("vectors", "run1", {"upto": 2}, b"\x00\x01binary\xff")
+    return entries
+
+
+def _contents(store):
+    kinds = (RecordKind.EPISODE, RecordKind.EDGE)
+    return ([(e.id, e.seq, e.text, e.metadata, e.embedding.tolist()) for e in store.entries()],
+            {k: list(store.records(k)) for k in kinds}, list(store.snapshots("vectors")),
+            store.record_rows(0, store.last_record()), store.stats()._replace(first=None, last=None),
+            [e.id for e in store.tail("team-1", 2)], store.principals())
+
+
+def test_the_server_store_holds_what_sqlite_holds_with_the_same_ids(url, tmp_path):
+    with PostgresStore(url) as server, SQLiteStore(tmp_path / "m.sqlite") as local:
+        assert [e.id for e in _fill(server)] == [e.id for e in _fill(local)]
+        assert _contents(server) == _contents(local)
+        ids = [e.id for e in local.entries()]
+        assert [e.id for e in server.get_many(ids[::-1])] == ids[::-1]
+        assert server.entry_parts(ids[:2]).keys() == local.entry_parts(ids[:2]).keys()
+        assert server.get(ids[3]).timestamp == local.get(ids[3]).timestamp
+        assert server.record(RecordKind.EPISODE, "ep2") == {"x": 1} and server.record_at(3) == local.record_at(3)
+        assert server.snapshot_body(server.snapshot_index("vectors")[0][0]) == b"\x00\x01binary\xff"
+        assert server.add_records(RecordKind.EDGE, [("e1", {"from": "ep1", "to": "ep2"})]) == 0
+        with pytest.raises(IntegrityError):
+            server.add_records(RecordKind.EDGE, [("e1", {"from": "ep2"})])
+        assert not server.add_snapshot("vectors", "run1", {}, b"other")
+        assert server.verify() is None and len(server) == 6
+
+
+def test_update_delete_and_truncate_are_refused_by_the_server(server, url):
+    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    with PostgresStore(url) as owner:
+        _fill(owner)
+    with psycopg.connect(url, autocommit=True) as raw:  # the tables' owner (here the superuser)
+        for statement in ("UPDATE timeline SET text = 'x'", "DELETE FROM records", "TRUNCATE snapshots"):
+            with pytest.raises(psycopg.errors.RestrictViolation, match="insert-only"):
+                raw.execute(statement)
+    server.admin("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
+                 "THEN CREATE ROLE agent LOGIN; END IF; END $$")
+    grant_writer(url, "agent")
+    app_url = server.url(name, user="agent")
+    with PostgresStore(app_url, create=False) as app:
+        Timeline(app, HashingEncoder(dim=64)).append("an agent may append", kind="note", role="user", situation="s", timestamp=T0)
+        assert app.add_records(RecordKind.MARK, [("m1", {"episode": "ep1"})]) == 1
+        with psycopg.connect(app_url, autocommit=True) as raw:
+            for statement in ("UPDATE timeline SET text = 'x'", "DELETE FROM timeline", "UPDATE records SET body = ''",
+                              "DELETE FROM snapshots", "TRUNCATE records", "DROP TABLE timeline"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    raw.execute(statement)
+        assert app.verify() is None and len(app) == 7
+
+
+def _writer(url, principal, rounds, barrier, results):
+    """One agent process: play incidents on the shared store, wait for the others, compare with rebuild()."""
+    with EpisodicMemory(url, principal=principal, encoder=HashingEncoder(dim=64)) as memory:
+        for day in range(rounds):
+            play_incidents(memory, start=T0 + timedelta(days=day * len(INCIDENTS)))
+        barrier.wait(timeout=120)
+        memory.recall()  # picks up what the others appended after this process's last entry
+        projection = memory.projection()
+        results.put((principal, projection == memory.rebuild(), len(projection.episodes)))
+
+
+def test_concurrent_writer_processes_keep_one_chain_and_each_projection_equals_rebuild(url):
+    processes, rounds = 4, 3
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_writer, args=(url, f"agent-{i}", rounds, barrier, results), daemon=True)
+               for i in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        outcomes = sorted(results.get(timeout=120) for _ in workers)
+    finally:
+        barrier.abort()  # a worker that failed leaves the others waiting
+        for worker in workers:
+            worker.join(timeout=30)
+    with PostgresStore(url, create=False) as store:
+        entries = list(store.entries())
+        assert [e.seq for e in entries] == list(range(len(entries)))  # linear: no gap, no fork
+        per_agent = {p: sum(e.principal == p for e in entries) for p in store.principals()}
+        assert store.verify() is None
+    assert len(set(per_agent.values())) == 1 and len(per_agent) == processes and len(entries) > 100
+    assert [ok for _, ok, _ in outcomes] == [True] * processes
+    assert len({count for _, _, count in outcomes}) == 1 and outcomes[0][2] > 0
+
+
+def test_a_memory_on_a_url_reopens_with_what_it_learned(url):
+    with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as memory:
+        play_incidents(memory)
+        memory.flush()
+        before = memory.projection()
+    with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as reopened:
+        assert reopened.projection() == before == reopened.rebuild()
+        assert reopened.recall("spool queue stuck").episodes
+
+
+def test_compare_on_the_server_store_gives_the_sqlite_run_log(url, tmp_path):
+    from eval import runlog
+    from eval.compare import main
+
+    from tests.test_parallel import _timeless
+
+    logs = []
+    for name, store in (("sqlite", str(tmp_path / "m.sqlite")), ("server", url)):
+        path = tmp_path / f"{name}.json"
+        assert main(["pool-vs-deploy", "--seeds", "1", "--agents", "episodic", "--store", store, "--json",
+                     str(path), "--quiet"], now=lambda: T0) == 0
+        logs.append(_timeless(runlog.read(path)))
+    assert logs[0] == logs[1] and logs[0]["agents"]["episodic"]["rounds"]
+
+
+def test_export_then_import_moves_a_store_to_the_server_and_back(url, tmp_path, capsys):
+    from memory.__main__ import main
+
+    local = tmp_path / "m.sqlite"
+    with SQLiteStore(local) as store:
+        _fill(store)
+    assert main(["export", str(local), str(tmp_path / "out.jsonl")]) == 0
+    assert main(["import", str(tmp_path / "out.jsonl"), url]) == 0
+    assert main(["verify", url]) == 0
+    assert main(["export", url, str(tmp_path / "back.jsonl")]) == 0
+    assert (tmp_path / "back.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["import", str(tmp_path / "out.jsonl"), url]) == 2  # does not continue the server's chain
+    assert "out.jsonl" in capsys.readouterr().err
+    with open_store(url, create=False) as store:
+        assert len(store) == 6
+        with pytest.raises(ImportFailed):
+            store.import_jsonl(tmp_path / "out.jsonl")
+
+
+def test_a_wrong_url_is_a_message_not_a_traceback(server, capsys):
+    from memory.__main__ import main
+
+    assert main(["stats", server.url("no_such_database")]) == 2
+    assert "cannot connect" in capsys.readouterr().err
+
