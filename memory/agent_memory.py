@@ -25,7 +25,7 @@ import networkx as nx
 
 from memory import pipeline
 from memory.episodes import Edge, EdgeType, Episode
-from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history, stored_records
+from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
@@ -69,8 +69,7 @@ class EpisodicMemory:
         segmenter: segmentation thresholds.
         links: edge-rule windows and thresholds (`memory.graph.GraphConfig`).
         facts: fact thresholds (confidence prior, revision, usefulness).
-        proposer: optional hook proposing (condition, conclusion) pairs, e.g. from an LLM;
-            proposals pass the same usefulness check as extracted facts.
+        proposer: optional hook proposing (condition, conclusion) pairs (e.g. an LLM), checked like extracted facts.
         persistence: when state runs (fast-open snapshots of the derived state) are written.
     """
 
@@ -94,11 +93,9 @@ class EpisodicMemory:
         self._segmenter = Segmenter(self.segmenter_config)
         self._recent = RecentEntries(self.store)
         self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
+        chain = lambda graph, episode_id, hops, most: self.state.chains.narrative(episode_id, hops, most)  # noqa: E731
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
-                                    facts=self.state.facts_of,
-                                    chain=lambda graph, episode_id, hops, most: self.state.chains.narrative(
-                                        episode_id, hops, most),
-                                    config=retriever)
+                                    facts=self.state.facts_of, chain=chain, config=retriever)
         self._open()
 
     @property
@@ -108,8 +105,7 @@ class EpisodicMemory:
 
     def graph_of(self, principal: str) -> nx.MultiDiGraph:
         """A read-only view of the episode graph restricted to one principal's episodes."""
-        who = check_label("principal", principal)
-        nodes = self.state.graph.nodes
+        who, nodes = check_label("principal", principal), self.state.graph.nodes
         return nx.subgraph_view(self.state.graph, filter_node=lambda n: nodes[n].get("principal") == who)
 
     @property
@@ -208,11 +204,9 @@ class EpisodicMemory:
             principal: tenant; nothing of another tenant is read.
             k: most episodes.
             now: reference time for recency (default: end of the latest closed episode).
-            where: episode attributes an item must match, applied before scoring like the
-                principal: ``{"service": "checkout"}``, ``{"outcome": ["SUCCESS", "FAILURE"]}``;
-                keys ``service``, ``situation``, ``outcome``.
-            since: only episodes that ended at or after this time (timezone-aware).
-            until: only episodes that ended at or before this time.
+            where: attributes an episode must match, applied before scoring like the principal
+                (keys service, situation, outcome: ``{"outcome": ["SUCCESS", "FAILURE"]}``).
+            since, until: only episodes that ended in this (timezone-aware) range.
 
         Raises:
             ValueError: an unknown filter key, or a naive or reversed time range.
@@ -340,12 +334,8 @@ class EpisodicMemory:
 
     def _learn(self, episode: Episode, entries: Sequence[Entry]) -> None:
         changes = pipeline.close_episode(self.state, episode, entries, learning=self.learning)
-        if changes.edges:
-            self.store.add_records(RecordKind.EDGE, [(e.id, e.to_record()) for e in changes.edges])
-        if changes.facts:
-            self.store.add_records(RecordKind.FACT, stored_records(changes.facts, self.state.current))
+        self.stored.persist(changes)
         if changes.marks:
-            self.store.add_records(RecordKind.MARK, [(m, {"episode": episode.id}) for m in changes.marks])
             self.reinforcements.append(changes.reinforcement)
         pipeline.apply(self.state, changes)
 

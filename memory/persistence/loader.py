@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memory.episodes import Edge, Episode, Outcome
-from memory.facts import resolve_records
+from memory.facts import resolve_records, stored_records
 from memory.graph import add_edge_rows, add_edges, add_episode_rows
 from memory.persistence import runs as snapshot
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
@@ -263,6 +263,15 @@ class StoredState:
                 parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
                 for episode in chunk:
                     index_stored(episode, [parts[i] for i in episode.entry_ids if i in parts])
+
+    def persist(self, changes: Any) -> None:
+        """Store what closing an episode changed (`memory.pipeline.Changes`), before the state applies it."""
+        if changes.edges:
+            self.store.add_records(RecordKind.EDGE, [(e.id, e.to_record()) for e in changes.edges])
+        if changes.facts:
+            self.store.add_records(RecordKind.FACT, stored_records(changes.facts, self.state.current))
+        if changes.marks:
+            self.store.add_records(RecordKind.MARK, [(m, {"episode": changes.episode_id}) for m in changes.marks])
 
     # -- state runs ----------------------------------------------------------------------------
 
