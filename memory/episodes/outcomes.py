@@ -12,7 +12,7 @@ Outcomes are detected in this order of precedence:
    SUCCESS, failure cues only → FAILURE, partial cues or both → PARTIAL. A negator ("not",
    "no", "no longer", "never", "without", "n't", …) among the three words before a cue flips
    success ↔ failure ("not fixed", "did not help", "no longer failing"); a negated symptom
-   noun is a success cue ("no errors", "no more midnight failures"). A success clause
+   noun is a success cue ("no errors", "no more failures"). A success clause
    undercut by "but" and a clause without a success cue ("green, but stale prices
    reported") is a FAILURE, or PARTIAL when that clause holds a partial cue;
 4. an outcome report with no cue at all after a decision or action in the same episode

@@ -15,8 +15,8 @@ episodes of the same principal (never across principals; O(window)):
 - CAUSED_BY (incident → change): the new episode opens an incident (it has observations
   and no attempt chain) and an earlier episode within ``cause_window_s`` made a change
   (decisions or actions). Evidence, strongest first: an observation sentence with a causal
-  cue ("caused by", "since … change", "after yesterday's fix", "added in the last fix",
-  "was replaced last week") naming the earlier episode's subject (0.9); such a cue and the
+  cue (`memory.text.CAUSAL_CUE`: a causal connective before a change word, a reference to an
+  earlier fix or change, or a change dated in the past) naming the earlier episode's subject (0.9); such a cue and the
   same subject (0.7); such a cue whose words resemble the change's summary, actions or
   corrections (``cause_similarity``, 0.5); no cue, the same subject, a successful episode
   that recorded actions (an explicit change) within ``uncued_cause_window_s`` (0.4).

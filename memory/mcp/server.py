@@ -39,7 +39,7 @@ incident is over, so the memory links it and updates its facts."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 Text = Annotated[str, Field(min_length=1, description="What happened, in plain words (one fact per call).")]
-Service = Annotated[str | None, Field(description="Service or subject this is about, e.g. 'checkout-api'.")]
+Service = Annotated[str | None, Field(description="Service or subject this is about, e.g. the service's name as your team writes it.")]
 Situation = Annotated[str, Field(description="Situation label; keep it stable within an incident, "
                                              "e.g. 'incident_response'.")]
 When = Annotated[str | None, Field(description="ISO-8601 time with offset, e.g. '2026-03-02T09:00:00Z'; "

@@ -11,12 +11,23 @@ from __future__ import annotations
 import base64
 import json
 from enum import Enum
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from memory.timeline import blob as embedding_blob
-from memory.timeline.entries import Entry, Kind, Role, canonical_metadata, format_timestamp, parse_timestamp
+from memory.timeline.entries import (
+    Entry,
+    EntryDraft,
+    Kind,
+    Role,
+    canonical_fields,
+    canonical_metadata,
+    chain_canonical,
+    embedding_digest,
+    format_timestamp,
+    parse_timestamp,
+)
 
 APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
 # Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`; schema 1
@@ -189,3 +200,30 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         embedding=np.frombuffer(base64.b64decode(data["embedding"], validate=True), dtype="<f4").astype(np.float32),
         encoder=str(data["encoder"]),
     )
+
+
+class Prepared(NamedTuple):
+    """Drafts with everything but their chain links computed (done before a store takes its write lock)."""
+
+    drafts: Sequence[EntryDraft]  # the drafts, in order
+    fields: list[Any]  # their canonical fields
+    digests: list[str]  # embedding digests
+    blobs: list[bytes]  # packed embeddings
+
+
+def prepare(drafts: Sequence[EntryDraft]) -> Prepared:
+    """Canonical fields, embedding digests and packed embeddings of `drafts`."""
+    vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
+    return Prepared(drafts, [canonical_fields(d) for d in drafts], [embedding_digest(v) for v in vectors],
+                    pack_embeddings(vectors))
+
+
+def chain_rows(prepared: Prepared, seq: int, prev_id: str) -> tuple[list[Entry], list[tuple[Any, ...]]]:
+    """The entries and timeline rows of `prepared`, chained after the entry `prev_id` at `seq`."""
+    entries, rows = [], []
+    for draft, canonical, digest, blob in zip(*prepared):
+        entry = chain_canonical(draft, canonical, prev_id=prev_id, seq=seq, digest=digest)
+        entries.append(entry)
+        rows.append(entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
+        prev_id, seq = entry.id, seq + 1
+    return entries, rows

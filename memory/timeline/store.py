@@ -29,13 +29,12 @@ from memory.timeline.entries import (
     Entry,
     EntryDraft,
     Kind,
-    canonical_fields,
-    chain_canonical,
-    embedding_digest,
     verify_chain,
 )
 from memory.timeline.protocols import EntryParts, StoreStats
 from memory.timeline.schema import (
+    chain_rows,
+    prepare,
     COLUMNS,
     SCHEMA_VERSION,
     RecordKind,
@@ -89,18 +88,9 @@ class SQLiteStore:
         if not drafts:
             return []
         # Everything but the chain links is computed before the write lock is taken.
-        vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
-        blobs = pack_embeddings(vectors)
-        digests = [embedding_digest(vector) for vector in vectors]
-        fields = [canonical_fields(draft) for draft in drafts]
+        prepared = prepare(drafts)
         with self._write():
-            seq, prev_id = self._head()
-            entries, rows = [], []
-            for draft, canonical, digest, blob in zip(drafts, fields, digests, blobs):
-                entry = chain_canonical(draft, canonical, prev_id=prev_id, seq=seq, digest=digest)
-                entries.append(entry)
-                rows.append(entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
-                prev_id, seq = entry.id, seq + 1
+            entries, rows = chain_rows(prepared, *self._head())
             self._insert_rows(rows)
         self._schema = SCHEMA_VERSION
         return entries
