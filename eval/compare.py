@@ -200,8 +200,8 @@ def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], r
         with Runs(specs, jobs=args.jobs, executor=args.executor, on_done=done) as runs, progress:
             for result in runs.results():
                 _record(log, result)
-                summarise(log)
-                if args.json:
+                if args.json:  # what completed is on disk at every step; the paired statistics come at the end
+                    summarise(log, paired=False)
                     runlog.write(log, args.json)
                 if result.error:
                     log["error"] = f"{result.spec.describe()}: {result.error}"

@@ -18,14 +18,19 @@ class MergeError(ValueError):
     """Logs that cannot be merged (different modes, conflicting scenarios, repeated runs)."""
 
 
-def summarise(log: dict[str, Any]) -> None:
-    """Recompute every agent's ``summary`` (and ``layers``) and the round-level ``comparisons``, in place."""
+def summarise(log: dict[str, Any], *, paired: bool = True) -> None:
+    """Recompute every agent's ``summary`` (and ``layers``) and the round-level ``comparisons``, in place.
+
+    `paired=False` leaves the paired statistics (a bootstrap, the costly part) as they are.
+    """
     per_agent = {name: records(log, name) for name in log["agents"]}
     for name, entry in log["agents"].items():
         entry["summary"] = summary(per_agent[name])
         averaged = mean_layers(run.get("layers") for run in entry.get("runs", []))
         if averaged:
             entry["layers"] = averaged
+    if not paired:
+        return
     # Round-level paired results: the unit is scenario × round, seeds are repeated measures.
     log["comparisons"] = {"subject": SUBJECT, "unit": "scenario round (mean over seeds)",
                           "versus": comparisons(per_agent, SUBJECT),
