@@ -17,7 +17,8 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
   was Y``: for Y). Unlabelled text is read in order (`sequence_votes`) or for what it
   mentions.
 * ``facts``: a fact votes for its conclusion with ``confidence × match``; a lesson also
-  votes against the choices it says were wrong. Noisy-OR per cause.
+  votes against the choices it says were wrong. Noisy-OR per cause. A fact whose conclusion
+  was already tried and failed in this round is not counted.
 * ``feedback``: the corrections already received in this round, read like corrections.
 * ``graph``: votes the memory's causal graph attaches to candidates (evidence items of
   source ``change``), noisy-OR per cause.
@@ -209,8 +210,8 @@ class HeuristicReasoner:
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
             for item in evidence:
-                if item.source not in sources:
-                    continue
+                if item.source not in sources or (kind != "memory" and item.conclusion in problem.tried):
+                    continue  # a fact whose conclusion already failed in this round does not hold here
                 strength = max(0.0, min(1.0, item.relevance)) * (item.confidence if kind != "memory" and
                                                                   item.confidence is not None else 1.0)
                 for cause_id, vote in self._item_votes(item, candidates).items():

@@ -147,17 +147,22 @@ def _new_facts(state: MemoryState, episode: Episode, evidence: EvidenceLog, revi
 
 
 def resolved_incident(state: MemoryState, episode: Episode) -> LessonIncident | None:
-    """The incident an episode resolves (it succeeded with a choice), with its earlier attempts; else None."""
-    if episode.outcome is not Outcome.SUCCESS or not episode.choices:
+    """The incident a closing episode belongs to, with its earlier attempts; None when it decided nothing.
+
+    ``resolution`` is the episode's choice when it succeeded, else None (the incident is not resolved yet).
+    """
+    if not episode.choices:
         return None
     earlier = attempt_chain(episode, state.prior(episode), state.graph_config) if not episode.observations else []
     attempts = [*reversed(earlier), episode]
     opener = next((e for e in attempts if e.observations), None)
     symptoms = opener.observations if opener is not None else ()
-    failed = [e.choices[-1] for e in attempts[:-1] if e.choices and e.choices[-1] != episode.choices[-1]]
+    answer = episode.choices[-1] if episode.outcome is Outcome.SUCCESS else None
+    failed = [e.choices[-1] for e in attempts if e.choices and e.choices[-1] != answer
+              and e.outcome is not Outcome.SUCCESS]
     return LessonIncident(episode.id, episode.principal, tuple(symptoms),
                           tuple(text for e in attempts for text in e.corrections), tuple(dict.fromkeys(failed)),
-                          episode.choices[-1], (opener or episode).subject, episode.end)
+                          answer, (opener or episode).subject, episode.end)
 
 
 def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion],

@@ -16,6 +16,8 @@ resolved; every rule below is generic English and a pure function of plain data.
   not been touched in weeks") or a normal-state report ("X is steady") does not match.
 - **Confidence**: Beta(α0 + confirmations, β0 + contradictions); one correction gives a low
   confidence (2/3 with the default prior) that later confirmations raise.
+- **On a failed try** of its conclusion in an incident it matched (not resolved yet): a
+  contradiction, and *retired* at once when the correction speaks of the condition itself.
 - **On a contradiction** (it matched, the incident was resolved otherwise):
   *revised* when the incident's corrections speak of the condition itself (the site says
   the trigger changed: the new version concludes what fixed it, evidence counting from
@@ -46,7 +48,7 @@ class LessonIncident(NamedTuple):
     symptoms: tuple[str, ...]  # observation lines of the incident
     corrections: tuple[str, ...]  # corrections received during it
     failed: tuple[str, ...]  # choices tried that did not fix it
-    resolution: str  # the choice that fixed it
+    resolution: str | None  # the choice that fixed it (None while it is not resolved)
     subject: str | None  # its service or subject
     at: datetime  # when it closed
 
@@ -131,7 +133,7 @@ def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
 def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float], *,
                  config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
     """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none."""
-    if not incident.corrections or not incident.failed:
+    if not incident.corrections or not incident.failed or incident.resolution is None:
         return None
     condition = lesson_condition(incident, rarity)
     if not condition:
@@ -156,11 +158,21 @@ def update_lesson(fact: FactVersion, incident: LessonIncident, supporting_terms:
     common = dict(fact_id=fact.fact_id, principal=fact.principal, condition=fact.condition, at=incident.at,
                   config=config)
     support, contradict = set(fact.support), set(fact.contradict)
+    spoken = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
+    if incident.resolution is None:  # not resolved (yet): only a failed try of the conclusion says something
+        if fact.conclusion not in incident.failed:
+            return None
+        retire = bool(spoken & set(fact.condition))
+        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless,
+                        support=support, contradict=contradict | {incident.episode_id}, since=fact.since,
+                        status=RETIRED if retire else ACTIVE,
+                        reason=(f"retired: {fact.conclusion} failed in episode {incident.episode_id} and the "
+                                f"correction speaks of the condition: {' / '.join(incident.corrections)}") if retire
+                        else f"contradicted: {fact.conclusion} failed in episode {incident.episode_id}", **common)
     if incident.resolution == fact.conclusion:
         return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless,
                         support=support | {incident.episode_id}, contradict=contradict, since=fact.since,
                         reason=f"confirmed by episode {incident.episode_id}", **common)
-    spoken = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
     if spoken & set(fact.condition):
         quoted = " / ".join(incident.corrections)
         return _version(fact, conclusion=incident.resolution, rejected=[fact.conclusion], unless=fact.unless,
