@@ -322,7 +322,6 @@ class EpisodicAgent(_LoopAgent):
                     confidence=float(fact.confidence), choices=rejected_choices(fact), why=recalled.why))
         # The block shows exactly the items handed over, within the same budget.
         kept = {item.id for item in fit_budget(evidence, self.budget)}
-        kept |= {member for item_id in kept for member in self._members.get(item_id, ())}
         shown = replace(context, episodes=tuple(r for r in episodes if r.episode.id in kept),
                         facts=tuple(r for r in context.facts if r.fact.id in kept))
         return evidence, shown.render(max_chars=self.budget.chars)
@@ -365,11 +364,11 @@ class EpisodicAgent(_LoopAgent):
                 break
         evidence = []
         for incident, recalled in units.values():
-            self._members[incident.opener] = incident.episode_ids
+            self._members[recalled.episode.id] = incident.episode_ids
             last = incident.attempts[-1]
             services = terms(" ".join(name for name in (problem.service, incident.subject) if name))
             evidence.append(Evidence(
-                id=incident.opener, source="incident", text=f"{recalled.episode.summary} — {incident.story()}",
+                id=recalled.episode.id, source="incident", text=f"{recalled.episode.summary} — {incident.story()}",
                 relevance=round(closeness(problem.observations, incident.symptoms, rarity, ignore=services), 6),
                 outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
                 choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
