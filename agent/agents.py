@@ -265,7 +265,8 @@ class EpisodicAgent(_LoopAgent):
         reasoner: the shared reasoner.
         memory: an `EpisodicMemory` (the facade), configured with a retriever preset.
         outcome_labels: when False, evidence is handed over as plain text (ablation).
-        units: when False, episodes are handed over one by one instead of as incidents (ablation).
+        units: when False, episodes are handed over one by one, each with only its own outcome and
+            corrections, instead of as incidents with what finally fixed them (ablation).
     """
 
     name = "episodic"
@@ -312,7 +313,7 @@ class EpisodicAgent(_LoopAgent):
         episodes = [r for r in context.episodes if not self._live.intersection(r.episode.entry_ids)
                     and (r.episode.situation == problem.situation or r.episode.outcome.value != "UNKNOWN")]
         evidence = self._incidents(episodes, slots, problem) if self.outcome_labels and self.units else \
-            [self._episode_item(r) for r in episodes[:slots]]
+            [self._episode_item(r, problem) for r in episodes[:slots]]
         if self.outcome_labels:
             for recalled in context.facts:
                 fact = recalled.fact
@@ -326,30 +327,33 @@ class EpisodicAgent(_LoopAgent):
                         facts=tuple(r for r in context.facts if r.fact.id in kept))
         return evidence, shown.render(max_chars=self.budget.chars)
 
-    def _episode_item(self, recalled: Any) -> Evidence:
+    def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
+        """Negation-aware, rarity-weighted closeness of past symptoms to the current ones
+        (`memory.incidents.closeness`), service names left out."""
+        log = self.memory.state.evidence.get(self.principal)
+        rarity = rarity_in(log.frequency if log is not None else (lambda term: 0), len(log) if log is not None else 0)
+        services = terms(" ".join(name for name in (problem.service, subject) if name))
+        return round(closeness(problem.observations, symptoms, rarity, ignore=services), 6)
+
+    def _episode_item(self, recalled: Any, problem: Problem) -> Evidence:
         """One recalled episode as evidence (labelled, or as plain text for the ablation)."""
         episode = recalled.episode
-        relevance = max(0.0, float(recalled.score.relevance))
         problem_of = self.memory.problem(episode.id, principal=self.principal)
         observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
+        relevance = self._closeness(problem, observed, episode.subject)
         if not self.outcome_labels:
             return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
                             observations=observed, why=recalled.why)
         return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                         outcome=episode.outcome.value, choices=tuple(episode.choices),
                         corrections=tuple(episode.corrections),
-                        resolved_as=self.memory.resolution(episode.id, principal=self.principal),
+                        resolved_as=self.memory.resolution(episode.id, principal=self.principal) if self.units
+                        else (episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None),
                         observations=observed, why=recalled.why)
 
     def _incidents(self, episodes: Sequence[Any], slots: int, problem: Problem) -> list[Evidence]:
-        """Recalled episodes grouped into the incidents they belong to: one evidence item per incident.
-
-        An incident's relevance is its negation-aware, rarity-weighted closeness to the current
-        observations (`memory.incidents.closeness`), service names left out.
-        """
+        """Recalled episodes grouped into the incidents they belong to: one evidence item per incident."""
         graph = self.memory.graph_of(self.principal)
-        log = self.memory.state.evidence.get(self.principal)
-        rarity = rarity_in(log.frequency if log is not None else (lambda term: 0), len(log) if log is not None else 0)
         lookup = lambda episode_id: self.memory.episode(episode_id, principal=self.principal)  # noqa: E731
         units: dict[str, tuple[Incident, Any]] = {}
         for recalled in episodes:
@@ -366,10 +370,9 @@ class EpisodicAgent(_LoopAgent):
         for incident, recalled in units.values():
             self._members[recalled.episode.id] = incident.episode_ids
             last = incident.attempts[-1]
-            services = terms(" ".join(name for name in (problem.service, incident.subject) if name))
             evidence.append(Evidence(
                 id=recalled.episode.id, source="incident", text=f"{recalled.episode.summary} — {incident.story()}",
-                relevance=round(closeness(problem.observations, incident.symptoms, rarity, ignore=services), 6),
+                relevance=self._closeness(problem, incident.symptoms, incident.subject),
                 outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
                 choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
                 resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why))
