@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from memory.timeline import ENCODER_NAMES, named_encoder
+
 _EXAMPLES = """examples:
   python -m memory.mcp --store ~/.agent-memory/memory.sqlite --principal team-a
   python -m memory.mcp --store runs/memory.sqlite --principal me --transport streamable-http --port 8765
@@ -22,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="SQLite memory store (created with its folder when missing)")
     parser.add_argument("--principal", default="default", metavar="NAME",
                         help="tenant every tool reads and writes (default: default)")
-    parser.add_argument("--encoder", choices=("hashing", "semantic"), default="hashing",
+    parser.add_argument("--encoder", choices=ENCODER_NAMES, default="hashing",
                         help="text encoder; a store opens only with the one that wrote it (semantic: "
                              "pip install '.[embeddings]')")
     parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
@@ -41,7 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from memory import EpisodicMemory
     from memory.errors import MemoryError_
-    from memory.timeline import named_encoder
 
     try:
         Path(args.store).expanduser().parent.mkdir(parents=True, exist_ok=True)
