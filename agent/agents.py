@@ -327,6 +327,10 @@ class EpisodicAgent(_LoopAgent):
                         facts=tuple(r for r in context.facts if r.fact.id in kept))
         return evidence, shown.render(max_chars=self.budget.chars)
 
+    def _sequence(self, episode_id: str) -> int:
+        """1 + the episode's place in its principal's closing order (0 when unknown)."""
+        return self.memory.state.position.get(episode_id, -1) + 1
+
     def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
         """Negation-aware, rarity-weighted closeness of past symptoms to the current ones
         (`memory.incidents.closeness`), service names left out."""
@@ -343,13 +347,13 @@ class EpisodicAgent(_LoopAgent):
         relevance = self._closeness(problem, observed, episode.subject)
         if not self.outcome_labels:
             return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
-                            observations=observed, why=recalled.why)
+                            observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
         return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                         outcome=episode.outcome.value, choices=tuple(episode.choices),
                         corrections=tuple(episode.corrections),
                         resolved_as=self.memory.resolution(episode.id, principal=self.principal) if self.units
                         else (episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None),
-                        observations=observed, why=recalled.why)
+                        observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
 
     def _incidents(self, episodes: Sequence[Any], slots: int, problem: Problem) -> list[Evidence]:
         """Recalled episodes grouped into the incidents they belong to: one evidence item per incident."""
@@ -375,7 +379,8 @@ class EpisodicAgent(_LoopAgent):
                 relevance=self._closeness(problem, incident.symptoms, incident.subject),
                 outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
                 choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
-                resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why))
+                resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why,
+                sequence=max(self._sequence(i) for i in incident.episode_ids)))
         return evidence
 
     def recorded(self) -> Recorded:
