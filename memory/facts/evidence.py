@@ -128,6 +128,11 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
                 return found
         return set(range(len(self._items))) if found is None else found
 
+    def resolutions_with(self, term: str) -> dict[str, int]:
+        """Choice → how many SUCCESS positions holding `term` confirmed it."""
+        holding = self._postings.get(term, set())
+        return {choice: n for choice, found in self._confirming.items() if (n := len(found & holding))}
+
     def frequency(self, term: str) -> int:
         """How many positions hold `term` (its document frequency)."""
         return len(self._postings.get(term, ()))
