@@ -16,29 +16,41 @@ from memory.graph.build import (
     add_episode_rows,
     build_graph,
 )
+from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis
+from memory.graph.changes import ChangeRecord, change_record
+from memory.graph.evidence import ChangeLink, recent_changes
 from memory.graph.export import export_dot, export_graphml
+from memory.graph.render import render_graph
 from memory.graph.queries import (
     BACKWARD,
     FORWARD,
     CausalChain,
     Link,
     causal_chain,
+    causes_among,
+    edge_history,
     later_attempts,
     neighbours,
     resolution,
+    standing_edges,
     subject_history,
 )
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges, link_episodes
 
 __all__ = [
     "BACKWARD",
+    "DEFAULT_CAUSE_WEIGHTS",
     "DEFAULT_GRAPH_CONFIG",
     "FORWARD",
     "CausalChain",
+    "ChangeLink",
+    "CauseWeights",
+    "ChangeRecord",
     "Edge",
     "EdgeType",
     "EpisodeGraph",
     "GraphConfig",
+    "Hypothesis",
     "Link",
     "add_edge_rows",
     "add_edges",
@@ -47,12 +59,18 @@ __all__ = [
     "attempt_chain",
     "build_graph",
     "causal_chain",
+    "change_record",
+    "causes_among",
+    "edge_history",
     "export_dot",
     "export_graphml",
     "infer_edges",
     "later_attempts",
     "link_episodes",
     "neighbours",
+    "recent_changes",
+    "render_graph",
     "resolution",
+    "standing_edges",
     "subject_history",
 ]
