@@ -134,13 +134,16 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
     undoing = [f for f in fixes if UNDO.search(f)]
     other_terms = frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
-    denied = [split_negation(s)[1] for s in sentences]
+    split = {s: split_negation(s) for s in sentences}
+    affirmed = {s: split[s][0] for s in sentences}
+    denied = [split[s][1] for s in sentences]
     denied_terms = frozenset().union(*(entity_terms(d) for d in denied if d)) - own if any(denied) else frozenset()
     others = {c.episode.subject for c in candidates if c.episode.subject and c.episode.subject != subject}
-    refs_name_other = any(mentions(s, name) for s in refs for name in others)
+    refs_name_other = any(mentions(affirmed[s], name) for s in refs for name in others)
     scored = []
     for c in candidates:
-        factors = _factors(c, subject, at, sentences, refs, refs_name_other and not own_described,
+        factors = _factors(c, subject, at, [affirmed[s] for s in sentences], [affirmed[s] for s in refs],
+                           refs_name_other and not own_described,
                            (described, ref_terms, other_terms),
                            denied_terms, terms, learned, weights)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))

@@ -141,6 +141,8 @@ class TermWeights:
     over 25 episodes). The documents are the episodes' observations, summaries and corrections.
     """
 
+    background = 10  # documents assumed to hold none of the terms: a short history does not make every term common
+
     def __init__(self, episodes: Iterable[Episode]) -> None:
         self.df: dict[str, int] = {}
         self.n = 0
@@ -151,9 +153,8 @@ class TermWeights:
 
     def weight(self, term: str) -> float:
         """Scaled IDF of `term` (1.0 for a term no episode holds)."""
-        if self.n < 2:
-            return 1.0
-        return max(0.0, math.log((self.n + 1) / (self.df.get(term, 0) + 1)) / math.log(self.n + 1)) ** 2
+        n = self.n + self.background
+        return max(0.0, math.log((n + 1) / (self.df.get(term, 0) + 1)) / math.log(n + 1)) ** 2
 
     def overlap(self, a: frozenset[str], b: frozenset[str]) -> tuple[float, tuple[str, ...]]:
         """Summed weight of the terms `a` and `b` share, and those terms (heaviest first)."""
