@@ -140,9 +140,10 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     denied_terms = frozenset().union(*(entity_terms(d) for d in denied if d)) - own if any(denied) else frozenset()
     others = {c.episode.subject for c in candidates if c.episode.subject and c.episode.subject != subject}
     refs_name_other = any(mentions(affirmed[s], name) for s in refs for name in others)
+    named_in = _Mentions([affirmed[s] for s in refs], [affirmed[s] for s in sentences])
     scored = []
     for c in candidates:
-        factors = _factors(c, subject, at, [affirmed[s] for s in sentences], [affirmed[s] for s in refs],
+        factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
                            refs_name_other and not own_described,
                            (described, ref_terms, other_terms),
                            denied_terms, terms, learned, weights)
@@ -156,7 +157,20 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     return sorted(out, key=lambda h: (-h.probability, h.episode_id))
 
 
-def _factors(c: Candidate, subject: str | None, at: datetime, sentences: Sequence[str], refs: Sequence[str],
+class _Mentions:
+    """Whether referring sentences, or any sentence, name a service (each name looked up once)."""
+
+    def __init__(self, refs: Sequence[str], sentences: Sequence[str]) -> None:
+        self.refs, self.sentences = refs, sentences
+        self.found: dict[str, tuple[bool, bool]] = {}
+
+    def __call__(self, name: str) -> tuple[bool, bool]:
+        if name not in self.found:
+            self.found[name] = (any(mentions(s, name) for s in self.refs), any(mentions(s, name) for s in self.sentences))
+        return self.found[name]
+
+
+def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
              refs_name_other: bool, said: tuple[frozenset[str], frozenset[str], frozenset[str]],
              denied_terms: frozenset[str], terms: TermWeights, learned: Callable[[Episode], float],
              w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
@@ -169,10 +183,8 @@ def _factors(c: Candidate, subject: str | None, at: datetime, sentences: Sequenc
     other_service = bool(ep.subject) and ep.subject != subject
     named = 0.0
     if other_service:
-        if any(mentions(s, ep.subject) for s in refs):
-            named = w.named
-        elif any(mentions(s, ep.subject) for s in sentences):
-            named = w.named_plain
+        in_refs, anywhere = named_in(ep.subject)
+        named = w.named if in_refs else w.named_plain if anywhere else 0.0
     same = 0.0
     if refs and ep.subject == subject and subject and not refs_name_other:
         own_phrase = any(mentions(m.group(1), subject) for s in refs for m in PAST_REFERENCE.finditer(s))

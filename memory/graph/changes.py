@@ -139,22 +139,23 @@ class TermWeights:
     A term found in one episode weighs about 1, a term found in every episode 0; squaring
     keeps a term that a fifth of the episodes hold from counting like a name (0.25, not 0.5,
     over 25 episodes). The documents are the episodes' observations, summaries and corrections.
+    Document frequencies are counted for the terms asked about only.
     """
 
     background = 10  # documents assumed to hold none of the terms: a short history does not make every term common
 
     def __init__(self, episodes: Iterable[Episode]) -> None:
+        self.documents = [episode_terms(ep) for ep in episodes]
+        self.n = len(self.documents)
         self.df: dict[str, int] = {}
-        self.n = 0
-        for ep in episodes:
-            self.n += 1
-            for term in episode_terms(ep):
-                self.df[term] = self.df.get(term, 0) + 1
 
     def weight(self, term: str) -> float:
         """Scaled IDF of `term` (1.0 for a term no episode holds)."""
+        df = self.df.get(term)
+        if df is None:
+            df = self.df[term] = sum(1 for doc in self.documents if term in doc)
         n = self.n + self.background
-        return max(0.0, math.log((n + 1) / (self.df.get(term, 0) + 1)) / math.log(n + 1)) ** 2
+        return max(0.0, math.log((n + 1) / (df + 1)) / math.log(n + 1)) ** 2
 
     def overlap(self, a: frozenset[str], b: frozenset[str]) -> tuple[float, tuple[str, ...]]:
         """Summed weight of the terms `a` and `b` share, and those terms (heaviest first)."""
@@ -162,14 +163,18 @@ class TermWeights:
         return sum(self.weight(t) for t in shared), tuple(shared)
 
 
+_EPISODE_TERMS: dict[str, frozenset[str]] = {}  # episode id → its terms (ids are content addresses)
+_EPISODE_TERMS_MAX = 65536
+
+
 def episode_terms(ep: Episode) -> frozenset[str]:
     """Every term of an episode's observations, summary and corrections."""
-    return _terms_of((*ep.observations, ep.summary, *ep.corrections))
-
-
-@lru_cache(maxsize=16384)
-def _terms_of(texts: tuple[str, ...]) -> frozenset[str]:
-    return frozenset().union(*(entity_terms(t) for t in texts)) if texts else frozenset()
+    found = _EPISODE_TERMS.get(ep.id)
+    if found is None:
+        if len(_EPISODE_TERMS) >= _EPISODE_TERMS_MAX:
+            _EPISODE_TERMS.clear()
+        found = _EPISODE_TERMS[ep.id] = _terms_of((*ep.observations, ep.summary, *ep.corrections))
+    return found
 
 
 def incident_terms(ep: Episode, chain: Sequence[Episode] = ()) -> frozenset[str]:
@@ -180,3 +185,8 @@ def incident_terms(ep: Episode, chain: Sequence[Episode] = ()) -> frozenset[str]
 def change_terms(ep: Episode, chain: Sequence[Episode] = ()) -> frozenset[str]:
     """Terms of the change `ep` made: its actions and what its fix did (a diagnosis is not a change)."""
     return _terms_of(tuple(t for t in (*ep.actions, fix_text(ep)) if t)) - name_terms(ep.subject)
+
+
+@lru_cache(maxsize=16384)
+def _terms_of(texts: tuple[str, ...]) -> frozenset[str]:
+    return frozenset().union(*(entity_terms(t) for t in texts)) if texts else frozenset()

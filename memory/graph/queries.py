@@ -193,8 +193,12 @@ def causes_among(G: nx.MultiDiGraph, episode_ids: Iterable[str], *, min_weight: 
     """The episodes among `episode_ids` that a CAUSED_BY edge of at least `min_weight` points to."""
     kind = EdgeType.CAUSED_BY.value
     pred = G.pred
-    return frozenset(i for i in episode_ids if i in pred and any(
-        data.get("weight", 0.0) >= min_weight for keyed in pred[i].values() for k, data in keyed.items() if k == kind))
+    found = []
+    for i in episode_ids:
+        incoming = pred[i] if i in pred else None
+        if incoming and any(kind in keyed and keyed[kind].get("weight", 0.0) >= min_weight for keyed in incoming.values()):
+            found.append(i)
+    return frozenset(found)
 
 
 def edge_history(edges: Iterable[Edge], source: str, target: str, kind: EdgeType) -> list[Edge]:

@@ -106,17 +106,20 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
     from matplotlib.patches import FancyArrowPatch
 
     lanes = list(dict.fromkeys(ep.subject or ep.situation for ep in shown))
-    place = {ep.id: (i * 3.0, -lanes.index(ep.subject or ep.situation) * 1.9) for i, ep in enumerate(shown)}
+    place = {ep.id: (i * 3.4, -lanes.index(ep.subject or ep.situation) * 1.9) for i, ep in enumerate(shown)}
     fig, ax = plt.subplots(figsize=(max(8.0, 1.6 * len(shown) + 2), max(4.0, 1.25 * len(lanes) + 1.5)))
+    seen: dict[frozenset[str], int] = {}
     for u, v, kind, weight in _shown_edges(G, set(place)):
         (x1, y1), (x2, y2) = place[u], place[v]
-        bend = 0.35 if kind == "CAUSED_BY" else -0.25
+        k = seen[frozenset((u, v))] = seen.get(frozenset((u, v)), -1) + 1
+        bend = (0.3 if kind == "CAUSED_BY" else -0.3) * (1 + 0.8 * k) * (-1) ** k
         ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
                                      mutation_scale=14, color=EDGE_COLOURS[kind], lw=2.2 if kind == "CAUSED_BY" else 1.4,
-                                     shrinkA=34, shrinkB=34, zorder=1))
-        ax.text((x1 + x2) / 2, (y1 + y2) / 2 + (0.55 if kind == "CAUSED_BY" else -0.45), f"{kind} {weight:.2f}",
-                color=EDGE_COLOURS[kind], fontsize=7.5, ha="center", zorder=3,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+                                     shrinkA=30, shrinkB=30, zorder=1))
+        # the curve's midpoint: arc3's control point is the chord's middle moved `bend` times (dy, -dx)
+        mx, my = (x1 + x2) / 2 + bend / 2 * (y2 - y1), (y1 + y2) / 2 - bend / 2 * (x2 - x1)
+        ax.text(mx, my, f"{kind} {weight:.2f}", color=EDGE_COLOURS[kind], fontsize=7.5, ha="center", va="center",
+                zorder=3, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     for ep in shown:
         x, y = place[ep.id]
         ax.text(x, y, node_caption(ep), ha="center", va="center", fontsize=6.8, zorder=2,

@@ -66,6 +66,8 @@ class GraphConfig:
     retry_window_s: float = 6 * 3600.0  # max time between consecutive attempts at one problem
     retry_similarity: float = 0.5  # observation similarity for a re-observing episode to be a retry
     cause_window_s: float = 14 * 86400.0  # how far back an incident can be traced to a change
+    cause_candidates: int = 40  # at most this many recent changes are weighed as causes
+    attempt_reach: int = 40  # episodes around a change searched for the other attempts at its incident
     continuation_window_s: float = 24 * 3600.0  # max interruption before a resumed activity
     contradiction_similarity: float = 0.3  # observation similarity of two contradicting incidents
 
@@ -174,16 +176,26 @@ def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig)
 
 def change_candidates(at: datetime, history: Sequence[Episode],
                       config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Candidate]:
-    """The changes in place at `at`: the last attempt of each earlier incident within ``cause_window_s``."""
+    """The changes in place at `at`, most recent first: the last attempt of each earlier incident
+    within ``cause_window_s``, at most ``cause_candidates`` of them.
+
+    Attempts are looked for among the ``attempt_reach`` episodes around each one, so the cost
+    does not grow with the history.
+    """
     out: dict[str, Candidate] = {}
-    for position, ep in enumerate(history):
+    reach = config.attempt_reach
+    for position in range(len(history) - 1, -1, -1):
+        ep = history[position]
+        if len(out) >= config.cause_candidates:
+            break
         if not (ep.decisions or ep.actions) or not 0 <= _gap(at, ep.end) <= config.cause_window_s:
             continue
-        final = _final_attempt(ep, history[position + 1:], config)
+        later = history[position + 1: position + 1 + reach]
+        final = _final_attempt(ep, later, config)
         if final.id in out or _gap(at, final.end) < 0:
             continue
-        before = history[: history.index(final)] if final is not ep else history[:position]
-        chain = attempt_chain(final, before, config)
+        at_final = position if final is ep else position + 1 + next(i for i, e in enumerate(later) if e is final)
+        chain = attempt_chain(final, history[max(0, at_final - reach): at_final], config)
         out[final.id] = Candidate(final, len(chain) + 1, tuple(chain))
     return list(out.values())
 
