@@ -134,3 +134,13 @@ def test_render_graph_draws_a_png_without_graphviz(tmp_path) -> None:
     out = tmp_path / "graph.png"
     assert render_graph(G, out, episodes={"pay": change, "new": new}.get, engine="matplotlib") == "matplotlib"
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_picture_commands_refuse_a_wrong_output_and_a_missing_store(tmp_path, capsys) -> None:
+    from eval.graph import main as scenario_picture
+    from memory.graph.__main__ import main as store_picture
+
+    assert scenario_picture(["pool-vs-deploy", "--out", str(tmp_path / "graph.jpg")]) == 2
+    assert "must end in .png or .svg" in capsys.readouterr().err
+    assert store_picture([str(tmp_path / "none.sqlite"), "--out", str(tmp_path / "g.png")]) == 2
+    assert "no store at" in capsys.readouterr().err

@@ -1,9 +1,13 @@
 """Layer 3, the episode graph: typed, weighted, evidenced causal edges between episodes.
 
 `rules` infers the edges a newly closed episode creates (`infer_edges`, pure; the rules are
-written out in its docstring), `build` puts episodes and edges into a `networkx.MultiDiGraph`,
-`queries` answers causal chains, neighbours and a subject's history as plain functions over
-that graph, and `export` writes it as GraphML or DOT.
+written out in its docstring), with `changes` (what an episode's fix changed: kind, what,
+where, when) and `causes` (which earlier change caused an incident: competing hypotheses with
+calibrated log-odds); `build` puts episodes and edges into a `networkx.MultiDiGraph`,
+`queries` answers causal chains, neighbours, a subject's history and an edge's versions as
+plain functions over that graph, `evidence` lists the recent changes current observations
+implicate (for a decision), `export` writes GraphML or DOT and `render` draws SVG or PNG
+(``python -m memory.graph STORE --out graph.png``).
 `Edge` and `EdgeType`, the graph's records, are re-exported here.
 """
 
