@@ -14,8 +14,10 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``same_subject``: the change was made on the failing service itself and a reference names
   no other changed service ("the last DNS fix"); ``named_own`` when the reference's own words
   name that service ("the change made for the X incident");
-- ``overlap``: the IDF-weighted terms the observations share with the change (what it
-  changed, its fix and the corrections that led to it), counted more in the referring sentences;
+- ``overlap``: the IDF-weighted terms the observations share with what the change did (its
+  actions and fix), counted more in referring sentences, where terms of the incident the
+  change resolved count half; a later fix that undoes something (`UNDO`) is read too;
+- ``denied``: a sentence denies the change's service ("X was not touched");
 - ``acted_here``: the change is an explicit action recorded on the failing service itself a
   few hours before (no words needed: the memory saw the change being made);
 - ``attempts``: every extra attempt of the earlier incident left one more change behind;
@@ -24,9 +26,12 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
   (named, described or on the same service): it tells apart changes the text names alike;
 - ``age``: older changes are less likely, per day.
 
-Scores become probabilities by a softmax over the hypotheses and the null; the best is
-linked when its probability reaches ``link_at``. The weights were set on the generator's
-train families and hold for any text: every rule reads generic English.
+Scores become probabilities by a softmax over the hypotheses and the null (`rank_causes`);
+`best_cause` links the most probable when the probability that some change caused the
+incident reaches ``link_at`` and the best holds at least ``lead_at`` of it. The weights were
+set by hand and checked on the generator's train families (`python -m simulator.generate
+--lessons --families train`), never on the shipped scenarios or the test families; every rule
+reads generic English.
 """
 
 from __future__ import annotations
