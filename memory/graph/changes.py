@@ -47,11 +47,14 @@ _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.%\-]*[a-z0-9%]|[a-z0-9]")
 _PARTS = re.compile(r"[_\-./]+")
 _NUMBER = re.compile(r"^v?\d[\d.%]*$")
 TERM_LENGTH = 6  # terms are normalized words cut to six letters ("rolled", "rolling" → "roll")
-# Generic English words of time, frequency and amount: they date or size a thing, never name it.
+# Generic English words of time, frequency and amount (they date or size a thing, never name it)
+# and of symptoms and outcomes in general (every incident has them).
 GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later earlier today tonight yesterday tomorrow
     morning afternoon evening night day days week weeks month months year years hour hours minute minutes second
     seconds time times every many much few less least several some none whole half usual usually again once twice
-    first last next previous recent recently new old same other another""".split())
+    first last next previous recent recently new old same other another
+    error errors failure failures fail fails failed failing alert alerts incident incidents issue issues problem
+    problems symptom symptoms fixed fix fixes works worked working started start starts began begin begins""".split())
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,9 @@ def name_terms(name: str | None) -> frozenset[str]:
 
 
 def fix_text(ep: Episode) -> str:
-    """The closing outcome sentence of an episode's summary when it decided (what its fix did), else ''."""
-    if not (ep.decisions or ep.actions) or ep.outcome is Outcome.UNKNOWN:
+    """What an episode's fix did: the closing outcome sentence of its summary when the fix worked
+    (SUCCESS or PARTIAL), else '' (a failed attempt's outcome tells what did not help, not what changed)."""
+    if not (ep.decisions or ep.actions) or ep.outcome not in (Outcome.SUCCESS, Outcome.PARTIAL):
         return ""
     parts = ep.summary.split(" → ")
     return parts[-1] if len(parts) > 1 else ""
