@@ -79,7 +79,7 @@ class CauseWeights:
     overlap_other: float = 1.5  # per unit of IDF-weighted shared terms, in the other observations
     overlap_cap: float = 1.5  # at most this many units of overlap count, per kind of sentence
     denied: float = -3.0  # a sentence denies the change's service or terms ("X has not been touched")
-    attempts: float = 0.0  # per extra attempt at the earlier incident
+    attempts: float = 0.5  # per extra attempt at the earlier incident
     acted_here: float = 4.5  # an explicit action (a recorded change) on the failing service within ``acted_within_s``
     acted_within_s: float = 12 * 3600.0  # how recent that action must be
     learned: float = 3.0  # times the share of same-choice changes already linked as causes
