@@ -119,10 +119,12 @@ def test_recent_changes_and_votes_for_change_type_and_learned_candidates() -> No
     release = CauseInfo("bad_release", "A release shipped a wrong configuration value", ("new version",))
     leak = CauseInfo("leak", "Memory grows without bound", ("heap grows",))
     assert is_change_cause(release) and not is_change_cause(leak)
-    votes = change_votes(changes, [release, leak])
+    assert change_votes(changes, [release, leak]).votes == {}  # nothing learned, change-type votes off
+    votes = change_votes(changes, [release, leak], change_type=True)
     assert set(votes.votes) == {"bad_release"} and "payments" in votes.reasons["bad_release"]
     learned = changes[0]._replace(led_to=("leak",))
-    assert set(change_votes([learned], [release, leak]).votes) == {"bad_release", "leak"}
+    assert set(change_votes([learned], [release, leak]).votes) == {"leak"}
+    assert set(change_votes([learned], [release, leak], change_type=True).votes) == {"bad_release", "leak"}
     assert change_votes([], [release]).votes == {}
     assert isinstance(changes[0], ChangeLink)
 
