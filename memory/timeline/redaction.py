@@ -112,15 +112,23 @@ _DIGITS = b"0123456789"
 
 def may_hold_secret(text: str) -> bool:
     """False only when no default pattern of `PatternRedactor` can change `text` (a cheap pre-check)."""
+    return _may_hold_keyed(text) or _may_hold_number(text)
+
+
+def _may_hold_keyed(text: str) -> bool:
+    """The pre-check of the patterns before `_IBAN` in `PatternRedactor.redact_all` (addresses, keys, secrets)."""
     if "@" in text:
         return True
-    ascii_only = text.isascii()
-    lowered = (text if ascii_only else text.translate(ASCII_FOLDS)).lower()
+    lowered = (text if text.isascii() else text.translate(ASCII_FOLDS)).lower()
     for word in _SECRET_WORDS:
         if word in lowered:
             return True
-    if _KEY_PREFIX.search(text) is not None:
-        return True
+    return _KEY_PREFIX.search(text) is not None
+
+
+def _may_hold_number(text: str) -> bool:
+    """The pre-check of `_IBAN` and the patterns after it (numbers: IBANs, cards, SSNs, phones)."""
+    ascii_only = text.isascii()
     if ascii_only:
         raw = text.encode("ascii")
         if len(raw) - len(raw.translate(None, _DIGITS)) < 8:
@@ -157,14 +165,22 @@ class PatternRedactor:
         self._salt = salt
         self._ip = ip
 
+    @property
+    def ip(self) -> bool:
+        """Whether IP addresses are redacted too."""
+        return self._ip
+
     def _token(self, label: str, value: str) -> str:
         digest = hashlib.sha256((self._salt + value).encode("utf-8", "surrogatepass")).hexdigest()[:8]
         return f"[{label}#{digest}]"
 
     def redact(self, text: str) -> str:
         """Return `text` with every recognised sensitive value replaced."""
-        if may_hold_secret(text):
+        if _may_hold_keyed(text):
             return self.redact_all(text)
+        if _may_hold_number(text):
+            # The patterns before the numbers' would each meet `text` unchanged, and none can match it.
+            return self._redact_numbers(text)
         return self._redact_ip(text) if self._ip else text
 
     def redact_all(self, text: str) -> str:
@@ -175,6 +191,10 @@ class PatternRedactor:
         text = _PREFIXED_KEY.sub(lambda m: self._token("APIKEY", m.group(0)), text)
         text = _KEYED_SECRET.sub(self._keyed, text)
         text = _EMAIL.sub(lambda m: self._token("EMAIL", m.group(0).lower()), text)
+        return self._redact_numbers(text)
+
+    def _redact_numbers(self, text: str) -> str:
+        """The number patterns of `redact_all` (and IP addresses when asked), in its order."""
         text = _IBAN.sub(lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if _iban_ok(m.group(0))
                          else m.group(0), text)
         text = _CARD.sub(self._card, text)
@@ -239,3 +259,19 @@ def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(value, (list, tuple)):
         return [redact_value(item, redact) for item in value]
     return value
+
+
+def leaves_unchanged(redactor: Redactor, canonical_json: str) -> bool:
+    """True only when ``redact_value(value, redactor.redact)`` returns `value` as it is (up to
+    lists for tuples), judged from the canonical JSON of `value` alone: one pre-check instead
+    of one per string.
+
+    JSON writes every character a default pattern, a secret word or a key prefix is made of
+    as itself (it escapes only quotes, backslashes and control characters), so a string of
+    `value` that `may_hold_secret` flags is flagged inside the JSON too; a key naming a secret
+    holds a secret word. Only the default redactor without IP redaction and `NoRedaction` are
+    known here; any other redactor is always asked.
+    """
+    if type(redactor) is PatternRedactor:
+        return not redactor.ip and not may_hold_secret(canonical_json)
+    return type(redactor) is NoRedaction and not may_hold_secret(canonical_json)
