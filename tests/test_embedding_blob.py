@@ -75,10 +75,10 @@ def _timeline(path):
 
 
 def _append(timeline, n, *, from_text=False):
-    """`n` entries; unless `from_text`, their drafts are not marked as made from their text, so vectors are stored."""
+    """`n` entries; unless `from_text`, their drafts do not say their vectors encode their text, so those are stored."""
     drafts = [timeline.draft(f"entry {i} pool exhausted on api-{i}", kind="observation", role="environment",
                              timestamp=T0 + timedelta(minutes=i), situation="s", metadata={"i": i}) for i in range(n)]
-    return [timeline.store.append(d if from_text else dataclasses.replace(d, from_text=False)) for d in drafts]
+    return [timeline.store.append(d if from_text else dataclasses.replace(d, encoded=None)) for d in drafts]
 
 
 def test_new_rows_are_compact(tmp_path):
@@ -254,3 +254,19 @@ def test_a_newer_schema_is_refused_by_name(tmp_path):
     raw.commit()
     with pytest.raises(StoreError, match=r"store schema version 4, this code reads 1, 2, 3"):
         SQLiteStore(tmp_path / "m.db")
+
+
+def test_an_import_stores_a_vector_that_is_its_texts_encoding_as_derived(tmp_path):
+    timeline = _timeline(tmp_path / "a.db")
+    written = _append(timeline, 2, from_text=True) + _append(timeline, 1)
+    other = dataclasses.replace(written[0], embedding=np.eye(1, 256, 7, dtype=np.float32)[0])  # not its text's
+    written.append(timeline.store.append(dataclasses.replace(timeline.draft(
+        "not this vector", kind="note", role="user", timestamp=T0, situation="s"), embedding=other.embedding)))
+    timeline.store.export_jsonl(tmp_path / "x.jsonl")
+    with SQLiteStore(tmp_path / "b.db") as copy:
+        assert copy.import_jsonl(tmp_path / "x.jsonl") == 4 and copy.verify() is None
+        assert [e.id for e in copy.entries()] == [e.id for e in written]
+    blobs = [row[0] for row in sqlite3.connect(tmp_path / "b.db").execute("SELECT embedding FROM timeline")]
+    # the third entry's vector was stored in the source, yet it is its text's encoding: derived here;
+    # the fourth's draft was made from its text, then given another vector: stored, at the source too
+    assert blobs[:3] == [embedding_blob.DERIVED] * 3 and blobs[3] == embedding_blob.pack(other.embedding)

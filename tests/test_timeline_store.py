@@ -133,7 +133,7 @@ def test_flipping_one_embedding_byte_is_detected(tmp_path):
     timeline = open_timeline(tmp_path / "m.db")
     # drafts not marked as made from their text: the store keeps their vectors
     entries = [timeline.store.append(dataclasses.replace(timeline.draft(
-        f"entry {i}", kind="note", role="system", timestamp=T0, situation="s"), from_text=False)) for i in range(3)]
+        f"entry {i}", kind="note", role="system", timestamp=T0, situation="s"), encoded=None)) for i in range(3)]
     raw = sqlite3.connect(tmp_path / "m.db")
     blob = bytearray(raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0])
     blob[5] ^= 0x01

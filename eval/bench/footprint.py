@@ -57,8 +57,9 @@ class Resident(NamedTuple):
 
 
 _CHILD = """
-import json, sys, time
+import json, logging, sys, time
 from memory.agent_memory import EpisodicMemory
+logging.basicConfig(level=logging.INFO, format="          %(message)s")  # a long first open shows its progress
 path, principal, situation, k, query = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), json.loads(sys.argv[5])
 start = time.perf_counter()
 memory = EpisodicMemory(path, principal=principal)
@@ -77,9 +78,9 @@ def resident_after_open(path: Path, principal: str, query: Sequence[str], *, sit
     if not os.path.exists("/proc/self/status"):
         return None
     done = subprocess.run([sys.executable, "-c", _CHILD, str(path), principal, situation, str(k),
-                           json.dumps(list(query))], cwd=ROOT, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"opening {path} in a child process failed: {done.stderr[-2000:]}")
+                           json.dumps(list(query))], cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:  # its traceback went to this process's stderr
+        raise RuntimeError(f"opening {path} in a child process failed (exit code {done.returncode})")
     values = json.loads(done.stdout.strip().splitlines()[-1])
     return Resident(values["rss_mb"], values["peak_mb"], values["open_s"])
 

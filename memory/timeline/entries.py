@@ -70,9 +70,16 @@ class EntryDraft:
     metadata: Mapping[str, Any] = field(default_factory=dict)  # JSON-serializable extras
     embedding: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32), compare=False)  # unit vector
     encoder: str = ""  # name of the encoder that made `embedding`
-    # True when `embedding` is `encoder`'s encoding of `text` (as `Timeline` makes it): a store
-    # may then keep the text alone and recompute the vector (`memory.timeline.blob`'s derived layout)
-    from_text: bool = field(default=False, compare=False)
+    # (text, encoder, embedding) when `Timeline` made `embedding` by encoding `text` with the
+    # hashing encoder: while all three are still this draft's own (a `dataclasses.replace` of
+    # any of them breaks the match), a store may keep the text alone and recompute the vector
+    # (`memory.timeline.blob`'s derived layout; see `encoded_from_text`)
+    encoded: tuple[str, str, np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    def encoded_from_text(self) -> bool:
+        """Whether `embedding` is known to be `encoder`'s encoding of `text` (see `encoded`)."""
+        made = self.encoded
+        return made is not None and made[2] is self.embedding and made[1] == self.encoder and made[0] == self.text
 
 
 @dataclass(frozen=True)
@@ -296,6 +303,7 @@ class Timeline:
         principal: str = "default",
         metadata: Mapping[str, Any] | None = None,
     ) -> EntryDraft:
+        vector = np.asarray(embedding, dtype=np.float32)
         return EntryDraft(
             timestamp=check_timestamp(timestamp),
             principal=principal if type(principal) is str and principal in self._principals
@@ -306,9 +314,9 @@ class Timeline:
             kind=kind if type(kind) is Kind else Kind(kind),
             text=clean_text,
             metadata=self._metadata(metadata),
-            embedding=np.asarray(embedding, dtype=np.float32),
+            embedding=vector,
             encoder=self.encoder.name,
-            from_text=self._rebuildable,
+            encoded=(clean_text, self.encoder.name, vector) if self._rebuildable else None,
         )
 
     def _metadata(self, metadata: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -242,15 +242,33 @@ def prepare(drafts: Sequence[EntryDraft], *, derive: bool = False) -> Prepared:
     """Canonical fields, embedding digests and stored embeddings of `drafts`.
 
     A draft whose vector was made from its own text by an encoder `rebuildable` from its name
-    (``from_text``) keeps only the derived tag when `derive` asks for it: its vector is
-    recomputed when read.
+    (`EntryDraft.encoded_from_text`) keeps only the derived tag when `derive` asks for it: its
+    vector is recomputed when read.
     """
     vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
-    derived = [derive and draft.from_text and _rebuilds(draft.encoder, vector)
+    derived = [derive and draft.encoded_from_text() and _rebuilds(draft.encoder, vector)
                for draft, vector in zip(drafts, vectors)]
     packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
     blobs = [embedding_blob.DERIVED if d else next(packed) for d in derived]
     return Prepared(drafts, [canonical_fields(d) for d in drafts], [embedding_digest(v) for v in vectors], blobs)
+
+
+def imported_blobs(entries: Sequence[Entry]) -> list[bytes]:
+    """Stored embeddings of entries read from an export: derived where the vector is, bit for bit,
+    its text's encoding by an encoder rebuildable from its name (checked here, in one batch per
+    encoder), packed otherwise."""
+    vectors = [np.asarray(entry.embedding, dtype=np.float32) for entry in entries]
+    derived = [False] * len(entries)
+    groups: dict[str, list[int]] = {}
+    for index, (entry, vector) in enumerate(zip(entries, vectors)):
+        if _rebuilds(entry.encoder, vector):
+            groups.setdefault(entry.encoder, []).append(index)
+    for name, indexes in groups.items():
+        rebuilt = rebuildable(name).encode([entries[i].text for i in indexes])  # type: ignore[union-attr]
+        for index, row in zip(indexes, rebuilt):
+            derived[index] = row.tobytes() == vectors[index].tobytes()
+    packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
+    return [embedding_blob.DERIVED if d else next(packed) for d in derived]
 
 
 def _rebuilds(encoder: str, vector: np.ndarray) -> bool:

@@ -38,6 +38,7 @@ from memory.timeline.schema import (
     SCHEMA_VERSION,
     RecordKind,
     entry_to_row,
+    imported_blobs,
     kind_text,
     pack_embeddings,
     row_to_entry,
@@ -386,7 +387,7 @@ class SQLiteStore:
             brk = verify_chain(counted(), start_prev_id=prev_id, start_seq=seq)
             if brk is not None:
                 raise ImportFailed(str(source), line_of[consumed[0]], f"entry {brk.id[:12]}…: {brk.reason}")
-            blobs = pack_embeddings([entry.embedding for entry in parsed])
+            blobs = imported_blobs(parsed) if self._derive else pack_embeddings([e.embedding for e in parsed])
             self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
         self._schema = SCHEMA_VERSION
         return len(parsed)
