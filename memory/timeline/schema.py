@@ -9,9 +9,10 @@ Triggers make SQLite itself refuse UPDATE and DELETE on all three.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from enum import Enum
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -136,6 +137,23 @@ def rows_to_entries(rows: Sequence[Sequence[Any]]) -> list[Entry]:
                   embedding=vector, encoder=encoder)
             for (seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, _), vector
             in zip(rows, vectors)]
+
+
+def stream_entries(rows: Iterable[Sequence[Any]], batch: int = 256) -> Iterator[Entry]:
+    """The entries of timeline rows as they arrive, converted a batch at a time (derived vectors are
+    recomputed together); a batch holding an unreadable row is converted row by row, so every
+    entry before that row comes out before its error is raised."""
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, batch)):
+        try:
+            converted = rows_to_entries(chunk)
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError):
+            converted = None
+        if converted is None:
+            for row in chunk:
+                yield row_to_entry(row)
+        else:
+            yield from converted
 
 
 def vectors_of(blobs: Sequence[bytes], texts: Sequence[str], encoders: Sequence[str], *,

@@ -43,6 +43,7 @@ from memory.timeline.schema import (
     pack_embeddings,
     row_to_entry,
     rows_to_entries,
+    stream_entries,
     vectors_of,
 )
 
@@ -156,9 +157,7 @@ class SQLiteStore:
             clauses.append("situation = ?")
             params.append(situation)
         query = f"SELECT {COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
-        cursor = self._db.execute(query, params)
-        while rows := cursor.fetchmany(256):  # derived vectors are recomputed a batch at a time
-            yield from rows_to_entries(rows)
+        yield from stream_entries(self._db.execute(query, params))
 
     def __len__(self) -> int:
         """The number of entries."""
@@ -346,16 +345,17 @@ class SQLiteStore:
         def readable() -> Iterator[Entry]:
             cursor = self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq")
             while rows := cursor.fetchmany(256):
-                try:
-                    yield from rows_to_entries(rows)
+                try:  # derived vectors are recomputed a batch at a time
+                    converted: list[Entry] | None = rows_to_entries(rows)
                 except (ValueError, KeyError, TypeError, json.JSONDecodeError):
-                    for row in rows:  # the first row that does not read names the break
-                        try:
-                            row_to_entry(row)
-                        except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-                            unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
-                            return
-                    raise
+                    converted = None  # read row by row: the first unreadable row names the break
+                for index, row in enumerate(rows):
+                    try:
+                        entry = converted[index] if converted is not None else row_to_entry(row)
+                    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+                        unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
+                        return
+                    yield entry
 
         try:
             brk = verify_chain(readable())
