@@ -217,9 +217,14 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
                                                cache=plan.cache is not None, progress=progress)
         largest = size == max(plan.sizes)
         written = footprint.footprint(built.path, built.entries) if not reused else None
+        child = lambda: footprint.resident_after_open(built.path, built.largest, queries[0],  # noqa: E731
+                                                      situation=SITUATION, k=measure.RECALL_K)
+        first = None
+        if not reused:  # a store built without state runs writes them on its first open
+            progress(f"first open of the store of {size:,} episodes in a fresh process (writes its state runs)")
+            first = child()
         progress(f"opening the store of {size:,} episodes in a fresh process (resident memory)")
-        resident = footprint.resident_after_open(built.path, built.largest, queries[0], situation=SITUATION,
-                                                 k=measure.RECALL_K)
+        resident = child()
         progress(f"opening it ({f'up to {plan.opens}' if largest else 1}×) and recalling ({plan.queries} queries)")
         opening = measure.open_store(built.path, built.largest, queries[0], plan.opens if largest else 1)
         memory = opening.memory
@@ -235,8 +240,11 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
                                "as_built: before its first open"},
             resident=None if resident is None else {
                 "rss_mb": round(resident.rss_mb, 1), "peak_mb": round(resident.peak_mb, 1),
-                "open_s": round(resident.open_s, 2),
-                "what": "a fresh interpreter: EpisodicMemory(path) and one recall; VmRSS after it, VmHWM peak"})
+                "open_s": round(resident.open_s, 2), "first_open": None if first is None else {
+                    "rss_mb": round(first.rss_mb, 1), "peak_mb": round(first.peak_mb, 1),
+                    "open_s": round(first.open_s, 2)},
+                "what": "a fresh interpreter: EpisodicMemory(path) and one recall, on a store whose state runs "
+                        "exist; VmRSS after it, VmHWM peak (first_open: the open that wrote them)"})
         if largest:
             opened = metric(summarize(opening.total_ms), digits=1, episodes=built.episodes,
                             constructor_ms=summarize(opening.constructor_ms).to_json(1),
