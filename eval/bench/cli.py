@@ -143,7 +143,7 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
     normal = measure.durable_appends(directory, plan.durable, synchronous="NORMAL", seed=plan.seed,
                                      max_settle=plan.durable_settle)
     durable = metric(
-        summarize(full.steady_ms), synchronous="FULL",
+        summarize(full.steady_ms), synchronous="FULL", cpu_ms=summarize(full.steady_cpu_ms).to_json(),
         phase="steady state: after the store's first WAL checkpoint, commits reuse the WAL file",
         settled=full.settled, settle_appends=full.settle_appends,
         new_store={**summarize(full.new_store_ms).to_json(), "synchronous": "FULL",
@@ -156,6 +156,8 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
     progress(f"batch appends ({plan.batches} × {plan.batch_size})")
     batches = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed)
     batch = metric(summarize_rate(batches.seconds, plan.batch_size), digits=1, batch_size=plan.batch_size,
+                   cpu_per_s={**summarize_rate(batches.cpu_seconds, plan.batch_size).to_json(1),
+                              "what": "entries per second of process CPU time (what a busy machine slows least)"},
                    what="entries/s through Timeline.append_many; p95 = rate of the 95th-percentile (slow) batch",
                    storage_only={**summarize_rate(batches.storage_seconds, plan.batch_size).to_json(1),
                                  "what": "the same stored rows inserted by SQLite alone, in transactions of the same "

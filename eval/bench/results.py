@@ -112,10 +112,15 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     if durable.get("new_store"):
         rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')} new store (extra)",
                      durable["new_store"]))
+    if durable.get("cpu_ms"):
+        rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')} CPU (extra)",
+                     durable["cpu_ms"]))
     if durable.get("normal"):
         rows.append(("append_durable_ms", "append_durable_ms NORMAL (extra)", durable["normal"]))
     batch = results["append_batch_per_s"]
     rows.append(("append_batch_per_s", "append_batch_per_s", batch))
+    if batch.get("cpu_per_s"):
+        rows.append(("append_batch_per_s", "append_batch_per_s CPU time (extra)", batch["cpu_per_s"]))
     if batch.get("storage_only"):
         rows.append(("append_batch_per_s", "append_batch_per_s SQLite alone (extra)", batch["storage_only"]))
     for size, entry in results["recall_ms"].items():
