@@ -204,3 +204,13 @@ def test_durable_appends_time_the_steady_state_after_the_wal_is_reused(tmp_path)
 def test_compare_run_measures_the_child():
     run = measure.compare_run(["--help"])
     assert run.exit_code == 0 and run.wall_s > 0 and run.peak_rss_mb > 1
+
+
+def test_a_first_open_reading_many_episodes_logs_its_progress(tmp_path, monkeypatch, caplog):
+    from memory.persistence import loader
+
+    built = build_store(tmp_path / "s.sqlite", 30, seed=1)
+    monkeypatch.setattr(loader, "PROGRESS_FROM", 20)
+    with caplog.at_level("INFO", logger="memory.persistence.loader"):
+        EpisodicMemory(built.path).close()
+    assert any("indexed 30 of 30 episodes from their records" in message for message in caplog.messages)
