@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from eval.bench import cli, measure
+from eval.bench import cli, footprint, measure
 from eval.bench.corpus import build_store, incident_stream, log_lines, query_texts
 from eval.bench.results import METRICS, BenchReport, failures, judge, metric, summarize, summarize_rate
 from memory.agent_memory import EpisodicMemory
@@ -126,6 +126,11 @@ def test_run_document_has_the_documented_keys(tmp_path):
         assert entry["n"] == 3 and entry["store"]["episodes"] == int(size) and entry["store"]["method"]
         assert 0 < entry["scanned"] <= int(size)
     assert results["open_ms"]["episodes"] == 30 and results["open_ms"]["n"] == 2
+    for size in ("12", "30"):
+        space = results["recall_ms"][size]["footprint"]
+        assert space["bytes"] > 0 and space["tables"]["timeline"] > 0 and space["as_built"]["bytes"] > 0
+        assert results["store_bytes_per_entry"][size]["median"] == space["bytes_per_entry"]
+        assert 0 < results["resident_mb"][size]["median"] <= results["recall_ms"][size]["resident"]["peak_mb"]
     # two plays of 6 rounds: each window pools the 6 rounds of both
     assert results["round_ms"]["rounds"] == 6 and results["round_ms"]["plays"] == 2
     assert results["round_ms"]["first_100"]["n"] == results["round_ms"]["last_100"]["n"] == 12
@@ -156,6 +161,31 @@ def test_strict_exits_1_on_a_missed_target_and_a_pipe_gets_unwrapped_rows(monkey
     assert any("compare_jobs_speedup" in line and "≥ 1.6×" in line and "FAIL" in line for line in out.splitlines())
 
 
+def test_footprint_and_memory_targets_are_judged_per_size():
+    document = _document(4.0)
+    document["store_bytes_per_entry"] = {"100000": metric(summarize([1100.0])), "10000": metric(summarize([9e3]))}
+    document["resident_mb"] = {"100000": metric(summarize([400.0]))}
+    results = judge(document)
+    assert results["store_bytes_per_entry"]["100000"]["passed"] is True
+    assert results["store_bytes_per_entry"]["10000"]["passed"] is None
+    assert results["resident_mb"]["100000"]["passed"] is False and "resident_mb @100,000" in failures(results)
+
+
+def test_a_cached_store_is_built_once_and_reused(tmp_path):
+    built, reused = footprint.cached_store(tmp_path, 9, seed=4, cache=True)
+    again, reused_again = footprint.cached_store(tmp_path, 9, seed=4, cache=True)
+    assert not reused and reused_again and again == built
+    assert footprint.store_bytes(built.path) >= built.path.stat().st_size > 0
+
+
+def test_million_needs_a_store_cache_and_adds_the_size(tmp_path, capsys):
+    assert cli.main(["--million"]) == 2
+    assert "--store-cache" in capsys.readouterr().err
+    args = cli._parser().parse_args(["--quick", "--million", "--store-cache", str(tmp_path)])
+    plan = cli.plan_from(args)
+    assert plan.sizes[-1] == cli.MILLION and plan.cache == tmp_path
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--rounds", "0"], "at least 1"),
     (["--json", "/nonexistent-dir/x.json"], "does not exist"),
@@ -174,3 +204,13 @@ def test_durable_appends_time_the_steady_state_after_the_wal_is_reused(tmp_path)
 def test_compare_run_measures_the_child():
     run = measure.compare_run(["--help"])
     assert run.exit_code == 0 and run.wall_s > 0 and run.peak_rss_mb > 1
+
+
+def test_a_first_open_reading_many_episodes_logs_its_progress(tmp_path, monkeypatch, caplog):
+    from memory.persistence import loader
+
+    built = build_store(tmp_path / "s.sqlite", 30, seed=1)
+    monkeypatch.setattr(loader, "PROGRESS_FROM", 20)
+    with caplog.at_level("INFO", logger="memory.persistence.loader"):
+        EpisodicMemory(built.path).close()
+    assert any("indexed 30 of 30 episodes from their records" in message for message in caplog.messages)

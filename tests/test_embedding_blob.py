@@ -1,5 +1,6 @@
 """Stored embedding layouts: exact round trips, old dense blobs, damage detection, unchanged ids."""
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from memory import HashingEncoder, NoRedaction, SQLiteStore, Timeline
+from memory.timeline import audit
 from memory.timeline import blob as embedding_blob
 from memory.errors import StoreError
 from memory.timeline.entries import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
@@ -72,9 +74,11 @@ def _timeline(path):
     return Timeline(SQLiteStore(path), HashingEncoder(dim=256), redactor=NoRedaction())
 
 
-def _append(timeline, n):
-    return [timeline.append(f"entry {i} pool exhausted on api-{i}", kind="observation", role="environment",
-                            timestamp=T0 + timedelta(minutes=i), situation="s", metadata={"i": i}) for i in range(n)]
+def _append(timeline, n, *, from_text=False):
+    """`n` entries; unless `from_text`, their drafts do not say their vectors encode their text, so those are stored."""
+    drafts = [timeline.draft(f"entry {i} pool exhausted on api-{i}", kind="observation", role="environment",
+                             timestamp=T0 + timedelta(minutes=i), situation="s", metadata={"i": i}) for i in range(n)]
+    return [timeline.store.append(d if from_text else dataclasses.replace(d, encoded=None)) for d in drafts]
 
 
 def test_new_rows_are_compact(tmp_path):
@@ -84,15 +88,52 @@ def test_new_rows_are_compact(tmp_path):
     assert sizes and all(size % 2 == 1 and size < 4 * 256 for size in sizes)
 
 
+def test_vectors_made_from_their_text_are_not_stored_and_read_back_bit_for_bit(tmp_path):
+    timeline = _timeline(tmp_path / "m.db")
+    written = _append(timeline, 4, from_text=True) + timeline.append_many(
+        [{"text": f"batch {i} disk full", "kind": "note", "role": "system", "timestamp": T0, "situation": "s"}
+         for i in range(3)])
+    raw = sqlite3.connect(tmp_path / "m.db")
+    assert {row[0] for row in raw.execute("SELECT embedding FROM timeline")} == {embedding_blob.DERIVED}
+    store = timeline.store
+    assert store.verify() is None and audit(tmp_path / "m.db").findings == []
+    for original, stored in zip(written, store.entries()):
+        assert stored == original and np.array_equal(_bits(stored.embedding), _bits(original.embedding))
+    parts = store.entry_parts([e.id for e in written])
+    assert all(np.array_equal(_bits(parts[e.id].embedding), _bits(e.embedding)) for e in written)
+    assert np.array_equal(_bits(store.get(written[2].id).embedding), _bits(written[2].embedding))
+
+
+def test_a_derived_vector_is_checked_through_its_text(tmp_path):
+    timeline = _timeline(tmp_path / "m.db")
+    entries = _append(timeline, 3, from_text=True)
+    raw = sqlite3.connect(tmp_path / "m.db")
+    raw.execute("DROP TRIGGER timeline_no_update")
+    # the stored vector of the same text reads back the same: the layout is no part of the id
+    raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (embedding_blob.pack(entries[1].embedding),))
+    raw.commit()
+    assert timeline.store.verify() is None
+    raw.execute("UPDATE timeline SET embedding = ? WHERE seq = 1", (embedding_blob.DERIVED,))
+    raw.execute("UPDATE timeline SET text = 'entry 1 pool exhausted on api-7' WHERE seq = 1")
+    raw.commit()
+    brk = timeline.store.verify()
+    assert brk.seq == 1 and brk.id == entries[1].id and "content does not match" in brk.reason
+    raw.execute("UPDATE timeline SET text = ?, encoder = 'sentence-transformers:x' WHERE seq = 1", (entries[1].text,))
+    raw.commit()
+    brk = timeline.store.verify()
+    assert brk.seq == 1 and "cannot be rebuilt" in brk.reason
+
+
 def _as_schema_1(source, target):
     """A copy of `source` as the code before the compact layout wrote it: dense blobs, user_version 1."""
     store = SQLiteStore(source)
     rows = store.entry_rows()
+    vectors = [entry.embedding for entry in store.entries()]
     store.close()
     SQLiteStore(target).close()
     raw = sqlite3.connect(target, isolation_level=None)
-    for row in rows:
-        dense = embedding_blob.unpack(row[-1]).astype("<f4").tobytes()
+    for row, vector in zip(rows, vectors):
+        dense = vector.astype("<f4").tobytes()
         raw.execute(f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", (*row[:-1], dense))
     raw.execute("PRAGMA user_version = 1")
     raw.close()
@@ -113,7 +154,7 @@ def test_schema_1_store_with_dense_blobs_reads_verifies_and_keeps_growing(tmp_pa
     assert all(np.array_equal(parts[e.id].embedding, e.embedding) for e in written)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
     timeline.append("one more", kind="note", role="system", timestamp=T0, situation="s")
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 2  # older code now refuses the file
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 3  # older code now refuses the file
     assert store.verify() is None and len(store) == 5
 
 
@@ -209,7 +250,23 @@ def test_entry_id_equals_the_reference_definition(text, principal, situation, me
 def test_a_newer_schema_is_refused_by_name(tmp_path):
     SQLiteStore(tmp_path / "m.db").close()
     raw = sqlite3.connect(tmp_path / "m.db")
-    raw.execute("PRAGMA user_version = 3")
+    raw.execute("PRAGMA user_version = 4")
     raw.commit()
-    with pytest.raises(StoreError, match=r"store schema version 3, this code reads 1, 2"):
+    with pytest.raises(StoreError, match=r"store schema version 4, this code reads 1, 2, 3"):
         SQLiteStore(tmp_path / "m.db")
+
+
+def test_an_import_stores_a_vector_that_is_its_texts_encoding_as_derived(tmp_path):
+    timeline = _timeline(tmp_path / "a.db")
+    written = _append(timeline, 2, from_text=True) + _append(timeline, 1)
+    other = dataclasses.replace(written[0], embedding=np.eye(1, 256, 7, dtype=np.float32)[0])  # not its text's
+    written.append(timeline.store.append(dataclasses.replace(timeline.draft(
+        "not this vector", kind="note", role="user", timestamp=T0, situation="s"), embedding=other.embedding)))
+    timeline.store.export_jsonl(tmp_path / "x.jsonl")
+    with SQLiteStore(tmp_path / "b.db") as copy:
+        assert copy.import_jsonl(tmp_path / "x.jsonl") == 4 and copy.verify() is None
+        assert [e.id for e in copy.entries()] == [e.id for e in written]
+    blobs = [row[0] for row in sqlite3.connect(tmp_path / "b.db").execute("SELECT embedding FROM timeline")]
+    # the third entry's vector was stored in the source, yet it is its text's encoding: derived here;
+    # the fourth's draft was made from its text, then given another vector: stored, at the source too
+    assert blobs[:3] == [embedding_blob.DERIVED] * 3 and blobs[3] == embedding_blob.pack(other.embedding)

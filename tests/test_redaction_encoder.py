@@ -208,3 +208,34 @@ def test_the_encoder_hash_is_scikit_learns_murmurhash3(feature):
 
     encoder = HashingEncoder(dim=1024)
     assert encoder.bucket(feature) == murmurhash3_32(feature, positive=True) % 1024
+
+
+_META_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-2**64, 2**64), st.floats(), _FRAGMENTS,
+                         st.text(max_size=10))
+_METADATA = st.dictionaries(st.one_of(st.text(max_size=6), _FRAGMENTS), st.recursive(
+    _META_LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_METADATA)
+def test_metadata_checked_through_its_json_equals_the_per_string_path(metadata):
+    from memory.errors import InvalidEntry
+    from memory.timeline.entries import canonical_metadata
+    from memory.timeline.redaction import redact_value
+    from memory.timeline.validation import check_metadata
+
+    redactor = PatternRedactor(salt="s")
+    try:
+        check_metadata(metadata)
+        expected = canonical_metadata(redact_value(dict(metadata), redactor.redact))
+    except (InvalidEntry, ValueError) as exc:
+        expected = type(exc)
+    timeline = Timeline(SQLiteStore(), HashingEncoder(dim=16), redactor=redactor)
+    try:
+        draft = timeline.draft("x", kind="note", role="user", timestamp=T0, situation="s",
+                               metadata=metadata)
+        got = canonical_metadata(draft.metadata)
+    except (InvalidEntry, ValueError) as exc:
+        got = type(exc)
+    assert got == expected

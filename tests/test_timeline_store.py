@@ -2,6 +2,7 @@
 
 import json
 import multiprocessing
+import dataclasses
 import sqlite3
 from datetime import datetime, timezone
 
@@ -130,7 +131,9 @@ def test_tampering_one_row_names_that_entry(tmp_path, column, value):
 
 def test_flipping_one_embedding_byte_is_detected(tmp_path):
     timeline = open_timeline(tmp_path / "m.db")
-    entries = [timeline.append(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s") for i in range(3)]
+    # drafts not marked as made from their text: the store keeps their vectors
+    entries = [timeline.store.append(dataclasses.replace(timeline.draft(
+        f"entry {i}", kind="note", role="system", timestamp=T0, situation="s"), encoded=None)) for i in range(3)]
     raw = sqlite3.connect(tmp_path / "m.db")
     blob = bytearray(raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0])
     blob[5] ^= 0x01

@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 
 from rich.console import Console
 
-from eval.bench import measure
-from eval.bench.corpus import build_store, query_texts
+from eval.bench import footprint, measure
+from eval.bench.corpus import SITUATION, query_texts
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
 
 _EXAMPLES = """examples:
@@ -25,8 +25,10 @@ _EXAMPLES = """examples:
   python -m eval.bench --json runs/bench.json     # full run: stores of 1k/10k/100k episodes (minutes)
   python -m eval.bench --sizes 1000 20000 --rounds 300 --compare-runs 0 --jobs-runs 0
   python -m eval.bench --quick --strict           # exit 1 when a judged target is missed (for CI)
+  python -m eval.bench --million --store-cache ~/bench-stores   # adds 1,000,000 episodes, built once
 
-Stores are built in a temporary directory and deleted at exit. Numbers are wall-clock
+Stores are built in a temporary directory and deleted at exit, or kept in --store-cache DIR
+and reused by later runs. Numbers are wall-clock
 times on this machine: run it on an idle machine for figures worth comparing."""
 
 
@@ -47,12 +49,14 @@ class Plan:
     round_runs: int = 1  # plays of the generated scenario; each window pools its rounds over all plays
     durable_settle: int = 20_000  # most untimed single appends while waiting for the WAL's steady state
     jobs_runs: int = 0  # paired runs of the shipped scenarios × 5 seeds with --jobs 1 and --jobs 2
+    cache: Path | None = None  # folder keeping the built stores between runs (None: a temporary folder)
 
 
 FULL = Plan(False, durable=1000, batches=20, batch_size=1000, sizes=(1000, 10_000, 100_000), queries=300, opens=3,
             rounds=1000, compare_runs=3, round_runs=3, jobs_runs=3)
 QUICK = Plan(True, durable=200, batches=5, batch_size=1000, sizes=(1000, 10_000), queries=100, opens=1,
              rounds=200, compare_runs=1, jobs_runs=1)
+MILLION = 1_000_000  # episodes of the size --million adds
 JOBS_ARGS = ("ci-failures", "dns-tls-clock", "memory-gc", "pool-vs-deploy", "--seeds", "5", "--quiet")
 
 
@@ -72,6 +76,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="paired eval.compare runs with --jobs 1 and --jobs 2 on the four shipped scenarios × "
                              "5 seeds, for the parallel speedup (default 3; quick 1; 0 skips it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic stores and scenario (default 0)")
+    parser.add_argument("--million", action="store_true",
+                        help=f"also measure a store of {MILLION:,} episodes (needs --store-cache: built once, "
+                             "reused by later runs; building it takes long)")
+    parser.add_argument("--store-cache", default=None, metavar="DIR",
+                        help="keep the built stores in DIR and reuse them on later runs (same size and seed)")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)")
     return parser
@@ -80,9 +89,13 @@ def _parser() -> argparse.ArgumentParser:
 def plan_from(args: argparse.Namespace, *, quick: Plan = QUICK, full: Plan = FULL) -> Plan:
     """The preset chosen by --quick (`quick` or `full`), with any explicit sizes and counts applied."""
     base = quick if args.quick else full
+    sizes = set(args.sizes) if args.sizes else set(base.sizes)
+    if getattr(args, "million", False):
+        sizes.add(MILLION)
+    cache = getattr(args, "store_cache", None)
     return Plan(
         quick=base.quick, durable=base.durable, batches=base.batches, batch_size=base.batch_size,
-        sizes=tuple(sorted(set(args.sizes))) if args.sizes else base.sizes,
+        sizes=tuple(sorted(sizes)), cache=Path(cache) if cache else None,
         queries=args.queries if args.queries is not None else base.queries, opens=base.opens,
         rounds=args.rounds if args.rounds is not None else base.rounds,
         compare_runs=args.compare_runs if args.compare_runs is not None else base.compare_runs, seed=args.seed,
@@ -114,7 +127,9 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
     speedup = _speedup(plan, progress)
     recall, opened = _stores(plan, directory, progress)
     machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
-    return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall, "open_ms": opened,
+    return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall,
+                  "store_bytes_per_entry": _per_size(recall, "footprint", "bytes_per_entry", 1),
+                  "resident_mb": _per_size(recall, "resident", "rss_mb", 1), "open_ms": opened,
                   "round_ms": rounds, "compare_wall_s": compare_wall, "compare_peak_rss_mb": compare_rss,
                   "compare_jobs_speedup": speedup,
                   "machine": machine, "quick": plan.quick})
@@ -128,7 +143,7 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
     normal = measure.durable_appends(directory, plan.durable, synchronous="NORMAL", seed=plan.seed,
                                      max_settle=plan.durable_settle)
     durable = metric(
-        summarize(full.steady_ms), synchronous="FULL",
+        summarize(full.steady_ms), synchronous="FULL", cpu_ms=summarize(full.steady_cpu_ms).to_json(),
         phase="steady state: after the store's first WAL checkpoint, commits reuse the WAL file",
         settled=full.settled, settle_appends=full.settle_appends,
         new_store={**summarize(full.new_store_ms).to_json(), "synchronous": "FULL",
@@ -141,6 +156,8 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
     progress(f"batch appends ({plan.batches} × {plan.batch_size})")
     batches = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed)
     batch = metric(summarize_rate(batches.seconds, plan.batch_size), digits=1, batch_size=plan.batch_size,
+                   cpu_per_s={**summarize_rate(batches.cpu_seconds, plan.batch_size).to_json(1),
+                              "what": "entries per second of process CPU time (what a busy machine slows least)"},
                    what="entries/s through Timeline.append_many; p95 = rate of the 95th-percentile (slow) batch",
                    storage_only={**summarize_rate(batches.storage_seconds, plan.batch_size).to_json(1),
                                  "what": "the same stored rows inserted by SQLite alone, in transactions of the same "
@@ -183,15 +200,33 @@ def _speedup(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
                        "ratio at the 95th percentile, not the slow tail)")
 
 
+def _per_size(recall: dict[str, Any], part: str, field: str, digits: int) -> dict[str, Any]:
+    """One metric per store size from a part of its recall entry (one sample each)."""
+    out = {}
+    for size, entry in recall.items():
+        value = (entry.get(part) or {}).get(field)
+        out[size] = metric(summarize([] if value is None else [value]), digits=digits)
+    return out
+
+
 def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Recall at each store size, and opening the largest."""
+    """Recall, footprint and resident memory at each store size, and opening the largest."""
     recall: dict[str, Any] = {}
     opened: dict[str, Any] = {}
     queries = query_texts(plan.queries, seed=plan.seed + 1)
     for size in plan.sizes:
-        progress(f"building a store of {size:,} episodes")
-        built = build_store(directory / f"store-{size}.sqlite", size, seed=plan.seed)
+        built, reused = footprint.cached_store(plan.cache or directory, size, seed=plan.seed,
+                                               cache=plan.cache is not None, progress=progress)
         largest = size == max(plan.sizes)
+        written = footprint.footprint(built.path, built.entries) if not reused else None
+        child = lambda: footprint.resident_after_open(built.path, built.largest, queries[0],  # noqa: E731
+                                                      situation=SITUATION, k=measure.RECALL_K)
+        first = None
+        if not reused:  # a store built without state runs writes them on its first open
+            progress(f"first open of the store of {size:,} episodes in a fresh process (writes its state runs)")
+            first = child()
+        progress(f"opening the store of {size:,} episodes in a fresh process (resident memory)")
+        resident = child()
         progress(f"opening it ({f'up to {plan.opens}' if largest else 1}×) and recalling ({plan.queries} queries)")
         opening = measure.open_store(built.path, built.largest, queries[0], plan.opens if largest else 1)
         memory = opening.memory
@@ -200,17 +235,30 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
             scanned = len(memory.index.partition(built.largest))
         finally:
             memory.close()
-        recall[str(size)] = metric(summarize(times), principal=built.largest, scanned=scanned, k=measure.RECALL_K,
-                                   store=built.describe())
+        recall[str(size)] = metric(
+            summarize(times), principal=built.largest, scanned=scanned, k=measure.RECALL_K, store=built.describe(),
+            footprint={**footprint.footprint(built.path, built.entries), "as_built": written, "reused": reused,
+                       "what": "the store's files (SQLite file, WAL, anchor) once opened, state runs included; "
+                               "as_built: before its first open"},
+            resident=None if resident is None else {
+                "rss_mb": round(resident.rss_mb, 1), "peak_mb": round(resident.peak_mb, 1),
+                "open_s": round(resident.open_s, 2), "first_open": None if first is None else {
+                    "rss_mb": round(first.rss_mb, 1), "peak_mb": round(first.peak_mb, 1),
+                    "open_s": round(first.open_s, 2)},
+                "what": "a fresh interpreter: EpisodicMemory(path) and one recall, on a store whose state runs "
+                        "exist; VmRSS after it, VmHWM peak (first_open: the open that wrote them)"})
         if largest:
             opened = metric(summarize(opening.total_ms), digits=1, episodes=built.episodes,
                             constructor_ms=summarize(opening.constructor_ms).to_json(1),
                             first_recall_ms=summarize(opening.first_recall_ms).to_json(1),
                             process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
-                            what="EpisodicMemory(path) plus its first recall (until recall is ready)")
+                            what="EpisodicMemory(path) plus its first recall (until recall is ready), after the "
+                                 "fresh-process open above")
         del memory, opening
         gc.collect()
-        built.path.unlink(missing_ok=True)
+        if plan.cache is None:
+            for suffix in footprint.STORE_FILES:
+                Path(f"{built.path}{suffix}").unlink(missing_ok=True)
     if not opened:
         opened = metric(summarize([]), episodes=None)
     return recall, opened
@@ -228,6 +276,12 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
             or plan.jobs_runs < 0:
         print("error: --sizes, --rounds and --queries must be at least 1, --compare-runs and --jobs-runs at least 0",
               file=sys.stderr)
+        return 2
+    if args.million and plan.cache is None:
+        print("error: --million needs --store-cache DIR (the store is built once and kept there)", file=sys.stderr)
+        return 2
+    if plan.cache is not None and not plan.cache.is_dir():
+        print(f"error: --store-cache {plan.cache}: no such directory", file=sys.stderr)
         return 2
     out = Path(args.json) if args.json else None
     if out is not None and not out.parent.exists():

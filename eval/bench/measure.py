@@ -28,6 +28,7 @@ class Durable(NamedTuple):
     """Single committed appends to one brand-new file store, timed in two phases."""
 
     steady_ms: list[float]  # after the store's first WAL checkpoint, once commits reuse the WAL file (judged)
+    steady_cpu_ms: list[float]  # the same appends' process CPU time (no waiting on the disk or for a core)
     new_store_ms: list[float]  # right after creation (after the warm-ups), while the WAL file still grows
     wal_grew_until: int  # appends since creation when the WAL file last grew (its first reuse followed)
     settle_appends: int  # untimed appends between the two phases
@@ -58,13 +59,16 @@ def durable_appends(directory: Path, n: int, *, synchronous: str = "FULL", seed:
         timeline = Timeline(store, HashingEncoder())
         count, grew, size = 0, 0, 0
 
+        cpu: list[float] = []
+
         def append() -> float:
             nonlocal count, grew, size
             item = next(items)
             fields = {k: v for k, v in item.items() if k != "text"}
-            start = time.perf_counter()
+            start, used = time.perf_counter(), time.process_time()
             timeline.append(item["text"], **fields)
             elapsed = _ms(time.perf_counter() - start)
+            cpu.append(_ms(time.process_time() - used))
             count += 1
             now = wal.stat().st_size if wal.exists() else 0
             if now > size:
@@ -79,14 +83,16 @@ def durable_appends(directory: Path, n: int, *, synchronous: str = "FULL", seed:
             append()
             settle += 1
         settled = count - grew >= quiet
+        cpu.clear()
         steady = [append() for _ in range(n)]
-    return Durable(steady, new_store, grew, settle, settled)
+    return Durable(steady, cpu, new_store, grew, settle, settled)
 
 
 class Batches(NamedTuple):
     """Batch appends, and the same rows written by SQLite alone."""
 
     seconds: list[float]  # per `Timeline.append_many` call (judged)
+    cpu_seconds: list[float]  # the same calls' process CPU time
     storage_seconds: list[float]  # per transaction inserting the stored rows of one call, copied as they are
 
 
@@ -102,13 +108,14 @@ def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) ->
     source = directory / f"batch-{seed}.sqlite"
     with SQLiteStore(source) as store:
         timeline = Timeline(store, HashingEncoder())
-        times = []
+        times, cpu = [], []
         for b in range(batches + 1):
             chunk = items[b * size : (b + 1) * size]
-            start = time.perf_counter()
+            start, used = time.perf_counter(), time.process_time()
             timeline.append_many(chunk)
             if b:
                 times.append(time.perf_counter() - start)
+                cpu.append(time.process_time() - used)
         rows = store.entry_rows()
     floor = []
     with SQLiteStore(directory / f"batch-{seed}-storage.sqlite") as copy:
@@ -117,7 +124,7 @@ def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) ->
             copy.insert_entry_rows(rows[b * size : (b + 1) * size])
             if b:
                 floor.append(time.perf_counter() - start)
-    return Batches(times, floor)
+    return Batches(times, cpu, floor)
 
 
 class Opened(NamedTuple):

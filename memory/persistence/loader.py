@@ -14,6 +14,7 @@ on open for the records after the last run once they hold `Persistence.open_run_
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -29,6 +30,11 @@ from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
 
 PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
+# Opening a store whose episodes no state run covers reads them all from their records: for
+# this many or more, progress is logged (INFO, logger "memory.persistence.loader") every
+# PROGRESS_EVERY episodes, so a long first open says how far it is.
+PROGRESS_FROM, PROGRESS_EVERY = 20_000, 10_000
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -263,6 +269,10 @@ class StoredState:
                 parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
                 for episode in chunk:
                     index_stored(episode, [parts[i] for i in episode.entry_ids if i in parts])
+                done = max(start - before, 0) + part + len(chunk)
+                if len(stored) >= PROGRESS_FROM and (done % PROGRESS_EVERY < len(chunk) or done == len(stored)):
+                    log.info("%s: indexed %s of %s episodes from their records (no state runs cover them yet)",
+                             self.store.path, f"{done:,}", f"{len(stored):,}")
 
     def persist(self, changes: Any) -> None:
         """Store what closing an episode changed (`memory.pipeline.Changes`), before the state applies it."""

@@ -1,6 +1,6 @@
 """How an embedding is kept in the store's ``timeline.embedding`` column.
 
-Two self-describing layouts, told apart by the blob's length:
+Three self-describing layouts, told apart by the blob's length:
 
 - dense: the little-endian float32 bytes of the vector (length a multiple of 4). Every
   store written before the compact layout existed holds only these.
@@ -10,7 +10,14 @@ Two self-describing layouts, told apart by the blob's length:
   length. Values come first so that both arrays are aligned for numpy. A hashing-encoder vector has a
   few hundred non-zeros of 1,024, so it takes about a quarter of the dense size.
 
-`pack` picks the smaller layout; `unpack` gives back the exact float32 vector, bit for bit
+- derived: the single byte ``b"T"``: the vector is the encoding of the entry's own text by
+  the encoder its ``encoder`` column names, which `memory.timeline.encoder.rebuildable`
+  rebuilds from that name (the hashing encoder). Nothing of the vector is stored; readers
+  recompute it (`memory.timeline.schema`). Only a writer that made the vector from the text
+  with that encoder (`memory.timeline.Timeline`) stores it so, and `verify` recomputes both
+  the vector and the id: a vector that is not its text's encoding would fail there.
+
+`pack` picks the smaller of the first two layouts; `unpack` gives back the exact float32 vector, bit for bit
 (a component is "zero" only when all its bits are, so -0.0 survives). An entry's id
 covers the dense bytes of the vector (`memory.timeline.entries.embedding_digest`), never the
 blob, so the layout changes no id. A damaged blob either fails to unpack (`ValueError`)
@@ -25,6 +32,7 @@ import struct
 import numpy as np
 
 _SPARSE = 0x53  # b"S"
+DERIVED = b"T"  # the derived layout: recompute the vector from the entry's text
 _TRAILER = struct.Struct("<HIB")  # non-zero count, dimension, tag
 _MAX_SPARSE_DIM = 1 << 16  # positions are uint16
 
@@ -68,16 +76,24 @@ def pack_rows(matrix: np.ndarray) -> list[bytes]:
     return out
 
 
+def is_derived(blob: bytes | memoryview) -> bool:
+    """Whether a blob is the derived layout (the vector is recomputed from the entry's text)."""
+    return len(blob) == 1 and bytes(blob) == DERIVED
+
+
 def unpack(blob: bytes | memoryview, *, writable: bool = False) -> np.ndarray:
     """The float32 vector a blob holds; `ValueError` when the blob is not a valid layout.
 
     A dense blob comes back as a read-only view of `blob` unless `writable` asks for a copy.
+    A derived blob holds no vector: it raises here (`memory.timeline.schema` recomputes it).
     """
     size = len(blob)
     if size % 4 == 0:
         vector = np.frombuffer(blob, dtype="<f4")
         return vector.copy() if writable else vector
     if size < _TRAILER.size:
+        if is_derived(blob):
+            raise ValueError("a derived embedding blob is recomputed from its entry's text, not unpacked")
         raise ValueError(f"embedding blob of {size} bytes is neither dense float32 nor sparse")
     count, dim, tag = _TRAILER.unpack_from(blob, size - _TRAILER.size)
     if tag != _SPARSE or size != 6 * count + _TRAILER.size or dim > _MAX_SPARSE_DIM:

@@ -215,6 +215,27 @@ class HashingEncoder:
         return _normalize_rows(flat.reshape(len(texts), self.dim))
 
 
+_HASHING_NAME = re.compile(r"hashing-v2-d([0-9]{1,6})-c([0-9.e+-]{1,24})")
+
+
+@functools.lru_cache(maxsize=8)
+def rebuildable(name: str) -> HashingEncoder | None:
+    """The encoder whose vectors carry `name`, when it can be rebuilt from the name alone, else None.
+
+    A hashing encoder's vector is a pure function of the text and the name's parameters, so a
+    store may keep the text and recompute the vector (`memory.timeline.schema`); a model's
+    vectors depend on weights the name does not pin, so they are never rebuilt.
+    """
+    match = _HASHING_NAME.fullmatch(name)
+    if match is None:
+        return None
+    try:
+        encoder = HashingEncoder(int(match[1]), float(match[2]))
+    except ValueError:
+        return None
+    return encoder if encoder.name == name and encoder.dim > 0 else None
+
+
 class SentenceTransformerEncoder:
     """Encoder backed by a locally installed sentence-transformers model.
 

@@ -20,14 +20,22 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from memory.errors import EncoderMismatch
-from memory.timeline.encoder import Encoder
-from memory.timeline.redaction import PatternRedactor, Redactor, redact_value
-from memory.timeline.validation import check_label, check_metadata, check_text, check_timestamp
+from memory.timeline.encoder import Encoder, HashingEncoder
+from memory.timeline.redaction import PatternRedactor, Redactor, leaves_unchanged, redact_value
+from memory.timeline.validation import (
+    MAX_METADATA_CHARS,
+    check_label,
+    check_metadata,
+    check_text,
+    check_timestamp,
+    is_plain,
+)
 
 if TYPE_CHECKING:  # the protocols module imports this one
     from memory.timeline.protocols import EntryLog
 
 GENESIS_ID = "0" * 64  # the "previous id" of the first entry
+_LABEL_MEMORY = 4096  # checked labels a timeline remembers before it starts over
 
 
 class Role(str, Enum):
@@ -63,6 +71,16 @@ class EntryDraft:
     metadata: Mapping[str, Any] = field(default_factory=dict)  # JSON-serializable extras
     embedding: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32), compare=False)  # unit vector
     encoder: str = ""  # name of the encoder that made `embedding`
+    # (text, encoder, embedding) when `Timeline` made `embedding` by encoding `text` with the
+    # hashing encoder: while all three are still this draft's own (a `dataclasses.replace` of
+    # any of them breaks the match), a store may keep the text alone and recompute the vector
+    # (`memory.timeline.blob`'s derived layout; see `encoded_from_text`)
+    encoded: tuple[str, str, np.ndarray] | None = field(default=None, compare=False, repr=False)
+
+    def encoded_from_text(self) -> bool:
+        """Whether `embedding` is known to be `encoder`'s encoding of `text` (see `encoded`)."""
+        made = self.encoded
+        return made is not None and made[2] is self.embedding and made[1] == self.encoder and made[0] == self.text
 
 
 @dataclass(frozen=True)
@@ -113,6 +131,17 @@ _QUOTE = json.encoder.encode_basestring  # how json.dumps(..., ensure_ascii=Fals
 # and `canonical_metadata` then lets `_CANONICAL` raise its usual ValueError.
 _C_CANONICAL = (json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
                 if json.encoder.c_make_encoder is not None else None)
+
+
+def _utf8(text: str) -> bool:
+    """Whether UTF-8 can encode `text` (lone surrogates cannot)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def canonical_metadata(metadata: Mapping[str, Any]) -> str:
@@ -267,6 +296,10 @@ class Timeline:
         self.store = store
         self.encoder = encoder
         self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()
+        # Only the hashing encoder itself is known to make what its name says (a store may rebuild it).
+        self._rebuildable = type(encoder) is HashingEncoder
+        self._principals: set[str] = set()  # principal labels already checked
+        self._situations: dict[str, str] = {}  # situation labels already checked, and their redacted form
 
     def draft(self, text: str, **fields: Any) -> EntryDraft:
         """Build a redacted, embedded draft ready for `Store.append`.
@@ -289,20 +322,57 @@ class Timeline:
         principal: str = "default",
         metadata: Mapping[str, Any] | None = None,
     ) -> EntryDraft:
-        check_metadata(metadata)
-        clean_meta = redact_value(dict(metadata), self.redactor.redact) if metadata else {}
-        canonical_metadata(clean_meta)  # fail early on non-JSON metadata
+        vector = np.asarray(embedding, dtype=np.float32)
         return EntryDraft(
             timestamp=check_timestamp(timestamp),
-            principal=check_label("principal", principal),
-            situation=self.redactor.redact(check_label("situation", situation)),
+            principal=principal if type(principal) is str and principal in self._principals
+            else self._principal(principal),
+            situation=(self._situations.get(situation) if type(situation) is str else None)
+            or self._situation(situation),
             role=role if type(role) is Role else Role(role),
             kind=kind if type(kind) is Kind else Kind(kind),
             text=clean_text,
-            metadata=clean_meta,
-            embedding=np.asarray(embedding, dtype=np.float32),
+            metadata=self._metadata(metadata),
+            embedding=vector,
             encoder=self.encoder.name,
+            encoded=(clean_text, self.encoder.name, vector) if self._rebuildable else None,
         )
+
+    def _metadata(self, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Checked, redacted metadata; flat metadata is checked and pre-checked through its canonical JSON once."""
+        if not metadata:
+            check_metadata(metadata)
+            return {}
+        if is_plain(metadata):
+            try:
+                text: str | None = canonical_metadata(metadata)
+            except ValueError:  # NaN or infinity: the full check below names it
+                text = None
+            if text is not None and len(text) <= MAX_METADATA_CHARS and _utf8(text) \
+                    and leaves_unchanged(self.redactor, text):
+                return {key: list(value) if type(value) is list else value for key, value in metadata.items()}
+        check_metadata(metadata)
+        clean_meta = redact_value(dict(metadata), self.redactor.redact)
+        canonical_metadata(clean_meta)  # fail early on non-JSON metadata
+        return clean_meta
+
+    def _principal(self, principal: Any) -> str:
+        """A checked principal label, remembered once checked (labels repeat)."""
+        checked = check_label("principal", principal)
+        if type(checked) is str:
+            if len(self._principals) >= _LABEL_MEMORY:
+                self._principals.clear()
+            self._principals.add(checked)
+        return checked
+
+    def _situation(self, situation: Any) -> str:
+        """A checked and redacted situation label, remembered by its raw form (labels repeat)."""
+        clean = self.redactor.redact(check_label("situation", situation))
+        if type(situation) is str and clean:
+            if len(self._situations) >= _LABEL_MEMORY:
+                self._situations.clear()
+            self._situations[situation] = clean
+        return clean
 
     def append(self, text: str, **fields: Any) -> Entry:
         """Redact, embed and durably append one entry; returns it once committed."""

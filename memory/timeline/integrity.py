@@ -22,8 +22,8 @@ from memory.errors import StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline.connection import missing_triggers
-from memory.timeline.entries import GENESIS_ID, entry_id
-from memory.timeline.schema import APPLICATION_ID, COLUMNS, READABLE_SCHEMAS, row_to_entry
+from memory.timeline.entries import GENESIS_ID, Entry, entry_id
+from memory.timeline.schema import APPLICATION_ID, COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
 
 _DERIVED_COLUMNS = {"records": "seq, kind, id, body", "snapshots": "seq, kind, id, meta, body"}
 MAX_FINDINGS = 20  # a badly damaged file is summarised, not listed row by row
@@ -163,21 +163,27 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
 def _chain(db: sqlite3.Connection) -> tuple[int, str, list[str]]:
     """(rows, head id, findings) of the timeline's hash chain, stopping at the first break."""
     prev_id, expected, count = GENESIS_ID, 0, 0
-    for row in db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq"):
-        count += 1
-        where = f"timeline seq={row[0]} id={str(row[1])[:16]}…"
-        if row[0] != expected:
-            return count, prev_id, [f"{where}: sequence number {row[0]}, expected {expected} (rows missing)"]
-        try:
-            entry = row_to_entry(row)
-            recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
-        except Exception as exc:  # noqa: BLE001 - any damage to a row is reported, never raised
-            return count, prev_id, [f"{where}: unreadable row ({type(exc).__name__}: {exc})"]
-        if entry.prev_id != prev_id:
-            return count, prev_id, [f"{where}: previous id does not link to {prev_id[:12]}…"]
-        if recomputed != entry.id:
-            return count, prev_id, [f"{where}: content does not match its id (recomputed {recomputed[:12]}…)"]
-        prev_id, expected = entry.id, expected + 1
+    cursor = db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq")
+    while rows := cursor.fetchmany(256):
+        try:  # derived vectors are recomputed a batch at a time; a damaged batch is read row by row
+            batch: list[Entry] | None = rows_to_entries(rows)
+        except Exception:  # noqa: BLE001 - the row that fails is reported below
+            batch = None
+        for index, row in enumerate(rows):
+            count += 1
+            where = f"timeline seq={row[0]} id={str(row[1])[:16]}…"
+            if row[0] != expected:
+                return count, prev_id, [f"{where}: sequence number {row[0]}, expected {expected} (rows missing)"]
+            try:
+                entry = batch[index] if batch is not None else row_to_entry(row)
+                recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
+            except Exception as exc:  # noqa: BLE001 - any damage to a row is reported, never raised
+                return count, prev_id, [f"{where}: unreadable row ({type(exc).__name__}: {exc})"]
+            if entry.prev_id != prev_id:
+                return count, prev_id, [f"{where}: previous id does not link to {prev_id[:12]}…"]
+            if recomputed != entry.id:
+                return count, prev_id, [f"{where}: content does not match its id (recomputed {recomputed[:12]}…)"]
+            prev_id, expected = entry.id, expected + 1
     return count, prev_id, []
 
 

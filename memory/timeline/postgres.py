@@ -20,7 +20,6 @@ import psycopg
 from psycopg import sql
 
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
-from memory.timeline import blob as embedding_blob
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -41,6 +40,7 @@ from memory.timeline.schema import (
     kind_text,
     pack_embeddings,
     row_to_entry,
+    vectors_of,
 )
 
 # One advisory lock key per database: every write of a store serializes on it. Advisory
@@ -210,12 +210,13 @@ class PostgresStore:
         """What indexing an episode reads of its entries, by id; unknown ids are absent."""
         if not entry_ids:
             return {}
-        rows = self._rows("SELECT id, kind, text, metadata, embedding FROM timeline WHERE id = ANY(%s)",
+        rows = self._rows("SELECT id, kind, text, metadata, embedding, encoder FROM timeline WHERE id = ANY(%s)",
                           (list(entry_ids),))
-        vectors = embedding_blob.unpack_rows([bytes(row[4]) for row in rows])
+        vectors = vectors_of([bytes(row[4]) for row in rows], [row[2] for row in rows], [row[5] for row in rows],
+                             writable=False)
         decision = Kind.DECISION.value
         return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
-                for (id_, kind, text, metadata, _), vector in zip(rows, vectors)}
+                for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
 
     def tail(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first."""

@@ -9,13 +9,15 @@ Triggers make SQLite itself refuse UPDATE and DELETE on all three.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from enum import Enum
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from memory.timeline import blob as embedding_blob
+from memory.timeline.encoder import rebuildable
 from memory.timeline.entries import (
     Entry,
     EntryDraft,
@@ -30,12 +32,13 @@ from memory.timeline.entries import (
 )
 
 APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
-# Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`; schema 1
-# stores hold dense blobs only, which schema 2 still reads. A schema 1 store is marked 2 by
-# the first transaction that writes entries into it, so older code refuses it with a clear
-# message instead of misreading a compact blob.
-SCHEMA_VERSION = 2
-READABLE_SCHEMAS = (1, 2)
+# Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`, schema 3 its
+# derived layout (the vector recomputed from the entry's text); each reads the stores of the
+# schemas before it. An older store is marked with the current version by the first
+# transaction that writes entries into it, so older code refuses it with a clear message
+# instead of misreading a blob.
+SCHEMA_VERSION = 3
+READABLE_SCHEMAS = (1, 2, 3)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS timeline (
@@ -123,21 +126,63 @@ def kind_text(kind: RecordKind | str) -> str:
 
 def row_to_entry(row: Sequence[Any]) -> Entry:
     """The entry stored in a timeline row (columns in `COLUMNS` order)."""
-    seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, blob = row
-    return Entry(
-        id=id_,
-        prev_id=prev_id,
-        seq=seq,
-        timestamp=parse_timestamp(ts),
-        principal=principal,
-        situation=situation,
-        role=Role(role),
-        kind=Kind(kind),
-        text=text,
-        metadata=json.loads(metadata),
-        embedding=embedding_blob.unpack(blob, writable=True),
-        encoder=encoder,
-    )
+    return rows_to_entries([row])[0]
+
+
+def rows_to_entries(rows: Sequence[Sequence[Any]]) -> list[Entry]:
+    """The entries stored in timeline rows (columns in `COLUMNS` order); derived vectors are recomputed together."""
+    vectors = vectors_of([row[11] for row in rows], [row[8] for row in rows], [row[10] for row in rows])
+    return [Entry(id=id_, prev_id=prev_id, seq=seq, timestamp=parse_timestamp(ts), principal=principal,
+                  situation=situation, role=Role(role), kind=Kind(kind), text=text, metadata=json.loads(metadata),
+                  embedding=vector, encoder=encoder)
+            for (seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, _), vector
+            in zip(rows, vectors)]
+
+
+def stream_entries(rows: Iterable[Sequence[Any]], batch: int = 256) -> Iterator[Entry]:
+    """The entries of timeline rows as they arrive, converted a batch at a time (derived vectors are
+    recomputed together); a batch holding an unreadable row is converted row by row, so every
+    entry before that row comes out before its error is raised."""
+    rows = iter(rows)
+    while chunk := list(itertools.islice(rows, batch)):
+        try:
+            converted = rows_to_entries(chunk)
+        except (ValueError, KeyError, TypeError, json.JSONDecodeError):
+            converted = None
+        if converted is None:
+            for row in chunk:
+                yield row_to_entry(row)
+        else:
+            yield from converted
+
+
+def vectors_of(blobs: Sequence[bytes], texts: Sequence[str], encoders: Sequence[str], *,
+               writable: bool = True) -> list[np.ndarray]:
+    """The embeddings of stored rows: unpacked from their blobs, or recomputed from their texts.
+
+    Derived blobs (`memory.timeline.blob`) are encoded in one batch per encoder. Raises
+    `ValueError` for a damaged blob or a derived one whose encoder cannot be rebuilt.
+    """
+    out: list[np.ndarray | None] = [None] * len(blobs)
+    derived: dict[str, list[int]] = {}
+    packed: list[int] = []
+    for index, blob in enumerate(blobs):
+        if len(blob) == 1 and embedding_blob.is_derived(blob):
+            derived.setdefault(encoders[index], []).append(index)
+        else:
+            packed.append(index)
+    if packed:
+        unpacked = embedding_blob.unpack_rows([blobs[i] for i in packed])
+        for index, vector in zip(packed, unpacked):
+            out[index] = vector.copy() if writable else vector
+    for name, indexes in derived.items():
+        encoder = rebuildable(name)
+        if encoder is None:
+            raise ValueError(f"a derived embedding of encoder {name!r}, which cannot be rebuilt from its name")
+        matrix = encoder.encode([texts[i] for i in indexes])
+        for index, vector in zip(indexes, matrix):
+            out[index] = vector.copy() if writable or len(indexes) > 1 else vector
+    return out  # type: ignore[return-value]
 
 
 def entry_to_row(entry: Entry, blob: bytes | None = None, timestamp: str | None = None,
@@ -211,11 +256,43 @@ class Prepared(NamedTuple):
     blobs: list[bytes]  # packed embeddings
 
 
-def prepare(drafts: Sequence[EntryDraft]) -> Prepared:
-    """Canonical fields, embedding digests and packed embeddings of `drafts`."""
+def prepare(drafts: Sequence[EntryDraft], *, derive: bool = False) -> Prepared:
+    """Canonical fields, embedding digests and stored embeddings of `drafts`.
+
+    A draft whose vector was made from its own text by an encoder `rebuildable` from its name
+    (`EntryDraft.encoded_from_text`) keeps only the derived tag when `derive` asks for it: its
+    vector is recomputed when read.
+    """
     vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
-    return Prepared(drafts, [canonical_fields(d) for d in drafts], [embedding_digest(v) for v in vectors],
-                    pack_embeddings(vectors))
+    derived = [derive and draft.encoded_from_text() and _rebuilds(draft.encoder, vector)
+               for draft, vector in zip(drafts, vectors)]
+    packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
+    blobs = [embedding_blob.DERIVED if d else next(packed) for d in derived]
+    return Prepared(drafts, [canonical_fields(d) for d in drafts], [embedding_digest(v) for v in vectors], blobs)
+
+
+def imported_blobs(entries: Sequence[Entry]) -> list[bytes]:
+    """Stored embeddings of entries read from an export: derived where the vector is, bit for bit,
+    its text's encoding by an encoder rebuildable from its name (checked here, in one batch per
+    encoder), packed otherwise."""
+    vectors = [np.asarray(entry.embedding, dtype=np.float32) for entry in entries]
+    derived = [False] * len(entries)
+    groups: dict[str, list[int]] = {}
+    for index, (entry, vector) in enumerate(zip(entries, vectors)):
+        if _rebuilds(entry.encoder, vector):
+            groups.setdefault(entry.encoder, []).append(index)
+    for name, indexes in groups.items():
+        rebuilt = rebuildable(name).encode([entries[i].text for i in indexes])  # type: ignore[union-attr]
+        for index, row in zip(indexes, rebuilt):
+            derived[index] = row.tobytes() == vectors[index].tobytes()
+    packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
+    return [embedding_blob.DERIVED if d else next(packed) for d in derived]
+
+
+def _rebuilds(encoder: str, vector: np.ndarray) -> bool:
+    """Whether vectors named `encoder` of this shape can be recomputed from their text."""
+    rebuilt = rebuildable(encoder)
+    return rebuilt is not None and vector.shape == (rebuilt.dim,)
 
 
 def chain_rows(prepared: Prepared, seq: int, prev_id: str) -> tuple[list[Entry], list[tuple[Any, ...]]]:

@@ -18,7 +18,6 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from memory.errors import ImportFailed, IntegrityError, StoreError
-from memory.timeline import blob as embedding_blob
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
 from memory.timeline import portable
@@ -39,9 +38,13 @@ from memory.timeline.schema import (
     SCHEMA_VERSION,
     RecordKind,
     entry_to_row,
+    imported_blobs,
     kind_text,
     pack_embeddings,
     row_to_entry,
+    rows_to_entries,
+    stream_entries,
+    vectors_of,
 )
 
 
@@ -62,6 +65,9 @@ class SQLiteStore:
         self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
                                                lock_timeout=lock_timeout)
         self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
+        # A file keeps a hashing-encoder vector as its text alone (recomputed on read); a store
+        # in memory keeps the vector, since it has no disk to save and reads back often.
+        self._derive = self.path != ":memory:"
         if self.path != ":memory:":
             try:
                 lost = anchors.lost_tail(self._db, self.path)
@@ -88,7 +94,7 @@ class SQLiteStore:
         if not drafts:
             return []
         # Everything but the chain links is computed before the write lock is taken.
-        prepared = prepare(drafts)
+        prepared = prepare(drafts, derive=self._derive)
         with self._write():
             entries, rows = chain_rows(prepared, *self._head())
             self._insert_rows(rows)
@@ -133,9 +139,8 @@ class SQLiteStore:
         for start in range(0, len(entry_ids), 500):
             chunk = list(entry_ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            for row in self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE id IN ({marks})", chunk):
-                entry = row_to_entry(row)
-                found[entry.id] = entry
+            rows = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE id IN ({marks})", chunk).fetchall()
+            found.update((entry.id, entry) for entry in rows_to_entries(rows))
         return [found[i] for i in entry_ids if i in found]
 
     def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
@@ -152,8 +157,7 @@ class SQLiteStore:
             clauses.append("situation = ?")
             params.append(situation)
         query = f"SELECT {COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
-        for row in self._db.execute(query, params):
-            yield row_to_entry(row)
+        yield from stream_entries(self._db.execute(query, params))
 
     def __len__(self) -> int:
         """The number of entries."""
@@ -181,7 +185,7 @@ class SQLiteStore:
             return []
         marks = ",".join("?" * len(last))
         rows = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE seq IN ({marks}) ORDER BY seq", last)
-        return [row_to_entry(row) for row in rows]
+        return rows_to_entries(rows.fetchall())
 
     def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, EntryParts]:
         """What indexing an episode reads of its entries, by id; unknown ids are absent.
@@ -195,9 +199,11 @@ class SQLiteStore:
             chunk = list(entry_ids[start : start + 900])
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                f"SELECT id, kind, text, metadata, embedding FROM timeline WHERE id IN ({marks})", chunk).fetchall()
-            vectors = embedding_blob.unpack_rows([row[4] for row in rows])
-            for (id_, kind, text, metadata, _), vector in zip(rows, vectors):
+                f"SELECT id, kind, text, metadata, embedding, encoder FROM timeline WHERE id IN ({marks})",
+                chunk).fetchall()
+            vectors = vectors_of([row[4] for row in rows], [row[2] for row in rows], [row[5] for row in rows],
+                                 writable=False)
+            for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors):
                 found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
         return found
 
@@ -337,12 +343,19 @@ class SQLiteStore:
         unreadable: list[ChainBreak] = []
 
         def readable() -> Iterator[Entry]:
-            for row in self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq"):
-                try:
-                    yield row_to_entry(row)
-                except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-                    unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
-                    return
+            cursor = self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq")
+            while rows := cursor.fetchmany(256):
+                try:  # derived vectors are recomputed a batch at a time
+                    converted: list[Entry] | None = rows_to_entries(rows)
+                except (ValueError, KeyError, TypeError, json.JSONDecodeError):
+                    converted = None  # read row by row: the first unreadable row names the break
+                for index, row in enumerate(rows):
+                    try:
+                        entry = converted[index] if converted is not None else row_to_entry(row)
+                    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+                        unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
+                        return
+                    yield entry
 
         try:
             brk = verify_chain(readable())
@@ -374,7 +387,7 @@ class SQLiteStore:
             brk = verify_chain(counted(), start_prev_id=prev_id, start_seq=seq)
             if brk is not None:
                 raise ImportFailed(str(source), line_of[consumed[0]], f"entry {brk.id[:12]}…: {brk.reason}")
-            blobs = pack_embeddings([entry.embedding for entry in parsed])
+            blobs = imported_blobs(parsed) if self._derive else pack_embeddings([e.embedding for e in parsed])
             self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
         self._schema = SCHEMA_VERSION
         return len(parsed)

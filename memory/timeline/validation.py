@@ -69,6 +69,41 @@ def check_metadata(metadata: Any) -> None:
     _check_value(metadata, "metadata", 0, budget)
 
 
+_SCALARS = (str, float, bool, type(None))
+
+
+def is_plain(metadata: Any) -> bool:
+    """True for a dict of str keys whose values are str, 64-bit int, float, bool, None, or lists and
+    dicts (str keys) of those, nested at most `MAX_METADATA_DEPTH` levels.
+
+    Such metadata passes `check_metadata` exactly when its canonical JSON can be written (no
+    NaN or infinity), UTF-8 encodes it and it is within `MAX_METADATA_CHARS`: the caller checks
+    those on the JSON it writes anyway (`memory.timeline.Timeline`), which saves a pass per string.
+    """
+    return type(metadata) is dict and _plain(metadata, 0)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    if depth > MAX_METADATA_DEPTH or (depth == MAX_METADATA_DEPTH and value):  # its items would be too deep
+        return False
+    items = value.values() if type(value) is dict else value
+    if type(value) is dict:
+        for key in value:
+            if type(key) is not str:
+                return False
+    for item in items:
+        kind = type(item)
+        if kind is int:
+            if not -(1 << 63) < item < 1 << 63:
+                return False
+        elif kind is dict or kind is list:
+            if not _plain(item, depth + 1):
+                return False
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
 def _check_value(value: Any, where: str, depth: int, budget: list[int]) -> None:
     if depth > MAX_METADATA_DEPTH:
         raise InvalidEntry(f"{where}: nested deeper than {MAX_METADATA_DEPTH} levels")

@@ -1,0 +1,110 @@
+"""What a store costs to keep: bytes per entry (and where they go), resident memory once opened.
+
+`store_bytes` counts the store's files (the SQLite file, its WAL and the anchor sidecar);
+`breakdown` splits the SQLite file by table and index with SQLite's ``dbstat`` virtual table;
+`resident_after_open` opens a store in a fresh interpreter, recalls once and reports that
+process's resident set (so nothing the benchmark itself holds is counted). `cached_store`
+builds a store once into a folder the user names and reuses it on later runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Sequence
+
+from eval.bench.corpus import BuiltStore, build_store
+
+ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the child interpreter)
+STORE_FILES = ("", "-wal", "-anchor")  # suffixes of a store's files
+
+
+def store_bytes(path: Path) -> int:
+    """Bytes of a store on disk: the SQLite file, its WAL (when present) and the anchor sidecar."""
+    return sum(os.path.getsize(f"{path}{suffix}") for suffix in STORE_FILES if os.path.exists(f"{path}{suffix}"))
+
+
+def breakdown(path: Path) -> dict[str, int]:
+    """Bytes of the SQLite file per table and index (pages, from ``dbstat``), largest first; {} without dbstat."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    except sqlite3.OperationalError:  # an SQLite built without the dbstat table
+        return {}
+    finally:
+        db.close()
+    return {name: int(size) for name, size in rows}
+
+
+def footprint(path: Path, entries: int) -> dict[str, Any]:
+    """Bytes on disk, bytes per entry and the per-table split of one store."""
+    total = store_bytes(path)
+    return {"bytes": total, "bytes_per_entry": round(total / max(entries, 1), 1),
+            "tables": breakdown(path)}
+
+
+class Resident(NamedTuple):
+    """A fresh process that opened a store and recalled once."""
+
+    rss_mb: float  # resident set after the first recall (VmRSS)
+    peak_mb: float  # the process's peak resident set (VmHWM)
+    open_s: float  # EpisodicMemory(path) plus the first recall
+
+
+_CHILD = """
+import json, logging, sys, time
+from memory.agent_memory import EpisodicMemory
+logging.basicConfig(level=logging.INFO, format="          %(message)s")  # a long first open shows its progress
+path, principal, situation, k, query = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), json.loads(sys.argv[5])
+start = time.perf_counter()
+memory = EpisodicMemory(path, principal=principal)
+memory.recall(query, situation=situation, k=k)
+elapsed = time.perf_counter() - start
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+kb = lambda key: float(status[key].split()[0])
+print(json.dumps({"rss_mb": kb("VmRSS") / 1024, "peak_mb": kb("VmHWM") / 1024, "open_s": elapsed}))
+memory.close()
+"""
+
+
+def resident_after_open(path: Path, principal: str, query: Sequence[str], *, situation: str,
+                        k: int) -> Resident | None:
+    """Open `path` in a new interpreter, recall `query` once; its memory (None where /proc is missing)."""
+    if not os.path.exists("/proc/self/status"):
+        return None
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(path), principal, situation, str(k),
+                           json.dumps(list(query))], cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:  # its traceback went to this process's stderr
+        raise RuntimeError(f"opening {path} in a child process failed (exit code {done.returncode})")
+    values = json.loads(done.stdout.strip().splitlines()[-1])
+    return Resident(values["rss_mb"], values["peak_mb"], values["open_s"])
+
+
+def cached_store(directory: Path, episodes: int, *, seed: int, cache: bool,
+                 progress: Callable[[str], None] = lambda message: None) -> tuple[BuiltStore, bool]:
+    """A bench store of `episodes` episodes in `directory`, and whether it was reused.
+
+    With `cache`, a store built before (same size and seed, by this code's schema) is reused
+    as it is, state runs included; otherwise one is built, and kept when `cache` is set.
+    """
+    path = directory / f"store-{episodes}-seed{seed}.sqlite"
+    card = Path(f"{path}.json")
+    if cache and path.exists() and card.exists():
+        try:
+            saved = json.loads(card.read_text(encoding="utf-8"))
+            return BuiltStore(**{**saved, "path": path}), True
+        except (ValueError, TypeError):
+            pass
+    for suffix in STORE_FILES + ("-shm",):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    card.unlink(missing_ok=True)
+    progress(f"building a store of {episodes:,} episodes" + (f" (kept in {directory})" if cache else ""))
+    built = build_store(path, episodes, seed=seed)
+    if cache:
+        card.write_text(json.dumps({**asdict(built), "path": str(path)}), encoding="utf-8")
+    return built, False
