@@ -84,6 +84,13 @@ TERM_STOP_WORDS = frozenset(
 _TERM_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII)
 
 
+# Generic English words for when something happened (normalized like `terms`): a lesson's
+# condition names what was seen, not the day it was seen.
+TIME_WORDS = frozenset("yesterday today tomorrow tonight morning afternoon evening night overnight hour minute "
+                       "second day week month year ago earlier later recently monday tuesday wednesday thursday "
+                       "friday saturday sunday".split())
+
+
 def normalize_term(word: str) -> str:
     """Lower-cased word with a light, documented suffix strip (-ing, -ed, -es after a sibilant, -s)."""
     word = word.lower()

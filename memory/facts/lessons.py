@@ -7,8 +7,8 @@ resolved; every rule below is generic English and a pure function of plain data.
 
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
-  minus the terms the correction denies and the incident's own subject (a service name is
-  where it happened, not why). Of the lines, the one whose
+  minus the terms the correction denies, the incident's own subject (a service name is
+  where it happened, not why) and words for when (`memory.text.TIME_WORDS`). Of the lines, the one whose
   shared terms are rarest in the principal's history wins, so the condition is the telling
   detail the correction pointed at, not a symptom every incident shares.
 - **Applies** (`lesson_applies`) only on a full match: every condition term affirmed in one
@@ -39,7 +39,7 @@ from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
 from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, new_fact_id
-from memory.text import affirmed_clauses, split_negation, terms
+from memory.text import TIME_WORDS, affirmed_clauses, split_negation, terms
 
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
 MAX_UNLESS_TERMS = 3  # a narrowing adds at most this many exception terms
@@ -79,7 +79,7 @@ def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float]) -> t
         affirmed, negated = split_negation(text)
         said |= terms(affirmed)
         denied |= terms(negated)
-    excluded = denied | _name_terms([incident.subject])
+    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
     for line in affirmed_lines(incident.symptoms):
