@@ -187,3 +187,27 @@ def test_a_wrong_url_is_a_message_not_a_traceback(server, capsys):
     assert main(["stats", server.url("no_such_database")]) == 2
     assert "cannot connect" in capsys.readouterr().err
 
+
+
+def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
+    from memory.mcp import __main__ as cli
+    from memory.mcp import server as mcp_server
+
+    served = {}
+
+    class Stub:
+        def run(self, transport, **options):
+            memory = served["memory"]
+            memory.observe("orders p99 at 4 s; pool exhausted", situation="incident", timestamp=T0)
+            served["transport"], served["entries"] = transport, len(memory.store)
+
+    def build(memory):
+        served["memory"] = memory
+        return Stub()
+
+    monkeypatch.setattr(mcp_server, "build_server", build)
+    assert cli.main(["--store", url, "--principal", "team-a"]) == 0
+    assert served["transport"] == "stdio" and served["entries"] == 1
+    assert type(served["memory"].store).__name__ == "PostgresStore"
+    with open_store(url, create=False) as store:
+        assert [e.principal for e in store.entries()] == ["team-a"]
