@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 import networkx as nx
 
@@ -45,6 +45,8 @@ from memory.timeline import (
     Timeline,
     check_label,
 )
+from memory.timeline.erasure import Erasure, is_erased, make_plan
+from memory.timeline.schema import entry_to_row
 from memory.timeline.stores import open_store
 from memory.window import RecentEntries, as_messages
 
@@ -83,19 +85,24 @@ class EpisodicMemory:
         self.store = open_store(path)
         self.timeline = Timeline(self.store, self.encoder, redactor)
         self.retriever_config = retriever
+        self.links = links
         self.segmenter_config = segmenter or SegmenterConfig()
         self.learning = Learning(facts=facts, proposer=proposer)
         self.persistence = persistence
+        self._load()
+
+    def _load(self) -> None:
+        """Build the derived state from the store (on open, and after an erasure rewrote it)."""
         self.reinforcements: list[pipeline.Reinforcement] = []  # what each episode closed in this process changed
-        self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store)
-        self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=retriever,
-                                  persistence=persistence)
+        self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), self.links, self.store)
+        self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config,
+                                  persistence=self.persistence)
         self._segmenter = Segmenter(self.segmenter_config)
         self._recent = RecentEntries(self.store)
         self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
         chain = lambda graph, episode_id, hops, most: self.state.chains.narrative(episode_id, hops, most)  # noqa: E731
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
-                                    facts=self.state.facts_of, chain=chain, config=retriever)
+                                    facts=self.state.facts_of, chain=chain, config=self.retriever_config)
         self._open()
 
     @property
@@ -265,27 +272,20 @@ class EpisodicMemory:
         return Projection(tuple(self.state.episodes.values()), edges, tuple(self.state.versions))
 
     def rebuild(self) -> Projection:
-        """Replay the whole timeline into a fresh in-memory memory; its projection.
-
-        Equals `projection()` when the derived records are a faithful projection of the timeline.
-        """
-        fresh = EpisodicMemory(None, principal=self.principal, encoder=self.encoder,
-                               retriever=self.retriever_config, segmenter=self.segmenter_config,
-                               links=self.state.graph_config, facts=self.learning.facts,
-                               proposer=self.learning.proposer)
-        flushes = {int(body["seq"]) for _, body in self.store.records(RecordKind.FLUSH)}
-        try:
-            for entry in self.store.entries():
-                fresh.store.append(EntryDraft(
-                    timestamp=entry.timestamp, principal=entry.principal, situation=entry.situation,
-                    role=entry.role, kind=entry.kind, text=entry.text, metadata=entry.metadata,
-                    embedding=entry.embedding, encoder=entry.encoder))
-                fresh._ingest(entry)
-                if entry.seq in flushes:
-                    fresh.flush()
+        """Replay the whole timeline into a fresh in-memory memory; its projection (equals `projection()`
+        when the derived records are a faithful projection of the timeline)."""
+        with replay(self) as fresh:
             return fresh.projection()
-        finally:
-            fresh.close()
+
+    def forget(self, *, entry_id: str | None = None, principal: str | None = None, reason: str = "",
+               requested_by: str = "") -> Erasure:
+        """Erase one of this principal's entries (by id) or all of a principal's: content, derived state, freed
+        bytes; `verify` still proves the rest (`memory.timeline.erasure`; what it does not reach: README)."""
+        plan = make_plan(self.store, entry_id=entry_id, principal=principal, owner=self.principal, reason=reason,
+                         requested_by=requested_by, rederive=lambda erase: replayed_records(self, erase))
+        purged = self.store.erase(plan)
+        self._load()
+        return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 
     def close(self) -> None:
         """Close the store. Open episodes stay open and resume on the next open (see `flush`)."""
@@ -316,6 +316,8 @@ class EpisodicMemory:
 
     def _ingest(self, entry: Entry) -> None:
         self._seen = max(self._seen, entry.seq)
+        if is_erased(entry):
+            return
         self._recent.add(entry)
         for episode in self._segmenter.feed(entry):
             self._close(episode)
@@ -351,6 +353,38 @@ class EpisodicMemory:
         self._seen = opened.resume_from - 1
         for entry in self.store.entries(start=opened.resume_from):
             self._seen = entry.seq
-            if entry.seq > self.state.closed_seq.get(entry.principal, -1):
+            if entry.seq > self.state.closed_seq.get(entry.principal, -1) and not is_erased(entry):
                 for episode in self._segmenter.feed(entry):
                     self._close(episode)
+
+
+def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemory:
+    """A fresh in-memory memory fed `memory`'s timeline, the entries at seqs in `erase` as erased; close it.
+
+    Flushes happen where they happened (after the entry a flush record names, or, when that
+    entry is erased, before the next one), so the fresh memory closes the same episodes.
+    """
+    fresh = EpisodicMemory(None, principal=memory.principal, encoder=memory.encoder,
+                           retriever=memory.retriever_config, segmenter=memory.segmenter_config,
+                           links=memory.state.graph_config, facts=memory.learning.facts,
+                           proposer=memory.learning.proposer)
+    pending = sorted({int(body["seq"]) for _, body in memory.store.records(RecordKind.FLUSH)}, reverse=True)
+    for entry in memory.store.entries():
+        while pending and pending[-1] < entry.seq:
+            pending.pop()
+            fresh.flush()
+        fresh.store.insert_entry_rows([entry_to_row(entry)])  # the same seqs and ids as in `memory`
+        if entry.seq in erase or is_erased(entry):
+            fresh._seen = entry.seq
+        else:
+            fresh._ingest(entry)
+    for _ in pending:
+        fresh.flush()
+    return fresh
+
+
+def replayed_records(memory: EpisodicMemory, erase: Collection[int]) -> list[tuple[str, str, str]]:
+    """(kind, id, body as stored) of every record a replay of `memory`'s timeline with `erase` erased writes."""
+    with replay(memory, erase) as fresh:
+        return [(kind, record_id, body) for _, kind, record_id, body in
+                fresh.store.record_rows(0, fresh.store.last_record())]

@@ -211,3 +211,27 @@ def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
     assert type(served["memory"].store).__name__ == "PostgresStore"
     with open_store(url, create=False) as store:
         assert [e.principal for e in store.entries()] == ["team-a"]
+
+
+def test_forgetting_on_the_server_store(server, url):
+    secret = "payroll export for Ingrid Vasquez"
+    with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as memory:
+        play_incidents(memory)
+        entry = memory.observe(secret, timestamp=T0 + timedelta(days=2), situation="support")
+        play_incidents(memory, start=T0 + timedelta(days=3))
+        memory.flush()
+        done = memory.forget(entry_id=entry.id, reason="request", requested_by="dpo")
+        assert done.entries == 1 and done.purged  # the owner's VACUUM FULL ran
+        assert memory.projection() == memory.rebuild()
+        assert memory.store.verify() is None
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table, column in (("timeline", "text"), ("records", "body")):
+            assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} LIKE '%%Ingrid%%'").fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.RestrictViolation):
+            conn.execute("UPDATE timeline SET text = 'x' WHERE seq = 0")
+        conn.execute("ALTER TABLE timeline DISABLE TRIGGER timeline_no_change")
+        conn.execute("UPDATE timeline SET text = '', situation = '', metadata = '{}', encoder = '', "
+                     "embedding = ''::bytea WHERE seq = 1")  # emptied without an erasure record
+    with open_store(url, create=False) as store:
+        brk = store.verify()
+        assert brk is not None and brk.seq == 1 and "content does not match" in brk.reason

@@ -19,7 +19,7 @@ class Opened(NamedTuple):
 
 # Every table of the store and the triggers that make it insert-only; a table of ours without
 # them has been tampered with (they are created together, in one transaction).
-GUARDED = ("timeline", "records", "snapshots", "digests")
+GUARDED = ("timeline", "records", "snapshots", "digests", "erased")  # erased: see memory.timeline.erasure
 
 
 def missing_triggers(db: sqlite3.Connection) -> list[str]:

@@ -21,6 +21,7 @@ from psycopg import sql
 
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline import blob as embedding_blob
+from memory.timeline import erasure
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -107,6 +108,8 @@ def grant_writer(url: str, role: str) -> None:
                 "REVOKE ALL ON timeline, records, snapshots FROM {role}",
                 "GRANT SELECT, INSERT ON timeline, records, snapshots TO {role}"):
             conn.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=sql.Identifier(role)))
+        if conn.execute("SELECT to_regclass('erased')").fetchone()[0] is not None:  # a store that erased
+            conn.execute(sql.SQL("GRANT SELECT ON erased TO {}").format(sql.Identifier(role)))
 
 
 class PostgresStore:
@@ -221,8 +224,8 @@ class PostgresStore:
         """The last `n` entries of a principal, oldest first."""
         if n <= 0:
             return []
-        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE principal = %s ORDER BY seq DESC LIMIT %s",
-                          (principal, n))
+        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE principal = %s AND situation <> '' "
+                          f"ORDER BY seq DESC LIMIT %s", (principal, n))  # an erased row has no situation
         return [row_to_entry(row) for row in reversed(rows)]
 
     def principals(self) -> list[str]:
@@ -332,8 +335,16 @@ class PostgresStore:
                         unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
                         return
 
-        brk = verify_chain(readable())
+        if (marks := erasure.postgres_marks(self._db)).findings:
+            return ChainBreak(-1, "?", marks.findings[0])
+        brk = verify_chain(readable(), erased=marks.entries)
         return unreadable[0] if unreadable else brk
+
+    def erase(self, plan: erasure.ErasurePlan) -> bool:
+        """Apply an erasure plan (`memory.timeline.erasure`; owner only); whether VACUUM FULL purged old rows."""
+        with self._write():
+            erasure.apply_postgres(self._db, plan)
+        return erasure.purge_postgres(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:
         """Write every entry as one JSON line; returns the number written."""

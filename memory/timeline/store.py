@@ -21,7 +21,7 @@ from memory.errors import ImportFailed, IntegrityError, StoreError
 from memory.timeline import blob as embedding_blob
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
-from memory.timeline import portable
+from memory.timeline import erasure, portable
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -345,10 +345,24 @@ class SQLiteStore:
                     return
 
         try:
-            brk = verify_chain(readable())
+            brk = verify_chain(readable(), erased=erasure.sqlite_marks(self._db).entries)
         except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
             return ChainBreak(-1, "?", f"unreadable row: {exc}")
         return unreadable[0] if unreadable else brk
+
+    def erase(self, plan: erasure.ErasurePlan) -> bool:
+        """Apply an erasure plan (`memory.timeline.erasure`) in one write transaction, then purge the file.
+
+        Returns whether no copy of the erased content is left in the file and its ``-wal``.
+        """
+        self._db.execute("PRAGMA secure_delete = ON")
+        try:
+            with self._write():
+                anchors.seal(self._db)  # rows of a store written before digests get theirs before any is deleted
+                erasure.apply_sqlite(self._db, plan)
+        finally:
+            self._db.execute("PRAGMA secure_delete = OFF")
+        return self.path == ":memory:" or erasure.purge_sqlite(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:
         """Write every entry as one JSON line, atomically (`memory.timeline.portable`); the number written."""
