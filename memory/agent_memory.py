@@ -27,6 +27,7 @@ from memory import pipeline
 from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
+from memory.persistence.flushes import FlushPoints
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
@@ -85,21 +86,21 @@ class EpisodicMemory:
         self.store = open_store(path)
         self.timeline = Timeline(self.store, self.encoder, redactor)
         self.retriever_config = retriever
-        self.links = links
         self.segmenter_config = segmenter or SegmenterConfig()
         self.learning = Learning(facts=facts, proposer=proposer)
         self.persistence = persistence
-        self._load()
+        self._load(links)
 
-    def _load(self) -> None:
+    def _load(self, links: GraphConfig) -> None:
         """Build the derived state from the store (on open, and after an erasure rewrote it)."""
         self.reinforcements: list[pipeline.Reinforcement] = []  # what each episode closed in this process changed
-        self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), self.links, self.store)
+        self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store)
         self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config,
                                   persistence=self.persistence)
         self._segmenter = Segmenter(self.segmenter_config)
         self._recent = RecentEntries(self.store)
         self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
+        self._flushes = FlushPoints(self.store)
         chain = lambda graph, episode_id, hops, most: self.state.chains.narrative(episode_id, hops, most)  # noqa: E731
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
                                     facts=self.state.facts_of, chain=chain, config=self.retriever_config)
@@ -177,16 +178,9 @@ class EpisodicMemory:
         return self.record(text, kind=Kind.CORRECTION, **{"role": Role.USER, **fields})
 
     def flush(self) -> list[Episode]:
-        """Close every open episode now (e.g. at the end of a session); returns them."""
-        self._catch_up()
-        closed = self._segmenter.flush()
-        if not closed:
-            return []
-        last = max(ep.last_seq for ep in closed)
-        self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
-        for episode in closed:
-            self._close(episode)
-        return closed
+        """Close every open episode now (e.g. at the end of a session); returns them. The flush point is stored
+        first, so every process sharing the store closes them at the same entry (`memory.persistence.flushes`)."""
+        return self._close_open() if self._flushes.store_point(self._catch_up, self._segmenter.has_open) else []
 
     # -- reading -----------------------------------------------------------------------
 
@@ -284,7 +278,7 @@ class EpisodicMemory:
         plan = make_plan(self.store, entry_id=entry_id, principal=principal, owner=self.principal, reason=reason,
                          requested_by=requested_by, rederive=lambda erase: replayed_records(self, erase))
         purged = self.store.erase(plan)
-        self._load()
+        self._load(self.state.graph_config)
         return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 
     def close(self) -> None:
@@ -303,20 +297,28 @@ class EpisodicMemory:
 
     # -- the write path ------------------------------------------------------------------
 
-    def _catch_up(self, stop: int | None = None) -> None:
-        """Feed the entries other processes appended since the last one fed (up to `stop`), in timeline order.
-
-        So every process sharing a store segments, and learns from, the one timeline in the
-        same order, and its projection equals `rebuild()`; alone on a store this reads nothing.
-        """
-        if stop is None or stop > self._seen + 1:
-            # read first: a SQLite read cursor left open would keep the writes below from starting
-            for entry in list(self.store.entries(start=self._seen + 1, stop=stop)):
+    def _catch_up(self, stop: int | None = None) -> int:
+        """Feed the entries others appended since the last one fed (up to `stop`) in timeline order, closing open
+        episodes at the flush points they stored, so projections equal `rebuild()`; the last seq fed."""
+        # read first: a SQLite read cursor left open would keep the writes below from starting
+        new = list(self.store.entries(start=self._seen + 1, stop=stop)) if stop is None or stop > self._seen + 1 else []
+        self._flushes.poll()  # after the read: a flush point before any entry read was stored before it
+        for entry in new + [None]:
+            for _ in range(self._flushes.take_before(entry.seq if entry else stop or self._seen + 1)):
+                self._close_open()
+            if entry:
                 self._ingest(entry)
+        return self._seen
+
+    def _close_open(self) -> list[Episode]:
+        closed = self._segmenter.flush()
+        for episode in closed:
+            self._close(episode)
+        return closed
 
     def _ingest(self, entry: Entry) -> None:
         self._seen = max(self._seen, entry.seq)
-        if is_erased(entry):
+        if is_erased(entry) or entry.seq <= self.state.closed_seq.get(entry.principal, -1):
             return
         self._recent.add(entry)
         for episode in self._segmenter.feed(entry):
@@ -348,14 +350,9 @@ class EpisodicMemory:
             episode = self.state.episodes[episode_id]
             self._learn(episode, self.store.get_many(list(episode.entry_ids)))
         self.stored.opened()
-        if opened.resume_from < 0:
-            return
-        self._seen = opened.resume_from - 1
-        for entry in self.store.entries(start=opened.resume_from):
-            self._seen = entry.seq
-            if entry.seq > self.state.closed_seq.get(entry.principal, -1) and not is_erased(entry):
-                for episode in self._segmenter.feed(entry):
-                    self._close(episode)
+        if opened.resume_from >= 0:  # entries of episodes closed and stored before are not fed again
+            self._seen = opened.resume_from - 1
+            self._catch_up()
 
 
 def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemory:

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from memory.errors import ImportFailed, IntegrityError, StoreError
+from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import blob as embedding_blob
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
@@ -203,8 +203,13 @@ class SQLiteStore:
 
     # -- derived records ----------------------------------------------------------------
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
-        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
+                    head: int | None = None) -> int:
+        """Insert derived records; an existing identical record is skipped. Returns how many were new.
+
+        With `head`, the records are stored only while the timeline's last entry is at that seq
+        (checked under the write lock; `HeadMoved` otherwise), e.g. a flush point other writers must see.
+        """
         kind = kind_text(kind)
         rows = [(kind, record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
                 for record_id, body in records]
@@ -212,6 +217,8 @@ class SQLiteStore:
             return 0
         added = 0
         with self._write():
+            if head is not None and self._head()[0] - 1 != head:
+                raise HeadMoved(f"{self.path}: the timeline moved past seq {head}")
             for row in rows:
                 cursor = self._db.execute("INSERT OR IGNORE INTO records (kind, id, body) VALUES (?,?,?)", row)
                 if cursor.rowcount:
@@ -221,6 +228,12 @@ class SQLiteStore:
                     if stored[0] != row[2]:
                         raise IntegrityError(f"{kind} record {row[1]} already stored with different content")
         return added
+
+    def others_wrote(self) -> bool:
+        """Whether another connection committed to the file since the last call (SQLite's data_version)."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        changed, self._data_version = version != getattr(self, "_data_version", None), version
+        return changed
 
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind, in insertion order."""
