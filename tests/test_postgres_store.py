@@ -235,3 +235,34 @@ def test_forgetting_on_the_server_store(server, url):
     with open_store(url, create=False) as store:
         brk = store.verify()
         assert brk is not None and brk.seq == 1 and "content does not match" in brk.reason
+
+
+def test_a_flush_while_others_write_keeps_projections_equal_on_the_server(url):
+    from tests.test_shared_writers import check_writers
+
+    check_writers(url)
+
+
+def test_the_bench_reports_the_server_store_beside_sqlite(server, tmp_path):
+    from eval.bench import server as bench_server
+    from tests.test_bench import TINY
+
+    section = bench_server.measure_server(TINY, tmp_path, server.url(), lambda message: None)
+    for kind in ("sqlite", "postgresql"):
+        figures = section[kind]
+        assert figures["append_ms"]["n"] == TINY.durable and figures["append_batch_per_s"]["n"] == TINY.batches
+        assert figures["recall_ms"]["n"] == TINY.queries and figures["recall_ms"]["median"] > 0
+    assert section["episodes"] == 30
+    assert "PostgreSQL p50" in str(bench_server.table(section).columns[3].header)
+    with psycopg.connect(server.url(), autocommit=True) as conn:  # the bench dropped its databases
+        assert not conn.execute("SELECT 1 FROM pg_database WHERE datname LIKE 'memory_bench_%'").fetchall()
+
+
+def test_the_bench_says_why_it_skips_the_server(monkeypatch, tmp_path):
+    from eval.bench import server as bench_server
+    from tests.test_bench import TINY
+
+    monkeypatch.setattr(bench_server.LocalServer, "find", staticmethod(lambda: (None, None, "no binaries here")))
+    assert bench_server.measure_server(TINY, tmp_path, None, print) == {"skipped": "no binaries here"}
+    assert bench_server.measure_server(TINY, tmp_path, "off", print) == {"skipped": "--server off"}
+    assert "skipped — no binaries here" in bench_server.table({"skipped": "no binaries here"})

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from rich.console import Console
 
-from eval.bench import measure
+from eval.bench import measure, server
 from eval.bench.corpus import build_store, query_texts
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
 
@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="paired eval.compare runs with --jobs 1 and --jobs 2 on the four shipped scenarios × "
                              "5 seeds, for the parallel speedup (default 3; quick 1; 0 skips it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic stores and scenario (default 0)")
+    parser.add_argument("--server", default=None, metavar="URL|off",
+                        help="PostgreSQL server for the server-store figures beside SQLite's: a postgresql:// URL "
+                             "whose role may create databases, or off; default: start a local server from the "
+                             "system's binaries, skipped (saying why) when there are none")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)")
     return parser
@@ -238,9 +242,11 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     err = Console(stderr=True)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
-        results = run(plan, Path(tmp), progress=lambda message: err.print(
-            f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}"))
+        progress = lambda message: err.print(f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}")  # noqa: E731
+        results = run(plan, Path(tmp), progress=progress)
+        results["server_store"] = server.measure_server(plan, Path(tmp), args.server, progress)
     console.print(BenchReport(results))
+    console.print(server.table(results["server_store"]))
     missed = failures(results)
     console.print(f"targets missed: {', '.join(missed)}" if missed else "all judged targets met")
     if out is not None:

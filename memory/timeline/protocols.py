@@ -162,6 +162,10 @@ class Store(EntryLog, RecordLog, SnapshotLog, Protocol):
         """Append the entries of a JSONL export, all or nothing; returns the number appended."""
         ...
 
+    def erase(self, plan: Any) -> bool:
+        """Apply an `memory.timeline.erasure.ErasurePlan` in one transaction; whether the old bytes were purged."""
+        ...
+
     def close(self) -> None:
         """Release the store (idempotent)."""
         ...
