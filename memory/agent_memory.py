@@ -303,12 +303,15 @@ class EpisodicMemory:
         # read first: a SQLite read cursor left open would keep the writes below from starting
         new = list(self.store.entries(start=self._seen + 1, stop=stop)) if stop is None or stop > self._seen + 1 else []
         self._flushes.poll()  # after the read: a flush point before any entry read was stored before it
-        for entry in new + [None]:
-            for _ in range(self._flushes.take_before(entry.seq if entry else stop or self._seen + 1)):
-                self._close_open()
-            if entry:
-                self._ingest(entry)
+        for entry in new:
+            self._flush_before(entry.seq)
+            self._ingest(entry)
+        self._flush_before(self._seen + 1 if stop is None else stop)
         return self._seen
+
+    def _flush_before(self, seq: int) -> None:
+        for _ in range(self._flushes.take_before(seq)):  # each flush point another process stored before `seq`
+            self._close_open()
 
     def _close_open(self) -> list[Episode]:
         closed = self._segmenter.flush()

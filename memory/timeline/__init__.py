@@ -6,7 +6,8 @@ keeps them: `SQLiteStore` is one SQLite file whose triggers refuse UPDATE and DE
 holding the timeline, the derived records of each `RecordKind` and binary snapshots
 (`store`, `schema`, `protocols`); `PostgresStore` keeps the same on a server shared by
 many processes (`postgres`), and `open_store` opens either by its name (`stores`);
-embeddings are packed by `blob`. Every later layer is a projection of this one.
+embeddings are packed by `blob`; `erasure` forgets an entry's or a principal's content on
+request while the rest still verifies. Every later layer is a projection of this one.
 """
 
 from memory.timeline.integrity import Audit, audit

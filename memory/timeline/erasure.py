@@ -105,7 +105,7 @@ def make_plan(store: Any, *, entry_id: str | None, principal: str | None, owner:
     for name, value in (("reason", reason), ("requested_by", requested_by)):
         if not isinstance(value, str) or len(value) > MAX_REASON:
             raise ValueError(f"{name} must be a str of at most {MAX_REASON} characters")
-    head = len(store) - 1
+    head, last_record = len(store) - 1, store.last_record()  # before the replay: the store must not move after
     if entry_id is not None:
         entry = store.get(entry_id)
         if entry is None or entry.principal != owner:
@@ -122,7 +122,7 @@ def make_plan(store: Any, *, entry_id: str | None, principal: str | None, owner:
             "reason": reason, **scope, "entries": len(targets), "entries_sha256": listing_digest(targets), "format": 1}
     record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     rows = rederive(frozenset(seq for seq, _ in targets))
-    return ErasurePlan(record_id, body, targets, rows, head, store.last_record())
+    return ErasurePlan(record_id, body, targets, rows, head, last_record)
 
 
 def _dumps(body: Mapping[str, Any]) -> str:
