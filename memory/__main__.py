@@ -20,7 +20,7 @@ _EXAMPLES = """examples:
   python -m memory stats runs/memory.sqlite
   python -m memory import backup.jsonl postgresql://app@db.internal/memory
   python -m memory erase runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo
-  python -m memory erase runs/memory.sqlite --entry 3f2a…(the entry's full id) --reason "request 12"
+  python -m memory erase runs/memory.sqlite --entry ENTRY_ID --reason "request 12"
 
 A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
