@@ -13,7 +13,7 @@ from tests.pg_server import LocalServer
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install '.[postgres]')")
 
 from memory import EpisodicMemory  # noqa: E402
-from memory.errors import ImportFailed, IntegrityError  # noqa: E402
+from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError  # noqa: E402
 from memory.timeline import HashingEncoder, RecordKind, SQLiteStore, Timeline, open_store  # noqa: E402
 from memory.timeline.postgres import PostgresStore, grant_writer  # noqa: E402
 
@@ -215,7 +215,11 @@ def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
 
 def test_forgetting_on_the_server_store(server, url):
     secret = "payroll export for Ingrid Vasquez"
+    server.admin("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
+                 "THEN CREATE ROLE agent LOGIN; END IF; END $$")
+    app_url = server.url(psycopg.conninfo.conninfo_to_dict(url)["dbname"], user="agent")
     with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as memory:
+        grant_writer(url, "agent")  # before the first erasure
         play_incidents(memory)
         entry = memory.observe(secret, timestamp=T0 + timedelta(days=2), situation="support")
         play_incidents(memory, start=T0 + timedelta(days=3))
@@ -224,6 +228,11 @@ def test_forgetting_on_the_server_store(server, url):
         assert done.entries == 1 and done.purged  # the owner's VACUUM FULL ran
         assert memory.projection() == memory.rebuild()
         assert memory.store.verify() is None
+        other = memory.observe("another note", timestamp=T0 + timedelta(days=9), situation="support")
+    with EpisodicMemory(app_url, principal="p", encoder=HashingEncoder(dim=64)) as app:
+        assert app.store.verify() is None  # the application role reads the erasure listing
+        with pytest.raises(ImmutableRecordError):  # but may not erase
+            app.forget(entry_id=other.id)
     with psycopg.connect(url, autocommit=True) as conn:
         for table, column in (("timeline", "text"), ("records", "body")):
             assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} LIKE '%%Ingrid%%'").fetchone()[0] == 0

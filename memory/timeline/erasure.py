@@ -250,6 +250,7 @@ def blank_row_finding(row: Sequence[Any], listed_id: str) -> str:
 
 POSTGRES_DDL = f"""
 CREATE TABLE IF NOT EXISTS erased (seq BIGINT PRIMARY KEY, id TEXT NOT NULL, erasure TEXT NOT NULL);
+GRANT SELECT ON erased TO PUBLIC;  -- seqs and ids only: every role that verifies the store reads it
 CREATE OR REPLACE FUNCTION memory_erasure_guard() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_TABLE_NAME = 'timeline' THEN
