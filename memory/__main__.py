@@ -1,8 +1,9 @@
-"""Command line for stores: ``python -m memory verify|export|import|stats``."""
+"""Command line for stores: ``python -m memory verify|export|import|stats|erase``."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -18,6 +19,8 @@ _EXAMPLES = """examples:
   python -m memory import more.jsonl restored.sqlite --append
   python -m memory stats runs/memory.sqlite
   python -m memory import backup.jsonl postgresql://app@db.internal/memory
+  python -m memory erase runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo
+  python -m memory erase runs/memory.sqlite --entry ENTRY_ID --reason "request 12"
 
 A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
@@ -39,6 +42,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="continue a non-empty store whose head the export's chain follows")
     stats = commands.add_parser("stats", help="counts of entries, tenants, situations, derived records")
     stats.add_argument("store")
+    erase = commands.add_parser("erase", help="erase an entry's or a principal's content for good; verify "
+                                              "still proves the rest (the derived state is rebuilt)")
+    erase.add_argument("store")
+    target = erase.add_mutually_exclusive_group(required=True)
+    target.add_argument("--principal", help="erase every entry of this principal")
+    target.add_argument("--entry", metavar="ID", help="erase the entry with this id")
+    erase.add_argument("--reason", default="", help="why (kept in the erasure record; no content)")
+    erase.add_argument("--by", default="", help="who asked (kept in the erasure record)")
     return parser
 
 
@@ -55,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "import":
             return _import(args.source, args.store, append=args.append)
+        if args.command == "erase":
+            return _erase(args)
         with open_store(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
@@ -86,6 +99,35 @@ def _import(source: str, path: str, *, append: bool) -> int:
                 Path(f"{path}{leftover}").unlink(missing_ok=True)
         raise
     print(f"imported {count} entries into {path}")
+    return 0
+
+
+def _erase(args: argparse.Namespace) -> int:
+    """Erase through the memory facade, with the encoder the store's entries name and default settings."""
+    from memory import EpisodicMemory
+    from memory.timeline import HashingEncoder
+
+    with open_store(args.store, create=False) as store:
+        encoders = [name for name in store.stats().encoders if name]
+        entry = store.get(args.entry) if args.entry else None
+    if args.entry and entry is None:
+        print(f"error: {args.store}: no entry {args.entry[:16]}… in this store", file=sys.stderr)
+        return 2
+    match = re.fullmatch(r"hashing-v2-d(\d+)-c([0-9.e-]+)", encoders[0]) if len(encoders) == 1 else None
+    if encoders and match is None:
+        print(f"error: {args.store}: entries made by {', '.join(encoders)}; erase with EpisodicMemory.forget "
+              f"and that encoder", file=sys.stderr)
+        return 2
+    encoder = HashingEncoder(int(match[1]), float(match[2])) if match else HashingEncoder()
+    principal = entry.principal if entry is not None else args.principal
+    with EpisodicMemory(args.store, principal=principal, encoder=encoder) as memory:
+        done = memory.forget(entry_id=args.entry, principal=None if args.entry else principal, reason=args.reason,
+                             requested_by=args.by)
+    noun = "entry" if done.entries == 1 else "entries"
+    print(f"erased {done.entries} {noun} of {principal} (erasure record {done.record_id[:16]}…); "
+          f"{done.records} derived records rebuilt; "
+          + ("no copy left in the store's files" if done.purged else
+             "old copies may remain until the store is vacuumed (another process held it, or not the owner)"))
     return 0
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 import networkx as nx
 
@@ -28,6 +28,7 @@ from memory.errors import MemoryError_
 from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
+from memory.persistence.flushes import FlushPoints
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
 from memory.pipeline import Learning
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
@@ -47,6 +48,8 @@ from memory.timeline import (
     Timeline,
     check_label,
 )
+from memory.timeline.erasure import Erasure, is_erased, make_plan
+from memory.timeline.schema import entry_to_row
 from memory.timeline.stores import open_store
 from memory.window import RecentEntries, as_messages
 
@@ -97,16 +100,21 @@ class EpisodicMemory:
         self.segmenter_config = segmenter or SegmenterConfig()
         self.learning = Learning(facts=facts, proposer=proposer)
         self.persistence = persistence
+        self._load(links)
+
+    def _load(self, links: GraphConfig) -> None:
+        """Build the derived state from the store (on open, and after an erasure rewrote it)."""
         self.reinforcements: list[pipeline.Reinforcement] = []  # what each episode closed in this process changed
         self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store)
-        self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=retriever,
-                                  persistence=persistence)
+        self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config,
+                                  persistence=self.persistence)
         self._segmenter = Segmenter(self.segmenter_config)
         self._recent = RecentEntries(self.store)
         self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
+        self._flushes = FlushPoints(self.store)
         chain = lambda graph, episode_id, hops, most: self.state.chains.narrative(episode_id, hops, most)  # noqa: E731
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
-                                    facts=self.state.facts_of, chain=chain, config=retriever)
+                                    facts=self.state.facts_of, chain=chain, config=self.retriever_config)
         self._open()
 
     @property
@@ -181,16 +189,9 @@ class EpisodicMemory:
         return self.record(text, kind=Kind.CORRECTION, **{"role": Role.USER, **fields})
 
     def flush(self) -> list[Episode]:
-        """Close every open episode now (e.g. at the end of a session); returns them."""
-        self._catch_up()
-        closed = self._segmenter.flush()
-        if not closed:
-            return []
-        last = max(ep.last_seq for ep in closed)
-        self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
-        for episode in closed:
-            self._close(episode)
-        return closed
+        """Close every open episode now (e.g. at the end of a session); returns them. The flush point is stored
+        first, so every process sharing the store closes them at the same entry (`memory.persistence.flushes`)."""
+        return self._close_open() if self._flushes.store_point(self._catch_up, self._segmenter.has_open) else []
 
     # -- reading -----------------------------------------------------------------------
 
@@ -276,27 +277,20 @@ class EpisodicMemory:
         return Projection(tuple(self.state.episodes.values()), edges, tuple(self.state.versions))
 
     def rebuild(self) -> Projection:
-        """Replay the whole timeline into a fresh in-memory memory; its projection.
-
-        Equals `projection()` when the derived records are a faithful projection of the timeline.
-        """
-        fresh = EpisodicMemory(None, principal=self.principal, encoder=self.encoder,
-                               retriever=self.retriever_config, segmenter=self.segmenter_config,
-                               links=self.state.graph_config, facts=self.learning.facts,
-                               proposer=self.learning.proposer)
-        flushes = {int(body["seq"]) for _, body in self.store.records(RecordKind.FLUSH)}
-        try:
-            for entry in self.store.entries():
-                fresh.store.append(EntryDraft(
-                    timestamp=entry.timestamp, principal=entry.principal, situation=entry.situation,
-                    role=entry.role, kind=entry.kind, text=entry.text, metadata=entry.metadata,
-                    embedding=entry.embedding, encoder=entry.encoder))
-                fresh._ingest(entry)
-                if entry.seq in flushes:
-                    fresh.flush()
+        """Replay the whole timeline into a fresh in-memory memory; its projection (equals `projection()`
+        when the derived records are a faithful projection of the timeline)."""
+        with replay(self) as fresh:
             return fresh.projection()
-        finally:
-            fresh.close()
+
+    def forget(self, *, entry_id: str | None = None, principal: str | None = None, reason: str = "",
+               requested_by: str = "") -> Erasure:
+        """Erase one of this principal's entries (by id) or all of a principal's: content, derived state, freed
+        bytes; `verify` still proves the rest (`memory.timeline.erasure`; what it does not reach: README)."""
+        plan = make_plan(self.store, entry_id=entry_id, principal=principal, owner=self.principal, reason=reason,
+                         requested_by=requested_by, rederive=lambda erase: replayed_records(self, erase))
+        purged = self.store.erase(plan)
+        self._load(self.state.graph_config)
+        return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 
     def close(self) -> None:
         """Close the store. Open episodes stay open and resume on the next open (see `flush`)."""
@@ -314,19 +308,32 @@ class EpisodicMemory:
 
     # -- the write path ------------------------------------------------------------------
 
-    def _catch_up(self, stop: int | None = None) -> None:
-        """Feed the entries other processes appended since the last one fed (up to `stop`), in timeline order.
+    def _catch_up(self, stop: int | None = None) -> int:
+        """Feed the entries others appended since the last one fed (up to `stop`) in timeline order, closing open
+        episodes at the flush points they stored, so projections equal `rebuild()`; the last seq fed."""
+        # read first: a SQLite read cursor left open would keep the writes below from starting
+        new = list(self.store.entries(start=self._seen + 1, stop=stop)) if stop is None or stop > self._seen + 1 else []
+        self._flushes.poll()  # after the read: a flush point before any entry read was stored before it
+        for entry in new:
+            self._flush_before(entry.seq)
+            self._ingest(entry)
+        self._flush_before(self._seen + 1 if stop is None else stop)
+        return self._seen
 
-        So every process sharing a store segments, and learns from, the one timeline in the
-        same order, and its projection equals `rebuild()`; alone on a store this reads nothing.
-        """
-        if stop is None or stop > self._seen + 1:
-            # read first: a SQLite read cursor left open would keep the writes below from starting
-            for entry in list(self.store.entries(start=self._seen + 1, stop=stop)):
-                self._ingest(entry)
+    def _flush_before(self, seq: int) -> None:
+        for _ in range(self._flushes.take_before(seq)):  # each flush point another process stored before `seq`
+            self._close_open()
+
+    def _close_open(self) -> list[Episode]:
+        closed = self._segmenter.flush()
+        for episode in closed:
+            self._close(episode)
+        return closed
 
     def _ingest(self, entry: Entry) -> None:
         self._seen = max(self._seen, entry.seq)
+        if is_erased(entry) or entry.seq <= self.state.closed_seq.get(entry.principal, -1):
+            return
         self._recent.add(entry)
         for episode in self._segmenter.feed(entry):
             self._close(episode)
@@ -357,11 +364,38 @@ class EpisodicMemory:
             episode = self.state.episodes[episode_id]
             self._learn(episode, self.store.get_many(list(episode.entry_ids)))
         self.stored.opened()
-        if opened.resume_from < 0:
-            return
-        self._seen = opened.resume_from - 1
-        for entry in self.store.entries(start=opened.resume_from):
-            self._seen = entry.seq
-            if entry.seq > self.state.closed_seq.get(entry.principal, -1):
-                for episode in self._segmenter.feed(entry):
-                    self._close(episode)
+        if opened.resume_from >= 0:  # entries of episodes closed and stored before are not fed again
+            self._seen = opened.resume_from - 1
+            self._catch_up()
+
+
+def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemory:
+    """A fresh in-memory memory fed `memory`'s timeline, the entries at seqs in `erase` as erased; close it.
+
+    Flushes happen where they happened (after the entry a flush record names, or, when that
+    entry is erased, before the next one), so the fresh memory closes the same episodes.
+    """
+    fresh = EpisodicMemory(None, principal=memory.principal, encoder=memory.encoder,
+                           retriever=memory.retriever_config, segmenter=memory.segmenter_config,
+                           links=memory.state.graph_config, facts=memory.learning.facts,
+                           proposer=memory.learning.proposer)
+    pending = sorted({int(body["seq"]) for _, body in memory.store.records(RecordKind.FLUSH)}, reverse=True)
+    for entry in memory.store.entries():
+        while pending and pending[-1] < entry.seq:
+            pending.pop()
+            fresh.flush()
+        fresh.store.insert_entry_rows([entry_to_row(entry)])  # the same seqs and ids as in `memory`
+        if entry.seq in erase or is_erased(entry):
+            fresh._seen = entry.seq
+        else:
+            fresh._ingest(entry)
+    for _ in pending:
+        fresh.flush()
+    return fresh
+
+
+def replayed_records(memory: EpisodicMemory, erase: Collection[int]) -> list[tuple[str, str, str]]:
+    """(kind, id, body as stored) of every record a replay of `memory`'s timeline with `erase` erased writes."""
+    with replay(memory, erase) as fresh:
+        return [(kind, record_id, body) for _, kind, record_id, body in
+                fresh.store.record_rows(0, fresh.store.last_record())]

@@ -15,6 +15,10 @@ class ImmutableRecordError(StoreError):
     """An UPDATE or DELETE was attempted on an insert-only table."""
 
 
+class HeadMoved(StoreError):
+    """Records meant for one timeline position were not stored: another writer appended meanwhile."""
+
+
 class IntegrityError(MemoryError_):
     """Stored records do not match their content addresses or their chain."""
 

@@ -143,9 +143,10 @@ def test_run_document_has_the_documented_keys(tmp_path):
 
 def test_main_writes_json_in_process(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert cli.main(["--quick", "--sizes", "10", "--json", str(out)], quick=TINY) == 0
+    assert cli.main(["--quick", "--sizes", "10", "--json", str(out), "--server", "off"], quick=TINY) == 0
     data = json.loads(out.read_text())
-    assert list(data) == [*METRICS, "machine", "quick"] and list(data["recall_ms"]) == ["10"]
+    assert list(data) == [*METRICS, "machine", "quick", "server_store"] and list(data["recall_ms"]) == ["10"]
+    assert data["server_store"] == {"skipped": "--server off"}
     assert "append_durable_ms" in capsys.readouterr().out
 
 
@@ -153,8 +154,8 @@ def test_strict_exits_1_on_a_missed_target_and_a_pipe_gets_unwrapped_rows(monkey
     document = _document(6.0)
     document["compare_jobs_speedup"] = metric(summarize([1.2]), digits=2)
     monkeypatch.setattr(cli, "run", lambda plan, directory, progress=None: judge(document))
-    assert cli.main(["--quick"]) == 0
-    assert cli.main(["--quick", "--strict"]) == 1
+    assert cli.main(["--quick", "--server", "off"]) == 0
+    assert cli.main(["--quick", "--strict", "--server", "off"]) == 1
     out = capsys.readouterr().out
     assert "targets missed: recall_ms @100,000, compare_peak_rss_mb, compare_jobs_speedup" in out
     assert any("recall_ms @100,000" in line and "p95 ≤ 15 ms" in line and "FAIL" in line for line in out.splitlines())

@@ -37,7 +37,7 @@ def test_readme_walkthrough_records_an_incident_and_recalls_a_fact(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     exec(compile(walkthrough(), "README.md", "exec"), {"__name__": "walkthrough"})
     out = capsys.readouterr().out
-    assert "tools: end_episode, list_facts, recall, record_correction, record_decision, record_observation, " \
+    assert "tools: end_episode, forget_entry, list_facts, recall, record_correction, record_decision, record_observation, " \
            "record_outcome, verify_store" in out
     assert "fact: when an observation affirms pool → pool, not database confidence" in out
     assert "error: True" in out and "'last tuesday' is not an ISO-8601 time" in out
@@ -83,6 +83,21 @@ def test_schemas_describe_the_arguments_and_mistakes_come_back_as_tool_errors(tm
     assert results[6].structured_content["seq"] == 0  # the server kept working after every mistake
     assert results[7].structured_content == {"principal": "p", "facts": []}
     assert json.loads(results[8].content[0].text)["ok"] is True
+
+
+def test_forget_entry_erases_an_entry_of_the_served_principal(tmp_path):
+    with EpisodicMemory(tmp_path / "memory.sqlite", principal="p") as memory:
+        other = memory.observe("another tenant's note", principal="q")
+        _, results = asyncio.run(_in_process_calls(memory, [
+            ("record_observation", {"text": "badge scan for Ingrid Vasquez at door 4", "timestamp": "2026-03-02T09:00:00Z"})]))
+        entry_id = results[0].structured_content["entry_id"]
+        _, results = asyncio.run(_in_process_calls(memory, [
+            ("forget_entry", {"entry_id": entry_id, "reason": "request of the person concerned"}),
+            ("forget_entry", {"entry_id": other.id}), ("verify_store", {})]))
+        assert results[0].structured_content["erased"] == 1 and not results[0].is_error
+        assert results[1].is_error and "no entry" in results[1].content[0].text  # another tenant's entry
+        assert json.loads(results[2].content[0].text)["ok"] is True
+        assert memory.store.get(entry_id).text == ""
 
 
 def test_cli_store_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):

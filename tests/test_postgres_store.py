@@ -13,7 +13,7 @@ from tests.pg_server import LocalServer
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install '.[postgres]')")
 
 from memory import EpisodicMemory  # noqa: E402
-from memory.errors import ImportFailed, IntegrityError  # noqa: E402
+from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError  # noqa: E402
 from memory.timeline import HashingEncoder, RecordKind, SQLiteStore, Timeline, open_store  # noqa: E402
 from memory.timeline.postgres import PostgresStore, grant_writer  # noqa: E402
 
@@ -187,3 +187,91 @@ def test_a_wrong_url_is_a_message_not_a_traceback(server, capsys):
     assert main(["stats", server.url("no_such_database")]) == 2
     assert "cannot connect" in capsys.readouterr().err
 
+
+
+def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
+    from memory.mcp import __main__ as cli
+    from memory.mcp import server as mcp_server
+
+    served = {}
+
+    class Stub:
+        def run(self, transport, **options):
+            memory = served["memory"]
+            memory.observe("orders p99 at 4 s; pool exhausted", situation="incident", timestamp=T0)
+            served["transport"], served["entries"] = transport, len(memory.store)
+
+    def build(memory):
+        served["memory"] = memory
+        return Stub()
+
+    monkeypatch.setattr(mcp_server, "build_server", build)
+    assert cli.main(["--store", url, "--principal", "team-a"]) == 0
+    assert served["transport"] == "stdio" and served["entries"] == 1
+    assert type(served["memory"].store).__name__ == "PostgresStore"
+    with open_store(url, create=False) as store:
+        assert [e.principal for e in store.entries()] == ["team-a"]
+
+
+def test_forgetting_on_the_server_store(server, url):
+    secret = "payroll export for Ingrid Vasquez"
+    server.admin("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
+                 "THEN CREATE ROLE agent LOGIN; END IF; END $$")
+    app_url = server.url(psycopg.conninfo.conninfo_to_dict(url)["dbname"], user="agent")
+    with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as memory:
+        grant_writer(url, "agent")  # before the first erasure
+        play_incidents(memory)
+        entry = memory.observe(secret, timestamp=T0 + timedelta(days=2), situation="support")
+        play_incidents(memory, start=T0 + timedelta(days=3))
+        memory.flush()
+        done = memory.forget(entry_id=entry.id, reason="request", requested_by="dpo")
+        assert done.entries == 1 and done.purged  # the owner's VACUUM FULL ran
+        assert memory.projection() == memory.rebuild()
+        assert memory.store.verify() is None
+        other = memory.observe("another note", timestamp=T0 + timedelta(days=9), situation="support")
+    with EpisodicMemory(app_url, principal="p", encoder=HashingEncoder(dim=64)) as app:
+        assert app.store.verify() is None  # the application role reads the erasure listing
+        with pytest.raises(ImmutableRecordError):  # but may not erase
+            app.forget(entry_id=other.id)
+    with psycopg.connect(url, autocommit=True) as conn:
+        for table, column in (("timeline", "text"), ("records", "body")):
+            assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {column} LIKE '%%Ingrid%%'").fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.RestrictViolation):
+            conn.execute("UPDATE timeline SET text = 'x' WHERE seq = 0")
+        conn.execute("ALTER TABLE timeline DISABLE TRIGGER timeline_no_change")
+        conn.execute("UPDATE timeline SET text = '', situation = '', metadata = '{}', encoder = '', "
+                     "embedding = ''::bytea WHERE seq = 1")  # emptied without an erasure record
+    with open_store(url, create=False) as store:
+        brk = store.verify()
+        assert brk is not None and brk.seq == 1 and "content does not match" in brk.reason
+
+
+def test_a_flush_while_others_write_keeps_projections_equal_on_the_server(url):
+    from tests.test_shared_writers import check_writers
+
+    check_writers(url)
+
+
+def test_the_bench_reports_the_server_store_beside_sqlite(server, tmp_path):
+    from eval.bench import server as bench_server
+    from tests.test_bench import TINY
+
+    section = bench_server.measure_server(TINY, tmp_path, server.url(), lambda message: None)
+    for kind in ("sqlite", "postgresql"):
+        figures = section[kind]
+        assert figures["append_ms"]["n"] == TINY.durable and figures["append_batch_per_s"]["n"] == TINY.batches
+        assert figures["recall_ms"]["n"] == TINY.queries and figures["recall_ms"]["median"] > 0
+    assert section["episodes"] == 30
+    assert "PostgreSQL p50" in str(bench_server.table(section).columns[3].header)
+    with psycopg.connect(server.url(), autocommit=True) as conn:  # the bench dropped its databases
+        assert not conn.execute("SELECT 1 FROM pg_database WHERE datname LIKE 'memory_bench_%'").fetchall()
+
+
+def test_the_bench_says_why_it_skips_the_server(monkeypatch, tmp_path):
+    from eval.bench import server as bench_server
+    from tests.test_bench import TINY
+
+    monkeypatch.setattr(bench_server.LocalServer, "find", staticmethod(lambda: (None, None, "no binaries here")))
+    assert bench_server.measure_server(TINY, tmp_path, None, print) == {"skipped": "no binaries here"}
+    assert bench_server.measure_server(TINY, tmp_path, "off", print) == {"skipped": "--server off"}
+    assert "skipped — no binaries here" in bench_server.table({"skipped": "no binaries here"})

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from rich.console import Console
 
-from eval.bench import footprint, measure
+from eval.bench import footprint, measure, server
 from eval.bench.corpus import SITUATION, query_texts
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
 
@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                              "reused by later runs; building it takes long)")
     parser.add_argument("--store-cache", default=None, metavar="DIR",
                         help="keep the built stores in DIR and reuse them on later runs (same size and seed)")
+    parser.add_argument("--server", default=None, metavar="URL|off",
+                        help="PostgreSQL server for the server-store figures beside SQLite's: a postgresql:// URL "
+                             "whose role may create databases, or off; default: start a local server from the "
+                             "system's binaries, skipped (saying why) when there are none")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)")
     return parser
@@ -292,9 +296,11 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     err = Console(stderr=True)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
-        results = run(plan, Path(tmp), progress=lambda message: err.print(
-            f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}"))
+        progress = lambda message: err.print(f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}")  # noqa: E731
+        results = run(plan, Path(tmp), progress=progress)
+        results["server_store"] = server.measure_server(plan, Path(tmp), args.server, progress)
     console.print(BenchReport(results))
+    console.print(server.table(results["server_store"]))
     missed = failures(results)
     console.print(f"targets missed: {', '.join(missed)}" if missed else "all judged targets met")
     if out is not None:

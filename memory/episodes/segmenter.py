@@ -254,6 +254,10 @@ class Segmenter:
         self._open.clear()
         return episodes
 
+    def has_open(self) -> bool:
+        """Whether any principal has an open episode (what `flush` would close)."""
+        return bool(self._open)
+
     def open_entries(self, principal: str) -> tuple[Entry, ...]:
         """Entries of the principal's open episode."""
         open_ = self._open.get(principal)

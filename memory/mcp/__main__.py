@@ -13,6 +13,7 @@ _EXAMPLES = """examples:
   python -m memory.mcp --store ~/.agent-memory/memory.sqlite --principal team-a
   python -m memory.mcp --store runs/memory.sqlite --principal me --transport streamable-http --port 8765
   python -m memory.mcp --store ~/.agent-memory/semantic.sqlite --encoder semantic
+  python -m memory.mcp --store "postgresql://agent@db.internal/memory" --principal team-a
 
 The process speaks MCP on stdin/stdout; an MCP client starts it (see the README's configuration block)."""
 
@@ -20,8 +21,9 @@ The process speaks MCP on stdin/stdout; an MCP client starts it (see the README'
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memory.mcp", description="Serve a memory store over MCP.",
                                      epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", required=True, metavar="PATH",
-                        help="SQLite memory store (created with its folder when missing)")
+    parser.add_argument("--store", required=True, metavar="PATH|URL",
+                        help="SQLite memory store (created with its folder when missing), or a postgresql:// URL "
+                             "of a shared store (pip install '.[postgres]')")
     parser.add_argument("--principal", default="default", metavar="NAME",
                         help="tenant every tool reads and writes (default: default)")
     parser.add_argument("--encoder", choices=ENCODER_NAMES, default="hashing",
@@ -43,11 +45,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from memory import EpisodicMemory
     from memory.errors import MemoryError_
+    from memory.timeline.stores import is_server_url
 
     try:
-        Path(args.store).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        memory = EpisodicMemory(Path(args.store).expanduser(), principal=args.principal,
-                                encoder=named_encoder(args.encoder))
+        if is_server_url(args.store):
+            target: str | Path = args.store
+        else:
+            target = Path(args.store).expanduser()
+            target.parent.mkdir(parents=True, exist_ok=True)
+        memory = EpisodicMemory(target, principal=args.principal, encoder=named_encoder(args.encoder))
     except (OSError, MemoryError_) as exc:
         print(f"error: {args.store}: {exc}", file=sys.stderr)
         return 2

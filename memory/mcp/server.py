@@ -1,9 +1,10 @@
 """The memory as MCP tools, on the official ``mcp`` SDK (`MCPServer`).
 
-One `EpisodicMemory` (one store, one principal) behind eight tools: four to record what
+One `EpisodicMemory` (one store, one principal) behind nine tools: four to record what
 happens in an incident (observation, decision, outcome, correction), one to close the
 current episode, one to recall a context (rendered prompt block and structured JSON), one
-to list facts with their version history, one to verify the store's hash chain.
+to list facts with their version history, one to verify the store's hash chain, and one to
+forget an entry on request (`EpisodicMemory.forget`).
 
 Tools are coroutines: they run on the event loop's thread, the thread that opened the
 store (SQLite connections stay on their thread); each call is short, and a stdio server
@@ -182,3 +183,16 @@ def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
         broken = memory.store.verify()
         bad = None if broken is None else {"seq": broken.seq, "id": broken.id, "reason": broken.reason}
         return {"ok": broken is None, "entries": len(memory.store), "first_bad": bad}
+
+    @server.tool(description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
+                             "data): its text is erased from the store, what the memory learned is rebuilt "
+                             "without it, and the store still verifies. Irreversible; only this principal's entries.")
+    @_user_errors
+    async def forget_entry(entry_id: Annotated[str, Field(min_length=64, max_length=64, description="The entry_id "
+                                                          "a record_* tool returned.")],
+                           reason: Annotated[str, Field(description="Why (kept in the erasure record, no content); "
+                                                                    "e.g. 'request of the person concerned'.")] = "",
+                           ) -> dict[str, Any]:
+        done = memory.forget(entry_id=entry_id, reason=reason, requested_by="mcp")
+        return {"erased": done.entries, "erasure_record": done.record_id, "rebuilt_records": done.records,
+                "purged": done.purged}

@@ -7,7 +7,9 @@ holding the timeline, the derived records of each `RecordKind` and binary snapsh
 (`store`, `schema`, `protocols`); `PostgresStore` keeps the same on a server shared by
 many processes (`postgres`), and `open_store` opens either by its name (`stores`);
 embeddings are packed by `blob`. Encoders (`encoder`, `semantic`) are chosen by name
-with `named_encoder`; a `Timeline` refuses a store another encoder embedded. Every later layer is a projection of this one.
+with `named_encoder`; a `Timeline` refuses a store another encoder embedded. `erasure` forgets
+an entry's or a principal's content on request while the rest still verifies. Every later
+layer is a projection of this one.
 """
 
 from memory.timeline.integrity import Audit, audit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,7 +20,7 @@ class Opened(NamedTuple):
 
 # Every table of the store and the triggers that make it insert-only; a table of ours without
 # them has been tampered with (they are created together, in one transaction).
-GUARDED = ("timeline", "records", "snapshots", "digests")
+GUARDED = ("timeline", "records", "snapshots", "digests", "erased")  # erased: see memory.timeline.erasure
 
 
 def missing_triggers(db: sqlite3.Connection) -> list[str]:
@@ -57,7 +58,7 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
         db.execute(f"PRAGMA busy_timeout = {int(lock_timeout * 1000)}")
         _claim(db, path, create)
         if path != ":memory:":
-            db.execute("PRAGMA journal_mode = WAL")
+            _enter_wal(db, lock_timeout)
         db.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         _create_missing(db, path)
         version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -77,12 +78,28 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
     return Opened(db, version)
 
 
+def _enter_wal(db: sqlite3.Connection, timeout: float) -> None:
+    """Switch to WAL; while another process creates the file the switch fails at once, so it is retried."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 def _claim(db: sqlite3.Connection, path: str, create: bool) -> None:
     """Refuse a file that is not (and cannot become) a store before anything is written to it."""
     app_id = db.execute("PRAGMA application_id").fetchone()[0]
     if app_id == APPLICATION_ID:
         return
     if db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]:
+        # another process may have created the store between the two reads: its id is set in that commit
+        if db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID:
+            return
         db.close()
         raise StoreError(f"{path}: not a memory store (SQLite file without the store's application id)")
     if not create:

@@ -249,14 +249,26 @@ class ChainBreak(NamedTuple):
     reason: str  # what did not match
 
 
-def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, start_seq: int = 0) -> ChainBreak | None:
-    """Recompute the chain; return the first break, or None when every entry matches."""
+def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, start_seq: int = 0,
+                 erased: Mapping[int, str] | None = None) -> ChainBreak | None:
+    """Recompute the chain; return the first break, or None when every entry matches.
+
+    `erased` maps the seq of each entry whose content was erased by record
+    (`memory.timeline.erasure`) to its id: such an entry must keep that id and its link, and
+    the next entry's id, which covers it, is recomputed as usual.
+    """
     prev_id, expected_seq = start_prev_id, start_seq
+    erased = erased or {}
     for entry in entries:
         if entry.seq != expected_seq:
             return ChainBreak(entry.seq, entry.id, f"sequence number {entry.seq}, expected {expected_seq}")
         if entry.prev_id != prev_id:
             return ChainBreak(entry.seq, entry.id, f"previous id {entry.prev_id[:12]}… does not link to {prev_id[:12]}…")
+        if entry.seq in erased:
+            if erased[entry.seq] != entry.id or entry.text or entry.embedding.size:
+                return ChainBreak(entry.seq, entry.id, "erased entry: another id, or its content is still stored")
+            prev_id, expected_seq = entry.id, expected_seq + 1
+            continue
         recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
         if recomputed != entry.id:
             return ChainBreak(entry.seq, entry.id, f"content does not match its id (recomputed {recomputed[:12]}…)")

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from memory.errors import StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
+from memory.timeline import erasure
 from memory.timeline.connection import missing_triggers
 from memory.timeline.entries import GENESIS_ID, Entry, entry_id
 from memory.timeline.schema import APPLICATION_ID, COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
@@ -85,9 +86,16 @@ def lost_tail(db: sqlite3.Connection, path: str) -> str:
         if row[0] != anchor.head:
             return f"entry seq={anchor.entries - 1} is not the anchored head {anchor.head[:12]}…"
     for table, (seq, digest) in anchor.derived.items():
-        if seq and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None:
+        if seq and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None \
+                and not _erasable(db, table, seq):
             return f"{table} row seq={seq} recorded by the anchor is missing"
     return ""
+
+
+def _erasable(db: sqlite3.Connection, table: str, seq: int) -> bool:
+    """Whether a derived row may be absent because an erasure deleted it (a cheap check for opening)."""
+    marks = erasure.sqlite_marks(db)
+    return seq < marks.records_before if table == "records" else seq <= marks.snapshots_upto
 
 
 def audit(path: str | Path) -> Audit:
@@ -144,10 +152,13 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
         return Audit(0, GENESIS_ID, findings, notes)
     findings += [f"schema: refusal trigger {name} is missing (UPDATE/DELETE were possible)"
                  for name in missing_triggers(db)]
-    count, head, chain = _chain(db)
+    marks = erasure.sqlite_marks(db)
+    findings += marks.findings
+    count, head, chain = _chain(db, marks.entries)
     findings += chain
     if "digests" in tables:
-        findings += [line for table in DERIVED if table in tables for line in _derived(db, table)]
+        bounds = {"records": marks.records_before - 1, "snapshots": marks.snapshots_upto}
+        findings += [line for table in DERIVED if table in tables for line in _derived(db, table, bounds[table])]
     else:
         notes.append("derived records are not digest-chained yet (a store written before digests; "
                      "the next write chains them)")
@@ -155,27 +166,38 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
     if read.anchor is None:
         notes.append(read.note)
     else:
-        findings += _against_anchor(db, read.anchor, count, tables)
+        findings += _against_anchor(db, read.anchor, count, tables, marks)
     return Audit(count, head, findings[:MAX_FINDINGS] + (
         [f"… and {len(findings) - MAX_FINDINGS} more"] if len(findings) > MAX_FINDINGS else []), notes)
 
 
-def _chain(db: sqlite3.Connection) -> tuple[int, str, list[str]]:
-    """(rows, head id, findings) of the timeline's hash chain, stopping at the first break."""
+def _chain(db: sqlite3.Connection, erased: dict[int, str]) -> tuple[int, str, list[str]]:
+    """(rows, head id, findings) of the timeline's hash chain, stopping at the first break.
+
+    A row `erased` lists is checked for its id, its link and its blank content; the next row's
+    id covers its id.
+    """
     prev_id, expected, count = GENESIS_ID, 0, 0
     cursor = db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq")
     while rows := cursor.fetchmany(256):
+        readable = [row for row in rows if row[0] not in erased]
         try:  # derived vectors are recomputed a batch at a time; a damaged batch is read row by row
-            batch: list[Entry] | None = rows_to_entries(rows)
+            batch: dict[int, Entry] | None = dict(zip((row[0] for row in readable), rows_to_entries(readable)))
         except Exception:  # noqa: BLE001 - the row that fails is reported below
             batch = None
-        for index, row in enumerate(rows):
+        for row in rows:
             count += 1
             where = f"timeline seq={row[0]} id={str(row[1])[:16]}…"
             if row[0] != expected:
                 return count, prev_id, [f"{where}: sequence number {row[0]}, expected {expected} (rows missing)"]
+            if row[0] in erased:
+                wrong = erasure.blank_row_finding(row, erased[row[0]])
+                if wrong or row[2] != prev_id:
+                    return count, prev_id, [wrong or f"{where}: previous id does not link to {prev_id[:12]}…"]
+                prev_id, expected = row[1], expected + 1
+                continue
             try:
-                entry = batch[index] if batch is not None else row_to_entry(row)
+                entry = batch[row[0]] if batch is not None else row_to_entry(row)
                 recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
             except Exception as exc:  # noqa: BLE001 - any damage to a row is reported, never raised
                 return count, prev_id, [f"{where}: unreadable row ({type(exc).__name__}: {exc})"]
@@ -187,12 +209,18 @@ def _chain(db: sqlite3.Connection) -> tuple[int, str, list[str]]:
     return count, prev_id, []
 
 
-def _derived(db: sqlite3.Connection, table: str) -> list[str]:
-    """Findings of one derived table's digest chain (first break only)."""
+def _derived(db: sqlite3.Connection, table: str, erased_upto: int) -> list[str]:
+    """Findings of one derived table's digest chain (first break only).
+
+    Rows up to seq `erased_upto` may be absent (an erasure deleted them): the chain goes on
+    from their stored digests, which the next present row's digest covers.
+    """
     digests = _digest_rows(db, table)
     prev = GENESIS
     for row in db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} ORDER BY seq"):
         stored = next(digests, None)
+        while stored is not None and stored[0] < row[0] and stored[0] <= erased_upto:
+            prev, stored = stored[1], next(digests, None)
         if stored is None:
             return [f"{table} seq={row[0]} kind={row[1]} id={row[2]}: not covered by the digest chain "
                     f"(inserted outside the store)"]
@@ -202,6 +230,8 @@ def _derived(db: sqlite3.Connection, table: str) -> list[str]:
         if prev != stored[1]:
             return [f"{table} seq={row[0]} kind={row[1]} id={row[2]}: content does not match its digest"]
     extra = next(digests, None)
+    while extra is not None and extra[0] <= erased_upto:
+        extra = next(digests, None)
     return [f"{table} seq={extra[0]}: digested row is missing (deleted)"] if extra else []
 
 
@@ -210,7 +240,8 @@ def _digest_rows(db: sqlite3.Connection, table: str) -> Iterator[tuple[int, str]
     return iter([(row[0], row[1]) for row in rows])
 
 
-def _against_anchor(db: sqlite3.Connection, anchor: Anchor, count: int, tables: set[str]) -> list[str]:
+def _against_anchor(db: sqlite3.Connection, anchor: Anchor, count: int, tables: set[str],
+                    marks: erasure.Marks) -> list[str]:
     findings = []
     if count < anchor.entries:
         findings.append(f"timeline: {count} entries, the anchor records {anchor.entries}: the tail was lost")
@@ -226,7 +257,8 @@ def _against_anchor(db: sqlite3.Connection, anchor: Anchor, count: int, tables: 
         if row is None or row[0] != digest:
             findings.append(f"{table} seq={seq}: the anchored digest {digest[:16]}… is "
                             f"{'missing' if row is None else 'different'} (rows lost or rewritten)")
-        elif table in tables and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None:
+        elif table in tables and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None \
+                and seq > (marks.records_before - 1 if table == "records" else marks.snapshots_upto):
             findings.append(f"{table} seq={seq}: the anchored row is missing")
     return findings
 

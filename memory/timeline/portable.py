@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from memory.errors import ImportFailed, MemoryError_, StoreError
 from memory.timeline.entries import Entry
+from memory.timeline.erasure import is_erased
 from memory.timeline.schema import entry_from_json, entry_to_json
 from memory.timeline.validation import check_label, check_metadata, check_text, check_timestamp
 
@@ -81,11 +82,13 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
         try:
             data = json.loads(line, parse_constant=_no_constant)
             entry = entry_from_json(data)
-            check_text(entry.text)
-            check_label("principal", entry.principal)
-            check_label("situation", entry.situation)
-            check_metadata(entry.metadata)
-            check_timestamp(entry.timestamp)
+            erased = is_erased(entry)
+            if not erased:
+                check_text(entry.text)
+                check_label("principal", entry.principal)
+                check_label("situation", entry.situation)
+                check_metadata(entry.metadata)
+                check_timestamp(entry.timestamp)
         except json.JSONDecodeError as exc:
             raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
         except RecursionError as exc:
@@ -94,6 +97,9 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
             raise ImportFailed(path, number, f"not a valid timeline entry ({exc})") from exc
         except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
             raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
+        if erased:
+            raise ImportFailed(path, number, "an erased entry (`python -m memory erase`): an export of a store "
+                                             "with erasures cannot be imported yet; copy the store file instead")
         parsed.append(entry)
         numbers.append(number)
     return parsed, numbers

@@ -19,7 +19,8 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
+from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
+from memory.timeline import erasure, portable
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -34,7 +35,6 @@ from memory.timeline.schema import (
     prepare,
     COLUMNS,
     RecordKind,
-    entry_from_json,
     entry_to_json,
     entry_to_row,
     kind_text,
@@ -107,6 +107,8 @@ def grant_writer(url: str, role: str) -> None:
                 "REVOKE ALL ON timeline, records, snapshots FROM {role}",
                 "GRANT SELECT, INSERT ON timeline, records, snapshots TO {role}"):
             conn.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=sql.Identifier(role)))
+        if conn.execute("SELECT to_regclass('erased')").fetchone()[0] is not None:  # a store that erased
+            conn.execute(sql.SQL("GRANT SELECT ON erased TO {}").format(sql.Identifier(role)))
 
 
 class PostgresStore:
@@ -222,8 +224,8 @@ class PostgresStore:
         """The last `n` entries of a principal, oldest first."""
         if n <= 0:
             return []
-        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE principal = %s ORDER BY seq DESC LIMIT %s",
-                          (principal, n))
+        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE principal = %s AND situation <> '' "
+                          f"ORDER BY seq DESC LIMIT %s", (principal, n))  # an erased row has no situation
         return [row_to_entry(row) for row in reversed(rows)]
 
     def principals(self) -> list[str]:
@@ -236,8 +238,9 @@ class PostgresStore:
 
     # -- derived records and snapshots ---------------------------------------------------
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
-        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
+                    head: int | None = None) -> int:
+        """Insert derived records (skipping identical ones); how many were new. `head`: see `SQLiteStore`."""
         kind = kind_text(kind)
         rows = [(record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
                 for record_id, body in records]
@@ -245,6 +248,8 @@ class PostgresStore:
             return 0
         added = 0
         with self._write():
+            if head is not None and self._head()[0] - 1 != head:
+                raise HeadMoved(f"{_shown(self.path)}: the timeline moved past seq {head}")
             stored = dict(self._rows("SELECT id, body FROM records WHERE kind = %s AND id = ANY(%s)",
                                      (kind, [row[0] for row in rows])))
             seq = self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
@@ -259,6 +264,10 @@ class PostgresStore:
                 stored[record_id] = body
                 added += 1
         return added
+
+    def others_wrote(self) -> bool:
+        """Always True: other hosts write to the server unannounced."""
+        return True
 
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind, in insertion order."""
@@ -333,8 +342,16 @@ class PostgresStore:
                         unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
                         return
 
-        brk = verify_chain(readable())
+        if (marks := erasure.postgres_marks(self._db)).findings:
+            return ChainBreak(-1, "?", marks.findings[0])
+        brk = verify_chain(readable(), erased=marks.entries)
         return unreadable[0] if unreadable else brk
+
+    def erase(self, plan: erasure.ErasurePlan) -> bool:
+        """Apply an erasure plan (`memory.timeline.erasure`; owner only); whether VACUUM FULL purged old rows."""
+        with self._write():
+            erasure.apply_postgres(self._db, plan)
+        return erasure.purge_postgres(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:
         """Write every entry as one JSON line; returns the number written."""
@@ -352,7 +369,7 @@ class PostgresStore:
         bad, torn or unlinked line is named in an `ImportFailed`.
         """
         path = str(source)
-        parsed, line_of = _read_export(path)
+        parsed, line_of = portable.parse_jsonl(path)
         with self._write():
             seq, prev_id = self._head()
             brk = verify_chain(parsed, start_prev_id=prev_id, start_seq=seq)
@@ -407,27 +424,6 @@ class _WriteTransaction:
         if isinstance(exc, psycopg.OperationalError):
             raise StoreError(str(exc).strip()) from exc
         return False
-
-
-def _read_export(path: str) -> tuple[list[Entry], list[int]]:
-    """The entries of a JSONL export and the line number of each; `ImportFailed` on the first bad line."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ImportFailed(path, 0, f"cannot read file ({exc})") from exc
-    parsed: list[Entry] = []
-    line_of: list[int] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            parsed.append(entry_from_json(json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
-        line_of.append(number)
-    return parsed, line_of
 
 
 def _shown(url: str) -> str:

@@ -84,8 +84,16 @@ class EntryLog(Protocol):
 class RecordLog(Protocol):
     """Derived records (episodes, edges, fact versions, ...), insert-only, in insertion order."""
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
-        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
+                    head: int | None = None) -> int:
+        """Insert derived records; an existing identical record is skipped. Returns how many were new.
+
+        With `head`, only while the timeline's last entry is at that seq (else `HeadMoved`).
+        """
+        ...
+
+    def others_wrote(self) -> bool:
+        """Whether another connection may have committed since the last call (True when unknown)."""
         ...
 
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -152,6 +160,10 @@ class Store(EntryLog, RecordLog, SnapshotLog, Protocol):
 
     def import_jsonl(self, source: str | Path) -> int:
         """Append the entries of a JSONL export, all or nothing; returns the number appended."""
+        ...
+
+    def erase(self, plan: Any) -> bool:
+        """Apply an `memory.timeline.erasure.ErasurePlan` in one transaction; whether the old bytes were purged."""
         ...
 
     def close(self) -> None:

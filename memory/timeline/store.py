@@ -17,10 +17,10 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from memory.errors import ImportFailed, IntegrityError, StoreError
+from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
-from memory.timeline import portable
+from memory.timeline import erasure, portable
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -209,8 +209,13 @@ class SQLiteStore:
 
     # -- derived records ----------------------------------------------------------------
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
-        """Insert derived records; an existing identical record is skipped. Returns how many were new."""
+    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
+                    head: int | None = None) -> int:
+        """Insert derived records; an existing identical record is skipped. Returns how many were new.
+
+        With `head`, the records are stored only while the timeline's last entry is at that seq
+        (checked under the write lock; `HeadMoved` otherwise), e.g. a flush point other writers must see.
+        """
         kind = kind_text(kind)
         rows = [(kind, record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
                 for record_id, body in records]
@@ -218,6 +223,8 @@ class SQLiteStore:
             return 0
         added = 0
         with self._write():
+            if head is not None and self._head()[0] - 1 != head:
+                raise HeadMoved(f"{self.path}: the timeline moved past seq {head}")
             for row in rows:
                 cursor = self._db.execute("INSERT OR IGNORE INTO records (kind, id, body) VALUES (?,?,?)", row)
                 if cursor.rowcount:
@@ -227,6 +234,12 @@ class SQLiteStore:
                     if stored[0] != row[2]:
                         raise IntegrityError(f"{kind} record {row[1]} already stored with different content")
         return added
+
+    def others_wrote(self) -> bool:
+        """Whether another connection committed to the file since the last call (SQLite's data_version)."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        changed, self._data_version = version != getattr(self, "_data_version", None), version
+        return changed
 
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind, in insertion order."""
@@ -358,10 +371,24 @@ class SQLiteStore:
                     yield entry
 
         try:
-            brk = verify_chain(readable())
+            brk = verify_chain(readable(), erased=erasure.sqlite_marks(self._db).entries)
         except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
             return ChainBreak(-1, "?", f"unreadable row: {exc}")
         return unreadable[0] if unreadable else brk
+
+    def erase(self, plan: erasure.ErasurePlan) -> bool:
+        """Apply an erasure plan (`memory.timeline.erasure`) in one write transaction, then purge the file.
+
+        Returns whether no copy of the erased content is left in the file and its ``-wal``.
+        """
+        self._db.execute("PRAGMA secure_delete = ON")
+        try:
+            with self._write():
+                anchors.seal(self._db)  # rows of a store written before digests get theirs before any is deleted
+                erasure.apply_sqlite(self._db, plan)
+        finally:
+            self._db.execute("PRAGMA secure_delete = OFF")
+        return self.path == ":memory:" or erasure.purge_sqlite(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:
         """Write every entry as one JSON line, atomically (`memory.timeline.portable`); the number written."""

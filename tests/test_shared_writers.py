@@ -1,0 +1,60 @@
+"""Several processes writing one memory, one of them flushing while the others write: every process's
+projection equals `rebuild()` (the flush point is stored at the head first and every process closes its
+open episodes there)."""
+
+import multiprocessing
+from datetime import timedelta
+
+from memory import EpisodicMemory
+from memory.timeline import HashingEncoder, RecordKind, open_store
+from tests.builders import T0
+
+
+def _writer(target, index, cycles, flush_at, barrier, results):
+    """Cycles of observe → decide → outcome, flushing after the cycles in `flush_at`; then compare with rebuild()."""
+    with EpisodicMemory(target, principal=f"agent-{index}", encoder=HashingEncoder(dim=64)) as memory:
+        clock = T0
+        for cycle in range(cycles):
+            clock += timedelta(minutes=10)
+            memory.observe(f"service {cycle % 3}: latency high", timestamp=clock, situation="incident")
+            memory.decide(f"Decision: check the pool ({cycle})", choice="pool", timestamp=clock + timedelta(minutes=1),
+                          situation="incident")
+            memory.outcome("still failing", status="failure", timestamp=clock + timedelta(minutes=2),
+                           situation="incident")
+            if cycle in flush_at:
+                memory.flush()
+        barrier.wait(timeout=120)
+        memory.recall()  # picks up what the others appended after this process's last entry
+        projection = memory.projection()
+        results.put((index, projection == memory.rebuild(), len(projection.episodes)))
+
+
+def run_writers(target, *, processes=3, cycles=8, flushes=({2, 5}, {4}, set())):
+    """Run the writer processes on one store; (index, projection equals rebuild, episodes) of each, sorted."""
+    with open_store(target):
+        pass  # created once, before the writers start
+    context = multiprocessing.get_context("fork")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_writer, args=(target, i, cycles, flushes[i % len(flushes)], barrier, results),
+                               daemon=True) for i in range(processes)]
+    for worker in workers:
+        worker.start()
+    try:
+        return sorted(results.get(timeout=120) for _ in workers)
+    finally:
+        barrier.abort()  # a worker that failed leaves the others waiting
+        for worker in workers:
+            worker.join(timeout=30)
+
+
+def check_writers(target):
+    outcomes = run_writers(target)
+    assert [equal for _, equal, _ in outcomes] == [True] * len(outcomes)
+    assert len({count for _, _, count in outcomes}) == 1
+    with open_store(target, create=False) as store:
+        assert len(store) == 3 * 8 * 3 and store.verify() is None
+        assert len(list(store.records(RecordKind.FLUSH))) >= 2
+
+
+def test_a_flush_while_others_write_keeps_every_projection_equal_to_rebuild(tmp_path):
+    check_writers(str(tmp_path / "shared.sqlite"))
