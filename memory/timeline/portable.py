@@ -1,4 +1,4 @@
-"""Moving a timeline between stores as JSON lines: export to a file, import all or nothing.
+"""Moving a timeline between stores as JSON lines (export, import all or nothing); a SQLite store's counts.
 
 Export writes a temporary file next to the target and moves it into place, so a failure
 (a disk error, an unreadable row) never leaves a partial file. Import parses and checks
@@ -13,10 +13,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from memory.errors import ImportFailed, MemoryError_, StoreError
 from memory.timeline.entries import Entry
+from memory.timeline.protocols import StoreStats
 from memory.timeline.erasure import is_erased
 from memory.timeline.schema import entry_from_json, entry_to_json
 from memory.timeline.validation import check_label, check_metadata, check_text, check_timestamp
@@ -103,3 +104,19 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
         parsed.append(entry)
         numbers.append(number)
     return parsed, numbers
+
+
+def sqlite_stats(db: Any, entries: int) -> StoreStats:
+    """Counts of a SQLite store's entries, tenants, situations, derived records and encoders."""
+    first, last = db.execute(
+        "SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
+        "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)").fetchone()
+    return StoreStats(
+        entries=entries,
+        principals=db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0],
+        situations=dict(db.execute("SELECT situation, COUNT(*) FROM timeline GROUP BY situation ORDER BY 2 DESC")),
+        records=dict(db.execute("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
+        first=first,
+        last=last,
+        encoders=[row[0] for row in db.execute("SELECT DISTINCT encoder FROM timeline ORDER BY 1")],
+    )

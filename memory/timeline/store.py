@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
-
 from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
@@ -421,19 +419,7 @@ class SQLiteStore:
 
     def stats(self) -> StoreStats:
         """Counts of entries, tenants, situations and derived records."""
-        db = self._db
-        first, last = db.execute(
-            "SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
-            "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)").fetchone()
-        return StoreStats(
-            entries=len(self),
-            principals=db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0],
-            situations=dict(db.execute("SELECT situation, COUNT(*) FROM timeline GROUP BY situation ORDER BY 2 DESC")),
-            records=dict(db.execute("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
-            first=first,
-            last=last,
-            encoders=[row[0] for row in db.execute("SELECT DISTINCT encoder FROM timeline ORDER BY 1")],
-        )
+        return portable.sqlite_stats(self._db, len(self))
 
     def close(self) -> None:
         """Close the connection and the anchor file (idempotent)."""
