@@ -168,7 +168,7 @@ class _LoopAgent:
             attempt=prompt.attempt,
             tried=tuple(self._tried),
             feedback=tuple(self._feedback),
-            catalogue=tuple(getattr(prompt, "catalogue", ())),
+            catalogue=tuple(CauseInfo(c.id, c.description, tuple(c.signals)) for c in getattr(prompt, "catalogue", ())),
         )
         evidence, context_text = self._recall(problem)
         evidence = fit_budget(evidence, self.budget)

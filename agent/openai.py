@@ -17,7 +17,6 @@ from typing import Any, Mapping
 
 from agent.llm import (
     REPAIR_PROMPT,
-    SYSTEM_PROMPT,
     TOOL_NAME,
     CachedLLMReasoner,
     MissingKey,
@@ -25,6 +24,7 @@ from agent.llm import (
     decision_schema,
     drop_parameters,
     named_parameter,
+    system_parts,
     user_prompt,
 )
 from agent.reasoner import Problem
@@ -73,7 +73,7 @@ class OpenAIReasoner(CachedLLMReasoner):
         """The exact request sent (and hashed for the cache; the server's address is not part of it)."""
         function = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.", "strict": True,
                     "parameters": decision_schema(problem)}
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+        messages: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(system_parts(problem))},
                                           {"role": "user", "content": user_prompt(problem, context_text)}]
         if repair:
             messages += _repair_turns(*repair)
