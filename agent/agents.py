@@ -23,6 +23,7 @@ from typing import Any, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline import WindowedRAGMemory
+from memory.retrieval import IncidentNote
 from memory.timeline import Encoder
 
 PRINCIPAL = "agent"  # tenant used by the harness
@@ -321,7 +322,7 @@ class EpisodicAgent(_LoopAgent):
         kept = {item.id for item in fit_budget(evidence, self.budget)}
         shown = replace(context, episodes=tuple(r for r in episodes if r.episode.id in kept),
                         facts=tuple(r for r in context.facts if r.fact.id in kept))
-        return evidence, shown.render(max_chars=self.budget.chars)
+        return evidence, shown.render(max_chars=self.budget.chars, incidents=incident_notes(evidence))
 
     def recorded(self) -> Recorded:
         self.memory.flush()
@@ -331,6 +332,12 @@ class EpisodicAgent(_LoopAgent):
     def close(self) -> None:
         self.memory.flush()
         self.memory.close()
+
+
+def incident_notes(evidence: Sequence[Evidence]) -> dict[str, IncidentNote]:
+    """Per episode, the problem it worked on (so that a rendered context shows one incident per problem)."""
+    return {item.id: IncidentNote(key="\n".join(item.observations) or item.id, symptoms=item.observations,
+                                  final_fix=item.resolved_as) for item in evidence if item.source != "fact"}
 
 
 def _episode_text(episode: Any) -> str:
