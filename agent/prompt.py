@@ -49,21 +49,24 @@ Each user message then gives:
 Memory shows past incidents as units. A unit gathers every recalled attempt at one past
 problem, in the order they happened:
 
-    Past incident 1: 2026-01-14 incident_response, billing-api (2 attempts, final fix: queue_backlog)
-      Symptoms: what was observed when the problem started (one line per observation)
-      Attempt 1 [E2] 2026-01-14 tried cache_eviction: FAILURE
-        What happened: a short extract of the attempt (decision, action, outcome)
+    Past incident 1: 2026-01-14 incident_response, billing-api (2 attempts shown, final fix: queue_backlog)
+      Symptom: an observation recorded when the problem started (one line each)
+      Symptom: ...
+      Attempt [E2] 2026-01-14 09:12: tried cache_eviction, outcome FAILURE
+        Result: what was reported after the attempt
         Correction: what a person said was wrong with the diagnosis, and why
-      Attempt 2 [E1] 2026-01-14 tried queue_backlog: SUCCESS
-        What happened: ...
+      Attempt [E1] 2026-01-14 10:03: tried queue_backlog, outcome SUCCESS
+        Result: ...
       Why recalled: similar observations (0.61); same situation; known outcome SUCCESS; ...
 
 Read a unit like an incident review: the symptoms, each diagnosis that was tried with its
 outcome, what people corrected, and the choice that finally fixed the problem ("final fix").
 An attempt line names the choice taken and its outcome: SUCCESS (the problem went away),
 FAILURE (it did not), PARTIAL (it helped but did not resolve it) or UNKNOWN (nobody said). A
-unit may show only some of its attempts (memory recalls the attempts most relevant to you);
-the final fix is known from the whole history even when the successful attempt is not shown.
+unit often shows only some of its attempts (memory recalls the attempts most relevant to you,
+and avoids near-duplicates); the final fix is known from the whole history even when the
+successful attempt is not shown. A "Record" instead of an attempt is an episode in which no
+diagnosis was made (a note, a meeting, a handover); its "Note" line says what was recorded.
 "Why recalled" gives the parts of the memory's score: how similar the observations were, the
 situation, the outcome, graph links to other relevant incidents, and how recent it was.
 
@@ -213,7 +216,7 @@ The planning note names a cause but records no outcome and comes from another si
 - Outcome labels are read from what people and monitors reported after each attempt; a
   report that was vague or premature can make a label wrong. Several incidents that agree
   outweigh one.
-- "What happened" lines are extracts of the original records, not complete accounts; the
+- "Result" and "Note" lines are extracts of the original records, not complete accounts; the
   symptoms of a unit are the observations recorded when its problem started.
 - Scores in "Why recalled" rank items against each other for this incident; they are not
   probabilities, and a high similarity can come from shared boilerplate such as service
