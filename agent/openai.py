@@ -2,9 +2,11 @@
 
 Any server that speaks OpenAI's Chat Completions with function calling works: OpenAI itself,
 Ollama, vLLM, llama.cpp's server, LM Studio. The decision comes back through a forced
-function call whose JSON schema enumerates the candidates; everything else (prompts,
-validation, one repair round, the response cache and key-less replay, token accounting)
-is shared with the Claude reasoner in `agent.llm`. The ``openai`` SDK is imported lazily,
+function call whose JSON schema enumerates the scenario's root causes; everything else
+(prompts, validation, one repair round, the response cache and key-less replay, token
+accounting) is shared with the Claude reasoner in `agent.llm`. The system prompt is the
+same for a whole scenario, so a server that caches prompt prefixes (OpenAI does above
+1,024 tokens) reuses it; its ``cached_tokens`` are counted as cache reads. The ``openai`` SDK is imported lazily,
 so heuristic mode never needs it; its own retry loop (``max_retries``) backs off on rate
 limits, server errors, timeouts and dropped connections.
 """
