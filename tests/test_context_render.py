@@ -71,3 +71,16 @@ def test_render_never_exceeds_the_budget_and_cuts_only_between_items(budget):
     full = _context(_recalled(FIXED), _recalled(OTHER), _recalled(FAILED)).render(incidents=NOTES)
     for line in text.split("\n"):
         assert line in full.split("\n")  # no line is cut short
+
+
+def test_the_episodic_agent_keys_incidents_by_the_problem_each_episode_worked_on():
+    from agent.agents import incident_notes
+    from agent.reasoner import Evidence
+
+    evidence = [Evidence("first", "episode", "t", 0.5, outcome="FAILURE", observations=SYMPTOMS),
+                Evidence("retry", "episode", "t", 0.5, outcome="SUCCESS", observations=SYMPTOMS,
+                         resolved_as="broker_quota"),
+                Evidence("lonely", "episode", "t", 0.5), Evidence("f@1", "fact", "when x → y", 0.5)]
+    notes = incident_notes(evidence)
+    assert set(notes) == {"first", "retry", "lonely"} and notes["first"].key == notes["retry"].key
+    assert notes["lonely"].key == "lonely" and notes["retry"].final_fix == "broker_quota"
