@@ -141,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fake = FakeMessagesAPI()
     fake.log_path = Path(args.log) if args.log else None
+    if fake.log_path is not None:
+        fake.log_path.parent.mkdir(parents=True, exist_ok=True)
     url = fake.start(port=args.port)
     print(f"fake Messages API at {url} (Ctrl-C stops it)", flush=True)
     try:
