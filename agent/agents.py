@@ -19,11 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline import WindowedRAGMemory
+from memory.calibration import EvidenceRecord
+from memory.episodes import Outcome
+from memory.facts import rejected_choices
+from memory.incidents import Incident, closeness, incident_of, rarity_in
 from memory.retrieval import IncidentNote
+from memory.text import terms
 from memory.timeline import Encoder
 
 PRINCIPAL = "agent"  # tenant used by the harness
@@ -132,6 +137,10 @@ class _LoopAgent:
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         return [], ""
 
+    def _record_of(self) -> dict[str, tuple[int, int]]:
+        """How often each evidence kind was right here, when the memory keeps such a record."""
+        return {}
+
     # -- the loop --------------------------------------------------------------------------------
 
     def observe(self, events: Sequence[Any]) -> None:
@@ -171,6 +180,7 @@ class _LoopAgent:
             feedback=tuple(self._feedback),
             catalogue=tuple(CauseInfo(c.id, c.description, tuple(c.signals)) for c in getattr(prompt, "catalogue", ())),
         )
+        problem = replace(problem, record=self._record_of())
         evidence, context_text = self._recall(problem)
         evidence = fit_budget(evidence, self.budget)
         decision = self.reasoner.decide(problem, evidence, context_text)
@@ -181,7 +191,8 @@ class _LoopAgent:
             f"Decision: {decision.choice} — {decision.rationale}",
             kind="decision", role="agent", timestamp=prompt.decision_time, situation=prompt.situation,
             metadata={"choice": decision.choice, "confidence": decision.confidence, "service": prompt.service,
-                      "retrieved": [item.id for item in evidence], "relied_on": list(decision.relied_on)},
+                      "retrieved": [item.id for item in evidence], "relied_on": list(decision.relied_on),
+                      "attempt": prompt.attempt, **({"favoured": dict(decision.favoured)} if decision.favoured else {})},
             live=True,
         )
         return Turn(decision, tuple(evidence), context_text)
@@ -255,18 +266,24 @@ class EpisodicAgent(_LoopAgent):
         reasoner: the shared reasoner.
         memory: an `EpisodicMemory` (the facade), configured with a retriever preset.
         outcome_labels: when False, evidence is handed over as plain text (ablation).
+        units: when False, episodes are handed over one by one, each with only its own outcome and
+            corrections, instead of as incidents with what finally fixed them (ablation).
     """
 
     name = "episodic"
 
     def __init__(self, reasoner: Reasoner, memory: Any, budget: Budget = DEFAULT_BUDGET, *,
-                 name: str = "episodic", outcome_labels: bool = True, principal: str = PRINCIPAL) -> None:
+                 name: str = "episodic", outcome_labels: bool = True, principal: str = PRINCIPAL,
+                 units: bool = True) -> None:
         super().__init__(reasoner, budget)
         self.memory = memory
         self.name = name
         self.outcome_labels = outcome_labels
+        self.units = units
         self.principal = principal
         self._live: set[str] = set()  # entry ids of the round being decided
+        self._members: dict[str, tuple[str, ...]] = {}  # incident evidence id → its episode ids
+        self._evidence_record = EvidenceRecord(memory, principal)
 
     def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
         entry = self.memory.record(text, kind=kind, role=role, timestamp=timestamp, situation=situation,
@@ -279,50 +296,93 @@ class EpisodicAgent(_LoopAgent):
         self._live = set()
 
     def provenance(self, item_id: str) -> tuple[int, ...]:
-        episode = self.memory.episode(item_id)
-        if episode is None:
-            return ()
-        return tuple(sorted(self.entry_events[e] for e in episode.entry_ids if e in self.entry_events))
+        found = [self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, (item_id,))]
+        return tuple(sorted({self.entry_events[e] for episode in found if episode is not None
+                             for e in episode.entry_ids if e in self.entry_events}))
+
+    def _record_of(self) -> dict[str, tuple[int, int]]:
+        return self._evidence_record.update() if self.outcome_labels else {}
 
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
-        # Episodes get the budget's items minus the fact slots; ask for as many more as the live
-        # round may occupy (one episode per attempt), then drop the live round's episodes.
+        # Incidents get the budget's items minus the fact slots; ask for as many more episodes as the
+        # live round may occupy (one episode per attempt), then drop the live round's episodes.
         slots = max(1, self.budget.items - FACT_SLOTS)
         context = self.memory.recall(list(problem.observations), situation=problem.situation,
                                      principal=self.principal, k=slots + problem.attempt)
-        evidence: list[Evidence] = []
         # The live round's episodes are the reasoner's own input; an episode of another situation
         # that never reached an outcome (a note, a review) says nothing about a diagnosis.
         episodes = [r for r in context.episodes if not self._live.intersection(r.episode.entry_ids)
-                    and (r.episode.situation == problem.situation or r.episode.outcome.value != "UNKNOWN")][:slots]
-        for recalled in episodes:
-            episode = recalled.episode
-            relevance = max(0.0, float(recalled.score.relevance))
-            problem_of = self.memory.problem(episode.id, principal=self.principal)
-            observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
-            if not self.outcome_labels:
-                evidence.append(Evidence(id=episode.id, source="chunk", text=_episode_text(episode),
-                                         relevance=relevance, observations=observed, why=recalled.why))
-                continue
-            evidence.append(Evidence(
-                id=episode.id, source="episode", text=episode.summary, relevance=relevance,
-                outcome=episode.outcome.value, choices=tuple(episode.choices),
-                corrections=tuple(episode.corrections),
-                resolved_as=self.memory.resolution(episode.id, principal=self.principal),
-                observations=observed, why=recalled.why,
-            ))
+                    and (r.episode.situation == problem.situation or r.episode.outcome.value != "UNKNOWN")]
+        evidence = self._incidents(episodes, slots, problem) if self.outcome_labels and self.units else \
+            [self._episode_item(r, problem) for r in episodes[:slots]]
         if self.outcome_labels:
             for recalled in context.facts:
                 fact = recalled.fact
                 evidence.append(Evidence(
                     id=f"{fact.fact_id}@{fact.version}", source="fact", text=fact.text,
                     relevance=max(0.0, min(1.0, float(recalled.match))), conclusion=fact.conclusion,
-                    confidence=float(fact.confidence), why=recalled.why))
+                    confidence=float(fact.confidence), choices=rejected_choices(fact), why=recalled.why))
         # The block shows exactly the items handed over, within the same budget.
         kept = {item.id for item in fit_budget(evidence, self.budget)}
         shown = replace(context, episodes=tuple(r for r in episodes if r.episode.id in kept),
                         facts=tuple(r for r in context.facts if r.fact.id in kept))
-        return evidence, shown.render(max_chars=self.budget.chars, incidents=incident_notes(evidence))
+        return evidence, shown.render(max_chars=self.budget.chars, incidents=incident_notes(evidence, self._episodes_of))
+
+    def _episodes_of(self, item_id: str) -> list[Any]:
+        """The episodes of the incident an evidence item stands for, oldest first (none for other items)."""
+        found = (self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, ()))
+        return [episode for episode in found if episode is not None]
+
+    def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
+        """Negation-aware, rarity-weighted closeness of past symptoms to the current ones
+        (`memory.incidents.closeness`), service names left out."""
+        log = self.memory.state.evidence.get(self.principal)
+        rarity = rarity_in(log.frequency if log is not None else (lambda term: 0), len(log) if log is not None else 0)
+        services = terms(" ".join(name for name in (problem.service, subject) if name))
+        return round(closeness(problem.observations, symptoms, rarity, ignore=services), 6)
+
+    def _episode_item(self, recalled: Any, problem: Problem) -> Evidence:
+        """One recalled episode as evidence (labelled, or as plain text for the ablation)."""
+        episode = recalled.episode
+        problem_of = self.memory.problem(episode.id, principal=self.principal)
+        observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
+        relevance = self._closeness(problem, observed, episode.subject)
+        if not self.outcome_labels:
+            return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
+                            observations=observed, why=recalled.why)
+        return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
+                        outcome=episode.outcome.value, choices=tuple(episode.choices),
+                        corrections=tuple(episode.corrections),
+                        resolved_as=self.memory.resolution(episode.id, principal=self.principal) if self.units
+                        else (episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None),
+                        observations=observed, why=recalled.why)
+
+    def _incidents(self, episodes: Sequence[Any], slots: int, problem: Problem) -> list[Evidence]:
+        """Recalled episodes grouped into the incidents they belong to: one evidence item per incident."""
+        graph = self.memory.graph_of(self.principal)
+        lookup = lambda episode_id: self.memory.episode(episode_id, principal=self.principal)  # noqa: E731
+        units: dict[str, tuple[Incident, Any]] = {}
+        for recalled in episodes:
+            incident = incident_of(graph, recalled.episode.id, lookup)
+            if incident is None or any(self._live.intersection(e.entry_ids) for e in map(lookup, incident.episode_ids)
+                                       if e is not None):
+                continue
+            best = units.get(incident.opener)
+            if best is None or recalled.score.relevance > best[1].score.relevance:
+                units[incident.opener] = (incident, recalled)
+            if len(units) >= slots:
+                break
+        evidence = []
+        for incident, recalled in units.values():
+            self._members[recalled.episode.id] = incident.episode_ids
+            last = incident.attempts[-1]
+            evidence.append(Evidence(
+                id=recalled.episode.id, source="incident", text=f"{recalled.episode.summary} — {incident.story()}",
+                relevance=self._closeness(problem, incident.symptoms, incident.subject),
+                outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
+                choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
+                resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why))
+        return evidence
 
     def recorded(self) -> Recorded:
         self.memory.flush()
@@ -334,10 +394,13 @@ class EpisodicAgent(_LoopAgent):
         self.memory.close()
 
 
-def incident_notes(evidence: Sequence[Evidence]) -> dict[str, IncidentNote]:
-    """Per episode, the problem it worked on (so that a rendered context shows one incident per problem)."""
+def incident_notes(evidence: Sequence[Evidence],
+                   episodes_of: Callable[[str], Sequence[Any]] = lambda item_id: ()) -> dict[str, IncidentNote]:
+    """Per recalled episode, the problem it worked on, so that a rendered context shows one incident per
+    problem; `episodes_of` gives an item's whole incident (its episodes, oldest first) when memory knows it."""
     return {item.id: IncidentNote(key="\n".join(item.observations) or item.id, symptoms=item.observations,
-                                  final_fix=item.resolved_as) for item in evidence if item.source != "fact"}
+                                  final_fix=item.resolved_as, episodes=tuple(episodes_of(item.id)))
+            for item in evidence if item.source != "fact"}
 
 
 def _episode_text(episode: Any) -> str:

@@ -1,27 +1,35 @@
 """The heuristic reasoner: a deterministic, documented stand-in for an LLM.
 
 It knows nothing but what the scenario says about each candidate (description and
-signals) and what the memory hands it. For every candidate ``c`` it computes
+signals) and what the memory hands it. It fuses independent kinds of evidence the way a
+naive-Bayes combination of noisy voters does. For every candidate ``c``::
 
-    score(c) = prior(c) + MEMORY_WEIGHT * memory(c) + FEEDBACK_WEIGHT * feedback(c)
+    score(c) = Σ_kind weight(kind) · vote_kind(c)
 
-* ``prior(c)``: how well the round's observations match ``c``'s world knowledge: the mean
-  of the best three signal coverages (share of a signal's word stems found in one
-  observation) plus the cosine between the observations and ``c``'s description+signals.
-* ``memory(c)``: contrastive case evidence. Each precedent (a past episode, or a chunk of
-  text) votes for or against causes; its vote counts by how much *closer* it is to the
-  current problem than the retrieved precedents are on average (``relevance − mean``), and
-  votes are averaged per cause. A lone precedent therefore leaves the decision to the prior,
-  and near-identical past situations outweigh loosely related ones. Outcome-aware when the
-  item is labelled: a problem resolved as ``c`` votes for ``c``; a failed attempt with no
-  known resolution votes against its choice, and its corrections vote for the cause they
-  name and against the one they reject. Facts add ``FACT_WEIGHT · confidence · match`` for
-  their conclusion. An unlabelled run of events (a flat-RAG window, one event per line) is
-  read in order: a decision followed by an outcome that did not work counts against the
-  decided cause, one that worked for it, and the line after a failure is read as a
-  correction (`sequence_votes`); text with no decision votes for the causes it mentions,
-  read the way a correction is read (negated clauses count against).
-* ``feedback(c)``: the corrections already received in this round, read the same way.
+* ``prior`` (the runbook): ``vote = p(c) / max p`` where ``p`` is a softmax of how well the
+  round's observations match ``c``'s description and signals (the mean of the best three
+  signal coverages plus a cosine).
+* ``memory`` (precedents): each past incident (or chunk of text) votes for or against
+  causes with a strength equal to its closeness to the current problem (relevance in
+  [0, 1]); votes for one cause combine by noisy-OR, so agreeing precedents add up and a
+  lone close precedent counts fully. A labelled incident votes for what finally fixed it,
+  against each choice that failed, and its corrections are read (``not X``: against X; ``it
+  was Y``: for Y). Unlabelled text is read in order (`sequence_votes`) or for what it
+  mentions.
+* ``facts``: a fact votes for its conclusion with ``confidence × match``; a lesson also
+  votes against the choices it says were wrong. Noisy-OR per cause. A fact whose conclusion
+  was already tried and failed in this round is not counted.
+* ``feedback``: the corrections already received in this round, read like corrections.
+* ``graph``: votes the memory's causal graph attaches to candidates (evidence items of
+  source ``change``), noisy-OR per cause.
+
+``weight(kind) = log(r · (K − 1) / (1 − r))`` is the log-likelihood ratio of a voter that
+is right with probability ``r`` among ``K`` candidates (0 when ``r ≤ 1/K``). ``r`` is the
+kind's reliability *at this site*: ``(hits + 2) / (hits + misses + 3)`` from the memory's own
+record of how often the kind's favourite was the answer that finally fixed an incident
+(`Problem.record`; a Beta(2, 1) prior, 2/3, when there is no record), kept apart for
+decisions where a fact applied and where none did (`situation_key`). Feedback in the round
+is direct evidence (``r = FEEDBACK_RELIABILITY``). No weight is fitted to any scenario.
 
 Choices already tried and failed in this round are excluded while others remain. Ties go
 to the candidate listed first. Nothing here depends on any particular scenario's words:
@@ -34,7 +42,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -43,11 +51,55 @@ from memory.episodes import Outcome, classify_text
 from memory.text import split_negation, stems
 from memory.timeline import Encoder, HashingEncoder
 
-MEMORY_WEIGHT = 1.0  # how much relative closeness to a precedent weighs against the prior
-FEEDBACK_WEIGHT = 3.0  # corrections in the current round are direct evidence
-FACT_WEIGHT = 0.5  # weight of a fact vote (times its confidence and match)
-CORRECTION_SHARE = 0.5  # weight of a correction's text relative to the item's resolution
-SOFTMAX_TEMPERATURE = 0.25  # turns score margins into a confidence
+KINDS = ("prior", "memory", "facts", "graph")  # evidence kinds whose reliability the memory records
+PRIOR_HITS, PRIOR_MISSES = 2.0, 1.0  # Beta prior of a kind's reliability with no record: 2/3
+FEEDBACK_RELIABILITY = 0.95  # a correction received in this round is direct evidence
+CORRECTION_SHARE = 0.5  # a past correction's text relative to the incident's own resolution
+RUNBOOK_TEMPERATURE = 0.25  # softmax temperature turning signal matches into runbook probabilities
+
+
+def reliability(record: Mapping[str, Sequence[float]], kind: str) -> float:
+    """How often a kind of evidence was right at this site: Beta(2, 1) posterior mean of (hits, misses)."""
+    hits, misses = record.get(kind, (0, 0))
+    return (hits + PRIOR_HITS) / (hits + misses + PRIOR_HITS + PRIOR_MISSES)
+
+
+def weight(r: float, candidates: int) -> float:
+    """Log-likelihood ratio of a voter right with probability `r` among `candidates` choices (≥ 0)."""
+    if candidates < 2 or r <= 1.0 / candidates:
+        return 0.0
+    r = min(r, 0.999)
+    return math.log(r * (candidates - 1) / (1.0 - r))
+
+
+def favourites(votes: Mapping[str, Mapping[str, float]]) -> dict[str, str]:
+    """Evidence kind → the one candidate its votes put strictly first (kinds without a preference left out)."""
+    found = {}
+    for kind, values in votes.items():
+        if not values:
+            continue
+        best = max(values.values())
+        leaders = [cid for cid, value in values.items() if value == best]
+        if len(leaders) == 1 and best > 0 and (len(values) > 1 and best > min(values.values())):
+            found[kind] = leaders[0]
+    return found
+
+
+def situation_key(votes: Mapping[str, Mapping[str, float]]) -> str:
+    """The setting a decision's reliabilities are recorded under: ``"|lesson"`` when a fact applied, else ``""``.
+
+    A runbook that is usually right can be reliably wrong exactly where the site taught a
+    lesson; recording each kind's hits apart for the two settings keeps one from diluting the other.
+    """
+    return "|lesson" if any(value > 0 for value in votes.get("facts", {}).values()) else ""
+
+
+def noisy_or(strengths: Sequence[float]) -> float:
+    """Combined strength of independent votes in [0, 1]: 1 − Π(1 − s)."""
+    rest = 1.0
+    for value in strengths:
+        rest *= 1.0 - max(0.0, min(1.0, value))
+    return 1.0 - rest
 
 
 class HeuristicReasoner:
@@ -127,58 +179,77 @@ class HeuristicReasoner:
         candidates = problem.candidates
         ids = [c.id for c in candidates]
         prior = {c.id: self.prior(problem.observations, c) for c in candidates}
-        memory: dict[str, float] = defaultdict(float)
-        contributions: dict[str, dict[str, float]] = defaultdict(dict)
-        cases = [item for item in evidence if item.source != "fact"]
-        closeness = [max(0.0, min(1.0, item.relevance)) for item in cases]
-        for cause_id, item_id, share in precedent_evidence(
-                [(item, self._item_votes(item, candidates)) for item in cases], closeness):
-            if cause_id in prior:
-                memory[cause_id] += share
-                contributions[cause_id][item_id] = contributions[cause_id].get(item_id, 0.0) + share
-        facts: dict[str, float] = defaultdict(float)
-        for item in evidence:
-            if item.source == "fact" and item.conclusion in prior:
-                vote = FACT_WEIGHT * (item.confidence or 0.0) * max(0.0, min(1.0, item.relevance))
-                memory[item.conclusion] += vote
-                facts[item.conclusion] += vote
-                contributions[item.conclusion][item.id] = vote
+        votes, supporters = self.votes(problem, evidence, prior)
+        setting = situation_key(votes)
+        weights = {kind: weight(reliability(problem.record, kind + setting), len(ids)) for kind in KINDS}
+        weights["feedback"] = weight(FEEDBACK_RELIABILITY, len(ids))
+        parts = {cid: {kind: round(weights[kind] * votes[kind].get(cid, 0.0), 6) for kind in weights} for cid in ids}
+        scores = {cid: sum(parts[cid].values()) for cid in ids}
+        for cid in ids:
+            parts[cid]["total"] = round(scores[cid], 6)
+        allowed = [cid for cid in ids if cid not in problem.tried] or ids
+        choice = max(allowed, key=lambda cid: (scores[cid], -ids.index(cid)))
+        exps = {cid: math.exp(scores[cid] - scores[choice]) for cid in allowed}
+        confidence = exps[choice] / sum(exps.values())
+        relied = tuple(sorted((i for i, v in supporters[choice].items() if v > 0), key=lambda i: -supporters[choice][i]))
+        described = ", ".join(f"{kind} {parts[choice][kind]:+.2f}" for kind in weights if parts[choice][kind])
+        rationale = f"{choice}: {described or 'no evidence'}; {len(relied)} memory item(s) relied on"
+        return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
+                        scores={cid: round(value, 6) for cid, value in scores.items()}, parts=parts,
+                        favoured={kind + setting: cid for kind, cid in favourites({k: votes[k] for k in KINDS}).items()})
+
+    def votes(self, problem: Problem, evidence: Sequence[Evidence], prior: Mapping[str, float]
+              ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+        """Each kind's vote per candidate (before weighting), and each evidence item's support per candidate."""
+        candidates = problem.candidates
+        top = max(prior.values())
+        runbook = {cid: math.exp((value - top) / RUNBOOK_TEMPERATURE) for cid, value in prior.items()}
+        votes: dict[str, dict[str, float]] = {"prior": runbook}
+        supporters: dict[str, dict[str, float]] = defaultdict(dict)
+        for kind, sources in (("memory", ("episode", "incident", "chunk")), ("facts", ("fact",)), ("graph", ("change",))):
+            pro: dict[str, list[float]] = defaultdict(list)
+            con: dict[str, list[float]] = defaultdict(list)
+            for item in evidence:
+                if item.source not in sources or (kind != "memory" and item.conclusion in problem.tried):
+                    continue  # a fact whose conclusion already failed in this round does not hold here
+                strength = max(0.0, min(1.0, item.relevance)) * (item.confidence if kind != "memory" and
+                                                                  item.confidence is not None else 1.0)
+                for cause_id, vote in self._item_votes(item, candidates).items():
+                    (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
+                    supporters[cause_id][item.id] = supporters[cause_id].get(item.id, 0.0) + vote * strength
+            votes[kind] = {cid: noisy_or(pro.get(cid, ())) - noisy_or(con.get(cid, ())) for cid in prior}
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
             for cause_id, vote in self.mentions(text, candidates).items():
                 feedback[cause_id] += vote
-        scores = {cid: prior[cid] + MEMORY_WEIGHT * memory[cid] + FEEDBACK_WEIGHT * feedback[cid] for cid in ids}
-        allowed = [cid for cid in ids if cid not in problem.tried] or ids
-        choice = max(allowed, key=lambda cid: (scores[cid], -ids.index(cid)))
-        exps = {cid: math.exp((scores[cid] - scores[choice]) / SOFTMAX_TEMPERATURE) for cid in allowed}
-        confidence = exps[choice] / sum(exps.values())
-        relied = tuple(sorted((i for i, v in contributions[choice].items() if v > 0),
-                              key=lambda i: -contributions[choice][i]))
-        rationale = (f"{choice}: prior {prior[choice]:.2f}, memory {memory[choice]:+.2f} "
-                     f"from {len(relied)} item(s), feedback {feedback[choice]:+.2f}")
-        parts = {cid: {"prior": round(prior[cid], 6), "memory": round(MEMORY_WEIGHT * (memory[cid] - facts[cid]), 6),
-                       "facts": round(MEMORY_WEIGHT * facts[cid], 6),
-                       "feedback": round(FEEDBACK_WEIGHT * feedback[cid], 6), "total": round(scores[cid], 6)}
-                 for cid in ids}
-        return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
-                        scores={cid: round(value, 6) for cid, value in scores.items()}, parts=parts)
+        votes["feedback"] = {cid: max(-1.0, min(1.0, value)) for cid, value in feedback.items()}
+        return votes, supporters
 
     def _item_votes(self, item: Evidence, candidates: Sequence[CauseInfo]) -> dict[str, float]:
-        """What one precedent says about each candidate, in [−1, 1] (before weighting)."""
+        """What one evidence item says about each candidate, in [−1, 1] (before its strength)."""
         votes: dict[str, float] = defaultdict(float)
+        ids = {c.id for c in candidates}
+        if item.source in ("fact", "change"):
+            if item.conclusion:
+                votes[item.conclusion] += 1.0
+            for rejected in item.choices:  # a lesson's "not X"
+                if rejected != item.conclusion:
+                    votes[rejected] -= 1.0
+            return {cid: v for cid, v in votes.items() if cid in ids}
         if item.outcome is not None:
             answer = item.resolved_as
             if answer is None and item.outcome == "SUCCESS" and item.choices:
                 answer = item.choices[-1]
+            for choice in dict.fromkeys(item.choices):
+                if choice != answer:
+                    votes[choice] -= 1.0  # tried there and it did not fix it
             if answer:
                 votes[answer] += 1.0
-                return votes
-            if item.outcome == "FAILURE" and item.choices:
-                votes[item.choices[-1]] -= 1.0
-            for text in item.corrections:
-                for cause_id, vote in self.mentions(text, candidates).items():
-                    votes[cause_id] += CORRECTION_SHARE * vote
-            return votes
+            else:
+                for text in item.corrections:
+                    for cause_id, vote in self.mentions(text, candidates).items():
+                        votes[cause_id] += CORRECTION_SHARE * vote
+            return {cid: max(-1.0, min(1.0, v)) for cid, v in votes.items() if v}
         sequence = self.sequence_votes(item.text, candidates)
         if sequence is not None:
             return sequence
@@ -223,30 +294,3 @@ def _decided(line: str, ids: Sequence[str]) -> str | None:
     head = re.split(r"\s[—–-]\s", line, maxsplit=1)[0]
     named = [(match.start(), cid) for cid in ids if (match := re.search(rf"(?<![\w-]){re.escape(cid)}(?![\w-])", head))]
     return min(named)[1] if named else None
-
-
-def precedent_evidence(votes: Sequence[tuple[Evidence, dict[str, float]]],
-                       closeness: Sequence[float]) -> list[tuple[str, str, float]]:
-    """Contrastive case evidence: (cause, item id, share) triples.
-
-    A precedent speaks for a cause only as far as it is *closer* to the current problem than
-    the precedents are on average: ``share = vote · (relevance − mean relevance)``, averaged
-    per cause over the items voting on it. With a bag-of-n-grams encoder every incident
-    looks roughly as similar as every other, so absolute similarity says little; relative
-    closeness does. A lone precedent has no contrast and leaves the decision to the prior.
-    """
-    voting = [(item, item_votes, close) for (item, item_votes), close in zip(votes, closeness) if item_votes]
-    if len(voting) < 2:
-        return []
-    baseline = sum(close for _, _, close in voting) / len(voting)
-    per_cause: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for item, item_votes, close in voting:
-        closeness_gap = close - baseline
-        for cause_id, vote in item_votes.items():
-            if vote:
-                per_cause[cause_id].append((item.id, vote * closeness_gap))
-    result = []
-    for cause_id, shares in per_cause.items():
-        for item_id, share in shares:
-            result.append((cause_id, item_id, share / len(shares)))
-    return result

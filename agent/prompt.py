@@ -46,13 +46,13 @@ Each user message then gives:
 
 # How the memory block is laid out
 
-Memory shows past incidents as units. A unit gathers every recalled attempt at one past
+Memory shows past incidents as units. A unit gathers the attempts memory holds at one past
 problem, in the order they happened:
 
-    Past incident 1: 2026-01-14 incident_response, billing-api (2 attempts shown, final fix: queue_backlog)
+    Past incident 1: 2026-01-14 incident_response, billing-api (2 attempts, final fix: queue_backlog)
       Symptom: an observation recorded when the problem started (one line each)
       Symptom: ...
-      Attempt [E2] 2026-01-14 09:12: tried cache_eviction, outcome FAILURE
+      Attempt 2026-01-14 09:12: tried cache_eviction, outcome FAILURE
         Result: what was reported after the attempt
         Correction: what a person said was wrong with the diagnosis, and why
       Attempt [E1] 2026-01-14 10:03: tried queue_backlog, outcome SUCCESS
@@ -62,11 +62,13 @@ problem, in the order they happened:
 Read a unit like an incident review: the symptoms, each diagnosis that was tried with its
 outcome, what people corrected, and the choice that finally fixed the problem ("final fix").
 An attempt line names the choice taken and its outcome: SUCCESS (the problem went away),
-FAILURE (it did not), PARTIAL (it helped but did not resolve it) or UNKNOWN (nobody said). A
-unit often shows only some of its attempts (memory recalls the attempts most relevant to you,
-and avoids near-duplicates); the final fix is known from the whole history even when the
-successful attempt is not shown. A "Record" instead of an attempt is an episode in which no
-diagnosis was made (a note, a meeting, a handover); its "Note" line says what was recorded.
+FAILURE (it did not), PARTIAL (it helped but did not resolve it) or UNKNOWN (nobody said). An
+attempt that memory recalled as relevant to you carries a short id in brackets; the other
+attempts of the same problem are shown without one, for the whole story. When memory holds
+only part of a problem's history, a unit shows the attempts it has, and the final fix is
+still known when the successful attempt is not shown. A "Record" instead of an attempt is an
+episode in which no diagnosis was made (a note, a meeting, a handover); its "Note" line says
+what was recorded.
 "Why recalled" gives the parts of the memory's score: how similar the observations were, the
 situation, the outcome, graph links to other relevant incidents, and how recent it was.
 

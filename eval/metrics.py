@@ -48,6 +48,7 @@ def summary(records: Sequence[RoundRecord]) -> dict[str, Any]:
             "pattern_applications": sum(1 for r in relied if r.first_correct),
             "false_positives": sum(1 for r in relied if not r.first_correct),
             **evidence_hits(records),
+            **fact_precision(records),
         },
         "latency_ms_per_round": (sum(r.latency_ms for r in records) / n) if n else None,
         "input_tokens": sum(r.input_tokens for r in records),
@@ -121,6 +122,17 @@ def comparisons(per_agent: dict[str, Sequence[RoundRecord]], subject: str) -> di
 
 
 # -- retrieval judged by provenance, apart from the reasoner ----------------------------------
+
+def fact_precision(records: Sequence[RoundRecord]) -> dict[str, Any]:
+    """How often the facts handed to first attempts concluded the round's truth.
+
+    ``fact_firings`` counts fact items given to first decisions; ``fact_precision`` is the
+    share whose conclusion was the truth (None when no fact fired).
+    """
+    fired = [item for r in records for item in r.retrieved_items if item.get("source") == "fact" and "right" in item]
+    right = sum(1 for item in fired if item["right"])
+    return {"fact_firings": len(fired), "fact_precision": right / len(fired) if fired else None}
+
 
 def evidence_hits(records: Sequence[RoundRecord]) -> dict[str, Any]:
     """Did the memory surface the right experience? Judged from the simulator's provenance.

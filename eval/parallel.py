@@ -33,6 +33,7 @@ class RunSpec:
     base_url: str | None = None  # OpenAI-compatible server (openai mode)
     store: str | None = None  # SQLite file of the episodic agent's memory
     principal: str = "agent"  # tenant name of the run's memory
+    encoder: str = "hashing"  # `memory.timeline.named_encoder` name, shared by the reasoner and the memories
 
     def describe(self) -> str:
         """Scenario, seed and agent, for progress and error messages."""
@@ -71,12 +72,12 @@ def build_reasoner(mode: str, encoder: Any, *, model: str | None = None, cache: 
 
 def run_one(spec: RunSpec) -> RunResult:
     """Build the agent `spec` names and play it; failures come back as ``error`` with the rounds completed."""
-    from memory.timeline import HashingEncoder
+    from memory.timeline import named_encoder
 
     outcome = Playthrough()
     result = RunResult(spec)
     try:
-        encoder = HashingEncoder()
+        encoder = named_encoder(spec.encoder)
         reasoner = build_reasoner(spec.mode, encoder, model=spec.model, cache=spec.cache, base_url=spec.base_url)
         agent = build_agent(PRESETS[spec.agent], reasoner, encoder,
                             store_path=spec.store if spec.agent == "episodic" else None, principal=spec.principal)

@@ -19,6 +19,7 @@ class AgentPreset:
     retriever: str = "DEFAULT"  # retriever preset name in memory.retrieval.config (episodic only)
     outcome_labels: bool = True  # hand outcome labels to the reasoner (episodic only)
     window: int = 4  # events per chunk (flat_rag only; stride is half a window, at least 1)
+    units: bool = True  # hand past incidents over as units (episodic only)
     description: str = ""  # one line for --help
 
 
@@ -32,6 +33,8 @@ PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
     AgentPreset("episodic-no-outcomes", "episodic", retriever="NO_OUTCOME_LABELS", outcome_labels=False,
                 description="ablation: episodes without outcome labels"),
     AgentPreset("episodic-no-mmr", "episodic", retriever="NO_MMR", description="ablation: no MMR diversity"),
+    AgentPreset("episodic-no-units", "episodic", units=False,
+                description="ablation: episodes one by one instead of whole incidents"),
 )}
 DEFAULT_AGENTS = ("episodic", "flat_rag", "no_memory")
 
@@ -50,4 +53,4 @@ def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, st
     config = getattr(retriever_module, preset.retriever)
     memory = EpisodicMemory(store_path, principal=principal, encoder=encoder, retriever=config)
     return EpisodicAgent(reasoner, memory, budget, name=preset.name, outcome_labels=preset.outcome_labels,
-                         principal=principal)
+                         principal=principal, units=preset.units)

@@ -210,19 +210,21 @@ class Report:
         """What the memories handed the reasoner, and how it went."""
         table = Table(title="retrieval quality (first attempts)")
         for column in ("agent", "items", "with outcome labels", "evidence hit@1", "hit@k", "other-cause items",
-                       "pattern applied ✓", "false positives ✗", "ms/round"):
+                       "facts fired", "fact precision", "pattern applied ✓", "false positives ✗", "ms/round"):
             table.add_column(column, justify="right" if column != "agent" else "left")
         for agent in self.agents:
             s = self.log["agents"][agent]["summary"]
             r = s.get("retrieval", {})
             table.add_row(agent, str(r.get("items_retrieved", 0)), _pct(r.get("labelled_share")),
                           _pct(r.get("evidence_hit1")), _pct(r.get("evidence_hitk")), _pct(r.get("other_cause_share")),
+                          str(r.get("fact_firings", 0)), _pct(r.get("fact_precision")),
                           str(r.get("pattern_applications", 0)), str(r.get("false_positives", 0)),
                           f"{s.get('latency_ms_per_round') or 0:.2f}")
         table.caption = ("evidence hit@1 / hit@k: over rounds whose cause occurred before, the top / any retrieved "
                          "episode or chunk comes from an earlier round with the same true cause (simulator "
                          "provenance, whatever the reasoner did); other-cause items: share of traced items from "
-                         "rounds of a different cause; pattern applied: first decision relied on memory and was "
+                         "rounds of a different cause; fact precision: share of facts handed to first attempts "
+                         "whose conclusion was the round's truth; pattern applied: first decision relied on memory and was "
                          "right; false positive: relied on memory and was wrong")
         return table
 

@@ -58,7 +58,8 @@ def trace_items(evidence: Any, agent: Agent, event_round: dict[int, str | None],
     """Each evidence item with its provenance: the earlier round most of its events came from.
 
     ``round`` is None for facts and for items made only of interlude notes or agent-written
-    entries; ``same_cause`` says whether that round's truth is the current round's.
+    entries; ``same_cause`` says whether that round's truth is the current round's. A fact also
+    carries its ``conclusion`` and whether that was the round's truth (``right``).
     """
     traced = []
     for item in evidence:
@@ -70,7 +71,9 @@ def trace_items(evidence: Any, agent: Agent, event_round: dict[int, str | None],
             origin = min((r for r, n in rounds.items() if n == top), key=lambda r: order.get(r, 0))
         traced.append({"id": item.id, "source": item.source, "score": round(float(item.relevance), 4),
                        "why": item.why, "round": origin,
-                       "same_cause": None if origin is None else truths.get(origin) == truths.get(current)})
+                       "same_cause": None if origin is None else truths.get(origin) == truths.get(current),
+                       **({"conclusion": item.conclusion, "right": item.conclusion == truths.get(current)}
+                          if item.source == "fact" else {})})
     return tuple(traced)
 
 

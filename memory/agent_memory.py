@@ -24,6 +24,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 import networkx as nx
 
 from memory import pipeline
+from memory.errors import MemoryError_
 from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
@@ -42,6 +43,7 @@ from memory.timeline import (
     RecordKind,
     Redactor,
     Role,
+    Store,
     Timeline,
     check_label,
 )
@@ -56,6 +58,16 @@ class Projection(NamedTuple):
     facts: tuple[FactVersion, ...]  # every fact version, in insertion order
 
 
+def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor | None) -> tuple[Store, Timeline]:
+    """The store `path` names and a timeline on it; the store is closed again if the timeline refuses it."""
+    store = open_store(path)
+    try:
+        return store, Timeline(store, encoder, redactor)
+    except MemoryError_:  # e.g. the store's entries were embedded by another encoder
+        store.close()
+        raise
+
+
 class EpisodicMemory:
     """Experiential memory for one agent (or several tenants) in a few calls.
 
@@ -63,7 +75,7 @@ class EpisodicMemory:
         path: SQLite file for persistence, or a ``postgresql://`` URL of a shared store;
             None keeps everything in memory.
         principal: default tenant for records and recall.
-        encoder: text encoder (default `HashingEncoder`, offline).
+        encoder: text encoder (default `HashingEncoder`); a stored memory opens only with the one that wrote it.
         redactor: applied before anything is stored (default `PatternRedactor`).
         retriever: retriever preset (`memory.retrieval.config.DEFAULT`, `NO_GRAPH`, ...).
         segmenter: segmentation thresholds.
@@ -80,8 +92,7 @@ class EpisodicMemory:
                  proposer: ProposalHook | None = None, persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
         self.principal = check_label("principal", principal)
         self.encoder = encoder or HashingEncoder()
-        self.store = open_store(path)
-        self.timeline = Timeline(self.store, self.encoder, redactor)
+        self.store, self.timeline = _open_timeline(path, self.encoder, redactor)
         self.retriever_config = retriever
         self.segmenter_config = segmenter or SegmenterConfig()
         self.learning = Learning(facts=facts, proposer=proposer)

@@ -35,6 +35,10 @@ class ImportFailed(MemoryError_):
         super().__init__(f"{where}: {reason}")
 
 
+class EncoderMismatch(StoreError):
+    """A store was opened with another encoder than the one that embedded its entries."""
+
+
 class EncoderUnavailable(MemoryError_):
     """An optional encoder was asked for but its model or package is not installed."""
 

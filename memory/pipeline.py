@@ -17,7 +17,10 @@ and the layer evaluation::
    on, over the graph as it will be with the edges of step 1;
 3. fact learning: the reinforced fact versions, then — when the episode tested a choice
    with a verdict and was not reinforced before — extraction of new facts from the
-   principal's evidence (`memory.facts.extract_facts`) and the optional proposer hook.
+   principal's evidence (`memory.facts.extract_facts`) and the optional proposer hook;
+4. lessons (`memory.facts.lessons`): when the episode resolves an incident, the active
+   lessons that apply to its symptoms are confirmed, narrowed or revised, and a corrected
+   incident whose first attempts failed teaches a new lesson.
 
 Nothing here reads the disk or the clock; the same state and episode give the same changes.
 """
@@ -29,8 +32,10 @@ from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from memory.episodes import Edge, Episode
-from memory.facts import DEFAULT_FACTS, EvidenceLog, FactConfig, FactVersion, ProposalHook, extract_facts, propose_fact
+from memory.episodes import Edge, Episode, Outcome
+from memory.facts import (ACTIVE, DEFAULT_FACTS, LESSON, EvidenceLog, FactConfig, FactVersion, LessonIncident,
+                          ProposalHook, affirmed_lines, extract_facts, learn_lesson, propose_fact, rarity,
+                          update_lesson)
 from memory.graph import attempt_chain, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retrieval import episode_vector
@@ -44,6 +49,7 @@ class Learning:
     facts: FactConfig = DEFAULT_FACTS  # fact thresholds (confidence prior, revision, usefulness)
     proposer: ProposalHook | None = None  # optional hook proposing (condition, conclusion) pairs, e.g. an LLM
     extract: bool = True  # extract new facts on each close (a bulk builder may extract once at the end instead)
+    lessons: bool = True  # learn lessons from corrected incidents
 
 
 DEFAULT_LEARNING = Learning()
@@ -116,6 +122,8 @@ def close_episode(state: MemoryState, episode: Episode, entries: Sequence[Entry]
     versions = list(result.facts)
     if result.marks and learning.extract and evidence.find(episode.id) is not None:
         versions += _new_facts(state, episode, evidence, versions, learning)
+    if result.marks and learning.lessons:
+        versions += _lessons(state, episode, evidence, versions, learning)
     return Changes(episode.id, tuple(linked + reinforced), tuple(versions), result.marks, result)
 
 
@@ -135,6 +143,49 @@ def _new_facts(state: MemoryState, episode: Episode, evidence: EvidenceLog, revi
             if fact is not None and fact.fact_id not in taken:
                 made.append(fact)
                 taken.add(fact.fact_id)
+    return made
+
+
+def resolved_incident(state: MemoryState, episode: Episode) -> LessonIncident | None:
+    """The incident a closing episode belongs to, with its earlier attempts; None when it decided nothing.
+
+    ``resolution`` is the episode's choice when it succeeded, else None (the incident is not resolved yet).
+    """
+    if not episode.choices:
+        return None
+    earlier = attempt_chain(episode, state.prior(episode), state.graph_config) if not episode.observations else []
+    attempts = [*reversed(earlier), episode]
+    opener = next((e for e in attempts if e.observations), None)
+    symptoms = opener.observations if opener is not None else ()
+    answer = episode.choices[-1] if episode.outcome is Outcome.SUCCESS else None
+    failed = [e.choices[-1] for e in attempts if e.choices and e.choices[-1] != answer
+              and e.outcome is not Outcome.SUCCESS]
+    return LessonIncident(episode.id, episode.principal, tuple(symptoms),
+                          tuple(text for e in attempts for text in e.corrections), tuple(dict.fromkeys(failed)),
+                          answer, (opener or episode).subject, episode.end)
+
+
+def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion],
+             learning: Learning) -> list[FactVersion]:
+    """Lesson versions one closing episode implies: updates of applicable lessons, then a new lesson."""
+    incident = resolved_incident(state, episode)
+    if incident is None or not incident.symptoms:
+        return []
+    latest = {f.fact_id: f for f in state.current.values() if f.principal == episode.principal and f.kind == LESSON}
+    latest.update((v.fact_id, v) for v in revised if v.kind == LESSON)
+    made = []
+    for fact in sorted(latest.values(), key=lambda f: f.fact_id):
+        supporting = [ev.terms for ev in map(evidence.find, fact.support) if ev is not None]
+        version = update_lesson(fact, incident, supporting, config=learning.facts)
+        if version is not None:
+            made.append(version)
+            latest[fact.fact_id] = version
+    taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
+    if not taught:
+        words = set().union(*affirmed_lines(incident.symptoms))
+        lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)), config=learning.facts)
+        if lesson is not None and lesson.fact_id not in latest:
+            made.append(lesson)
     return made
 
 

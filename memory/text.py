@@ -13,7 +13,7 @@ Contents:
   `terms` and `normalize_term` (normalized content terms of fact conditions),
   `split_sentences`, `trim`;
 - negation: `NEGATORS` (words that flip the cue after them), `split_negation` (what a text
-  affirms and what it denies);
+  affirms and what it denies), `affirmed_clauses` (only the clauses stated as present);
 - outcome cues: `SUCCESS_CUES`, `FAILURE_CUES`, `PARTIAL_CUES`, `SYMPTOM_NOUNS`;
 - causal cues: `CHANGE_WORDS`, `CAUSAL_CUE` (a sentence tracing a symptom to an earlier change).
 
@@ -127,8 +127,8 @@ NEGATORS = frozenset({"not", "no", "never", "without", "nor", "neither", "cannot
                       "won't", "can't", "couldn't", "longer"})
 
 # Generic English negation and contrast markers: what follows them in a clause is denied.
-_NEGATION = re.compile(r"\b(?:not|never|no|none|without|rather than|instead of|isn't|wasn't|aren't|weren't|"
-                       r"doesn't|didn't|no longer)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|no|none|nothing|nobody|neither|nor|without|rather than|instead of|isn't|"
+                       r"wasn't|aren't|weren't|doesn't|didn't|hasn't|haven't|hadn't|no longer)\b", re.I)
 # Generic English words for "in its normal state": such a clause reports a symptom's absence.
 _NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok|green|steady|stable|"
                       r"within limits|as usual)\b", re.I)
@@ -159,6 +159,20 @@ def split_negation(text: str) -> tuple[str, str]:
             affirmed.append(clause)
     return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
         part.strip() for part in denied if part.strip())
+
+
+def affirmed_clauses(text: str) -> str:
+    """The clauses of `text` that state something as present: no negation cue, no normal-state report.
+
+    Stricter than `split_negation`: "the proxy has not been touched in weeks" affirms nothing
+    about the proxy (the words before "not" are its subject, not a symptom), so a clause with a
+    negation cue is dropped whole. Used where a detail must be *present* to count (lesson
+    conditions, incident closeness); corrections, which reject one thing and affirm another,
+    are read with `split_negation`.
+    """
+    kept = [clause for clause in _CLAUSE.split(text)
+            if clause.strip() and not _NOMINAL.search(clause) and not _NEGATION.search(clause)]
+    return " ".join(clause.strip() for clause in kept)
 
 
 # -- outcome cues ---------------------------------------------------------------------------

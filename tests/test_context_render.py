@@ -36,7 +36,7 @@ def test_the_attempts_at_one_problem_render_as_one_incident_in_time_order():
     # the retry ranks first, the failed attempt last: they still come together, oldest first
     text = _context(_recalled(FIXED, 0.9), _recalled(OTHER, 0.8), _recalled(FAILED, 0.5)).render(incidents=NOTES)
     assert text.split("\n\n")[0] == "\n".join([
-        "Past incident 1: 2026-03-02 ops, svc (2 attempts shown, final fix: broker_quota)",
+        "Past incident 1: 2026-03-02 ops, svc (2 attempts, final fix: broker_quota)",
         "  Symptom: queue depth 40k and growing",
         "  Symptom: consumers idle",
         "  Attempt [first] 2026-03-02 10:00: tried prefetch_limit, outcome FAILURE",
@@ -47,6 +47,15 @@ def test_the_attempts_at_one_problem_render_as_one_incident_in_time_order():
         "  Why recalled: why retry",
     ])
     assert text.split("\n\n")[1].startswith("Past incident 2: 2026-03-02 ops, svc (final fix: disk)")
+
+
+def test_an_incident_memory_hands_over_whole_shows_every_attempt_and_cites_the_recalled_one():
+    whole = {"retry": IncidentNote("k", SYMPTOMS, "broker_quota", episodes=(FAILED, FIXED))}
+    text = _context(_recalled(FIXED)).render(incidents=whole)
+    assert "  Attempt 2026-03-02 10:00: tried prefetch_limit, outcome FAILURE" in text  # not recalled: no id
+    assert "    Correction: It was the broker quota" in text
+    assert "  Attempt [retry] 2026-03-02 11:00: tried broker_quota, outcome SUCCESS" in text
+    assert text.startswith("Past incident 1: 2026-03-02 ops, svc (2 attempts, final fix: broker_quota)")
 
 
 def test_without_notes_each_episode_is_its_own_incident_and_hidden_outcomes_stay_hidden():

@@ -1,5 +1,7 @@
 """The heuristic reasoner: prior from world knowledge, outcome-aware evidence, text evidence."""
 
+from dataclasses import replace
+
 from agent.heuristic import HeuristicReasoner
 from memory.text import split_negation, stems
 from agent.reasoner import CauseInfo, Evidence, Problem
@@ -29,15 +31,32 @@ def test_closest_precedent_overrides_surface_similarity():
                        choices=("pool_exhaustion",))
     decision = REASONER.decide(problem, [lesson, routine])
     assert decision.choice == "bad_release" and decision.relied_on == ("ep",)
-    # the same two precedents at equal distance carry no contrast: the prior decides
-    tie = [Evidence(**{**lesson.__dict__, "relevance": 0.5}), Evidence(**{**routine.__dict__, "relevance": 0.5})]
-    assert REASONER.decide(problem, tie).choice == "pool_exhaustion"
+    # the same lesson far away does not outweigh the runbook
+    far = Evidence(**{**lesson.__dict__, "relevance": 0.1})
+    assert REASONER.decide(problem, [far, routine]).choice == "pool_exhaustion"
 
 
-def test_a_lone_precedent_leaves_the_decision_to_the_prior():
-    problem = _problem("pool exhausted")
-    only = Evidence(id="ep", source="episode", text="x", relevance=0.9, outcome="SUCCESS", choices=("bad_release",))
-    assert REASONER.decide(problem, [only]).choice == "pool_exhaustion"
+def test_agreeing_precedents_add_up_and_a_lone_close_one_counts():
+    problem = _problem("threads wait for a connection after the rollout")
+    one = [Evidence(id="a", source="episode", text="x", relevance=0.35, outcome="SUCCESS", choices=("bad_release",))]
+    three = one + [Evidence(id=i, source="episode", text="x", relevance=0.35, outcome="SUCCESS",
+                            choices=("bad_release",)) for i in ("b", "c")]
+    assert REASONER.decide(problem, three).parts["bad_release"]["memory"] > \
+        REASONER.decide(problem, one).parts["bad_release"]["memory"] > 0
+    close = [Evidence(id="a", source="episode", text="x", relevance=0.95, outcome="SUCCESS", choices=("bad_release",))]
+    assert REASONER.decide(problem, close).choice == "bad_release"
+
+
+def test_reliability_recorded_at_the_site_sets_the_weights():
+    problem = _problem("threads wait for a connection after the rollout")
+    fact = Evidence(id="f@1", source="fact", text="when rollout → bad_release", relevance=1.0,
+                    conclusion="bad_release", confidence=0.6)
+    trusted = replace(problem, record={"facts|lesson": (9, 0), "prior|lesson": (1, 8)})
+    doubted = replace(problem, record={"facts|lesson": (0, 9), "prior|lesson": (9, 0)})
+    assert REASONER.decide(trusted, [fact]).choice == "bad_release"
+    assert REASONER.decide(doubted, [fact]).choice == "pool_exhaustion"
+    assert REASONER.decide(trusted, [fact]).favoured == {"prior|lesson": "pool_exhaustion",
+                                                         "facts|lesson": "bad_release"}
 
 
 def test_unlabelled_text_votes_by_what_it_mentions():
@@ -67,7 +86,8 @@ def test_an_unlabelled_run_of_events_is_read_by_its_outcome():
     near = Evidence(id="w1", source="chunk", text=window, relevance=0.9)
     far = Evidence(id="w2", source="chunk", text="Decision: bad_release — x\nstill failing", relevance=0.2)
     decision = REASONER.decide(problem, [near, far])
-    assert decision.parts["pool_exhaustion"]["memory"] < 0 < decision.parts["bad_release"]["memory"]
+    assert decision.parts["pool_exhaustion"]["memory"] < decision.parts["bad_release"]["memory"]
+    assert decision.parts["pool_exhaustion"]["memory"] < 0
     assert sum(v for k, v in decision.parts["bad_release"].items() if k != "total") == \
         __import__("pytest").approx(decision.parts["bad_release"]["total"], abs=1e-5)
 

@@ -92,3 +92,14 @@ def test_cli_store_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):
     blocker.write_text("x")
     assert main(["--store", str(blocker / "memory.sqlite"), "--principal", "p"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_store_another_encoder_wrote(tmp_path, capsys):
+    from memory import HashingEncoder
+    from memory.mcp.__main__ import main
+
+    path = tmp_path / "memory.sqlite"
+    with EpisodicMemory(path, encoder=HashingEncoder(dim=64)) as memory:
+        memory.observe("disk full on db-1")
+    assert main(["--store", str(path), "--encoder", "hashing"]) == 2
+    assert "embedded by encoder 'hashing-v2-d64-c0.5'" in capsys.readouterr().err

@@ -228,3 +228,20 @@ def test_refusal_surfaces_as_immutable_record_error(tmp_path):
             db.execute("INSERT INTO records (kind, id, body) VALUES ('k', 'i', '{}')")
             db.execute("UPDATE records SET body = 'x'")
     assert list(store.records("k")) == []
+
+
+def test_a_store_opens_only_with_the_encoder_that_embedded_it(tmp_path):
+    from memory import EpisodicMemory, HashingEncoder
+    from memory.errors import EncoderMismatch
+
+    path = tmp_path / "memory.db"
+    with EpisodicMemory(path, encoder=HashingEncoder(dim=64)) as memory:
+        memory.observe("disk full on db-1", timestamp=T0)
+    with pytest.raises(EncoderMismatch, match=r"memory\.db: its entries were embedded by encoder "
+                                              r"'hashing-v2-d64-c0\.5', not 'hashing-v2-d1024-c0\.5'"):
+        EpisodicMemory(path)
+    with EpisodicMemory(path, encoder=HashingEncoder(dim=64)) as memory:  # the refusal left the store usable
+        memory.observe("disk full on db-2", timestamp=at(minutes=1))
+        assert memory.store.stats().encoders == ["hashing-v2-d64-c0.5"]
+    with EpisodicMemory(tmp_path / "empty.db") as memory:  # a new store takes any encoder
+        assert len(memory.store) == 0

@@ -4,6 +4,8 @@ Each closed episode that tested a choice contributes one `EpisodeEvidence` (`evi
 kept in an indexed `EvidenceLog`; the pure functions of `rules` (whose docstring writes the
 rules out: labels, extraction, usefulness, confidence, revision) turn that evidence into
 immutable `FactVersion` records (`versions`), and a changed belief is a new version.
+`lessons` holds the facts taught by one correction (negation-aware conditions, narrowed or
+revised when contradicted).
 """
 
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog, evidence_from
@@ -16,9 +18,12 @@ from memory.facts.rules import (
     propose_fact,
     update_fact,
 )
+from memory.facts.lessons import (LessonIncident, affirmed_lines, learn_lesson, lesson_applies, rarity,
+                                   rejected_choices, update_lesson)
 from memory.text import terms
 from memory.facts.versions import (
     ACTIVE,
+    LESSON,
     RETIRED,
     FactVersion,
     Usefulness,
@@ -31,6 +36,14 @@ from memory.facts.versions import (
 
 __all__ = [
     "ACTIVE",
+    "LESSON",
+    "LessonIncident",
+    "affirmed_lines",
+    "learn_lesson",
+    "lesson_applies",
+    "rarity",
+    "rejected_choices",
+    "update_lesson",
     "DEFAULT_FACTS",
     "RETIRED",
     "EpisodeEvidence",

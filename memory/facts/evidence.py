@@ -126,6 +126,10 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
                 return found
         return set(range(len(self._items))) if found is None else found
 
+    def frequency(self, term: str) -> int:
+        """How many positions hold `term` (its document frequency)."""
+        return len(self._postings.get(term, ()))
+
     def positions_of(self, episode_ids: set[str]) -> set[int]:
         """Every position holding evidence of one of `episode_ids`."""
         if len(self._where) == len(self._items):  # each episode once: its position is known

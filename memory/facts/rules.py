@@ -43,7 +43,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog
 from memory.text import normalize_term
-from memory.facts.versions import ACTIVE, RETIRED, FactVersion, Usefulness, describe, new_fact_id
+from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, describe, new_fact_id
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def update_fact(fact: FactVersion, evidence: Sequence[EpisodeEvidence], *, at: d
     episode changes nothing). Below ``revise_below`` the fact is revised (drift or
     specialization) or retired; see the module docstring.
     """
-    if fact.status != ACTIVE:
+    if fact.status != ACTIVE or fact.kind == LESSON:  # lessons follow `memory.facts.lessons`
         return None
     evidence = EvidenceLog.of(evidence, fact.principal)
     now = assess(fact.fact_id, fact.condition, fact.conclusion, evidence, config, since=fact.since)

@@ -12,6 +12,8 @@ from memory.timeline import format_timestamp, parse_timestamp
 
 ACTIVE = "active"  # the version is a usable belief
 RETIRED = "retired"  # no revision passed the usefulness check; kept for history
+RULE = "rule"  # a fact induced from terms shared by confirmed episodes (`memory.facts.rules`)
+LESSON = "lesson"  # a fact taught by a correction (`memory.facts.lessons`)
 
 
 class Usefulness(NamedTuple):
@@ -44,6 +46,8 @@ class FactVersion:
     reason: str  # why this version exists (extracted, reinforced, specialized, drift, retired)
     usefulness: Usefulness  # measured when the version was made
     since: datetime | None = None  # evidence before this time is ignored (set by drift)
+    kind: str = RULE  # RULE (induced from co-occurrence) or LESSON (taught by a correction)
+    unless: tuple[str, ...] = ()  # terms that, present in the matched observation, stop the fact applying
 
     @property
     def id(self) -> str:
@@ -62,6 +66,8 @@ class FactVersion:
                            "base_rate": round(self.usefulness.base_rate, 6),
                            "lift": round(self.usefulness.lift, 6)},
             "since": format_timestamp(self.since) if self.since else None,
+            **({"kind": self.kind} if self.kind != RULE else {}),
+            **({"unless": list(self.unless)} if self.unless else {}),
         }
 
     @classmethod
@@ -74,6 +80,7 @@ class FactVersion:
             created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
             reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
             since=parse_timestamp(data["since"]) if data.get("since") else None,
+            kind=data.get("kind", RULE), unless=tuple(data.get("unless", ())),
         )
 
 

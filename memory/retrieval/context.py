@@ -109,6 +109,7 @@ class IncidentNote:
     key: str  # the same for every attempt at one problem (e.g. the problem's observations)
     symptoms: tuple[str, ...] = ()  # what was observed when the problem started
     final_fix: str | None = None  # the choice that finally resolved the problem, when known
+    episodes: tuple[Episode, ...] = ()  # every episode of the problem, oldest first, when memory knows them
 
 
 def incident_units(episodes: Sequence[RecalledEpisode],
@@ -127,30 +128,34 @@ SYMPTOM_LINES = 4  # observations shown for an incident's symptoms (whole lines 
 
 
 def _incident_block(n: int, unit: list[RecalledEpisode], note: IncidentNote | None, show_outcomes: bool) -> list[str]:
-    """An incident as items: its head (when, where, symptoms, final fix), one item per attempt, why recalled."""
-    first = unit[0].episode
+    """An incident as items: its head (when, where, symptoms, final fix), one item per attempt, why recalled.
+
+    With the note's `episodes` (the whole incident) every attempt is shown; the recalled ones
+    carry their ids, which are what a reader cites.
+    """
+    recalled = {r.episode.id for r in unit}
+    episodes = list(note.episodes) if note is not None and note.episodes else [r.episode for r in unit]
+    first = episodes[0]
     fix = note.final_fix if note is not None else None
     if fix is None:
-        fix = next((r.episode.choices[-1] for r in unit
-                    if r.episode.outcome.value == "SUCCESS" and r.episode.choices), None)
+        fix = next((e.choices[-1] for e in episodes if e.outcome.value == "SUCCESS" and e.choices), None)
     head = f"Past incident {n}: {first.start:%Y-%m-%d} {first.situation}" + (f", {first.subject}" if first.subject else "")
-    attempts = sum(1 for r in unit if r.episode.choices or r.episode.decisions)
-    facts = [f"{attempts} attempt{'s' if attempts != 1 else ''} shown"] if attempts > 1 else []
+    attempts = sum(1 for e in episodes if e.choices or e.decisions)
+    facts = [f"{attempts} attempts"] if attempts > 1 else []
     facts += [f"final fix: {fix}"] if fix and show_outcomes else []
     head += f" ({', '.join(facts)})" if facts else ""
     symptoms = (note.symptoms if note is not None and note.symptoms else first.observations)[:SYMPTOM_LINES]
     items = ["\n".join([head] + [f"  Symptom: {text}" for text in symptoms])]
-    for r in unit:
-        items.append(_attempt(r.episode, show_outcomes))
+    items += [_attempt(e, show_outcomes, cited=e.id in recalled) for e in episodes]
     best = max(unit, key=lambda r: r.score.total)
     items.append(f"  Why recalled: {best.why}")
     return items
 
 
-def _attempt(ep: Episode, show_outcomes: bool) -> str:
+def _attempt(ep: Episode, show_outcomes: bool, *, cited: bool = True) -> str:
     """One episode of an incident: what was tried and how it ended, what it left, what people corrected."""
     label = "Attempt" if ep.choices or ep.decisions else "Record"
-    line = f"  {label} [{ep.id}] {ep.start:%Y-%m-%d %H:%M}"
+    line = f"  {label}{f' [{ep.id}]' if cited else ''} {ep.start:%Y-%m-%d %H:%M}"
     if ep.choices:
         line += f": tried {' then '.join(ep.choices)}"
     if show_outcomes:

@@ -22,7 +22,7 @@ import networkx as nx
 import numpy as np
 
 from memory.episodes import Episode, Outcome
-from memory.facts import ACTIVE, FactVersion, terms
+from memory.facts import ACTIVE, LESSON, FactVersion, affirmed_lines, lesson_applies, terms
 from memory.retrieval.bounds import Probe
 from memory.retrieval.config import DEFAULT, RetrieverConfig
 from memory.retrieval.filters import RecallFilter
@@ -96,7 +96,8 @@ class Retriever:
         facts: list[RecalledFact] = []
         if cfg.facts:
             facts = applicable_facts(terms(text), self.facts(principal), principal,
-                                     min_match=cfg.fact_min_match, limit=cfg.max_facts)
+                                     min_match=cfg.fact_min_match, limit=cfg.max_facts,
+                                     lines=affirmed_lines(text.split("\n")))
         chains = tuple(dict.fromkeys(r.chain for r in recalled if r.chain))
         return Context(query=text, principal=principal, situation=situation, episodes=tuple(recalled),
                        facts=tuple(facts), chains=chains, show_outcomes=cfg.show_outcomes)
@@ -338,11 +339,24 @@ def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
 
 
 def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], principal: str, *,
-                     min_match: float, limit: int) -> list[RecalledFact]:
-    """Active facts of the principal whose condition terms the query contains (partly)."""
+                     min_match: float, limit: int, lines: Sequence[frozenset[str]] | None = None) -> list[RecalledFact]:
+    """Active facts of the principal that apply to the query, best first.
+
+    A rule applies when the query contains enough of its condition terms (``min_match``); a
+    lesson only on a full match within one affirmed observation line without its exception
+    terms (`memory.facts.lessons.lesson_applies`; `lines` default to the whole query as one line).
+    """
     found = []
+    lines = [query_terms] if lines is None else lines
     for f in facts:
         if f.principal != principal or f.status != ACTIVE or not f.condition:
+            continue
+        if f.kind == LESSON:
+            if not lesson_applies(f, lines):
+                continue
+            why = f"an observation affirms {', '.join(f.condition)} (a lesson); confidence {f.confidence:.2f} " \
+                  f"from {len(f.support)} confirming, {len(f.contradict)} contradicting incidents"
+            found.append(RecalledFact(f, 1.0, round(f.confidence, 6), why))
             continue
         hit = [t for t in f.condition if t in query_terms]
         share = len(hit) / len(f.condition)

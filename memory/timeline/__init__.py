@@ -6,20 +6,23 @@ keeps them: `SQLiteStore` is one SQLite file whose triggers refuse UPDATE and DE
 holding the timeline, the derived records of each `RecordKind` and binary snapshots
 (`store`, `schema`, `protocols`); `PostgresStore` keeps the same on a server shared by
 many processes (`postgres`), and `open_store` opens either by its name (`stores`);
-embeddings are packed by `blob`. Every later layer is a projection of this one.
+embeddings are packed by `blob`. Encoders (`encoder`, `semantic`) are chosen by name
+with `named_encoder`; a `Timeline` refuses a store another encoder embedded. Every later layer is a projection of this one.
 """
 
 from memory.timeline.integrity import Audit, audit
-from memory.timeline.encoder import Encoder, HashingEncoder, SentenceTransformerEncoder
+from memory.timeline.encoder import ENCODER_NAMES, Encoder, HashingEncoder, SentenceTransformerEncoder, named_encoder
 from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, Role, Timeline, format_timestamp, parse_timestamp
 from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotLog, Store, StoreStats
 from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.timeline.schema import RecordKind
+from memory.timeline.semantic import SemanticEncoder
 from memory.timeline.store import SQLiteStore
 from memory.timeline.stores import open_store
 from memory.timeline.validation import check_label
 
 __all__ = [
+    "ENCODER_NAMES",
     "Audit",
     "ChainBreak",
     "Encoder",
@@ -36,6 +39,7 @@ __all__ = [
     "Redactor",
     "Role",
     "SQLiteStore",
+    "SemanticEncoder",
     "SentenceTransformerEncoder",
     "SnapshotLog",
     "Store",
@@ -44,6 +48,7 @@ __all__ = [
     "audit",
     "check_label",
     "format_timestamp",
+    "named_encoder",
     "open_store",
     "parse_timestamp",
 ]

@@ -3,12 +3,16 @@
 The default `HashingEncoder` needs no model and no fitting: word uni/bi-grams and
 character n-grams are hashed into a fixed number of buckets (the hashing trick, as in
 scikit-learn's `HashingVectorizer`), so an entry's vector depends only on its own text and never
-changes as the corpus grows. `SentenceTransformerEncoder` is optional and loads a model
-that is already installed locally; it never downloads.
+changes as the corpus grows. Two optional encoders never download anything:
+`memory.timeline.semantic.SemanticEncoder` (a sentence-embedding model shipped by the
+``embeddings`` extra, on ONNX Runtime) and `SentenceTransformerEncoder` (a model already
+installed locally for sentence-transformers). `named_encoder` builds one by its
+command-line name.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -242,6 +246,33 @@ class SentenceTransformerEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(texts, convert_to_numpy=True, normalize_embeddings=False)
         return _normalize_rows(np.asarray(vectors, dtype=np.float32))
+
+
+ENCODER_NAMES = ("hashing", "semantic")  # the names `named_encoder` (and ``--encoder``) accept
+
+
+def named_encoder(choice: str) -> Encoder:
+    """The encoder a command line names: "hashing" (the default, no model) or "semantic".
+
+    The semantic encoder is one per process, so its model loads once and every agent of a
+    comparison shares its memo of encoded texts.
+
+    Raises:
+        EncoderUnavailable: "semantic" without the ``embeddings`` extra installed.
+        ValueError: an unknown name.
+    """
+    if choice == "hashing":
+        return HashingEncoder()
+    if choice == "semantic":
+        return _shared_semantic_encoder()
+    raise ValueError(f"unknown encoder {choice!r} (known: {', '.join(ENCODER_NAMES)})")
+
+
+@functools.cache
+def _shared_semantic_encoder() -> Encoder:
+    from memory.timeline.semantic import SemanticEncoder
+
+    return SemanticEncoder()
 
 
 def cosine(query: np.ndarray, matrix: np.ndarray) -> np.ndarray:

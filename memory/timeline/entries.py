@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
+from memory.errors import EncoderMismatch
 from memory.timeline.encoder import Encoder
 from memory.timeline.redaction import PatternRedactor, Redactor, redact_value
 from memory.timeline.validation import check_label, check_metadata, check_text, check_timestamp
@@ -234,17 +235,35 @@ def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, s
     return None
 
 
+def stored_encoder(store: EntryLog) -> str | None:
+    """The name of the encoder that embedded a store's entries (None when it has none).
+
+    It is that of the first entry: a `Timeline` never appends another encoder's vectors.
+    """
+    first = list(store.entries(stop=1))
+    return first[0].encoder if first else None
+
+
 class Timeline:
     """Writes entries: redacts, embeds, then appends durably through a store.
 
     Args:
         store: where entries are kept (see `memory.timeline.EntryLog`).
-        encoder: makes the embedding of each entry's text.
+        encoder: makes the embedding of each entry's text; it must be the encoder that
+            embedded the store's entries, if it has any (vectors of two encoders do not compare).
         redactor: applied to text and metadata strings before hashing and storage;
             `PatternRedactor` by default, `NoRedaction` to opt out explicitly.
+
+    Raises:
+        EncoderMismatch: the store's entries were embedded by another encoder.
     """
 
     def __init__(self, store: EntryLog, encoder: Encoder, redactor: Redactor | None = None) -> None:
+        stored = stored_encoder(store)
+        if stored and stored != encoder.name:
+            raise EncoderMismatch(f"{getattr(store, 'path', 'the store')}: its entries were embedded by encoder "
+                                  f"{stored!r}, not {encoder.name!r}; open it with the encoder that wrote it "
+                                  "(vectors of two encoders cannot be compared)")
         self.store = store
         self.encoder = encoder
         self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()

@@ -1,0 +1,66 @@
+"""The memory's own record of how often each kind of evidence was right here.
+
+A reasoner that fuses evidence (runbook prior, precedents, facts, graph) needs to know how
+much to trust each kind *at this site*: where the runbook is often wrong and lessons are
+often right, a matching lesson should outweigh the runbook. A decision entry may carry, in
+its metadata, ``favoured`` (evidence kind → the choice that kind favoured) and ``attempt``
+(1 for the first attempt at a problem). Once the incident the decision belonged to is
+resolved (`EpisodicMemory.resolution`), each kind's favourite counts as a hit when it was the
+answer that finally fixed it and as a miss otherwise.
+
+The record is derived from stored entries only, so it is rebuilt by reading them again;
+`EvidenceRecord.update` reads each closed episode once, and an episode whose incident is
+not resolved within ``PENDING_LIMIT`` later episodes is dropped from the count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory.timeline import Kind
+
+PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waiting for its resolution
+
+
+class EvidenceRecord:
+    """Hits and misses of each evidence kind's first-attempt favourites for one principal.
+
+    Args:
+        memory: an `EpisodicMemory`.
+        principal: the tenant whose decisions are counted.
+    """
+
+    def __init__(self, memory: Any, principal: str) -> None:
+        self.memory = memory
+        self.principal = principal
+        self.tally: dict[str, tuple[int, int]] = {}
+        self._read = 0  # closed episodes read so far
+        self._pending: list[tuple[int, str]] = []  # (position, episode id) awaiting a resolution
+
+    def update(self) -> dict[str, tuple[int, int]]:
+        """Count the episodes closed since the last call; the tally (kind → (hits, misses))."""
+        episodes = self.memory.episodes(self.principal)
+        self._pending.extend((position, episodes[position].id) for position in range(self._read, len(episodes)))
+        self._read = len(episodes)
+        waiting = []
+        for position, episode_id in self._pending:
+            answer = self.memory.resolution(episode_id, principal=self.principal)
+            if answer is None:
+                if self._read - position < PENDING_LIMIT:
+                    waiting.append((position, episode_id))
+                continue
+            self._count(episode_id, answer)
+        self._pending = waiting
+        return dict(self.tally)
+
+    def _count(self, episode_id: str, answer: str) -> None:
+        episode = self.memory.episode(episode_id, principal=self.principal)
+        if episode is None or not episode.choices:
+            return
+        for entry in self.memory.store.get_many(list(episode.entry_ids)):
+            favoured = entry.metadata.get("favoured") if entry.kind is Kind.DECISION else None
+            if entry.metadata.get("attempt") != 1 or not isinstance(favoured, dict):
+                continue
+            for kind, choice in favoured.items():
+                hits, misses = self.tally.get(kind, (0, 0))
+                self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)

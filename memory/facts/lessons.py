@@ -1,0 +1,201 @@
+"""Lessons: facts taught by one correction, strengthened by confirmations, narrowed or revised.
+
+A *lesson* is what an engineer writes in a runbook addendum after a wrong call: "when
+<symptom> shows up, it was <cause>, not <the cause we first tried>". It is learned from a
+single incident whose first attempts failed, that received a correction and that was then
+resolved; every rule below is generic English and a pure function of plain data.
+
+- **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
+  observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
+  minus the terms the correction denies, the incident's own subject (a service name is where
+  it happened, not why) and the names of the choices tried. Of the lines, the one whose
+  shared terms are rarest in the principal's history wins, so the condition is the telling
+  detail the correction pointed at, not a symptom every incident shares.
+- **Applies** (`lesson_applies`) only on a full match: every condition term affirmed in one
+  observation line, and none of its ``unless`` terms in that line. A negated mention ("X has
+  not been touched in weeks") or a normal-state report ("X is steady") does not match.
+- **Confidence**: Beta(α0 + confirmations, β0 + contradictions); one correction gives a low
+  confidence (2/3 with the default prior) that later confirmations raise.
+- **On a failed try** of its conclusion in an incident it matched (not resolved yet): a
+  contradiction, and *retired* at once when the correction speaks of the condition itself.
+- **On a contradiction** (it matched, the incident was resolved otherwise):
+  *revised* when the incident's corrections speak of the condition itself (the site says
+  the trigger changed: the new version concludes what fixed it, evidence counting from
+  then); otherwise *narrowed* with ``unless`` terms (what the contradicting line says that
+  no supporting incident said), else only counted as a contradiction, and *retired* when
+  confidence falls below ``revise_below``. Every version is kept, with its reason.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Callable, Collection, Mapping, NamedTuple, Sequence
+
+from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
+from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, new_fact_id
+from memory.text import affirmed_clauses, split_negation, terms
+
+MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
+MAX_UNLESS_TERMS = 3  # a narrowing adds at most this many exception terms
+
+
+class LessonIncident(NamedTuple):
+    """What a resolved incident tells the lesson rules (plain data)."""
+
+    episode_id: str  # the episode that closed (resolved) it
+    principal: str  # its tenant
+    symptoms: tuple[str, ...]  # observation lines of the incident
+    corrections: tuple[str, ...]  # corrections received during it
+    failed: tuple[str, ...]  # choices tried that did not fix it
+    resolution: str | None  # the choice that fixed it (None while it is not resolved)
+    subject: str | None  # its service or subject
+    at: datetime  # when it closed
+
+
+def affirmed_lines(symptoms: Sequence[str]) -> list[frozenset[str]]:
+    """The terms each observation line affirms (negated and normal-state clauses dropped)."""
+    return [terms(affirmed_clauses(line)) for line in symptoms]
+
+
+def _name_terms(names: Collection[str | None]) -> set[str]:
+    return {t for name in names if name for t in terms(name.replace("_", " ").replace("-", " "))}
+
+
+def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float]) -> tuple[str, ...]:
+    """The telling detail the correction points at (see the module docstring); () when none.
+
+    Args:
+        rarity: term → weight (e.g. inverse document frequency over the principal's incidents);
+            unknown terms count as rare.
+    """
+    said, denied = set(), set()
+    for text in incident.corrections:
+        affirmed, negated = split_negation(text)
+        said |= terms(affirmed)
+        denied |= terms(negated)
+    excluded = denied | _name_terms([incident.subject, incident.resolution, *incident.failed])
+    best: tuple[float, tuple[str, ...]] = (0.0, ())
+    top = max(rarity.values(), default=1.0)
+    for line in affirmed_lines(incident.symptoms):
+        shared = sorted((line & said) - excluded, key=lambda t: (-rarity.get(t, top), t))[:MAX_CONDITION_TERMS]
+        weight = sum(rarity.get(t, top) for t in shared)
+        if weight > best[0]:
+            best = (weight, tuple(sorted(shared)))
+    return best[1]
+
+
+def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
+    """Whether an active lesson's condition is affirmed in full in one line, with no exception term."""
+    if fact.status != ACTIVE or not fact.condition:
+        return False
+    wanted, unless = set(fact.condition), set(fact.unless)
+    return any(wanted <= line and not (unless & line) for line in lines)
+
+
+def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str]) -> str:
+    """A lesson as a runbook addendum line."""
+    text = f"when an observation affirms {' + '.join(condition)}"
+    if unless:
+        text += f" (unless it also says {' or '.join(unless)})"
+    text += f" → {conclusion}"
+    if rejected:
+        text += f", not {' or '.join(rejected)}"
+    return text
+
+
+def _usefulness(support: int, contradict: int) -> Usefulness:
+    matched = support + contradict
+    precision = support / matched if matched else 0.0
+    return Usefulness(support, matched, round(precision, 6), 0.0, 0.0, support > contradict)
+
+
+def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: tuple[str, ...], conclusion: str,
+             rejected: Sequence[str], unless: tuple[str, ...], support: set[str], contradict: set[str], at: datetime,
+             reason: str, since: datetime | None, config: FactConfig, status: str = ACTIVE) -> FactVersion:
+    return FactVersion(
+        fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
+        text=describe_lesson(condition, conclusion, rejected, unless), condition=condition, conclusion=conclusion,
+        confidence=round(confidence(len(support), len(contradict), config), 6), support=tuple(sorted(support)),
+        contradict=tuple(sorted(contradict)), created_at=at, supersedes=prev.version if prev else None,
+        status=status, reason=reason, usefulness=_usefulness(len(support), len(contradict)), since=since,
+        kind=LESSON, unless=unless)
+
+
+def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
+    """The choices a lesson says were wrong where it applies (() for other facts)."""
+    if fact.kind != LESSON:
+        return ()
+    head, sep, tail = fact.text.partition(" → ")[2].partition(", not ")
+    return tuple(tail.split(" or ")) if sep else ()
+
+
+def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float], *,
+                 config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+    """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none."""
+    if not incident.corrections or not incident.failed or incident.resolution is None:
+        return None
+    condition = lesson_condition(incident, rarity)
+    if not condition:
+        return None
+    quoted = " / ".join(incident.corrections)
+    return _version(None, fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id),
+                    principal=incident.principal, condition=condition, conclusion=incident.resolution,
+                    rejected=incident.failed, unless=(), support={incident.episode_id}, contradict=set(),
+                    at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}")
+
+
+def update_lesson(fact: FactVersion, incident: LessonIncident, supporting_terms: Sequence[frozenset[str]], *,
+                  config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+    """The next version of a lesson after a resolved incident, or None when it says nothing about it.
+
+    Args:
+        supporting_terms: observation terms of the incidents that support the lesson (for narrowing).
+    """
+    lines = affirmed_lines(incident.symptoms)
+    if fact.status != ACTIVE or incident.episode_id in fact.support + fact.contradict or not lesson_applies(fact, lines):
+        return None
+    common = dict(fact_id=fact.fact_id, principal=fact.principal, condition=fact.condition, at=incident.at,
+                  config=config)
+    support, contradict = set(fact.support), set(fact.contradict)
+    spoken = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
+    if incident.resolution is None:  # not resolved (yet): only a failed try of the conclusion says something
+        if fact.conclusion not in incident.failed:
+            return None
+        retire = bool(spoken & set(fact.condition))
+        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless,
+                        support=support, contradict=contradict | {incident.episode_id}, since=fact.since,
+                        status=RETIRED if retire else ACTIVE,
+                        reason=(f"retired: {fact.conclusion} failed in episode {incident.episode_id} and the "
+                                f"correction speaks of the condition: {' / '.join(incident.corrections)}") if retire
+                        else f"contradicted: {fact.conclusion} failed in episode {incident.episode_id}", **common)
+    if incident.resolution == fact.conclusion:
+        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless,
+                        support=support | {incident.episode_id}, contradict=contradict, since=fact.since,
+                        reason=f"confirmed by episode {incident.episode_id}", **common)
+    if spoken & set(fact.condition):
+        quoted = " / ".join(incident.corrections)
+        return _version(fact, conclusion=incident.resolution, rejected=[fact.conclusion], unless=fact.unless,
+                        support={incident.episode_id}, contradict=set(), since=incident.at,
+                        reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}",
+                        **common)
+    matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
+    seen = set().union(*supporting_terms) if supporting_terms else set()
+    novel = sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[
+        :MAX_UNLESS_TERMS] if matched else []
+    contradict.add(incident.episode_id)
+    if novel:
+        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact),
+                        unless=tuple(sorted(set(fact.unless) | set(novel))), support=support, contradict=contradict,
+                        since=fact.since, reason=f"narrowed: not when {' or '.join(novel)} (episode "
+                                                 f"{incident.episode_id} was {incident.resolution})", **common)
+    status = RETIRED if confidence(len(support), len(contradict), config) < config.revise_below else ACTIVE
+    return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless, support=support,
+                    contradict=contradict, since=fact.since, status=status,
+                    reason=f"contradicted by episode {incident.episode_id} ({incident.resolution})"
+                           + ("; retired" if status == RETIRED else ""), **common)
+
+
+def rarity(words: Collection[str], frequency: Callable[[str], int], documents: int) -> dict[str, float]:
+    """Inverse document frequency of each word over a principal's incidents: log((n+1)/(df+1)) + 1."""
+    return {word: math.log((documents + 1) / (frequency(word) + 1)) + 1.0 for word in words}

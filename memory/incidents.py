@@ -1,0 +1,133 @@
+"""Incidents: a past problem as one unit of experience.
+
+An incident is the episodes that worked on one problem: the attempt that opened it (the one
+with observations) and every later attempt linked to it by RETRY_OF / LEARNED_FROM. Recall
+hands an incident over whole, so that "tried X: no change; the review said it was Y; Y fixed
+it" reaches the reader together: a failed attempt is never separated from its lesson.
+
+Everything here is a pure function of the graph and an episode lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Callable, Collection, Sequence
+
+import networkx as nx
+
+from memory.episodes import EdgeType, Episode, Outcome
+from memory.facts import affirmed_lines
+from memory.graph import later_attempts
+
+_EARLIER = {EdgeType.RETRY_OF.value, EdgeType.LEARNED_FROM.value}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One attempt at an incident: what was tried and how it went."""
+
+    episode_id: str  # the attempt's episode
+    choice: str | None  # the structured choice tried (None when the episode decided nothing)
+    outcome: str  # SUCCESS, FAILURE, PARTIAL or UNKNOWN
+    verdict: str  # what the outcome was detected from (an outcome text or status)
+    corrections: tuple[str, ...]  # corrections received after it
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A past problem with its symptoms, attempts in order, corrections and final fix."""
+
+    opener: str  # id of the episode that opened it
+    situation: str  # its situation label
+    subject: str | None  # the service or subject it concerned, when known
+    symptoms: tuple[str, ...]  # observations of the opening episode
+    attempts: tuple[Attempt, ...]  # every attempt, oldest first
+    resolution: str | None  # the choice that fixed it, when one did
+
+    @property
+    def episode_ids(self) -> tuple[str, ...]:
+        """Ids of the incident's episodes, oldest first."""
+        return tuple(a.episode_id for a in self.attempts)
+
+    @property
+    def corrections(self) -> tuple[str, ...]:
+        """Every correction received during the incident, in order."""
+        return tuple(text for a in self.attempts for text in a.corrections)
+
+    @property
+    def failed(self) -> tuple[str, ...]:
+        """Choices that were tried and did not fix it, in order, each once."""
+        tried = [a.choice for a in self.attempts if a.choice and a.outcome != Outcome.SUCCESS.value]
+        return tuple(c for c in dict.fromkeys(tried) if c != self.resolution)
+
+    def story(self) -> str:
+        """The incident in one line: "tried X: <outcome>; correction: …; Y fixed it"."""
+        parts = []
+        for attempt in self.attempts:
+            if attempt.choice:
+                verdict = "fixed it" if attempt.outcome == Outcome.SUCCESS.value else attempt.outcome.lower()
+                parts.append(f"tried {attempt.choice}: {verdict}")
+            parts.extend(f"correction: {text}" for text in attempt.corrections)
+        if self.resolution:
+            parts.append(f"resolved by {self.resolution}")
+        elif any(a.choice for a in self.attempts):
+            parts.append("not resolved")
+        return "; ".join(parts)
+
+
+def opener_of(G: nx.MultiDiGraph, episode_id: str) -> str:
+    """The episode that opened the incident `episode_id` belongs to (following RETRY_OF back)."""
+    seen, node = {episode_id}, episode_id
+    while node in G:
+        earlier = sorted(v for _, v, d in G.out_edges(node, data=True) if d.get("type") in _EARLIER and v not in seen)
+        if not earlier:
+            break
+        node = earlier[0]
+        seen.add(node)
+    return node
+
+
+def incident_of(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Episode | None]) -> Incident | None:
+    """The incident an episode belongs to, or None for an unknown episode."""
+    opener = lookup(opener_of(G, episode_id))
+    if opener is None:
+        return None
+    members, frontier = {opener.id: opener}, [opener.id]
+    while frontier:
+        found = [lookup(n) for node in frontier for n in later_attempts(G, node) if n not in members]
+        frontier = []
+        for episode in found:
+            if episode is not None and episode.id not in members:
+                members[episode.id] = episode
+                frontier.append(episode.id)
+    ordered = sorted(members.values(), key=lambda e: (e.first_seq, e.id))
+    attempts = tuple(Attempt(e.id, e.choices[-1] if e.choices else None, e.outcome.value, e.outcome_evidence,
+                             tuple(e.corrections)) for e in ordered)
+    fixed = [e for e in ordered if e.outcome is Outcome.SUCCESS and e.choices]
+    return Incident(opener=opener.id, situation=opener.situation, subject=opener.subject,
+                    symptoms=tuple(opener.observations), attempts=attempts,
+                    resolution=fixed[0].choices[-1] if fixed else None)
+
+
+def closeness(query: Sequence[str], symptoms: Sequence[str], rarity: Callable[[str], float], *,
+              ignore: Collection[str] = ()) -> float:
+    """How close a past incident's symptoms are to the current ones, in [0, 1], negation-aware.
+
+    Both sides are reduced to the terms their observation lines affirm (a denied or normal-state
+    clause does not count), `ignore` removed (e.g. service names: where it happened, not what),
+    and compared by a rarity-weighted overlap ``Σ_shared w / sqrt(Σ_query w · Σ_past w)``: a shared
+    rare detail counts for more than a phrase every incident uses.
+    """
+    ignored = set(ignore)
+    now = set().union(*affirmed_lines(query)) - ignored if query else set()
+    then = set().union(*affirmed_lines(symptoms)) - ignored if symptoms else set()
+    if not now or not then:
+        return 0.0
+    shared = sum(rarity(t) for t in now & then)
+    return shared / math.sqrt(sum(rarity(t) for t in now) * sum(rarity(t) for t in then))
+
+
+def rarity_in(frequency: Callable[[str], int], documents: int) -> Callable[[str], float]:
+    """Inverse document frequency over `documents` incidents: ``log((n + 1) / (df + 1)) + 1``."""
+    return lambda term: math.log((documents + 1) / (frequency(term) + 1)) + 1.0
