@@ -49,7 +49,7 @@ MAX_TOKENS_CAP = 16384  # the largest budget asked for before the answer counts 
 # Parameters a model may refuse; a 400 naming one is retried once without it.
 OPTIONAL_PARAMETERS = ("temperature", "top_p", "top_k", "thinking", "strict", "disable_parallel_tool_use",
                        "parallel_tool_calls")
-_ALIAS_PREFIX = {"episode": "E", "fact": "F", "chunk": "C"}
+_ALIAS_PREFIX = {"episode": "E", "incident": "E", "fact": "F", "chunk": "C"}
 
 
 class MissingKey(Exception):

@@ -297,3 +297,10 @@ def test_cache_writes_and_reads_are_priced_at_their_rates():
 def test_real_api_round_trip():
     decision = ClaudeReasoner(api_key=os.environ["ANTHROPIC_API_KEY"]).decide(PROBLEM, EVIDENCE, "[ep1] pool fixed it")
     assert decision.choice in {"pool", "config"}
+
+
+def test_an_incident_item_is_aliased_like_an_episode():
+    from agent.llm import aliases
+
+    items = [Evidence("i1", "incident", "t", 0.5), Evidence("f@1", "fact", "t", 0.5), Evidence("e2", "episode", "t", 0.5)]
+    assert aliases(items) == {"i1": "E1", "f@1": "F1", "e2": "E2"}
