@@ -26,7 +26,7 @@ from baseline import WindowedRAGMemory
 from memory.calibration import EvidenceRecord
 from memory.episodes import Outcome
 from memory.facts import rejected_choices
-from memory.incidents import Incident, closeness, incident_of, rarity_in
+from memory.incidents import Incident, closeness, incident_of, rarity_in, separation_in
 from memory.retrieval import IncidentNote
 from memory.text import terms
 from memory.timeline import Encoder
@@ -284,6 +284,7 @@ class EpisodicAgent(_LoopAgent):
         self._live: set[str] = set()  # entry ids of the round being decided
         self._members: dict[str, tuple[str, ...]] = {}  # incident evidence id → its episode ids
         self._evidence_record = EvidenceRecord(memory, principal)
+        self._weights: tuple[int, Any] | None = None  # (evidence size, term weights) for closeness
 
     def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
         entry = self.memory.record(text, kind=kind, role=role, timestamp=timestamp, situation=situation,
@@ -333,13 +334,21 @@ class EpisodicAgent(_LoopAgent):
         found = (self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, ()))
         return [episode for episode in found if episode is not None]
 
+    def _sequence(self, episode_id: str) -> int:
+        """1 + the episode's place in its principal's closing order (0 when unknown)."""
+        return self.memory.state.position.get(episode_id, -1) + 1
+
     def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
-        """Negation-aware, rarity-weighted closeness of past symptoms to the current ones
-        (`memory.incidents.closeness`), service names left out."""
+        """Negation-aware closeness of past symptoms to the current ones, each term weighted by how
+        well it told resolutions apart here (`memory.incidents.closeness`, `separation_in`), service
+        names left out."""
         log = self.memory.state.evidence.get(self.principal)
-        rarity = rarity_in(log.frequency if log is not None else (lambda term: 0), len(log) if log is not None else 0)
+        size = len(log) if log is not None else 0
+        if self._weights is None or self._weights[0] != size:
+            self._weights = (size, separation_in(log) if log is not None else rarity_in(lambda term: 0, 0))
+        weight = self._weights[1]
         services = terms(" ".join(name for name in (problem.service, subject) if name))
-        return round(closeness(problem.observations, symptoms, rarity, ignore=services), 6)
+        return round(closeness(problem.observations, symptoms, weight, ignore=services), 6)
 
     def _episode_item(self, recalled: Any, problem: Problem) -> Evidence:
         """One recalled episode as evidence (labelled, or as plain text for the ablation)."""
@@ -349,13 +358,13 @@ class EpisodicAgent(_LoopAgent):
         relevance = self._closeness(problem, observed, episode.subject)
         if not self.outcome_labels:
             return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
-                            observations=observed, why=recalled.why)
+                            observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
         return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
                         outcome=episode.outcome.value, choices=tuple(episode.choices),
                         corrections=tuple(episode.corrections),
                         resolved_as=self.memory.resolution(episode.id, principal=self.principal) if self.units
                         else (episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None),
-                        observations=observed, why=recalled.why)
+                        observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
 
     def _incidents(self, episodes: Sequence[Any], slots: int, problem: Problem) -> list[Evidence]:
         """Recalled episodes grouped into the incidents they belong to: one evidence item per incident."""
@@ -381,7 +390,8 @@ class EpisodicAgent(_LoopAgent):
                 relevance=self._closeness(problem, incident.symptoms, incident.subject),
                 outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
                 choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
-                resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why))
+                resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why,
+                sequence=max(self._sequence(i) for i in incident.episode_ids)))
         return evidence
 
     def recorded(self) -> Recorded:

@@ -12,7 +12,9 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
 * ``memory`` (precedents): each past incident (or chunk of text) votes for or against
   causes with a strength equal to its closeness to the current problem (relevance in
   [0, 1]); votes for one cause combine by noisy-OR, so agreeing precedents add up and a
-  lone close precedent counts fully. A labelled incident votes for what finally fixed it,
+  lone close precedent counts fully; an earlier precedent showing the same picture as a later
+  one resolved otherwise counts only for what differs (`superseded`: drift). A labelled
+  incident votes for what finally fixed it,
   against each choice that failed, and its corrections are read (``not X``: against X; ``it
   was Y``: for Y). Unlabelled text is read in order (`sequence_votes`) or for what it
   mentions.
@@ -48,7 +50,7 @@ import numpy as np
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
 from memory.episodes import Outcome, classify_text
-from memory.text import split_negation, stems
+from memory.text import affirmed_clauses, split_negation, stems
 from memory.timeline import Encoder, HashingEncoder
 
 KINDS = ("prior", "memory", "facts", "graph")  # evidence kinds whose reliability the memory records
@@ -83,6 +85,33 @@ def favourites(votes: Mapping[str, Mapping[str, float]]) -> dict[str, str]:
         if len(leaders) == 1 and best > 0 and (len(values) > 1 and best > min(values.values())):
             found[kind] = leaders[0]
     return found
+
+
+def superseded(evidence: Sequence[Evidence]) -> dict[str, float]:
+    """How much of each labelled precedent still stands once later experience is known, in [0, 1].
+
+    When a later precedent resolved as something else shows the same picture (the terms both
+    incidents' observations affirm), the earlier one counts only for the part that differs:
+    its strength is multiplied by ``1 − overlap`` (stem Jaccard of the affirmed observations).
+    What fixed this picture most recently is what the site is like now (drift).
+    """
+    labelled = [(item, stems(affirmed_clauses(" ".join(item.observations))), answer)
+                for item in evidence if item.sequence and item.observations and (answer := resolution_of(item))]
+    standing: dict[str, float] = {}
+    for item, words, answer in labelled:
+        share = 1.0
+        for later, later_words, later_answer in labelled:
+            if later.sequence > item.sequence and later_answer != answer and words and later_words:
+                share *= 1.0 - len(words & later_words) / len(words | later_words)
+        standing[item.id] = share
+    return standing
+
+
+def resolution_of(item: Evidence) -> str | None:
+    """The answer a labelled precedent points to: what finally fixed it, else its successful choice."""
+    if item.resolved_as:
+        return item.resolved_as
+    return item.choices[-1] if item.outcome == "SUCCESS" and item.choices else None
 
 
 def situation_key(votes: Mapping[str, Mapping[str, float]]) -> str:
@@ -209,11 +238,13 @@ class HeuristicReasoner:
         for kind, sources in (("memory", ("episode", "incident", "chunk")), ("facts", ("fact",)), ("graph", ("change",))):
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
+            current = superseded(evidence) if kind == "memory" else {}
             for item in evidence:
                 if item.source not in sources or (kind != "memory" and item.conclusion in problem.tried):
                     continue  # a fact whose conclusion already failed in this round does not hold here
                 strength = max(0.0, min(1.0, item.relevance)) * (item.confidence if kind != "memory" and
                                                                   item.confidence is not None else 1.0)
+                strength *= current.get(item.id, 1.0)
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
                     supporters[cause_id][item.id] = supporters[cause_id].get(item.id, 0.0) + vote * strength

@@ -51,6 +51,7 @@ class Evidence:
     confidence: float | None = None  # a fact's confidence
     observations: tuple[str, ...] = ()  # what was observed in the item's problem, when known
     why: str = ""  # why the memory chose it (score parts, in words)
+    sequence: int = 0  # its place in the memory's history: later experience has a larger number (0: unknown)
 
 
 @dataclass(frozen=True)

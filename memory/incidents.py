@@ -17,7 +17,7 @@ from typing import Callable, Collection, Sequence
 import networkx as nx
 
 from memory.episodes import EdgeType, Episode, Outcome
-from memory.facts import affirmed_lines
+from memory.facts import EvidenceLog, affirmed_lines
 from memory.graph import later_attempts
 
 _EARLIER = {EdgeType.RETRY_OF.value, EdgeType.LEARNED_FROM.value}
@@ -116,7 +116,7 @@ def closeness(query: Sequence[str], symptoms: Sequence[str], rarity: Callable[[s
 
     Both sides are reduced to the terms their observation lines affirm (a denied or normal-state
     clause does not count), `ignore` removed (e.g. service names: where it happened, not what),
-    and compared by a rarity-weighted overlap ``Σ_shared w / sqrt(Σ_query w · Σ_past w)``: a shared
+    and compared by a weighted overlap (weights: `separation_in` or `rarity_in`) ``Σ_shared w / sqrt(Σ_query w · Σ_past w)``: a shared
     rare detail counts for more than a phrase every incident uses.
     """
     ignored = set(ignore)
@@ -131,3 +131,24 @@ def closeness(query: Sequence[str], symptoms: Sequence[str], rarity: Callable[[s
 def rarity_in(frequency: Callable[[str], int], documents: int) -> Callable[[str], float]:
     """Inverse document frequency over `documents` incidents: ``log((n + 1) / (df + 1)) + 1``."""
     return lambda term: math.log((documents + 1) / (frequency(term) + 1)) + 1.0
+
+
+def separation_in(log: EvidenceLog) -> Callable[[str], float]:
+    """How well a term tells resolutions apart in a principal's labelled incidents, times its rarity.
+
+    ``purity = (max_c n_c + 1) / (N + C)``: of the N successful episodes whose observations hold
+    the term, the share fixed by its most common answer (C: the answers seen, a Laplace prior),
+    so a symptom that came with every cause weighs little and one that came with a single
+    cause weighs fully. Multiplied by the term's rarity (`rarity_in`). Memoised per log size.
+    """
+    rarity = rarity_in(log.frequency, len(log))
+    answers = max(1, len(log.confirmed()))
+    memo: dict[str, float] = {}
+
+    def weight(term: str) -> float:
+        if term not in memo:
+            counts = log.resolutions_with(term)
+            purity = (max(counts.values(), default=0) + 1) / (sum(counts.values()) + answers)
+            memo[term] = rarity(term) * purity
+        return memo[term]
+    return weight

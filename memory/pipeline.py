@@ -48,7 +48,7 @@ class Learning:
 
     facts: FactConfig = DEFAULT_FACTS  # fact thresholds (confidence prior, revision, usefulness)
     proposer: ProposalHook | None = None  # optional hook proposing (condition, conclusion) pairs, e.g. an LLM
-    extract: bool = True  # extract new facts on each close (a bulk builder may extract once at the end instead)
+    extract: bool = False  # induce rule facts from co-occurring terms on each close (off: lessons teach instead)
     lessons: bool = True  # learn lessons from corrected incidents
 
 
@@ -183,7 +183,9 @@ def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revise
     taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
     if not taught:
         words = set().union(*affirmed_lines(incident.symptoms))
-        lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)), config=learning.facts)
+        lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)),
+                              lambda condition: (evidence[p] for p in evidence.matching(condition)),
+                              config=learning.facts)
         if lesson is not None and lesson.fact_id not in latest:
             made.append(lesson)
     return made

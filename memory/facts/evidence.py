@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Iterable, Iterator, Sequence, overload
 
 from memory.episodes import Episode, Outcome
-from memory.text import terms
+from memory.text import affirmed_clauses, terms
 from memory.facts.versions import fact_id_of
 
 TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
@@ -25,6 +25,7 @@ class EpisodeEvidence:
     outcome: Outcome  # SUCCESS confirms `choice`; FAILURE refutes it
     at: datetime  # when the episode ended
     cited: frozenset[str] = frozenset()  # fact ids its decisions retrieved or relied on
+    affirmed: frozenset[str] = frozenset()  # terms its observations state as present (`memory.text.affirmed_clauses`)
 
 
 def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = ()) -> EpisodeEvidence | None:
@@ -32,6 +33,7 @@ def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[st
     if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
         return None
     return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=terms(observation_text),
+                           affirmed=terms(affirmed_clauses(observation_text)),
                            choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
                            cited=frozenset(fact_id_of(c) for c in cited))
 
@@ -125,6 +127,11 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
             if not found:
                 return found
         return set(range(len(self._items))) if found is None else found
+
+    def resolutions_with(self, term: str) -> dict[str, int]:
+        """Choice → how many SUCCESS positions holding `term` confirmed it."""
+        holding = self._postings.get(term, set())
+        return {choice: n for choice, found in self._confirming.items() if (n := len(found & holding))}
 
     def frequency(self, term: str) -> int:
         """How many positions hold `term` (its document frequency)."""

@@ -7,13 +7,16 @@ resolved; every rule below is generic English and a pure function of plain data.
 
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
-  minus the terms the correction denies, the incident's own subject (a service name is where
-  it happened, not why) and the names of the choices tried. Of the lines, the one whose
+  minus the terms the correction denies and the incident's own subject (a service name is
+  where it happened, not why). Of the lines, the one whose
   shared terms are rarest in the principal's history wins, so the condition is the telling
   detail the correction pointed at, not a symptom every incident shares.
 - **Applies** (`lesson_applies`) only on a full match: every condition term affirmed in one
   observation line, and none of its ``unless`` terms in that line. A negated mention ("X has
   not been touched in weeks") or a normal-state report ("X is steady") does not match.
+- **Contrastive**: earlier resolved incidents whose observations affirm the condition count
+  from the start (fixed by the conclusion: support; by another cause: contradiction); a
+  detail seen as often with other causes separates nothing and makes no lesson.
 - **Confidence**: Beta(α0 + confirmations, β0 + contradictions); one correction gives a low
   confidence (2/3 with the default prior) that later confirmations raise.
 - **On a failed try** of its conclusion in an incident it matched (not resolved yet): a
@@ -30,8 +33,10 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Callable, Collection, Mapping, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
+from memory.episodes import Outcome
+from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
 from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, new_fact_id
 from memory.text import affirmed_clauses, split_negation, terms
@@ -74,7 +79,7 @@ def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float]) -> t
         affirmed, negated = split_negation(text)
         said |= terms(affirmed)
         denied |= terms(negated)
-    excluded = denied | _name_terms([incident.subject, incident.resolution, *incident.failed])
+    excluded = denied | _name_terms([incident.subject])
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
     for line in affirmed_lines(incident.symptoms):
@@ -130,18 +135,33 @@ def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
     return tuple(tail.split(" or ")) if sep else ()
 
 
-def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float], *,
+def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
+                 history: Callable[[Sequence[str]], Iterable[EpisodeEvidence]] = lambda condition: (), *,
                  config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
-    """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none."""
+    """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none.
+
+    The condition is checked against the principal's earlier resolved episodes (`history`):
+    those whose observations affirm every condition term support the lesson when they were
+    fixed by its conclusion and contradict it otherwise (`history(condition)` yields at least
+    the episodes whose observations hold every condition term). A detail that earlier incidents show
+    with other causes does not separate this cause: when the confidence that results stays
+    below ``revise_below``, no lesson is made.
+    """
     if not incident.corrections or not incident.failed or incident.resolution is None:
         return None
     condition = lesson_condition(incident, rarity)
     if not condition:
         return None
+    support, contradict = {incident.episode_id}, set()
+    for ev in history(condition):
+        if ev.outcome is Outcome.SUCCESS and ev.episode_id != incident.episode_id and set(condition) <= ev.affirmed:
+            (support if ev.choice == incident.resolution else contradict).add(ev.episode_id)
+    if confidence(len(support), len(contradict), config) < config.revise_below:
+        return None
     quoted = " / ".join(incident.corrections)
     return _version(None, fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id),
                     principal=incident.principal, condition=condition, conclusion=incident.resolution,
-                    rejected=incident.failed, unless=(), support={incident.episode_id}, contradict=set(),
+                    rejected=incident.failed, unless=(), support=support, contradict=contradict,
                     at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}")
 
 
