@@ -23,9 +23,11 @@ from typing import Any, Callable, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline import WindowedRAGMemory
+from agent.graph_evidence import change_votes, changes_for
 from memory.calibration import EvidenceRecord
 from memory.episodes import Outcome
 from memory.facts import rejected_choices
+from memory.reinforcer import episode_credit
 from memory.incidents import Incident, closeness, incident_of, rarity_in, separation_in
 from memory.retrieval import IncidentNote
 from memory.text import terms
@@ -268,18 +270,21 @@ class EpisodicAgent(_LoopAgent):
         outcome_labels: when False, evidence is handed over as plain text (ablation).
         units: when False, episodes are handed over one by one, each with only its own outcome and
             corrections, instead of as incidents with what finally fixed them (ablation).
+        graph_evidence: when False, neither the recent changes the graph implicates nor the credit
+            its edges give precedents are used (ablation).
     """
 
     name = "episodic"
 
     def __init__(self, reasoner: Reasoner, memory: Any, budget: Budget = DEFAULT_BUDGET, *,
                  name: str = "episodic", outcome_labels: bool = True, principal: str = PRINCIPAL,
-                 units: bool = True) -> None:
+                 units: bool = True, graph_evidence: bool = True) -> None:
         super().__init__(reasoner, budget)
         self.memory = memory
         self.name = name
         self.outcome_labels = outcome_labels
         self.units = units
+        self.graph_evidence = graph_evidence
         self.principal = principal
         self._live: set[str] = set()  # entry ids of the round being decided
         self._members: dict[str, tuple[str, ...]] = {}  # incident evidence id → its episode ids
@@ -307,7 +312,8 @@ class EpisodicAgent(_LoopAgent):
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         # Incidents get the budget's items minus the fact slots; ask for as many more episodes as the
         # live round may occupy (one episode per attempt), then drop the live round's episodes.
-        slots = max(1, self.budget.items - FACT_SLOTS)
+        changes = self._changes(problem) if self.outcome_labels and self.graph_evidence else []
+        slots = max(1, self.budget.items - FACT_SLOTS - len(changes))
         context = self.memory.recall(list(problem.observations), situation=problem.situation,
                                      principal=self.principal, k=slots + problem.attempt)
         # The live round's episodes are the reasoner's own input; an episode of another situation
@@ -316,6 +322,7 @@ class EpisodicAgent(_LoopAgent):
                     and (r.episode.situation == problem.situation or r.episode.outcome.value != "UNKNOWN")]
         evidence = self._incidents(episodes, slots, problem) if self.outcome_labels and self.units else \
             [self._episode_item(r, problem) for r in episodes[:slots]]
+        evidence += changes
         if self.outcome_labels:
             for recalled in context.facts:
                 fact = recalled.fact
@@ -333,6 +340,23 @@ class EpisodicAgent(_LoopAgent):
         """The episodes of the incident an evidence item stands for, oldest first (none for other items)."""
         found = (self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, ()))
         return [episode for episode in found if episode is not None]
+
+    def _changes(self, problem: Problem) -> list[Evidence]:
+        """Recent changes the observations implicate, as graph evidence: one item per change, for the
+        candidate it speaks for most (`agent.graph_evidence`)."""
+        items = []
+        for change in changes_for(self.memory, problem.observations, subject=problem.service, principal=self.principal):
+            voted = change_votes([change], problem.candidates)
+            if voted.votes:
+                best = max(voted.votes, key=lambda cid: (voted.votes[cid], cid))
+                items.append(Evidence(id=change.episode_id, source="change", text=voted.reasons[best],
+                                      relevance=voted.votes[best], conclusion=best, confidence=1.0, why=change.why,
+                                      sequence=self._sequence(change.episode_id)))
+        return items
+
+    def _credit(self, episode_id: str) -> float:
+        """How far a precedent still leads: lower after decisions it misled (`memory.reinforcer.episode_credit`)."""
+        return episode_credit(self.memory.graph_of(self.principal), episode_id) if self.graph_evidence else 1.0
 
     def _sequence(self, episode_id: str) -> int:
         """1 + the episode's place in its principal's closing order (0 when unknown)."""
@@ -355,7 +379,7 @@ class EpisodicAgent(_LoopAgent):
         episode = recalled.episode
         problem_of = self.memory.problem(episode.id, principal=self.principal)
         observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
-        relevance = self._closeness(problem, observed, episode.subject)
+        relevance = self._closeness(problem, observed, episode.subject) * self._credit(episode.id)
         if not self.outcome_labels:
             return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
                             observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
@@ -387,7 +411,7 @@ class EpisodicAgent(_LoopAgent):
             last = incident.attempts[-1]
             evidence.append(Evidence(
                 id=recalled.episode.id, source="incident", text=f"{recalled.episode.summary} — {incident.story()}",
-                relevance=self._closeness(problem, incident.symptoms, incident.subject),
+                relevance=self._closeness(problem, incident.symptoms, incident.subject) * self._credit(recalled.episode.id),
                 outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
                 choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
                 resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why,

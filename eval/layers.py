@@ -16,9 +16,10 @@ Scoring:
   boundary is the first event of a true episode. Precision, recall and F1 over the sets.
 - outcome accuracy: each decided true attempt episode against the predicted episode that
   contains its outcome event.
-- edges: each predicted episode maps to the true episode holding most of its events
-  (ties: the earliest); a predicted edge is correct when the mapped pair carries a true
-  relation of the same type. Precision is None when nothing was predicted, recall None
+- edges: each edge in its current version (`memory.graph.standing_edges`: the last record
+  of each edge; a CAUSED_BY weakened below `STANDING` is withdrawn); each predicted episode
+  maps to the true episode holding most of its events (ties: the earliest); a predicted edge
+  is correct when the mapped pair carries a true relation of the same type. Precision is None when nothing was predicted, recall None
   when nothing was true.
 """
 
@@ -39,12 +40,15 @@ from agent.agents import PRINCIPAL, EpisodicAgent, Recorded
 from agent.reasoner import Decision, Problem
 from memory import EpisodicMemory
 from memory.episodes import Edge, EdgeType, Episode
-from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig
+from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, GraphConfig, standing_edges
 from memory.episodes import SegmenterConfig
 from memory.episodes.segmenter import DEFAULT_CONFIG
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")
+# An edge is scored in its current version; a CAUSED_BY weakened below the weakest link the
+# rules make (best share × link probability) no longer stands.
+STANDING = {EdgeType.CAUSED_BY: DEFAULT_CAUSE_WEIGHTS.link_at * DEFAULT_CAUSE_WEIGHTS.lead_at}
 
 
 @dataclass(frozen=True)
@@ -131,12 +135,13 @@ def layer_quality(truth: Any, event_index: Mapping[str, int], episodes: Sequence
             holder = next((ep for ep in episodes if mapped.get(ep.id) == pos), None)
         right += holder is not None and holder.outcome.value == true_ep.outcome
 
+    standing = standing_edges(edges, min_weight=STANDING)
     true_rel: dict[str, set[tuple[int, int]]] = {t.value: set() for t in SCORED_EDGES}
     for rel in truth.relations:
         true_rel.setdefault(rel.type, set()).add((rel.source, rel.target))
     scores: dict[str, EdgeScore] = {}
     for kind in SCORED_EDGES:
-        mine = [e for e in edges if e.type == kind]
+        mine = [e for e in standing if e.type == kind]
         pairs = {(mapped.get(e.source, -1 - i), mapped.get(e.target, -1 - i)) for i, e in enumerate(mine)}
         correct = len(pairs & true_rel[kind.value])
         truth_n = len(true_rel[kind.value])

@@ -20,6 +20,7 @@ class AgentPreset:
     outcome_labels: bool = True  # hand outcome labels to the reasoner (episodic only)
     window: int = 4  # events per chunk (flat_rag only; stride is half a window, at least 1)
     units: bool = True  # hand past incidents over as units (episodic only)
+    graph_evidence: bool = True  # hand over changes the graph implicates and weigh precedents by credit (episodic only)
     description: str = ""  # one line for --help
 
 
@@ -28,7 +29,8 @@ PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
     AgentPreset("flat_rag", "flat_rag", description="top-k windows of 4 consecutive events by cosine"),
     AgentPreset("flat_rag-events", "flat_rag", window=1, description="top-k single events by cosine (weaker)"),
     AgentPreset("no_memory", "none", description="no memory (lower bound)"),
-    AgentPreset("episodic-no-graph", "episodic", retriever="NO_GRAPH", description="ablation: no graph proximity"),
+    AgentPreset("episodic-no-graph", "episodic", retriever="NO_GRAPH", graph_evidence=False,
+                description="ablation: no graph (no proximity, chains, change evidence or credit)"),
     AgentPreset("episodic-no-facts", "episodic", retriever="NO_FACTS", description="ablation: no facts"),
     AgentPreset("episodic-no-outcomes", "episodic", retriever="NO_OUTCOME_LABELS", outcome_labels=False,
                 description="ablation: episodes without outcome labels"),
@@ -53,4 +55,4 @@ def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, st
     config = getattr(retriever_module, preset.retriever)
     memory = EpisodicMemory(store_path, principal=principal, encoder=encoder, retriever=config)
     return EpisodicAgent(reasoner, memory, budget, name=preset.name, outcome_labels=preset.outcome_labels,
-                         principal=principal, units=preset.units)
+                         principal=principal, units=preset.units, graph_evidence=preset.graph_evidence)

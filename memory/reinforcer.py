@@ -16,7 +16,13 @@ Edges point as `memory.episodes.EdgeType` documents (source → target):
   scored against ground truth; a lesson carried to another problem is the LED_TO above.
 
 Weights: 1.0 when the decision named the episode in ``relied_on``, 0.5 when it was only
-retrieved. Facts the decisions cited, and facts whose condition matches the episode, are
+retrieved.
+
+Credit assignment: `Reinforcement.credits` lists, per recalled episode the decisions relied on,
+whether it helped (the decision worked) or misled (it failed); `episode_credit` reads the same
+from the graph (the LED_TO and CONTRADICTED edges above) as a per-episode weight for ranking:
+``(1 + helped) / (1 + helped + misled)``, each relied-on use counting 1 and a retrieved-only use
+0.5, so a precedent that misled twice and never helped weighs a third and stops leading. Facts the decisions cited, and facts whose condition matches the episode, are
 re-assessed with `memory.facts.update_fact` (support and contradiction are sets of
 episode ids). Idempotence: each (episode, decision entry) pair gets a reinforcement mark;
 when every mark of the episode is already stored the result is empty, and edge and fact
@@ -46,6 +52,7 @@ from memory.facts import (
 
 RELIED_WEIGHT = 1.0  # edge weight when the decision said it relied on the episode
 RETRIEVED_WEIGHT = 0.5  # edge weight when the episode was only in the Context
+RECALLED = "recalled episode"  # how the evidence of a recalled episode's LED_TO / CONTRADICTED edge begins
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,14 @@ class DecisionNote:
         return cls(entry_id, str(choice) if choice is not None else None, ids("retrieved"), ids("relied_on"))
 
 
+class Credit(NamedTuple):
+    """What one item a decision relied on did for it, once the outcome is known."""
+
+    item: str  # episode id or fact version id
+    decision: str  # the decision entry
+    effect: int  # +1 helped (the decision worked), -1 misled (it failed), 0 not judged
+
+
 class Reinforcement(NamedTuple):
     """What applying one closed episode changed."""
 
@@ -76,6 +91,7 @@ class Reinforcement(NamedTuple):
     facts: tuple[FactVersion, ...]  # new fact versions (reinforced, revised or retired)
     supported_facts: tuple[str, ...]  # fact ids the episode's decisions cited and were right to
     contradicted_facts: tuple[str, ...]  # fact ids the decisions cited that pointed the wrong way
+    credits: tuple["Credit", ...] = ()  # what each relied-on item did for the decision
 
     @property
     def changed(self) -> bool:
@@ -107,7 +123,7 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
     """
     marks = tuple(mark_id(episode.id, d.entry_id) for d in decisions) or (mark_id(episode.id, ""),)
     if all(applied(m) for m in marks):
-        return Reinforcement(episode.id, (), (), (), (), ())
+        return Reinforcement(episode.id, (), (), (), (), (), ())
     edges: dict[tuple[str, str, EdgeType], Edge] = {}
     current = {f.fact_id: f for f in facts if f.principal == episode.principal}
     supported, contradicted = _recalled(episode, decisions, lookup=lookup, graph=graph, pending=pending,
@@ -115,11 +131,13 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
     if episode.outcome is Outcome.SUCCESS and episode.id in graph:
         _lessons_applied(episode, lookup=lookup, graph=graph, pending=pending, edges=edges)
     versions = _revised_facts(episode, decisions, current, evidence, supported | contradicted, config)
+    effect = 1 if episode.outcome is Outcome.SUCCESS else -1 if episode.outcome is Outcome.FAILURE else 0
+    credits = tuple(Credit(item, d.entry_id, effect) for d in decisions for item in d.relied_on)
     return Reinforcement(
         episode_id=episode.id, marks=tuple(m for m in marks if not applied(m)),
         edges=tuple(edges[key] for key in sorted(edges, key=lambda k: (k[0], k[1], k[2].value))),
         facts=tuple(versions), supported_facts=tuple(sorted(supported)),
-        contradicted_facts=tuple(sorted(contradicted)),
+        contradicted_facts=tuple(sorted(contradicted)), credits=credits,
     )
 
 
@@ -159,14 +177,15 @@ def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Ca
             answer = resolution(graph, past.id, lookup, pending=pending)
             if answer != choice or not (success or failure):
                 continue
-            pointed = ("had confirmed" if past.outcome is Outcome.SUCCESS
-                       else f"failed with {past.choices[-1] if past.choices else 'another choice'}, was corrected, resolved as")
+            pointed = (f"{RECALLED} had confirmed" if past.outcome is Outcome.SUCCESS
+                       else f"{RECALLED} failed with {past.choices[-1] if past.choices else 'another choice'}, "
+                            f"was corrected, resolved as")
             if success:
                 _keep_strongest(edges, Edge(past.id, episode.id, EdgeType.LED_TO, weight,
-                                            f"recalled episode {pointed} {choice}; it worked here"))
+                                            f"{pointed} {choice}; it worked here"))
             else:
                 _keep_strongest(edges, Edge(episode.id, past.id, EdgeType.CONTRADICTED, weight,
-                                            f"recalled episode {pointed} {choice}; here it failed"))
+                                            f"{pointed} {choice}; here it failed"))
     return supported, contradicted
 
 
@@ -207,3 +226,18 @@ def _revised_facts(episode: Episode, decisions: Sequence[DecisionNote], current:
         if new is not None:
             versions.append(new)
     return versions
+
+
+def episode_credit(G: nx.MultiDiGraph, episode_id: str) -> float:
+    """An episode's weight as a precedent, from how decisions that recalled it turned out (see the module docstring).
+
+    1.0 for an episode never judged; helped and misled uses are the weights of its LED_TO edges
+    to later episodes and of CONTRADICTED edges from them whose evidence says it was recalled.
+    """
+    if episode_id not in G:
+        return 1.0
+    helped = sum(d.get("weight", 0.0) for _, _, k, d in G.out_edges(episode_id, keys=True, data=True)
+                 if k == EdgeType.LED_TO.value and str(d.get("evidence", "")).startswith(RECALLED))
+    misled = sum(d.get("weight", 0.0) for _, _, k, d in G.in_edges(episode_id, keys=True, data=True)
+                 if k == EdgeType.CONTRADICTED.value and str(d.get("evidence", "")).startswith(RECALLED))
+    return (1.0 + helped) / (1.0 + helped + misled)

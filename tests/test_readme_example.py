@@ -23,5 +23,5 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     episodes = namespace["episodes"]
     assert len(episodes) == 6  # four incidents, two of them retried after a correction
     assert [e.outcome for e in episodes].count(Outcome.FAILURE) == 2
-    assert "→ pool confidence" in out and "→ release confidence" in out and "6 episodes" in out
+    assert "→ pool, not database confidence" in out and "→ release, not pool confidence" in out and "6 episodes" in out
     assert (tmp_path / "agent-memory.db").exists()

@@ -1,9 +1,13 @@
 """Layer 3, the episode graph: typed, weighted, evidenced causal edges between episodes.
 
 `rules` infers the edges a newly closed episode creates (`infer_edges`, pure; the rules are
-written out in its docstring), `build` puts episodes and edges into a `networkx.MultiDiGraph`,
-`queries` answers causal chains, neighbours and a subject's history as plain functions over
-that graph, and `export` writes it as GraphML or DOT.
+written out in its docstring), with `changes` (what an episode's fix changed: kind, what,
+where, when) and `causes` (which earlier change caused an incident: competing hypotheses with
+calibrated log-odds); `build` puts episodes and edges into a `networkx.MultiDiGraph`,
+`queries` answers causal chains, neighbours, a subject's history and an edge's versions as
+plain functions over that graph, `evidence` lists the recent changes current observations
+implicate (for a decision), `export` writes GraphML or DOT and `render` draws SVG or PNG
+(``python -m memory.graph STORE --out graph.png``).
 `Edge` and `EdgeType`, the graph's records, are re-exported here.
 """
 
@@ -16,29 +20,41 @@ from memory.graph.build import (
     add_episode_rows,
     build_graph,
 )
+from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis
+from memory.graph.changes import ChangeRecord, change_record
+from memory.graph.evidence import ChangeLink, recent_changes
 from memory.graph.export import export_dot, export_graphml
+from memory.graph.render import render_graph
 from memory.graph.queries import (
     BACKWARD,
     FORWARD,
     CausalChain,
     Link,
     causal_chain,
+    causes_among,
+    edge_history,
     later_attempts,
     neighbours,
     resolution,
+    standing_edges,
     subject_history,
 )
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges, link_episodes
 
 __all__ = [
     "BACKWARD",
+    "DEFAULT_CAUSE_WEIGHTS",
     "DEFAULT_GRAPH_CONFIG",
     "FORWARD",
     "CausalChain",
+    "ChangeLink",
+    "CauseWeights",
+    "ChangeRecord",
     "Edge",
     "EdgeType",
     "EpisodeGraph",
     "GraphConfig",
+    "Hypothesis",
     "Link",
     "add_edge_rows",
     "add_edges",
@@ -47,12 +63,18 @@ __all__ = [
     "attempt_chain",
     "build_graph",
     "causal_chain",
+    "change_record",
+    "causes_among",
+    "edge_history",
     "export_dot",
     "export_graphml",
     "infer_edges",
     "later_attempts",
     "link_episodes",
     "neighbours",
+    "recent_changes",
+    "render_graph",
     "resolution",
+    "standing_edges",
     "subject_history",
 ]

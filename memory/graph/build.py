@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 import networkx as nx
 
 from memory.episodes import Edge, EdgeType, Episode
+from memory.graph.changes import change_record
 
 
 class EpisodeGraph(nx.MultiDiGraph):
@@ -35,6 +36,23 @@ def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
     """Add (or refresh) an episode node with its attributes."""
     G.add_node(ep.id, principal=ep.principal, situation=ep.situation, subject=ep.subject, first_seq=ep.first_seq,
                outcome=ep.outcome.value)
+
+
+def change_attributes(ep: Episode) -> dict[str, str]:
+    """The node attributes of an episode's change record (`memory.graph.changes`); empty when it made none.
+
+    A pure function of the episode: the exports and `memory.graph.recent_changes` add them to the
+    nodes they read (the stored graph keeps the columns a store can reload without the episodes).
+
+    ``change_kind`` (version, capacity, parameter, configuration, schedule or component),
+    ``change_what`` (its most specific terms), ``change_where`` (the service) and ``change_at``
+    (ISO time the change was in place).
+    """
+    record = change_record(ep)
+    if record is None:
+        return {}
+    return {"change_kind": record.kind, "change_what": record.what, "change_where": record.where or "",
+            "change_at": record.at.isoformat()}
 
 
 def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:

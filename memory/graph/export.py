@@ -10,6 +10,7 @@ from typing import Any, Callable
 import networkx as nx
 
 from memory.episodes import Episode
+from memory.graph.build import change_attributes
 
 
 def _plain(value: Any) -> str | int | float | bool:
@@ -30,12 +31,14 @@ def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | 
     Every node and edge gets a readable ``label`` (what graph viewers show instead of the
     64-hex id): with `episodes` (a lookup by id) a node's label is the episode's summary,
     outcome and start, and the node also carries summary, start and end; without it, the
-    label is the subject, situation and outcome. An edge's label is its type and weight.
+    label is the subject, situation and outcome. An edge's label is its type and weight. An
+    episode that made a change also carries its change record (`memory.graph.build.change_attributes`).
     """
     H = nx.MultiDiGraph()
     for node, data in G.nodes(data=True):
         episode = episodes(node) if episodes is not None else None
-        more = {"summary": episode.summary, "start": episode.start, "end": episode.end} if episode is not None else {}
+        more = {"summary": episode.summary, "start": episode.start, "end": episode.end,
+                **change_attributes(episode)} if episode is not None else {}
         attrs = {k: _plain(v) for k, v in {**data, **more}.items()}
         attrs["label"] = _node_label(node, data, episode)
         H.add_node(node, **attrs)

@@ -187,3 +187,35 @@ def resolution(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Epis
     if not successes:
         return None
     return min(successes, key=lambda e: (e.first_seq, e.id)).choices[-1]
+
+
+def causes_among(G: nx.MultiDiGraph, episode_ids: Iterable[str], *, min_weight: float = 0.5) -> frozenset[str]:
+    """The episodes among `episode_ids` that a CAUSED_BY edge of at least `min_weight` points to."""
+    kind = EdgeType.CAUSED_BY.value
+    pred = G.pred
+    found = []
+    for i in episode_ids:
+        incoming = pred[i] if i in pred else None
+        if incoming and any(kind in keyed and keyed[kind].get("weight", 0.0) >= min_weight for keyed in incoming.values()):
+            found.append(i)
+    return frozenset(found)
+
+
+def edge_history(edges: Iterable[Edge], source: str, target: str, kind: EdgeType) -> list[Edge]:
+    """Every record of one edge, in storing order: its versions (the last is current)."""
+    return [e for e in edges if e.source == source and e.target == target and e.type == kind]
+
+
+def standing_edges(edges: Iterable[Edge], *, min_weight: dict[EdgeType, float] | None = None) -> list[Edge]:
+    """The current version of every edge (its last record), without those weakened below `min_weight`.
+
+    Edges are versioned like facts: a confirmed or weakened edge is a new record of the same
+    source, target and type. `min_weight` maps a type to the weight under which a current
+    version no longer stands (a CAUSED_BY link withdrawn by later evidence).
+    """
+    latest: dict[tuple[str, str, EdgeType], Edge] = {}
+    for edge in edges:
+        latest.pop((edge.source, edge.target, edge.type), None)
+        latest[(edge.source, edge.target, edge.type)] = edge
+    floors = min_weight or {}
+    return [e for e in latest.values() if e.weight >= floors.get(e.type, 0.0)]

@@ -13,15 +13,15 @@ episodes of the same principal (never across principals; O(window)):
 - LEARNED_FROM (new → corrected): the new episode's decision follows a correction in the
   attempt chain, changes the corrected choice (the lesson applied), and did not fail.
 - CAUSED_BY (incident → change): the new episode opens an incident (it has observations
-  and no attempt chain) and an earlier episode within ``cause_window_s`` made a change
-  (decisions or actions). Evidence, strongest first: an observation sentence with a causal
-  cue (`memory.text.CAUSAL_CUE`: a causal connective before a change word, a reference to an
-  earlier fix or change, or a change dated in the past) naming the earlier episode's subject (0.9); such a cue and the
-  same subject (0.7); such a cue whose words resemble the change's summary, actions or
-  corrections (``cause_similarity``, 0.5); no cue, the same subject, a successful episode
-  that recorded actions (an explicit change) within ``uncued_cause_window_s`` (0.4).
-  Among several candidates the most recent wins unless another matches the cue's words
-  clearly better. A LED_TO edge mirrors each CAUSED_BY.
+  and no attempt chain); every earlier incident within ``cause_window_s`` whose last attempt
+  left a change in place is a hypothesis, ranked against "no earlier change" with the
+  calibrated log-odds of `memory.graph.causes` (the change's service named in a sentence that
+  refers to a past change, the words describing it, terms the symptoms share with what the
+  change did — the failing service's own name kept apart —, timing, what past changes led
+  to). The best is linked when a change is likely the cause and it leads the others; the edge
+  weight is its probability. Later attempts at the same incident re-rank with their
+  corrections and fixes and give the edge a new record (confirmed or weakened; edges are
+  versioned, the old records stay in the store). A LED_TO edge mirrors each CAUSED_BY.
 - LED_TO (earlier → later): the inverse view of every CAUSED_BY, and the next step of the
   same problem after an undecided step (the previous chain member has no outcome).
 - CONTINUATION (new → resumed): the previous episode had another situation, and the latest
@@ -42,10 +42,20 @@ from collections import deque
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
+from typing import Callable, Container, Sequence
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.text import causal_sentences, mentions, similarity
+from memory.graph.causes import (
+    DEFAULT_CAUSE_WEIGHTS,
+    Candidate,
+    CauseWeights,
+    Hypothesis,
+    best_cause,
+    explain,
+    rank_causes,
+)
+from memory.graph.changes import TermWeights, fix_text, made_change
+from memory.text import similarity
 
 
 @dataclass(frozen=True)
@@ -56,8 +66,8 @@ class GraphConfig:
     retry_window_s: float = 6 * 3600.0  # max time between consecutive attempts at one problem
     retry_similarity: float = 0.5  # observation similarity for a re-observing episode to be a retry
     cause_window_s: float = 14 * 86400.0  # how far back an incident can be traced to a change
-    uncued_cause_window_s: float = 12 * 3600.0  # same-subject successful change, no textual cue
-    cause_similarity: float = 0.2  # cue sentence vs an unnamed change's text, to link it
+    cause_candidates: int = 40  # at most this many recent changes are weighed as causes
+    attempt_reach: int = 40  # episodes around a change searched for the other attempts at its incident
     continuation_window_s: float = 24 * 3600.0  # max interruption before a resumed activity
     contradiction_similarity: float = 0.3  # observation similarity of two contradicting incidents
 
@@ -164,50 +174,120 @@ def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig)
     return current
 
 
-def _recent_unless_closer(candidates: Sequence[Episode], closeness: dict[str, float], margin: float = 0.15) -> Episode:
-    """The most recent candidate, unless another's words match the cue clearly better."""
-    best = candidates[-1]
-    for ep in candidates:
-        if closeness[ep.id] >= closeness[best.id] + margin:
-            best = ep
-    return best
+def change_candidates(at: datetime, history: Sequence[Episode],
+                      config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Candidate]:
+    """The changes in place at `at`, most recent first: the last attempt of each earlier incident
+    within ``cause_window_s``, at most ``cause_candidates`` of them.
 
-
-def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig) -> list[Edge]:
-    changes = [ep for ep in history if (ep.decisions or ep.actions)
-               and 0 <= _gap(new.start, ep.end) <= config.cause_window_s]
-    if not new.observations or not changes:
-        return []
-    cues = causal_sentences(new.observations)
-    found: tuple[Episode, float, str] | None = None
-    for sentence in cues:
-        closeness = {ep.id: similarity([sentence], [ep.summary, *ep.actions, *ep.corrections]) for ep in changes}
-        named = [ep for ep in changes if mentions(sentence, ep.subject)]
-        same = [ep for ep in changes if new.subject and ep.subject == new.subject]
-        alike = [ep for ep in changes if closeness[ep.id] >= config.cause_similarity]
-        if named:
-            best = _recent_unless_closer(named, closeness)
-            found = (best, 0.9, f"observation names {best.subject} with a causal cue: {_quote(sentence)}")
+    Attempts are looked for among the ``attempt_reach`` episodes around each one, so the cost
+    does not grow with the history.
+    """
+    out: dict[str, Candidate] = {}
+    reach = config.attempt_reach
+    for position in range(len(history) - 1, -1, -1):
+        ep = history[position]
+        if len(out) >= config.cause_candidates:
             break
-        if same and (found is None or found[1] < 0.7):
-            best = _recent_unless_closer(same, closeness)
-            found = (best, 0.7, f"causal cue on the same subject {new.subject}: {_quote(sentence)}")
-        elif alike and found is None:
-            best = max(alike, key=lambda ep: (closeness[ep.id], ep.end))
-            found = (best, 0.5, f"causal cue resembling that change (similarity {closeness[best.id]:.2f}): "
-                                f"{_quote(sentence)}")
-    if found is None and new.subject:
-        recent = [ep for ep in changes if ep.subject == new.subject and ep.actions and ep.outcome == Outcome.SUCCESS
-                  and _gap(new.start, ep.end) <= config.uncued_cause_window_s]
-        if recent:
-            ep = recent[-1]
-            found = (ep, 0.4, f"incident on {new.subject} {_duration(_gap(new.start, ep.end))} after a change there")
-    if found is None:
+        if not (ep.decisions or ep.actions) or not 0 <= _gap(at, ep.end) <= config.cause_window_s:
+            continue
+        later = history[position + 1: position + 1 + reach]
+        final = _final_attempt(ep, later, config)
+        if final.id in out or _gap(at, final.end) < 0:
+            continue
+        at_final = position if final is ep else position + 1 + next(i for i, e in enumerate(later) if e is final)
+        chain = attempt_chain(final, history[max(0, at_final - reach): at_final], config)
+        out[final.id] = Candidate(final, len(chain) + 1, tuple(chain))
+    return list(out.values())
+
+
+def learned_share(history: Sequence[Episode], caused: Container[str]) -> Callable[[Episode], float]:
+    """Share of the changes resolving a choice that are already linked as causes (what past changes led to)."""
+    made: dict[str, int] = {}
+    linked: dict[str, int] = {}
+    for ep in history:
+        if ep.choices and made_change(ep):
+            made[ep.choices[-1]] = made.get(ep.choices[-1], 0) + 1
+            linked[ep.choices[-1]] = linked.get(ep.choices[-1], 0) + (ep.id in caused)
+    return lambda ep: linked.get(ep.choices[-1], 0) / (made.get(ep.choices[-1], 0) + 2) if ep.choices else 0.0
+
+
+def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corrections: Sequence[str] = (),
+                         fixes: Sequence[str] = (),
+                         caused: Container[str] = (), config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+                         weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
+    """The earlier changes that may have caused `incident`, most probable first (see `memory.graph.causes`).
+
+    Args:
+        incident: the episode that opened the incident (its observations are the symptoms).
+        history: the principal's episodes before it, in time order.
+        corrections: corrections the incident received, read with the observations.
+        fixes: what the incident's fixes did (read for shared terms only).
+        caused: ids of episodes already linked as causes (for the learned share).
+    """
+    candidates = change_candidates(incident.start, history, config)
+    if not candidates:
         return []
-    target, weight, evidence = found
-    target = _final_attempt(target, history, config)
-    return [Edge(new.id, target.id, EdgeType.CAUSED_BY, weight, evidence),
-            Edge(target.id, new.id, EdgeType.LED_TO, weight, f"inverse of CAUSED_BY: {evidence}")]
+    return rank_causes([*incident.observations, *corrections], incident.subject, incident.start, candidates,
+                       terms=TermWeights([*history, incident]), fixes=fixes, learned=learned_share(history, caused),
+                       weights=weights)
+
+
+def _caused_edges(incident: Episode, best: Hypothesis, note: str) -> list[Edge]:
+    evidence = f"{note}{explain(best)}"
+    return [Edge(incident.id, best.episode_id, EdgeType.CAUSED_BY, round(best.probability, 3), evidence),
+            Edge(best.episode_id, incident.id, EdgeType.LED_TO, round(best.probability, 3),
+                 f"inverse of CAUSED_BY: {evidence}")]
+
+
+def _corrections(episodes: Sequence[Episode]) -> list[str]:
+    return [t for ep in episodes for t in ep.corrections]
+
+
+def _fixes(episodes: Sequence[Episode]) -> list[str]:
+    return [t for t in map(fix_text, episodes) if t]
+
+
+def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig, caused: Container[str],
+           weights: CauseWeights) -> list[Edge]:
+    if not new.observations:
+        return []
+    ranked = rank_incident_causes(new, history, corrections=_corrections([new]), fixes=_fixes([new]),
+                                  caused=caused, config=config, weights=weights)
+    best = best_cause(ranked, weights)
+    return _caused_edges(new, best, "") if best is not None else []
+
+
+def _later_evidence(new: Episode, chain: Sequence[Episode], history: Sequence[Episode], config: GraphConfig,
+                    caused: Container[str], weights: CauseWeights) -> list[Edge]:
+    """New versions of an incident's CAUSED_BY edge once a later attempt adds corrections or a fix.
+
+    The incident's causes are ranked again with the later texts (corrections naming or denying
+    the change, a fix that undoes it); the linked change's edge gets a new record with its new
+    probability, higher (confirmed) or lower (weakened; below ``link_at`` the link is withdrawn,
+    its history kept). A correction that names or describes another change links that one.
+    """
+    opener = chain[-1] if chain and chain[-1].observations else None
+    if opener is None or not (new.corrections or fix_text(new)):
+        return []
+    attempts = [*reversed(chain), new]
+    before_history = [ep for ep in history if ep.last_seq < opener.first_seq]
+    before = rank_incident_causes(opener, before_history, corrections=_corrections([opener]),
+                                  fixes=_fixes([opener]), caused=caused, config=config, weights=weights)
+    after = rank_incident_causes(opener, before_history, corrections=_corrections(attempts), fixes=_fixes(attempts),
+                                 caused=caused, config=config, weights=weights)
+    if not after:
+        return []
+    edges: list[Edge] = []
+    old, new_best = best_cause(before, weights), best_cause(after, weights)
+    if old is not None:
+        now = next(h for h in after if h.episode_id == old.episode_id)
+        if abs(now.probability - old.probability) >= 0.01:
+            verb = "confirmed" if now.probability >= old.probability else "weakened"
+            edges += _caused_edges(opener, now, f"{verb} by later evidence: ")
+    named = new_best is not None and any(k in ("named", "described") for k, _ in new_best.factors)
+    if named and (old is None or new_best.episode_id != old.episode_id):
+        edges += _caused_edges(opener, new_best, "linked by later evidence: ")
+    return edges
 
 
 def _continuation(new: Episode, history: Sequence[Episode], config: GraphConfig) -> Edge | None:
@@ -245,7 +325,8 @@ def _contradiction(new: Episode, history: Sequence[Episode], chain: list[Episode
                 f"(observation similarity {score:.2f})")
 
 
-def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Edge]:
+def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+                caused: Container[str] = (), weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Edge]:
     """Edges created by the rules for a newly closed episode (pure).
 
     Args:
@@ -253,13 +334,18 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
         history: earlier episodes (any principals, time order); only the last
             ``config.window`` of `new`'s principal are considered.
         config: windows and thresholds.
+        caused: ids of earlier episodes already linked as causes (CAUSED_BY targets), for the
+            learned share of `memory.graph.causes`.
+        weights: the cause hypotheses' log-odds contributions.
     """
     recent = [ep for ep in history if ep.principal == new.principal and ep.last_seq < new.first_seq]
     recent = sorted(recent, key=lambda ep: ep.first_seq)[-config.window:] if config.window > 0 else []
     chain = attempt_chain(new, recent, config)
     edges = _retry_and_lesson(new, chain)
     if not chain:
-        edges.extend(_cause(new, recent, config))
+        edges.extend(_cause(new, recent, config, caused, weights))
+    else:
+        edges.extend(_later_evidence(new, chain, recent, config, caused, weights))
     continuation = _continuation(new, recent, config)
     if continuation is not None:
         edges.append(continuation)
@@ -276,8 +362,11 @@ def link_episodes(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_
     """Batch linking: each episode's edges against its principal's earlier episodes (by first seq)."""
     histories: dict[str, deque[Episode]] = {}
     edges: list[Edge] = []
+    caused: set[str] = set()
     for ep in sorted(episodes, key=lambda e: e.first_seq):
         history = histories.setdefault(ep.principal, deque(maxlen=max(config.window, 1)))
-        edges.extend(infer_edges(ep, history, config=config))
+        found = infer_edges(ep, history, config=config, caused=caused)
+        edges.extend(found)
+        caused.update(e.target for e in found if e.type == EdgeType.CAUSED_BY and e.weight >= 0.5)
         history.append(ep)
     return edges

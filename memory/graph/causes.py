@@ -1,0 +1,230 @@
+"""Which earlier change caused a new incident: competing hypotheses with calibrated weights.
+
+Every change that stayed in place within the window (`memory.graph.changes.made_change`, the
+last attempt of each earlier incident) is a hypothesis; so is "no earlier change" (the null,
+score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`):
+
+- ``prior``: a given earlier change rarely causes a given incident;
+- ``named``: an observation sentence that refers to a past change names the change's service
+  (``named_plain`` when the naming sentence refers to no change); the failing service's own
+  name is never evidence for a change made on it;
+- ``reference``: the observations refer to a past change or incident at all (every hypothesis);
+- ``described``: the words a reference uses for the past change or incident ("the last *egress*
+  incident", "the *base-image* change") are words of that incident or change;
+- ``same_subject``: the change was made on the failing service itself and a reference names
+  no other changed service ("the last DNS fix"); ``named_own`` when the reference's own words
+  name that service ("the change made for the X incident");
+- ``overlap``: the IDF-weighted terms the observations share with what the change did (its
+  actions and fix), counted more in referring sentences, where terms of the incident the
+  change resolved count half; a later fix that undoes something (`UNDO`) is read too;
+- ``denied``: a sentence denies the change's service ("X was not touched");
+- ``acted_here``: the change is an explicit action recorded on the failing service itself a
+  few hours before (no words needed: the memory saw the change being made);
+- ``attempts``: every extra attempt of the earlier incident left one more change behind;
+- ``learned``: the share of earlier changes resolving the same choice that the memory already
+  linked as causes (what past changes led to), for a hypothesis the text already supports
+  (named, described or on the same service): it tells apart changes the text names alike;
+- ``age``: older changes are less likely, per day.
+
+Scores become probabilities by a softmax over the hypotheses and the null (`rank_causes`);
+`best_cause` links the most probable when the probability that some change caused the
+incident reaches ``link_at`` and the best holds at least ``lead_at`` of it. The weights were
+set by hand and checked on the generator's train families (`python -m simulator.generate
+--lessons --families train`), never on the shipped scenarios or the test families; every rule
+reads generic English.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Callable, NamedTuple, Sequence
+
+from memory.episodes import Episode
+from memory.graph.changes import TermWeights, change_terms, entity_terms, incident_terms, name_terms
+from memory.text import CAUSAL_CUE, mentions, split_negation, split_sentences
+
+# Generic English: a definite or dated reference to a change or an incident ("the last DNS fix",
+# "since the base-image change", "yesterday's hotfix", "the earlier outage"). A release or rollout
+# is a change of its own, not the fix of an earlier incident, and is not such a reference.
+CHANGE_NOUNS = (r"fix|fixes|hotfix|hotfixes|workaround|remediation|mitigation|change|changes|patch|incident|outage|"
+                r"revert|rollback")
+PAST_REFERENCE = re.compile(
+    rf"\b(?:the|that|those|last|previous|earlier|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){{0,4}}?)(?:{CHANGE_NOUNS})\b"
+    r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
+    r"board|management|schedule|train|pipeline|team|owner))",
+    re.IGNORECASE)
+# Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
+UNDO = re.compile(r"\b(?:revert\w*|roll(?:ed|ing)? ?back|rollbacks?|undo|undid|removed|backed out|(?:moved|switched|"
+                  r"went|set|changed) back|disabled|restored)\b", re.IGNORECASE)
+# Generic English past-tense verbs of a change (with `CAUSAL_CUE`, a dated change: "was replaced last week").
+CHANGE_VERBS = re.compile(r"\b(?:moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
+                          r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CauseWeights:
+    """Log-odds contributions of the evidence for one hypothesis (see the module docstring)."""
+
+    prior: float = -4.0  # a given earlier change, before any evidence
+    named: float = 5.5  # a sentence referring to a past change names its service
+    named_plain: float = 2.0  # a sentence without such a reference names its service
+    reference: float = 1.5  # the observations refer to a past change or incident
+    same_subject: float = 1.5  # a change on the failing service itself, with a reference naming no other
+    named_own: float = 4.0  # the same, when the reference's words name the service ("the X incident")
+    described: float = 3.0  # per unit of IDF-weighted words describing the referred change that match it
+    overlap_referring: float = 3.0  # per unit of IDF-weighted shared terms, in referring sentences
+    overlap_other: float = 1.5  # per unit of IDF-weighted shared terms, in the other observations
+    overlap_cap: float = 1.5  # at most this many units of overlap count, per kind of sentence
+    denied: float = -3.0  # a sentence denies the change's service or terms ("X has not been touched")
+    attempts: float = 0.5  # per extra attempt at the earlier incident
+    acted_here: float = 4.5  # an explicit action (a recorded change) on the failing service within ``acted_within_s``
+    acted_within_s: float = 12 * 3600.0  # how recent that action must be
+    learned: float = 3.0  # times the share of same-choice changes already linked as causes
+    age_per_day: float = -0.15  # per day between the change and the incident
+    link_at: float = 0.5  # probability that some earlier change caused the incident, to link the best one
+    lead_at: float = 0.4  # share of that probability the best hypothesis must hold
+
+
+DEFAULT_CAUSE_WEIGHTS = CauseWeights()
+
+
+class Hypothesis(NamedTuple):
+    """One earlier change as the cause of an incident."""
+
+    episode_id: str  # the episode that made the change
+    probability: float  # softmax over the hypotheses and the null
+    score: float  # summed log-odds
+    factors: tuple[tuple[str, float], ...]  # the contributions that are not zero, strongest first
+    shared: tuple[str, ...]  # terms the observations share with the change
+
+
+class Candidate(NamedTuple):
+    """A change that stayed in place, with what the scorer reads about it."""
+
+    episode: Episode  # the last attempt of the earlier incident (the change that stayed)
+    attempts: int  # attempts the earlier incident took
+    corrected: tuple[Episode, ...]  # its earlier attempts (their corrections describe the change)
+
+
+def referring(sentence: str) -> bool:
+    """Whether a sentence refers to a past change or incident (generic English)."""
+    return bool(PAST_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
+                                                    and bool(CHANGE_VERBS.search(sentence)))
+
+
+def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
+                terms: TermWeights, fixes: Sequence[str] = (), learned: Callable[[Episode], float] = lambda ep: 0.0,
+                weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
+    """Every candidate change as the cause of an incident, most probable first (pure).
+
+    Args:
+        observations: what the incident showed, and the corrections it received.
+        fixes: what its own fixes did; one that undoes something (`UNDO`) is read for shared terms.
+        subject: the failing service (its name is never evidence).
+        at: when the incident started.
+        candidates: earlier changes that stayed in place.
+        terms: term weights over the principal's recent episodes.
+        learned: share of changes like this one already linked as causes (0 when unknown).
+        weights: the log-odds contributions.
+    """
+    sentences = [s for text in observations for s in split_sentences(text) if s.strip()]
+    refs = [s for s in sentences if referring(s)]
+    own = name_terms(subject)
+    phrases = [m.group(1) for s in refs for m in PAST_REFERENCE.finditer(s)]
+    described = frozenset().union(*(entity_terms(p) for p in phrases), frozenset()) - own
+    own_described = any(mentions(p, subject) for p in phrases)
+    ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
+    undoing = [f for f in fixes if UNDO.search(f)]
+    other_terms = frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
+    split = {s: split_negation(s) for s in sentences}
+    affirmed = {s: split[s][0] for s in sentences}
+    denied = [split[s][1] for s in sentences]
+    denied_terms = frozenset().union(*(entity_terms(d) for d in denied if d)) - own if any(denied) else frozenset()
+    others = {c.episode.subject for c in candidates if c.episode.subject and c.episode.subject != subject}
+    refs_name_other = any(mentions(affirmed[s], name) for s in refs for name in others)
+    named_in = _Mentions([affirmed[s] for s in refs], [affirmed[s] for s in sentences])
+    scored = []
+    for c in candidates:
+        factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
+                           refs_name_other and not own_described,
+                           (described, ref_terms, other_terms),
+                           denied_terms, terms, learned, weights)
+        scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
+    top = max((s for _, s, _ in scored), default=0.0)
+    norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
+    out = [Hypothesis(i, math.exp(s - max(top, 0.0)) / norm, s,
+                      tuple(sorted(((k, v) for k, v, _ in f if v), key=lambda kv: -abs(kv[1]))),
+                      next((x for k, _, x in f if k == "overlap" and x), ()))
+           for i, s, f in scored]
+    return sorted(out, key=lambda h: (-h.probability, h.episode_id))
+
+
+class _Mentions:
+    """Whether referring sentences, or any sentence, name a service (each name looked up once)."""
+
+    def __init__(self, refs: Sequence[str], sentences: Sequence[str]) -> None:
+        self.refs, self.sentences = refs, sentences
+        self.found: dict[str, tuple[bool, bool]] = {}
+
+    def __call__(self, name: str) -> tuple[bool, bool]:
+        if name not in self.found:
+            self.found[name] = (any(mentions(s, name) for s in self.refs), any(mentions(s, name) for s in self.sentences))
+        return self.found[name]
+
+
+def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
+             refs_name_other: bool, said: tuple[frozenset[str], frozenset[str], frozenset[str]],
+             denied_terms: frozenset[str], terms: TermWeights, learned: Callable[[Episode], float],
+             w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
+    """The log-odds contributions for one candidate: (name, value, shared terms).
+
+    `said` holds the observations' terms: describing a referred change, in referring sentences, elsewhere.
+    """
+    described, ref_terms, other_terms = said
+    ep = c.episode
+    other_service = bool(ep.subject) and ep.subject != subject
+    named = 0.0
+    if other_service:
+        in_refs, anywhere = named_in(ep.subject)
+        named = w.named if in_refs else w.named_plain if anywhere else 0.0
+    same = 0.0
+    if refs and ep.subject == subject and subject and not refs_name_other:
+        own_phrase = any(mentions(m.group(1), subject) for s in refs for m in PAST_REFERENCE.finditer(s))
+        same = w.named_own if own_phrase else w.same_subject
+    changed = change_terms(ep, c.corrected)
+    about = incident_terms(ep, c.corrected) | changed
+    in_words, shared_words = terms.overlap(described, about)
+    in_refs, shared_refs = terms.overlap(ref_terms, changed)
+    in_incident, _ = terms.overlap(ref_terms - changed, about)
+    in_refs += 0.5 * in_incident
+    in_rest, shared_rest = terms.overlap(other_terms, changed)
+    overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
+    denied = w.denied if (other_service and name_terms(ep.subject) and name_terms(ep.subject) <= denied_terms) else 0.0
+    days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
+    acted = w.acted_here if ep.actions and ep.subject == subject and subject and \
+        days * 86400.0 <= w.acted_within_s else 0.0
+    return [("prior", w.prior, ()), ("named", named, ()), ("reference", w.reference if refs else 0.0, ()),
+            ("described", w.described * min(in_words, 1.0), shared_words),
+            ("same subject", same, ()), ("overlap", overlap, shared_refs + shared_rest), ("denied", denied, ()),
+            ("acted here", acted, ()),
+            ("attempts", w.attempts * max(0, c.attempts - 1), ()), ("learned", w.learned * learned(ep) if named or same or in_words else 0.0, ()),
+            ("age", w.age_per_day * days, ())]
+
+
+def explain(h: Hypothesis, limit: int = 4) -> str:
+    """One line: probability, the main contributions and the shared terms."""
+    parts = ", ".join(f"{name} {value:+.1f}" for name, value in h.factors[:limit] if name != "prior")
+    shared = f"; shared terms: {', '.join(h.shared[:5])}" if h.shared else ""
+    return f"p={h.probability:.2f} ({parts}){shared}"
+
+
+def best_cause(ranked: Sequence[Hypothesis], weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> Hypothesis | None:
+    """The hypothesis to link: the most probable, when some change is likely the cause (``link_at``)
+    and the best holds at least ``lead_at`` of that probability; else None."""
+    if not ranked:
+        return None
+    some = sum(h.probability for h in ranked)
+    return ranked[0] if some >= weights.link_at and ranked[0].probability >= weights.lead_at * some else None

@@ -1,0 +1,148 @@
+"""Change records, CAUSED_BY hypotheses, edge versions, credit and graph evidence for decisions."""
+
+from __future__ import annotations
+
+from memory.episodes import Edge, EdgeType, Outcome
+from memory.graph import (
+    ChangeLink,
+    build_graph,
+    change_record,
+    edge_history,
+    infer_edges,
+    recent_changes,
+    render_graph,
+    standing_edges,
+)
+from memory.graph.changes import entity_terms, specific_words
+from memory.reinforcer import RECALLED, episode_credit
+from agent.graph_evidence import change_votes, is_change_cause
+from agent.reasoner import CauseInfo
+from tests.builders import T0, episode
+
+OK = Outcome.SUCCESS
+
+
+def fixed(eid: str, hours: int, subject: str, fix: str, *, choice: str = "c", **fields):
+    """A successful episode on `subject` whose outcome sentence (what the fix did) is `fix`."""
+    return episode(eid, OK, choice, hours=hours, subject=subject, summary=f"seen → Decision: {choice} → {fix}",
+                   **fields)
+
+
+def incident(eid: str, hours: int, subject: str, *observations: str, **fields):
+    return episode(eid, Outcome.UNKNOWN, None, hours=hours, subject=subject, observations=observations,
+                   summary=observations[0], **fields)
+
+
+def caused(edges):
+    return [(e.source, e.target) for e in edges if e.type == EdgeType.CAUSED_BY]
+
+
+def test_change_record_names_kind_and_specific_words() -> None:
+    ep = fixed("a", 0, "checkout", "Raised maximumPoolSize on checkout from 20 to 60; errors gone")
+    record = change_record(ep)
+    assert record is not None and record.kind == "capacity" and record.where == "checkout"
+    assert record.what.split()[:3] == ["maximumPoolSize", "20", "60"] and record.at == ep.end
+    assert change_record(fixed("b", 0, "api", "Rolled api back to v2.13.2")).kind == "version"
+    assert change_record(episode("c", Outcome.FAILURE, "x", hours=1)) is None  # a failed attempt left no change
+
+
+def test_entity_terms_split_compound_names_and_keep_versions() -> None:
+    assert {"lru", "cache", "restri", "egress", "v2.14.0", "60%"} <= entity_terms(
+        "lru_cache restrict-egress v2.14.0 at 60%")
+    assert "since" not in entity_terms("since yesterday")  # time words date a thing, never name it
+    assert specific_words("Set MALLOC_ARENA_MAX=2 in the deployment", "ledger")[0] == "MALLOC_ARENA_MAX"
+
+
+def test_an_incident_naming_another_service_s_change_is_caused_by_that_change_not_its_own_history() -> None:
+    own = fixed("own", 0, "orders", "Restarted the orders workers; backlog drained")
+    other = fixed("pay", 20, "payments", "Enabled aggressive retries in the payments client")
+    new = incident("new", 30, "orders", "orders 5xx at 9% since the payments retry change",
+                   "orders logs show bursts of retried calls")
+    edges = infer_edges(new, [own, other])
+    assert caused(edges) == [("new", "pay")]
+    link = next(e for e in edges if e.type == EdgeType.CAUSED_BY)
+    assert 0.5 <= link.weight <= 1.0 and "named" in link.evidence
+
+
+def test_the_failing_service_s_own_name_is_no_evidence() -> None:
+    own = fixed("own", 0, "orders", "Raised the orders pool size")
+    new = incident("new", 10, "orders", "orders errors because of config change", "orders p99 at 3 s")
+    assert caused(infer_edges(new, [own])) == []
+
+
+def test_terms_shared_with_an_unnamed_change_link_it() -> None:
+    other = fixed("dns", 0, "orders", "Raised CoreDNS memory and added NodeLocal DNSCache with a 300 s cache")
+    unrelated = fixed("x", 2, "orders", "Rotated the log files on the reporting hosts")
+    new = incident("new", 30, "orders", "NodeLocal DNSCache, added in the last DNS fix, caches answers for 300 s",
+                   "failover writes went to the old primary for 5 minutes")
+    assert caused(infer_edges(new, [other, unrelated])) == [("new", "dns")]
+
+
+def test_no_reference_and_no_shared_terms_links_nothing() -> None:
+    earlier = fixed("a", 0, "search", "Raised the search thread pool")
+    new = incident("new", 5, "billing", "billing invoices fail with a null pointer", "traffic flat")
+    assert caused(infer_edges(new, [earlier])) == []
+
+
+def test_later_evidence_gives_the_edge_a_new_version_and_standing_drops_a_withdrawn_one() -> None:
+    change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client")
+    first = episode("new", Outcome.FAILURE, "retries", hours=10, subject="orders",
+                    observations=("orders errors since the payments retry change",), summary="orders errors")
+    retry = episode("retry", OK, "other", hours=11, subject="orders",
+                    corrections=("The payments retry change was not involved; the payments client was idle",),
+                    summary="Decision: other → Rolled back the orders schema migration")
+    linked = infer_edges(first, [change])
+    later = infer_edges(retry, [change, first])
+    history = edge_history([*linked, *later], "new", "pay", EdgeType.CAUSED_BY)
+    assert len(history) == 2 and history[1].weight < history[0].weight
+    assert history[1].evidence.startswith("weakened by later evidence")
+    standing = standing_edges([*linked, *later], min_weight={EdgeType.CAUSED_BY: history[0].weight})
+    assert caused(standing) == []
+
+
+def test_episode_credit_falls_for_a_precedent_that_misled_twice() -> None:
+    eps = [episode(f"e{i}", OK, "c", hours=i) for i in range(4)]
+    G = build_graph(eps, [Edge("e1", "e0", EdgeType.CONTRADICTED, 1.0, f"{RECALLED} had confirmed c; here it failed"),
+                          Edge("e2", "e0", EdgeType.CONTRADICTED, 1.0, f"{RECALLED} had confirmed c; here it failed"),
+                          Edge("e3", "e2", EdgeType.CONTRADICTED, 0.4, "same choice, observation similarity")])
+    assert episode_credit(G, "e0") == 1 / 3
+    assert episode_credit(G, "e2") == 1.0  # a contradiction by similarity is no use as a precedent
+    assert episode_credit(G, "unknown") == 1.0
+
+
+def test_recent_changes_and_votes_for_change_type_and_learned_candidates() -> None:
+    change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client", choice="pool")
+    changes = recent_changes(["orders errors since the payments retry change"], "orders", T0.replace(hour=10),
+                             [change])
+    assert [c.episode_id for c in changes] == ["pay"] and changes[0].probability > 0.5
+    assert "after the" in changes[0].chain and "payments" in changes[0].chain and changes[0].resolved == "pool"
+    release = CauseInfo("bad_release", "A release shipped a wrong configuration value", ("new version",))
+    leak = CauseInfo("leak", "Memory grows without bound", ("heap grows",))
+    assert is_change_cause(release) and not is_change_cause(leak)
+    assert change_votes(changes, [release, leak]).votes == {}  # nothing learned, change-type votes off
+    votes = change_votes(changes, [release, leak], change_type=True)
+    assert set(votes.votes) == {"bad_release"} and "payments" in votes.reasons["bad_release"]
+    learned = changes[0]._replace(led_to=("leak",))
+    assert set(change_votes([learned], [release, leak]).votes) == {"leak"}
+    assert set(change_votes([learned], [release, leak], change_type=True).votes) == {"bad_release", "leak"}
+    assert change_votes([], [release]).votes == {}
+    assert isinstance(changes[0], ChangeLink)
+
+
+def test_render_graph_draws_a_png_without_graphviz(tmp_path) -> None:
+    change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client")
+    new = incident("new", 10, "orders", "orders errors since the payments retry change")
+    G = build_graph([change, new], infer_edges(new, [change]))
+    out = tmp_path / "graph.png"
+    assert render_graph(G, out, episodes={"pay": change, "new": new}.get, engine="matplotlib") == "matplotlib"
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_picture_commands_refuse_a_wrong_output_and_a_missing_store(tmp_path, capsys) -> None:
+    from eval.graph import main as scenario_picture
+    from memory.graph.__main__ import main as store_picture
+
+    assert scenario_picture(["pool-vs-deploy", "--out", str(tmp_path / "graph.jpg")]) == 2
+    assert "must end in .png or .svg" in capsys.readouterr().err
+    assert store_picture([str(tmp_path / "none.sqlite"), "--out", str(tmp_path / "g.png")]) == 2
+    assert "no store at" in capsys.readouterr().err

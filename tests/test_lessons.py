@@ -1,0 +1,133 @@
+"""Lessons: learned from one correction, applied on a full affirmed match, confirmed, narrowed, revised, retired."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memory.episodes import Outcome
+from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
+from memory.facts.lessons import LessonIncident, rejected_choices
+from memory.incidents import closeness
+from memory.text import affirmed_clauses, terms
+from tests.builders import T0
+
+LESSON_SYMPTOMS = ("checkout: queue depth above 900 reported by 40 hosts",
+                   "The batch relay was redeployed shortly before")
+
+
+def incident(symptoms=LESSON_SYMPTOMS, corrections=("Review: it was not the queue; it was the ledger lock, "
+                                                    "set off by the batch relay",),
+             failed=("queue_backlog",), resolution="ledger_lock", episode="ep-1", minutes=0):
+    return LessonIncident(episode, "team", tuple(symptoms), tuple(corrections), tuple(failed), resolution,
+                          "checkout", T0 + timedelta(minutes=minutes))
+
+
+def test_a_correction_teaches_the_detail_it_points_at():
+    lesson = learn_lesson(incident(), rarity={})
+    assert lesson is not None and lesson.kind == LESSON and lesson.status == ACTIVE
+    assert lesson.condition == ("batch", "relay") and lesson.conclusion == "ledger_lock"
+    assert rejected_choices(lesson) == ("queue_backlog",)
+    assert 0.6 < lesson.confidence < 0.7  # one correction: a low confidence
+    assert learn_lesson(incident(corrections=()), rarity={}) is None  # no correction, no lesson
+    assert learn_lesson(incident(failed=()), rarity={}) is None  # right first time: nothing to learn
+
+
+def test_a_lesson_applies_only_where_its_detail_is_affirmed():
+    lesson = learn_lesson(incident(), rarity={})
+    assert lesson_applies(lesson, affirmed_lines(["Someone says the batch relay restarted an hour ago"]))
+    for ruled_out in ("The batch relay has not been touched in weeks", "Nothing changed on the batch relay",
+                      "The batch relay is steady, no restarts for days", "the relay restarted; batch sizes normal"):
+        assert not lesson_applies(lesson, affirmed_lines([ruled_out])), ruled_out
+    assert affirmed_clauses("disk at 95%, no lock waits") == "disk at 95%"
+
+
+def test_a_detail_earlier_incidents_showed_with_other_causes_makes_no_lesson():
+    seen = [EpisodeEvidence(f"old-{i}", "team", terms("batch relay busy"), "queue_backlog", Outcome.SUCCESS, T0,
+                            affirmed=terms("batch relay busy")) for i in range(2)]
+    assert learn_lesson(incident(), rarity={}, history=lambda condition: seen) is None
+    one = seen[:1] + [EpisodeEvidence("old-2", "team", terms("batch relay"), "ledger_lock", Outcome.SUCCESS, T0,
+                                      affirmed=terms("batch relay"))]
+    lesson = learn_lesson(incident(), rarity={}, history=lambda condition: one)
+    assert lesson is not None and lesson.support == ("ep-1", "old-2") and lesson.contradict == ("old-0",)
+
+
+def test_confirmed_then_narrowed_then_revised_with_history():
+    lesson = learn_lesson(incident(), rarity={})
+    again = ("payments: queue depth high", "A restart of the batch relay shows up right before the alerts")
+    confirmed = update_lesson(lesson, incident(again, (), (), "ledger_lock", "ep-2", 60), [])
+    assert confirmed.version == 2 and confirmed.confidence > lesson.confidence and "ep-2" in confirmed.support
+    odd = ("search: queue depth high", "The batch relay was bounced during the canary drill")
+    narrowed = update_lesson(confirmed, incident(odd, (), (), "queue_backlog", "ep-3", 120),
+                             [terms(" ".join(LESSON_SYMPTOMS)), terms(" ".join(again))])
+    assert narrowed.status == ACTIVE and {"canary", "drill"} <= set(narrowed.unless)
+    assert not lesson_applies(narrowed, affirmed_lines(odd)) and lesson_applies(narrowed, affirmed_lines(again))
+    drift = incident(again, ("This time it really was the queue; the batch relay was fixed and is no longer "
+                             "the trigger",), ("ledger_lock",), "queue_backlog", "ep-4", 180)
+    revised = update_lesson(narrowed, drift, [])
+    assert revised.conclusion == "queue_backlog" and rejected_choices(revised) == ("ledger_lock",)
+    assert revised.support == ("ep-4",) and revised.since == drift.at and revised.reason.startswith("revised")
+    assert update_lesson(revised, drift, []) is None  # an incident counts once
+
+
+def test_a_failed_try_whose_correction_names_the_detail_retires_the_lesson():
+    lesson = learn_lesson(incident(), rarity={})
+    unsolved = incident(("orders: queue depth high", "the batch relay was redeployed"),
+                        ("The batch relay got repaired; not the ledger lock anymore",), ("ledger_lock",), None,
+                        "ep-5", 60)
+    retired = update_lesson(lesson, unsolved, [])
+    assert retired.status == "retired" and retired.contradict == ("ep-5",)
+    plain = unsolved._replace(corrections=(), episode_id="ep-6")
+    assert update_lesson(lesson, plain, []).status == ACTIVE  # a failure alone only counts against it
+
+
+def test_closeness_is_negation_aware_and_weighs_telling_terms():
+    even = lambda term: 1.0  # noqa: E731
+    now = ["queue depth high", "the batch relay was redeployed"]
+    assert closeness(now, ["queue depth high", "batch relay redeployed"], even) > \
+        closeness(now, ["queue depth high", "the batch relay has not been redeployed"], even)
+    telling = lambda term: 5.0 if term in ("batch", "relay") else 1.0  # noqa: E731
+    assert closeness(now, ["batch relay redeployed"], telling) > closeness(now, ["queue depth high"], telling)
+
+
+def test_a_taught_lesson_is_applied_to_reworded_recurrences_on_unseen_families():
+    import scenarios
+    from agent.agents import EpisodicAgent
+    from agent.heuristic import HeuristicReasoner
+    from eval.runner import play
+    from memory.agent_memory import EpisodicMemory
+    from simulator.generate import to_yaml
+    from simulator.lessons import generate_lessons
+
+    scenario = scenarios.loads(to_yaml(generate_lessons(40, seed=7, families="test")))
+    with EpisodicMemory() as memory:
+        rounds = play(scenario, 0, EpisodicAgent(HeuristicReasoner(), memory)).rounds
+        lessons = [f for f in memory.facts("agent") if f.kind == LESSON]
+    recurrences = [r.first_correct for r in rounds if r.kind == "lesson_recur"]
+    controls = [r.first_correct for r in rounds if r.kind in ("plain", "red_herring", "caused")]
+    assert len(recurrences) >= 10 and sum(recurrences) / len(recurrences) >= 0.8  # the runbook gets 0 of them
+    assert sum(controls) / len(controls) >= 0.9  # lessons are not applied where they do not hold
+    assert lessons and all(rejected_choices(f) for f in lessons)
+
+
+def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_fix():
+    from memory.agent_memory import EpisodicMemory
+    from memory.calibration import EvidenceRecord
+
+    with EpisodicMemory() as memory:
+        record = EvidenceRecord(memory, "default")
+        clock = T0
+        for favoured, tries in (({"prior": "a", "facts|lesson": "b"}, ["a", "b"]), ({"prior": "c"}, ["c"])):
+            clock += timedelta(days=1)
+            memory.observe("queue depth high", timestamp=clock, situation="s")
+            for attempt, choice in enumerate(tries, start=1):
+                clock += timedelta(minutes=5)
+                memory.decide(f"Decision: {choice}", choice=choice, timestamp=clock, situation="s",
+                              metadata={"attempt": attempt, "favoured": favoured})
+                ok = choice == tries[-1]
+                memory.outcome("gone" if ok else "no change", status="success" if ok else "failure",
+                               timestamp=clock + timedelta(minutes=1), situation="s")
+                if not ok:
+                    memory.correct(f"it was {tries[-1]}", timestamp=clock + timedelta(minutes=2), situation="s")
+        memory.flush()
+        assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}
+        assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}  # each episode counts once
