@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline import WindowedRAGMemory
@@ -29,6 +29,7 @@ from memory.episodes import Outcome
 from memory.facts import rejected_choices
 from memory.reinforcer import episode_credit
 from memory.incidents import Incident, closeness, incident_of, rarity_in, separation_in
+from memory.retrieval import IncidentNote
 from memory.text import terms
 from memory.timeline import Encoder
 
@@ -179,7 +180,7 @@ class _LoopAgent:
             attempt=prompt.attempt,
             tried=tuple(self._tried),
             feedback=tuple(self._feedback),
-            catalogue=tuple(getattr(prompt, "catalogue", ())),
+            catalogue=tuple(CauseInfo(c.id, c.description, tuple(c.signals)) for c in getattr(prompt, "catalogue", ())),
         )
         problem = replace(problem, record=self._record_of())
         evidence, context_text = self._recall(problem)
@@ -333,7 +334,12 @@ class EpisodicAgent(_LoopAgent):
         kept = {item.id for item in fit_budget(evidence, self.budget)}
         shown = replace(context, episodes=tuple(r for r in episodes if r.episode.id in kept),
                         facts=tuple(r for r in context.facts if r.fact.id in kept))
-        return evidence, shown.render(max_chars=self.budget.chars)
+        return evidence, shown.render(max_chars=self.budget.chars, incidents=incident_notes(evidence, self._episodes_of))
+
+    def _episodes_of(self, item_id: str) -> list[Any]:
+        """The episodes of the incident an evidence item stands for, oldest first (none for other items)."""
+        found = (self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, ()))
+        return [episode for episode in found if episode is not None]
 
     def _changes(self, problem: Problem) -> list[Evidence]:
         """Recent changes the observations implicate, as graph evidence: one item per change, for the
@@ -420,6 +426,15 @@ class EpisodicAgent(_LoopAgent):
     def close(self) -> None:
         self.memory.flush()
         self.memory.close()
+
+
+def incident_notes(evidence: Sequence[Evidence],
+                   episodes_of: Callable[[str], Sequence[Any]] = lambda item_id: ()) -> dict[str, IncidentNote]:
+    """Per recalled episode, the problem it worked on, so that a rendered context shows one incident per
+    problem; `episodes_of` gives an item's whole incident (its episodes, oldest first) when memory knows it."""
+    return {item.id: IncidentNote(key="\n".join(item.observations) or item.id, symptoms=item.observations,
+                                  final_fix=item.resolved_as, episodes=tuple(episodes_of(item.id)))
+            for item in evidence if item.source != "fact"}
 
 
 def _episode_text(episode: Any) -> str:

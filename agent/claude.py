@@ -11,9 +11,12 @@ contract, prompts, validation, repair round and cache are shared with every LLM 
 * Thinking is disabled explicitly (a forced tool call cannot be combined with it); a model
   that refuses ``thinking`` or ``temperature`` with a 400 gets them dropped for the run (and
   a model that then thinks gets ``tool_choice: auto`` and a larger budget).
-* Prompt caching is asked for only when the stable prefix (tool definition and system
-  prompt; the round's candidates and memory come after it) is above the model's minimum
-  cacheable length; `caching_note` says which.
+* Prompt caching: the tool definition and the system prompt (instructions, worked examples
+  and the scenario's catalogue of root causes) are the same for every request of a
+  scenario; the round's candidates and memory come after them, in the user message. The
+  cache marker is sent when that prefix is above the model's minimum cacheable length
+  (`CACHE_MINIMUM`), and `caching_note` says which in the run log; a marked response that
+  reports neither a cache write nor a read is noted too.
 * Retries with exponential backoff on rate limits, overload, server errors and timeouts:
   the SDK's own retry loop (``max_retries``), which honours ``retry-after``.
 * Token and cost accounting per decision from `PRICES` (a model without a price is
@@ -24,13 +27,13 @@ contract, prompts, validation, repair round and cache are shared with every LLM 
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
 from agent.llm import (
     REPAIR_PROMPT,
-    SYSTEM_PROMPT,
     TOKEN_KEYS,
     TOOL_NAME,
     CachedLLMReasoner,
@@ -41,6 +44,7 @@ from agent.llm import (
     decision_schema,
     drop_parameters,
     named_parameter,
+    system_parts,
     user_prompt,
 )
 from agent.reasoner import Problem
@@ -48,7 +52,8 @@ from agent.reasoner import Problem
 __all__ = ["DEFAULT_MODEL", "CacheMiss", "ClaudeReasoner", "MissingKey", "ReasonerError", "cost_usd"]
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
-# USD per million tokens: (input, output). Cache writes cost 1.25x input, cache reads 0.1x.
+# USD per million tokens: (input, output). A 5-minute cache write costs CACHE_WRITE_RATE x input,
+# a cache read CACHE_READ_RATE x input.
 PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-4-5": (1.0, 5.0),
     "claude-sonnet-4-5": (3.0, 15.0),
@@ -56,12 +61,16 @@ PRICES: dict[str, tuple[float, float]] = {
     "claude-opus-4-5": (5.0, 25.0),
     "claude-opus-4-6": (5.0, 25.0),
 }
-# Minimum cacheable prompt length in tokens, by model prefix (longest match wins; unknown: the largest).
+CACHE_WRITE_RATE = 1.25
+CACHE_READ_RATE = 0.1
+# Minimum cacheable prompt length in tokens: where published figures disagree, the largest
+# (Anthropic's prompt-caching page and third-party tables, looked up 2026-11; a model listed
+# here by id or dated snapshot only). A model not listed is taken to need the largest.
 CACHE_MINIMUM: dict[str, int] = {
-    "claude-opus-5": 512, "claude-fable-5": 512, "claude-mythos-5": 512,
+    "claude-opus-5": 2048, "claude-fable-5": 2048, "claude-mythos-5": 2048,
     "claude-sonnet-5": 1024, "claude-opus-4-8": 1024, "claude-sonnet-4-5": 1024,
-    "claude-sonnet-4-6": 2048,
-    "claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096, "claude-opus-4-7": 4096,
+    "claude-sonnet-4-6": 2048, "claude-opus-4-7": 2048,
+    "claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096,
 }
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
 
@@ -96,28 +105,32 @@ class ClaudeReasoner(CachedLLMReasoner):
             warnings.warn(note, stacklevel=2)
 
     def caching_note(self, problem: Problem) -> tuple[bool, str]:
-        """Whether the stable prefix is long enough to be cached for this model, and why."""
-        prefix = len(SYSTEM_PROMPT) + len(json.dumps(self._tool(problem)))
+        """Whether the stable prefix (tool and system prompt) is long enough to be cached for this model, and why."""
+        prefix = len(json.dumps(self._tool(problem))) + sum(len(part) for part in system_parts(problem))
         tokens = prefix // CHARS_PER_TOKEN
-        minimum = _by_prefix(CACHE_MINIMUM, self.model) or max(CACHE_MINIMUM.values())
+        minimum = _by_model(CACHE_MINIMUM, self.model) or max(CACHE_MINIMUM.values())
         if tokens >= minimum:
             return True, f"prompt caching on: stable prefix ~{tokens} tokens >= {minimum} for {self.model}"
         return False, f"prompt caching off: stable prefix ~{tokens} tokens < {minimum} for {self.model}"
 
     def build_request(self, problem: Problem, context_text: str, *,
                       repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
-        """The exact request sent (and hashed for the cache), before refused parameters are dropped."""
+        """The exact request sent (and hashed for the cache), before refused parameters are dropped.
+
+        The system prompt is two blocks, the guide and the scenario's catalogue; the cache
+        marker on the last one caches the tool definition and both.
+        """
         messages: list[dict[str, Any]] = [{"role": "user", "content": user_prompt(problem, context_text)}]
         if repair:
             messages += _repair_turns(*repair)
-        system: dict[str, Any] = {"type": "text", "text": SYSTEM_PROMPT}
+        system: list[dict[str, Any]] = [{"type": "text", "text": text} for text in system_parts(problem)]
         cache, note = self.caching_note(problem)
         if note not in self.notes:
             self.notes.append(note)
         if cache:
-            system["cache_control"] = {"type": "ephemeral"}
+            system[-1]["cache_control"] = {"type": "ephemeral"}
         request: dict[str, Any] = {
-            "model": self.model, "max_tokens": self.max_tokens, "system": [system], "messages": messages,
+            "model": self.model, "max_tokens": self.max_tokens, "system": system, "messages": messages,
             "tools": [self._tool(problem)], "thinking": {"type": "disabled"}, "temperature": 0,
             "tool_choice": {"type": "tool", "name": TOOL_NAME, "disable_parallel_tool_use": True},
         }
@@ -146,7 +159,19 @@ class ClaudeReasoner(CachedLLMReasoner):
             if parameter is None or not _sent(request, parameter):
                 raise
             raise Rejected(parameter, str(exc)) from exc
-        return response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
+        data = response.model_dump(mode="json") if hasattr(response, "model_dump") else dict(response)
+        self._check_caching(request, data)
+        return data
+
+    def _check_caching(self, request: Mapping[str, Any], response: Mapping[str, Any]) -> None:
+        """Note (once) when a request with the cache marker was neither written to nor read from the cache."""
+        marked = any("cache_control" in block for block in request.get("system", []))
+        tokens = self._tokens(response)
+        if marked and not tokens["cache_creation_input_tokens"] and not tokens["cache_read_input_tokens"]:
+            note = (f"{self.model} cached nothing of a prefix marked for caching: its minimum cacheable "
+                    "length is above the estimate in agent.claude.CACHE_MINIMUM")
+            if note not in self.notes:
+                self.notes.append(note)
 
     def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
         blocks = [b for b in response.get("content", []) if b.get("type") == "tool_use"]
@@ -199,20 +224,20 @@ def _sdk_arguments(request: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
-def _by_prefix(table: Mapping[str, Any], model: str) -> Any:
-    """The entry for `model`, or for the longest key it starts with (dated snapshots), else None."""
+def _by_model(table: Mapping[str, Any], model: str) -> Any:
+    """The entry for `model` or for the model it is a dated snapshot of (``-YYYYMMDD``), else None."""
     if model in table:
         return table[model]
-    base = next((m for m in sorted(table, key=len, reverse=True) if model.startswith(m)), None)
-    return table[base] if base else None
+    base = re.sub(r"-\d{8}$", "", model)
+    return table.get(base)
 
 
 def cost_usd(model: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_input_tokens: int = 0,
              cache_creation_input_tokens: int = 0) -> float | None:
     """Dollar cost of one response (None for a model without a price on file)."""
-    price = _by_prefix(PRICES, model)
+    price = _by_model(PRICES, model)
     if price is None:
         return None
     per_in, per_out = price[0] / 1e6, price[1] / 1e6
-    return (input_tokens * per_in + output_tokens * per_out + cache_read_input_tokens * per_in * 0.1
-            + cache_creation_input_tokens * per_in * 1.25)
+    return (input_tokens * per_in + output_tokens * per_out + cache_read_input_tokens * per_in * CACHE_READ_RATE
+            + cache_creation_input_tokens * per_in * CACHE_WRITE_RATE)

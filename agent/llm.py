@@ -4,10 +4,13 @@ An LLM reasoner (`agent.claude`, `agent.openai`) differs only in how a request i
 for its API, how the decision is read back from a response, and what tokens cost. The
 rest is here, written once:
 
-* the system prompt and the user prompt built from a `Problem` and the memory block; the
-  memory block shows each evidence item under a short alias (``E1``, ``F1``, ``C1``) that
-  resolves back to the item's full id, so citations survive and no per-run name (a store
-  principal, a content hash) enters the request;
+* the prompts (`agent.prompt`): a system prompt that stays the same for a whole scenario
+  (instructions, worked examples, the scenario's catalogue of root causes), so a provider
+  can cache it, and a user message per decision built from a `Problem` and the memory
+  block, which `Decision.prompt` carries to the run log; the memory block shows each
+  evidence item under a short alias (``E1``, ``F1``, ``C1``) that resolves back to the
+  item's full id, so citations survive and no per-run name (a store principal, a content
+  hash) enters the request;
 * the decision schema: one forced tool call (parallel calls disabled) whose strict schema
   enumerates the scenario's root causes, so the tool definition stays the same all run;
   validation then asks for one of this round's candidates, not one already tried while
@@ -37,52 +40,16 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from agent.prompt import REPAIR_PROMPT, TOOL_NAME, catalogue_of, system_parts, user_prompt
 from agent.reasoner import Decision, Evidence, Problem
 
-TOOL_NAME = "record_decision"
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 MAX_TOKENS = 1024  # the first output budget; doubled on a max_tokens stop
 MAX_TOKENS_CAP = 16384  # the largest budget asked for before the answer counts as invalid
 # Parameters a model may refuse; a 400 naming one is retried once without it.
 OPTIONAL_PARAMETERS = ("temperature", "top_p", "top_k", "thinking", "strict", "disable_parallel_tool_use",
                        "parallel_tool_calls")
-_ALIAS_PREFIX = {"episode": "E", "fact": "F", "chunk": "C"}
-
-SYSTEM_PROMPT = """You are an experienced on-call engineer diagnosing production incidents.
-
-For each incident you get the observations, the candidate root causes (with descriptions and
-typical signals), what was already tried in this incident, and a block of memory. Choose
-exactly one candidate id, then call the record_decision tool once.
-
-How to read the memory block:
-- "Heuristics learned from past outcomes" are generalized rules with a confidence in [0, 1],
-  a version, and how many past episodes support or contradict them. A rule with low
-  confidence or many contradictions is a weak hint.
-- "Past episode" entries are earlier incidents: when and where they happened, their outcome
-  (SUCCESS or FAILURE), the choices taken in order, corrections received from people, the
-  choice that finally resolved the problem when it is known, and why memory recalled them.
-- "Causal chains" link episodes: a failure that led to a retry, a correction that was
-  learned from, a cause that led to a later incident.
-- Related notes (flat memory) are raw excerpts of earlier events with a similarity score.
-Every item carries an id in square brackets, such as [E1], [F2] or [C3].
-
-How to weigh it:
-- Past failures and corrections are as informative as past successes: do not repeat a
-  diagnosis that failed in a near-identical situation, and prefer the lesson of a
-  correction over surface similarity of wording.
-- The resolving choice of a past incident with the same symptoms is strong evidence; an
-  episode from a different situation or service is weak evidence.
-- Memory can be wrong, stale or irrelevant: weigh it against this incident's observations,
-  and say so in the rationale when you set it aside.
-
-Rules of the answer:
-- root_cause must be one of this incident's candidate ids. Never choose a candidate listed
-  as already tried unless no other remains.
-- confidence is a number in [0, 1]; rationale is one or two sentences.
-- relied_on lists the bracketed ids of the memory items that supported your choice, exactly
-  as shown (for example "E2"); use an empty list if none did."""
-
-REPAIR_PROMPT = "That answer was not valid: {complaint}. Call record_decision once more, with one of the allowed root_cause ids."
+_ALIAS_PREFIX = {"episode": "E", "incident": "E", "fact": "F", "chunk": "C"}
 
 
 class MissingKey(Exception):
@@ -111,7 +78,7 @@ def decision_schema(problem: Problem) -> dict[str, Any]:
     The enumeration is the scenario's catalogue (stable all run, so the tool definition
     can sit in a cached prompt prefix); the round's candidates are checked by `validate`.
     """
-    ids = list(problem.catalogue) or sorted(c.id for c in problem.candidates)
+    ids = [cause.id for cause in catalogue_of(problem)]
     return {
         "type": "object",
         "properties": {
@@ -123,22 +90,6 @@ def decision_schema(problem: Problem) -> dict[str, Any]:
         "required": ["root_cause", "confidence", "rationale", "relied_on"],
         "additionalProperties": False,
     }
-
-
-def user_prompt(problem: Problem, context_text: str) -> str:
-    """The user message: the incident, the candidates, what was tried, and the memory block."""
-    lines = [f"Service: {problem.service}", f"Situation: {problem.situation}", f"Attempt: {problem.attempt}", "",
-             "Observations:"]
-    lines += [f"- {text}" for text in problem.observations]
-    lines += ["", "Candidate root causes:"]
-    for cause in problem.candidates:
-        lines.append(f"- {cause.id}: {cause.description} (signals: {', '.join(cause.signals)})")
-    if problem.tried:
-        lines += ["", "Already tried in this incident and failed: " + ", ".join(problem.tried)]
-    if problem.feedback:
-        lines += ["", "Feedback so far in this incident:"] + [f"- {text}" for text in problem.feedback]
-    lines += ["", "Memory:", context_text or "(nothing relevant)"]
-    return "\n".join(lines)
 
 
 def aliases(evidence: Sequence[Evidence]) -> dict[str, str]:
@@ -323,13 +274,15 @@ class CachedLLMReasoner(ABC):
         usage = {key: self.usage[key] - usage_before[key] for key in (*TOKEN_KEYS, "cost_usd")}
         usage["latency_ms"] = (time.perf_counter() - started) * 1000.0
         notes = tuple(self.notes[notes_before:])
+        prompt = user_prompt(problem, shown)
         if parsed is None:
             self.usage["invalid"] += 1
-            return Decision(choice="", confidence=0.0, rationale="", usage=usage, notes=notes,
+            return Decision(choice="", confidence=0.0, rationale="", usage=usage, notes=notes, prompt=prompt,
                             invalid=f"no valid decision after one repair: {complaint}")
         return Decision(choice=parsed["root_cause"], confidence=float(min(1.0, max(0.0, parsed["confidence"]))),
                         rationale=str(parsed["rationale"])[:500],
-                        relied_on=resolve_citations(parsed.get("relied_on"), alias), usage=usage, notes=notes)
+                        relied_on=resolve_citations(parsed.get("relied_on"), alias), usage=usage, notes=notes,
+                        prompt=prompt)
 
     def _ask(self, problem: Problem, context_text: str,
              previous: tuple[Mapping[str, Any], str] | None) -> tuple[dict[str, Any], str]:

@@ -2,9 +2,11 @@
 
 Any server that speaks OpenAI's Chat Completions with function calling works: OpenAI itself,
 Ollama, vLLM, llama.cpp's server, LM Studio. The decision comes back through a forced
-function call whose JSON schema enumerates the candidates; everything else (prompts,
-validation, one repair round, the response cache and key-less replay, token accounting)
-is shared with the Claude reasoner in `agent.llm`. The ``openai`` SDK is imported lazily,
+function call whose JSON schema enumerates the scenario's root causes; everything else
+(prompts, validation, one repair round, the response cache and key-less replay, token
+accounting) is shared with the Claude reasoner in `agent.llm`. The system prompt is the
+same for a whole scenario, so a server that caches prompt prefixes (OpenAI does above
+1,024 tokens) reuses it; its ``cached_tokens`` are counted as cache reads. The ``openai`` SDK is imported lazily,
 so heuristic mode never needs it; its own retry loop (``max_retries``) backs off on rate
 limits, server errors, timeouts and dropped connections.
 """
@@ -17,7 +19,6 @@ from typing import Any, Mapping
 
 from agent.llm import (
     REPAIR_PROMPT,
-    SYSTEM_PROMPT,
     TOOL_NAME,
     CachedLLMReasoner,
     MissingKey,
@@ -25,6 +26,7 @@ from agent.llm import (
     decision_schema,
     drop_parameters,
     named_parameter,
+    system_parts,
     user_prompt,
 )
 from agent.reasoner import Problem
@@ -73,7 +75,7 @@ class OpenAIReasoner(CachedLLMReasoner):
         """The exact request sent (and hashed for the cache; the server's address is not part of it)."""
         function = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.", "strict": True,
                     "parameters": decision_schema(problem)}
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+        messages: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(system_parts(problem))},
                                           {"role": "user", "content": user_prompt(problem, context_text)}]
         if repair:
             messages += _repair_turns(*repair)

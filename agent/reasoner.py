@@ -31,7 +31,7 @@ class Problem:
     attempt: int  # 1-based attempt number
     tried: tuple[str, ...] = ()  # choices already tried and failed in this round
     feedback: tuple[str, ...] = ()  # outcome and correction texts seen in this round so far
-    catalogue: tuple[str, ...] = ()  # every root-cause id of the scenario (a superset of the candidates)
+    catalogue: tuple[CauseInfo, ...] = ()  # every root cause of the scenario, by id (the candidates among them)
     record: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # evidence kind → (hits, misses) at this site
 
 
@@ -68,6 +68,7 @@ class Decision:
     invalid: str = ""  # why no valid answer came (choice is then ""); the attempt counts as wrong
     notes: tuple[str, ...] = ()  # what the reasoner learned about its model while deciding (for the run log)
     favoured: Mapping[str, str] = field(default_factory=dict)  # evidence kind → the candidate it favoured, unweighted
+    prompt: str = ""  # the user message the model read (LLM reasoners; the system prompt is the same all run)
 
 
 class Reasoner(Protocol):

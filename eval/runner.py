@@ -42,6 +42,8 @@ class RoundRecord:
     cache_read_tokens: int = 0  # LLM input tokens read from the provider's prompt cache over the round
     invalid: tuple[str, ...] = ()  # "attempt N: why" for each attempt without a valid answer (counted wrong)
     notes: tuple[str, ...] = ()  # what the reasoner learned about its model during the round
+    cache_write_tokens: int = 0  # LLM input tokens written to the provider's prompt cache over the round
+    prompt: str = ""  # the user message the LLM read at the first attempt (LLM modes; memory block included)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -102,7 +104,7 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
         event_round.update((e.index, None if e.kind == "note" else prompt.round_id) for e in prompt.events)
         if prompt.attempt == 1:
             current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0, "cached": 0,
-                       "invalid": [], "notes": []}
+                       "written": 0, "invalid": [], "notes": []}
         started = time.perf_counter()
         turn = agent.decide(prompt)
         decision = turn.decision
@@ -113,6 +115,7 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
             current.update(confidence=decision.confidence, retrieved=len(evidence),
                            labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
                            relied=bool(decision.relied_on), relied_ids=tuple(decision.relied_on), rationale=decision.rationale,
+                           prompt=decision.prompt,
                            scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
                            items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id))
         current["decisions"].append(decision.choice)
@@ -133,7 +136,7 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
                 cost_usd=round(current["cost"], 6), rationale=current["rationale"],
                 candidate_scores=current["scores"], retrieved_items=current["items"],
                 cache_read_tokens=current["cached"], invalid=tuple(current["invalid"]),
-                notes=tuple(current["notes"]),
+                notes=tuple(current["notes"]), cache_write_tokens=current["written"], prompt=current["prompt"],
                 evidence_eligible=any(truths[r.id] == info["truth"] for r in scenario.rounds[:order[info["round_id"]]]),
             ))
         prompt = step.prompt
@@ -149,6 +152,7 @@ def _add_usage(current: dict[str, Any], decision: Any, attempt: int) -> None:
     current["out"] += int(decision.usage.get("output_tokens", 0))
     current["cost"] += float(decision.usage.get("cost_usd", 0.0))
     current["cached"] += int(decision.usage.get("cache_read_input_tokens", 0))
+    current["written"] += int(decision.usage.get("cache_creation_input_tokens", 0))
     current["notes"] += list(decision.notes)
     if decision.invalid:
         current["invalid"].append(f"attempt {attempt}: {decision.invalid}")

@@ -41,7 +41,7 @@ class Prompt:
     attempt: int  # 1-based attempt number within the round
     events: tuple[Event, ...]  # stream events new since the previous prompt
     decision_time: datetime  # timestamp to give the decision; after all `events`
-    catalogue: tuple[str, ...] = ()  # every root-cause id of the scenario, sorted (stable across rounds)
+    catalogue: tuple[RootCause, ...] = ()  # every root cause of the scenario, by id (stable across rounds)
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,7 @@ def play_incidents(memory, incidents=INCIDENTS, *, principal=None, start=T0) -> 
 
 def untried_candidates(prompt):
     """The candidate ids a rendered user prompt offers, minus those it lists as already tried."""
-    section = prompt.split("Candidate root causes:\n")[1].split("\n\n")[0]
+    section = prompt.split("Candidate root causes", 1)[1].split("\n", 1)[1].split("\n\n")[0]
     offered = [line[2:].split(":")[0] for line in section.split("\n") if line.startswith("- ")]
     tried = prompt.split("Already tried in this incident and failed: ")[1].split("\n")[0].split(", ") \
         if "Already tried" in prompt else []

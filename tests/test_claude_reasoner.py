@@ -2,6 +2,7 @@
 
 import json
 import os
+import typing
 
 import pytest
 
@@ -9,6 +10,8 @@ try:  # the SDK's 2.x line ships its HTTP client as httpx2
     import httpx2 as httpx
 except ImportError:  # pragma: no cover - older SDKs use httpx
     import httpx
+
+from anthropic.types import ModelParam
 
 from agent.claude import CacheMiss, ClaudeReasoner, MissingKey, cost_usd
 from agent.reasoner import CauseInfo, Evidence, Problem
@@ -58,9 +61,12 @@ def test_decision_through_tool_schema_with_usage_and_cost(tmp_path):
     assert tool["strict"] is True and tool["input_schema"]["additionalProperties"] is False
     assert tool["input_schema"]["properties"]["root_cause"]["enum"] == ["config", "pool"]
     assert "[E1] pool fixed it" in body["messages"][0]["content"]  # the alias the model cites
-    # the stable prefix is below this model's minimum: no cache marker, and the run log says so
-    assert "cache_control" not in body["system"][0]
-    assert any(n.startswith("prompt caching off") for n in decision.notes)
+    assert decision.prompt == body["messages"][0]["content"]  # what the run log records
+    # guide, then the catalogue; the marker on the last block caches tools and system
+    guide, catalogue = body["system"]
+    assert "cache_control" not in guide and catalogue["cache_control"] == {"type": "ephemeral"}
+    assert "- pool: client pool exhausted\n  Typical signals: pool exhausted" in catalogue["text"]
+    assert any(n.startswith("prompt caching on") for n in decision.notes)
     assert decision.usage["cache_read_input_tokens"] == 400
     expected = cost_usd("claude-sonnet-4-6", input_tokens=1000, output_tokens=50, cache_read_input_tokens=400)
     assert decision.usage["cost_usd"] == pytest.approx(expected) and expected == pytest.approx(0.00387)
@@ -252,12 +258,38 @@ def test_missing_key_is_one_line(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:no price on file")
-def test_prompt_caching_is_asked_for_only_above_the_models_minimum():
-    long_minimum = ClaudeReasoner("claude-haiku-4-5", api_key="k")
-    assert "cache_control" not in long_minimum.build_request(PROBLEM, "")["system"][0]
-    on, note = ClaudeReasoner("claude-opus-5", api_key="k").caching_note(PROBLEM)
-    assert on and note.startswith("prompt caching on")
-    assert "cache_control" in ClaudeReasoner("claude-opus-5", api_key="k").build_request(PROBLEM, "")["system"][0]
+@pytest.mark.parametrize("model", typing.get_args(typing.get_args(ModelParam)[0]))
+def test_the_stable_prefix_is_cached_for_every_model_the_sdk_lists(model):
+    two_causes = Problem(**{**PROBLEM.__dict__, "catalogue": PROBLEM.candidates})
+    on, note = ClaudeReasoner(model, api_key="k").caching_note(two_causes)
+    assert on, note
+
+
+def test_the_stable_prefix_does_not_change_with_the_round():
+    catalogue = (*PROBLEM.candidates, CauseInfo("disk", "disk full", ("no space left",)))
+    first = Problem(**{**PROBLEM.__dict__, "catalogue": catalogue})
+    later = Problem(**{**first.__dict__, "candidates": catalogue[1:], "attempt": 2, "tried": ("config",),
+                       "observations": ("other",)})
+    reasoner = ClaudeReasoner(api_key="k")
+    a, b = reasoner.build_request(first, "[E1] x"), reasoner.build_request(later, "[E2] y")
+    assert a["tools"] == b["tools"] and a["system"] == b["system"]
+    assert a["tools"][0]["input_schema"]["properties"]["root_cause"]["enum"] == ["config", "disk", "pool"]
+
+
+def test_a_marked_prefix_the_model_did_not_cache_is_noted():
+    def handler(request):
+        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.5, "rationale": "x",
+                                                  "relied_on": []}, usage={"input_tokens": 5000, "output_tokens": 9}))
+
+    decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
+    assert any("cached nothing of a prefix marked for caching" in n for n in decision.notes)
+
+
+def test_cache_writes_and_reads_are_priced_at_their_rates():
+    base = cost_usd("claude-sonnet-4-6", input_tokens=1_000_000)
+    assert cost_usd("claude-sonnet-4-6", cache_creation_input_tokens=1_000_000) == pytest.approx(base * 1.25)
+    assert cost_usd("claude-sonnet-4-6", cache_read_input_tokens=1_000_000) == pytest.approx(base * 0.1)
+    assert cost_usd("claude-sonnet-4-6-20260101", input_tokens=1_000_000) == base  # a dated snapshot
 
 
 @pytest.mark.claude
@@ -265,3 +297,10 @@ def test_prompt_caching_is_asked_for_only_above_the_models_minimum():
 def test_real_api_round_trip():
     decision = ClaudeReasoner(api_key=os.environ["ANTHROPIC_API_KEY"]).decide(PROBLEM, EVIDENCE, "[ep1] pool fixed it")
     assert decision.choice in {"pool", "config"}
+
+
+def test_an_incident_item_is_aliased_like_an_episode():
+    from agent.llm import aliases
+
+    items = [Evidence("i1", "incident", "t", 0.5), Evidence("f@1", "fact", "t", 0.5), Evidence("e2", "episode", "t", 0.5)]
+    assert aliases(items) == {"i1": "E1", "f@1": "F1", "e2": "E2"}

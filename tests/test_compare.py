@@ -9,7 +9,8 @@ from eval import runlog
 from eval.compare import main
 from eval.metrics import summary
 from eval.report import Report, records
-from tests.builders import T0, at, untried_candidates
+from tests.builders import T0, at
+from tests.fake_messages_api import FakeMessagesAPI
 
 ROUND_KEYS = {"scenario", "seed", "round", "kind", "truth", "first_decision", "first_correct", "solved", "attempts"}
 
@@ -108,62 +109,29 @@ def test_store_option_leaves_a_verifiable_store(tmp_path):
         assert {e.principal for e in stored.entries()} == {"pool-vs-deploy:0:20260302T090000"}
 
 
-def _fake_claude(monkeypatch, cited=None):
-    """Route the Claude reasoner to a fake Messages API that picks the first untried candidate.
-
-    It cites every bracketed id of the memory block (counted in `cited`), and reports
-    cache-read tokens for a cache-marked system prefix it has seen before.
-    """
-    import re
-
-    import anthropic
-
-    try:
-        import httpx2 as httpx
-    except ImportError:  # pragma: no cover - older SDKs use httpx
-        import httpx
-
-    seen_prefixes = set()
-
-    def handler(request):
-        body = json.loads(request.content)
-        prompt = body["messages"][0]["content"]
-        choice = untried_candidates(prompt)[0]
-        ids = re.findall(r"\[([^\]\s]+)\]", prompt.split("\nMemory:\n", 1)[1])
-        if cited is not None and "Attempt: 1" in prompt:
-            cited.append(len(set(ids)))
-        prefix = json.dumps([body["tools"], body["system"]], sort_keys=True)
-        marked = "cache_control" in body["system"][0]
-        hit = marked and prefix in seen_prefixes
-        seen_prefixes.add(prefix)
-        size = len(prefix) // 4
-        usage = {"input_tokens": 900, "output_tokens": 40, "cache_read_input_tokens": size if hit else 0,
-                 "cache_creation_input_tokens": size if marked and not hit else 0}
-        return httpx.Response(200, json={
-            "id": "msg", "type": "message", "role": "assistant", "model": body["model"], "stop_reason": "tool_use",
-            "stop_sequence": None, "usage": usage,
-            "content": [{"type": "tool_use", "id": "t", "name": "record_decision",
-                         "input": {"root_cause": choice, "confidence": 0.5, "rationale": "first untried",
-                                   "relied_on": sorted(set(ids))}}]})
-
-    real = anthropic.Anthropic
-
-    def fake_client(**kwargs):
-        return real(api_key="test", http_client=httpx.Client(transport=httpx.MockTransport(handler)))
-
-    monkeypatch.setattr(anthropic, "Anthropic", fake_client)
-
-
-def test_claude_mode_accounts_tokens_and_replays_from_cache_without_key(tmp_path, monkeypatch):
-    _fake_claude(monkeypatch)
+@pytest.fixture
+def fake_api(monkeypatch):
+    """The fake Messages API on 127.0.0.1 (`tests.fake_messages_api`), with the SDK pointed at it."""
+    fake = FakeMessagesAPI()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.start())
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    yield fake
+    fake.stop()
+
+
+def _offline(monkeypatch):
+    """No key, and any network client use fails loudly: only the response cache can answer."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setattr("anthropic.Anthropic", None)
+
+
+def test_claude_mode_accounts_tokens_and_replays_from_cache_without_key(tmp_path, monkeypatch, fake_api):
     cache = tmp_path / "cache"
     code, log = _run(tmp_path, "--mode", "claude", "--seeds", "1", "--agents", "no_memory", "--cache", str(cache))
     assert code == 0 and log["mode"] == "claude"
     summary_ = log["agents"]["no_memory"]["summary"]
     assert summary_["input_tokens"] > 0 and summary_["cost_usd"] > 0
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
-    monkeypatch.setattr("anthropic.Anthropic", None)  # any network client use would now fail loudly
+    _offline(monkeypatch)
     code, replay = _run(tmp_path, "--mode", "claude", "--seeds", "1", "--agents", "no_memory", "--cache", str(cache))
     assert code == 0
     assert [r["decisions"] for r in replay["agents"]["no_memory"]["rounds"]] == \
@@ -171,10 +139,7 @@ def test_claude_mode_accounts_tokens_and_replays_from_cache_without_key(tmp_path
     assert replay["agents"]["no_memory"]["summary"]["cost_usd"] == 0  # a replay pays nothing
 
 
-def test_claude_store_runs_keep_episode_and_chunk_citations(tmp_path, monkeypatch):
-    cited = []
-    _fake_claude(monkeypatch, cited)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+def test_claude_store_runs_keep_citations_and_read_the_prompt_cache(tmp_path, fake_api):
     cache = tmp_path / "cache"
     args = ("--mode", "claude", "--seeds", "1", "--agents", "episodic", "flat_rag", "--cache", str(cache),
             "--jobs", "1")
@@ -182,20 +147,23 @@ def test_claude_store_runs_keep_episode_and_chunk_citations(tmp_path, monkeypatc
     assert code == 0
     rounds = log["agents"]["episodic"]["rounds"] + log["agents"]["flat_rag"]["rounds"]
     kept = sum(len(r["relied_on"]) for r in rounds)
-    assert sum(cited) > 0 and kept / sum(cited) >= 0.95  # every cited alias resolved to an evidence id
+    cited = sum(request["shown_ids"] for request in fake_api.log if request["attempt_1"])
+    assert cited > 0 and kept / cited >= 0.95  # every cited alias resolved to an evidence id
     assert all(i in {item["id"] for item in r["retrieved_items"]} for r in rounds for i in r["relied_on"])
+    # the stable prefix is written to the prompt cache once and read by every later request
+    first, *later = fake_api.log
+    assert first["cache_creation_input_tokens"] > 0 and first["cache_read_input_tokens"] == 0
+    assert later and all(r["cache_read_input_tokens"] == first["cache_creation_input_tokens"] for r in later)
+    assert all(r["prompt"].startswith("Service: ") for r in rounds)  # the rendered prompt, per round
 
 
-def test_claude_store_runs_replay_without_a_key_under_another_clock(tmp_path, monkeypatch):
-    _fake_claude(monkeypatch)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+def test_claude_store_runs_replay_without_a_key_under_another_clock(tmp_path, monkeypatch, fake_api):
     cache = tmp_path / "cache"
     args = ("--mode", "claude", "--seeds", "1", "--agents", "episodic", "flat_rag", "--cache", str(cache),
             "--jobs", "1")
     code, log = _run(tmp_path, *args, "--store", str(tmp_path / "a.sqlite"))
     assert code == 0
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
-    monkeypatch.setattr("anthropic.Anthropic", None)
+    _offline(monkeypatch)
     later = at(days=1)  # another clock: another principal suffix in the store
     code, replay = _run(tmp_path, *args, "--store", str(tmp_path / "b.sqlite"), now=lambda: later)
     assert code == 0, replay.get("error")

@@ -9,7 +9,7 @@ from `proximity`; `ChainCache` (`chains`) remembers causal chain narratives betw
 from memory.retrieval.bounds import Bounds
 from memory.retrieval.chains import ChainCache
 from memory.retrieval.config import DEFAULT, PRESETS, RetrieverConfig
-from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
+from memory.retrieval.context import Context, IncidentNote, RecalledEpisode, RecalledFact, ScoreParts
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
 from memory.retrieval.ranking import Retriever
@@ -21,6 +21,7 @@ __all__ = [
     "ChainCache",
     "Context",
     "EpisodeIndex",
+    "IncidentNote",
     "Partition",
     "RecalledEpisode",
     "RecalledFact",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from memory.episodes import Episode
 from memory.facts import FactVersion
@@ -79,55 +79,121 @@ class Context:
         """`to_dict` as a JSON string (keyword arguments go to `json.dumps`)."""
         return json.dumps(self.to_dict(), **{"ensure_ascii": False, **dumps})
 
-    def render(self, max_chars: int = 4000) -> str:
-        """A prompt block of at most `max_chars` characters: facts, episodes, chains."""
-        blocks: list[str] = []
+    def render(self, max_chars: int = 4000, *, incidents: Mapping[str, IncidentNote] | None = None) -> str:
+        """A prompt block of at most `max_chars` characters: facts, past incidents, chains.
+
+        Recalled episodes are shown as incidents: the episodes of one problem together, in
+        time order, under the problem's symptoms and final fix, each attempt with its choice,
+        outcome, result and corrections. `incidents` says which problem each episode worked
+        on (episodes with the same `IncidentNote.key` are one incident); an episode it does
+        not name is an incident of its own. The block is cut only between items (a fact, an
+        attempt, a chain), never inside one, and an incident never loses its first attempt.
+        """
+        blocks: list[list[str]] = []
         if self.facts:
-            lines = ["Heuristics learned from past outcomes:"]
-            for r in self.facts:
-                f = r.fact
-                lines.append(f"- [{f.id}] {f.text} (confidence {f.confidence:.2f}, version {f.version}, "
-                             f"support {len(f.support)}, contradict {len(f.contradict)})")
-            blocks.append("\n".join(lines))
-        for n, r in enumerate(self.episodes, start=1):
-            ep = r.episode
-            head = f"Past episode {n} [{ep.id}] {ep.start:%Y-%m-%d} {ep.situation}"
-            head += f", {ep.subject}" if ep.subject else ""
-            head += f": outcome {ep.outcome.value}" if self.show_outcomes else ""
-            lines = [head, f"  Summary: {ep.summary}"]
-            if ep.choices:
-                lines.append(f"  Choice: {' then '.join(ep.choices)}")
-            else:
-                lines += [f"  Decision: {_unprefixed(d, 'decision')}" for d in ep.decisions]
-            lines += [f"  Correction: {_unprefixed(c, 'correction')}" for c in ep.corrections]
-            lines.append(f"  Why recalled: {r.why}")
-            blocks.append("\n".join(lines))
+            blocks.append(["Heuristics learned from past outcomes:"] + [
+                f"- [{r.fact.id}] {r.fact.text} (confidence {r.fact.confidence:.2f}, version {r.fact.version}, "
+                f"support {len(r.fact.support)}, contradict {len(r.fact.contradict)})" for r in self.facts])
+        notes = incidents or {}
+        for n, unit in enumerate(incident_units(self.episodes, notes), start=1):
+            blocks.append(_incident_block(n, unit, notes.get(unit[0].episode.id), self.show_outcomes))
         if self.chains:
-            blocks.append("\n".join(["Causal chains:"] + [f"- {c}" for c in self.chains]))
+            blocks.append(["Causal chains:"] + [f"- {c}" for c in self.chains])
         return _fit_items(blocks, max_chars)
 
 
-def _fit_items(blocks: list[str], max_chars: int) -> str:
-    """The blocks that fit in `max_chars`, cut only between items (lines starting a new item).
+@dataclass(frozen=True)
+class IncidentNote:
+    """What memory knows of the problem an episode worked on, beyond the episode itself."""
 
-    A block that does not fit whole keeps its leading lines up to the last item boundary
-    that fits; later blocks are still tried, so one long episode does not crowd out the rest.
+    key: str  # the same for every attempt at one problem (e.g. the problem's observations)
+    symptoms: tuple[str, ...] = ()  # what was observed when the problem started
+    final_fix: str | None = None  # the choice that finally resolved the problem, when known
+    episodes: tuple[Episode, ...] = ()  # every episode of the problem, oldest first, when memory knows them
+
+
+def incident_units(episodes: Sequence[RecalledEpisode],
+                   notes: Mapping[str, IncidentNote]) -> list[list[RecalledEpisode]]:
+    """Recalled episodes grouped by problem: incidents in order of their best-ranked episode,
+    the episodes of each in time order."""
+    units: dict[str, list[RecalledEpisode]] = {}
+    for r in episodes:
+        note = notes.get(r.episode.id)
+        units.setdefault(note.key if note is not None and note.key else r.episode.id, []).append(r)
+    return [sorted(unit, key=lambda r: (r.episode.start, r.episode.first_seq, r.episode.id))
+            for unit in units.values()]
+
+
+SYMPTOM_LINES = 4  # observations shown for an incident's symptoms (whole lines only)
+
+
+def _incident_block(n: int, unit: list[RecalledEpisode], note: IncidentNote | None, show_outcomes: bool) -> list[str]:
+    """An incident as items: its head (when, where, symptoms, final fix), one item per attempt, why recalled.
+
+    With the note's `episodes` (the whole incident) every attempt is shown; the recalled ones
+    carry their ids, which are what a reader cites.
+    """
+    recalled = {r.episode.id for r in unit}
+    episodes = list(note.episodes) if note is not None and note.episodes else [r.episode for r in unit]
+    first = episodes[0]
+    fix = note.final_fix if note is not None else None
+    if fix is None:
+        fix = next((e.choices[-1] for e in episodes if e.outcome.value == "SUCCESS" and e.choices), None)
+    head = f"Past incident {n}: {first.start:%Y-%m-%d} {first.situation}" + (f", {first.subject}" if first.subject else "")
+    attempts = sum(1 for e in episodes if e.choices or e.decisions)
+    facts = [f"{attempts} attempts"] if attempts > 1 else []
+    facts += [f"final fix: {fix}"] if fix and show_outcomes else []
+    head += f" ({', '.join(facts)})" if facts else ""
+    symptoms = (note.symptoms if note is not None and note.symptoms else first.observations)[:SYMPTOM_LINES]
+    items = ["\n".join([head] + [f"  Symptom: {text}" for text in symptoms])]
+    items += [_attempt(e, show_outcomes, cited=e.id in recalled) for e in episodes]
+    best = max(unit, key=lambda r: r.score.total)
+    items.append(f"  Why recalled: {best.why}")
+    return items
+
+
+def _attempt(ep: Episode, show_outcomes: bool, *, cited: bool = True) -> str:
+    """One episode of an incident: what was tried and how it ended, what it left, what people corrected."""
+    label = "Attempt" if ep.choices or ep.decisions else "Record"
+    line = f"  {label}{f' [{ep.id}]' if cited else ''} {ep.start:%Y-%m-%d %H:%M}"
+    if ep.choices:
+        line += f": tried {' then '.join(ep.choices)}"
+    if show_outcomes:
+        line += f"{',' if ep.choices else ':'} outcome {ep.outcome.value}"
+    lines = [line]
+    if not ep.choices:
+        lines += [f"    Decision: {_unprefixed(d, 'decision')}" for d in ep.decisions]
+    result = _result(ep)
+    if result:
+        lines.append(f"    {'Result' if ep.choices or ep.decisions else 'Note'}: {result}")
+    lines += [f"    Correction: {_unprefixed(c, 'correction')}" for c in ep.corrections]
+    return "\n".join(lines)
+
+
+def _result(ep: Episode) -> str:
+    """The summary's parts that say something the attempt line and corrections do not (the outcome report)."""
+    said = [" ".join(text.split()) for text in (*ep.observations, *ep.decisions, *ep.corrections)]
+    parts = [p for p in ep.summary.split(" → ") if not any(text.startswith(p.rstrip("…")) for text in said)]
+    return " → ".join(parts)
+
+
+def _fit_items(blocks: list[list[str]], max_chars: int) -> str:
+    """The blocks that fit in `max_chars`, each cut only between its items.
+
+    A block is a list of items (a heading or an incident's head, then facts, attempts or
+    chains); what does not fit whole keeps its longest prefix of whole items, provided that
+    prefix holds more than the first item. Later blocks are still tried, so one long
+    incident does not crowd out the rest.
     """
     out = ""
-    for block in blocks:
+    for items in blocks:
         sep = "\n\n" if out else ""
-        if len(out) + len(sep) + len(block) <= max_chars:
-            out += sep + block
-            continue
-        lines, kept = block.split("\n"), []
-        for line in lines:
-            candidate = "\n".join(kept + [line])
-            if len(out) + len(sep) + len(candidate) > max_chars:
+        kept: list[str] = []
+        for item in items:
+            if len(out) + len(sep) + len("\n".join(kept + [item])) > max_chars:
                 break
-            kept.append(line)
-        while kept and (kept[-1].startswith("  ") or len(kept) == 1):  # never half an item, never a bare heading
-            kept.pop()
-        if kept and not block.startswith("Past episode"):
+            kept.append(item)
+        if len(kept) == len(items) or len(kept) > 1:
             out += sep + "\n".join(kept)
     return out
 
