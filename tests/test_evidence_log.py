@@ -69,7 +69,7 @@ starts = st.lists(st.sampled_from(TERMS), max_size=3, unique=True)
 moments = st.one_of(st.none(), st.integers(0, 200).map(lambda h: at(hours=h)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(histories, conditions, st.sampled_from(CHOICES), moments)
 def test_measure_and_assess_equal_the_scans(evidence, condition, conclusion, since):
     got = measure(condition, conclusion, evidence, since=since)
@@ -85,7 +85,7 @@ def precision(condition, conclusion, evidence):
     return sum(labels) / len(labels) if labels else None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(histories, st.sampled_from(CHOICES), starts, st.integers(1, 3))
 def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion, start, max_terms):
     config = FactConfig(max_terms=max(max_terms, len(start)))
@@ -112,7 +112,7 @@ def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion
             assert precision(after, conclusion, evidence) > precision(before, conclusion, evidence)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(histories)
 def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
     grown = EvidenceLog()
@@ -132,7 +132,7 @@ def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
     assert all(grown.find(i) is ev for i, ev in first.items()) and grown.find("missing") is None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(histories)
 def test_extraction_and_updates_follow_the_scans(evidence):
     made = extract_facts(evidence, [], principal="p", at=T0)

@@ -30,7 +30,7 @@ def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
     return rank
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([0.0, 0.5, 0.85, 1.0]),
        chunk=st.integers(1, 40))
 def test_power_iteration_gives_the_vector_of_the_plain_loop(n, seed, alpha, chunk):
@@ -175,7 +175,7 @@ def test_golden_chains(case):
     assert (chain.episode_ids, chain.links, chain.narrative) == (ids, links, narrative)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(n=st.integers(1, 60), size=st.integers(1, 30000), seed=st.integers(0, 2**32 - 1),
        ties=st.booleans())
 def test_at_most_kth_is_a_lower_bound_of_the_kth_largest(n, size, seed, ties):

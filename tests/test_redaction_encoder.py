@@ -103,7 +103,7 @@ _TEXTS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0
                   max_size=8).map("".join)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_TEXTS)
 def test_redaction_pre_check_never_skips_a_text_the_patterns_change(text):
     redactor = PatternRedactor(salt="s")
@@ -200,7 +200,7 @@ def test_encoder_pickles_without_its_caches():
     assert copy.name == encoder.name and np.array_equal(copy.encode(["pool exhausted"]), vector)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(max_size=40))
 def test_the_encoder_hash_is_scikit_learns_murmurhash3(feature):
     """Vectors stay what they were when the encoder hashed through scikit-learn."""
@@ -217,7 +217,7 @@ _METADATA = st.dictionaries(st.one_of(st.text(max_size=6), _FRAGMENTS), st.recur
     max_leaves=8), max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_METADATA)
 def test_metadata_checked_through_its_json_equals_the_per_string_path(metadata):
     from memory.errors import InvalidEntry
