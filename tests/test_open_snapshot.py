@@ -206,8 +206,8 @@ def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
         assert state(reopened) == expected
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(episodes=st.integers(1, 70), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(episodes=st.integers(1, 45), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
        prune=st.sampled_from([1, 10, 10**9]))
 def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run, least, prune):
     path = tmp_path_factory.mktemp("runs") / "m.sqlite"

@@ -1,6 +1,7 @@
 """Relevance bounds (`memory.retrieval.Bounds`) prune scoring without changing any recall."""
 
 from datetime import datetime, timedelta, timezone
+from functools import cache
 
 from dataclasses import replace
 
@@ -26,9 +27,16 @@ def recalls(prune_from, *, score_first=DEFAULT.score_first, n=600, principals=2)
     return out, r
 
 
+@cache
+def full_scan():
+    """Recall without bounds, built once per process: several tests compare against it."""
+    out, r = recalls(10**9)
+    return out, r.index.partition("p1").bounds
+
+
 def test_bounded_recall_equals_the_full_scan():
-    full, r = recalls(10**9)
-    assert r.index.partition("p1").bounds is None
+    full, bounds = full_scan()
+    assert bounds is None
     pruned, r = recalls(1)
     assert r.index.partition("p1").bounds is not None
     assert pruned == full and any(full)
@@ -36,7 +44,7 @@ def test_bounded_recall_equals_the_full_scan():
 
 @pytest.mark.parametrize("score_first", [1, 3, 40])
 def test_scoring_the_likeliest_rows_first_changes_no_recall(monkeypatch, score_first):
-    full, _ = recalls(10**9)
+    full, _ = full_scan()
     batches = []
     exact = ranking.exact_relevance
 
