@@ -7,7 +7,7 @@
 `changes_for` asks the memory (`memory.graph.recent_changes`, the CAUSED_BY rule's hypotheses
 before any edge exists) which changes still in place the observations implicate, each with a
 probability and a readable chain ("this started 2 d after the capacity change on
-checkout-api …"). `change_votes` turns them into votes for the candidates, from two sources:
+orders-db-proxy …"). `change_votes` turns them into votes for the candidates, from two sources:
 
 - a candidate whose description or signals speak of a change (`CHANGE_CAUSE`, generic English:
   a release, version, configuration, setting, migration, dependency, rollout…) is a

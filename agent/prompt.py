@@ -49,7 +49,7 @@ Each user message then gives:
 Memory shows past incidents as units. A unit gathers the attempts memory holds at one past
 problem, in the order they happened:
 
-    Past incident 1: 2026-01-14 incident_response, billing-api (2 attempts, final fix: queue_backlog)
+    Past incident 1: 2026-01-14 incident_response, ledger-api (2 attempts, final fix: queue_backlog)
       Symptom: an observation recorded when the problem started (one line each)
       Symptom: ...
       Attempt 2026-01-14 09:12: tried cache_eviction, outcome FAILURE

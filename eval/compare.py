@@ -28,6 +28,7 @@ from eval.report import Report, report_console
 from memory.errors import EncoderUnavailable, MemoryError_
 from memory.timeline import ENCODER_NAMES, named_encoder
 from memory.timeline.stores import is_server_url, open_store
+import scenarios
 
 CANONICAL = "pool-vs-deploy"
 
@@ -100,7 +101,7 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     refused = _refused_output(args.json, args.store)
     if refused:
         return _fail(refused)
-    loaded, problems = _load(args.scenarios)
+    loaded, problems = scenarios.load_all(args.scenarios)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
@@ -171,19 +172,6 @@ def _refused_output(json_path: str | None, store: str | None) -> str:
     if not os.access(parent, os.W_OK):
         return f"--json {json_path}: {parent} is not writable"
     return ""
-
-
-def _load(refs: Sequence[str]) -> tuple[list[Any], list[str]]:
-    """The scenarios `refs` name, and every problem found in them."""
-    import scenarios
-
-    loaded, problems = [], []
-    for ref in refs:
-        try:
-            loaded.append(scenarios.load(ref))
-        except scenarios.ScenarioError as exc:
-            problems.extend(exc.problems)
-    return loaded, problems
 
 
 def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:

@@ -37,14 +37,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if Path(args.out).suffix not in (".png", ".svg"):
         print(f"error: --out must end in .png or .svg, got {args.out!r}", file=sys.stderr)
         return 2
-    try:
-        scenario = scenarios.load(args.scenario)
-    except scenarios.ScenarioError as exc:
-        print("\n".join(exc.problems), file=sys.stderr)
+    loaded, problems = scenarios.load_all([args.scenario])
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"{args.scenario}: cannot read: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    scenario = loaded[0]
     encoder = HashingEncoder()
     agent = build_agent(PRESETS["episodic"], build_reasoner("heuristic", encoder), encoder)
     memory = agent.memory

@@ -300,17 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = _seeds(args)
     if seeds is None:
         return 2
-    refs = args.scenarios or scenarios.shipped()
+    loaded, problems = scenarios.load_all(args.scenarios or scenarios.shipped())
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 2
     rows: list[LayerRow] = []
-    for ref in refs:
-        try:
-            scenario = scenarios.load(ref)
-        except scenarios.ScenarioError as exc:
-            print("\n".join(exc.problems), file=sys.stderr)
-            return 2
-        except OSError as exc:
-            print(f"{ref}: cannot read: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+    for scenario in loaded:
         for policy in args.policy or POLICIES:
             for seed in seeds:
                 rows.append(LayerRow(scenario.name, seed, policy, measure_scenario(scenario, seed, policy)))

@@ -219,7 +219,7 @@ CHANGE_WORDS = (r"(?:fix|fixes|change|changes|hotfix|workaround|remediation|miti
                 r"replaced|raised|lowered|introduced|added|removed|upgraded|migrated)")
 # Generic English ways to trace a symptom to an earlier change: a causal connective before a
 # change ("since the change", "caused by the config change"), a reference to an earlier fix, change
-# or incident ("the previous fix", "last week's change", "yesterday's hotfix"), or a change
+# or incident ("the earlier fix", "last week's change", "yesterday's hotfix"), or a change
 # dated in the past ("was raised two days ago").
 CAUSAL_CUE = re.compile(
     r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"

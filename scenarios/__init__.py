@@ -8,7 +8,7 @@ Invalid input raises :class:`ScenarioError`; its ``problems`` are lines
 ``FILE: PATH: message``. ``python -m scenarios.validate FILE_OR_NAME...`` checks files.
 """
 
-from scenarios.loader import load, loads, shipped
+from scenarios.loader import load, load_all, loads, shipped
 from scenarios.schema import Interlude, RootCause, Round, Scenario, ScenarioError
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "load",
+    "load_all",
     "loads",
     "shipped",
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import yaml
 
@@ -133,6 +133,17 @@ def load(ref: str | Path) -> Scenario:
     except OSError as exc:
         raise ScenarioError([f"{source}: (file): cannot read: {exc.strerror or exc}"]) from None
     return loads(data, source=source)
+
+
+def load_all(refs: Sequence[str | Path]) -> tuple[list[Scenario], list[str]]:
+    """Loads every scenario `refs` name; returns those that loaded and every problem found in the others."""
+    loaded, problems = [], []
+    for ref in refs:
+        try:
+            loaded.append(load(ref))
+        except ScenarioError as exc:
+            problems.extend(exc.problems)
+    return loaded, problems
 
 
 def loads(data: str | bytes, source: str = "<string>") -> Scenario:

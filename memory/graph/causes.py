@@ -12,7 +12,7 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``described``: the words a reference uses for the past change or incident ("the last *egress*
   incident", "the *base-image* change") are words of that incident or change;
 - ``same_subject``: the change was made on the failing service itself and a reference names
-  no other changed service ("the last DNS fix"); ``named_own`` when the reference's own words
+  no other changed service ("the last cache fix"); ``named_own`` when the reference's own words
   name that service ("the change made for the X incident");
 - ``overlap``: the IDF-weighted terms the observations share with what the change did (its
   actions and fix), counted more in referring sentences, where terms of the incident the
@@ -46,8 +46,8 @@ from memory.episodes import Episode
 from memory.graph.changes import TermWeights, change_terms, entity_terms, incident_terms, name_terms
 from memory.text import CAUSAL_CUE, mentions, split_negation, split_sentences
 
-# Generic English: a definite or dated reference to a change or an incident ("the last DNS fix",
-# "since the base-image change", "yesterday's hotfix", "the earlier outage"). A release or rollout
+# Generic English: a definite or dated reference to a change or an incident ("the last cache fix",
+# "since the kernel-patch change", "yesterday's hotfix", "the earlier outage"). A release or rollout
 # is a change of its own, not the fix of an earlier incident, and is not such a reference.
 CHANGE_NOUNS = (r"fix|fixes|hotfix|hotfixes|workaround|remediation|mitigation|change|changes|patch|incident|outage|"
                 r"revert|rollback")
@@ -59,7 +59,7 @@ PAST_REFERENCE = re.compile(
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
 UNDO = re.compile(r"\b(?:revert\w*|roll(?:ed|ing)? ?back|rollbacks?|undo|undid|removed|backed out|(?:moved|switched|"
                   r"went|set|changed) back|disabled|restored)\b", re.IGNORECASE)
-# Generic English past-tense verbs of a change (with `CAUSAL_CUE`, a dated change: "was replaced last week").
+# Generic English past-tense verbs of a change (with `CAUSAL_CUE`, a dated change: "was replaced on Monday").
 CHANGE_VERBS = re.compile(r"\b(?:moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
                           r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned)\b", re.IGNORECASE)
 

@@ -5,7 +5,7 @@ within the cause window) as causes of what is observed now, with the same hypoth
 weights as the CAUSED_BY rule (`memory.graph.causes`), before any edge exists. Each result
 carries the change record, the choice its incident was resolved with, what incidents earlier
 linked to changes resolving that choice were resolved as (what such changes led to), and one
-readable line for the context ("this started after the capacity change on checkout-api …").
+readable line for the context ("this started after the capacity change on orders-db-proxy …").
 """
 
 from __future__ import annotations
