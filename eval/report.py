@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -38,6 +38,23 @@ def _pct(value: float | None) -> str:
 
 def _ci(pair: list[float] | None) -> str:
     return "" if not pair or pair[0] != pair[0] else f"[{100 * pair[0]:.0f}–{100 * pair[1]:.0f}]"
+
+
+def paired_verdict(c: Mapping[str, Any], other: str) -> str:
+    """Who is ahead in one paired comparison: by rounds won and by accuracy, saying so when they disagree.
+
+    The rounds won (the sign test's direction) and the accuracy difference can point different
+    ways: one agent better in more rounds, the other by more in the rounds it wins.
+    """
+    def leader(sign: float) -> str | None:
+        return SUBJECT if sign > 0 else other if sign < 0 else None
+
+    by_rounds, by_accuracy = leader(c["a_better"] - c["b_better"]), leader(round(c["difference"], 9))
+    if by_rounds == by_accuracy:
+        return f"{by_rounds} ahead" if by_rounds else "no difference"
+    rounds = f"{by_rounds} better in more rounds" if by_rounds else "rounds won tied"
+    accuracy = f"{by_accuracy} higher accuracy" if by_accuracy else "equal accuracy"
+    return f"mixed: {rounds}, {accuracy}"
 
 
 class Report:
@@ -164,8 +181,7 @@ class Report:
                               "difference over rounds):", style="bold"))
         for other, c in versus.items():
             ci = c["difference_ci95"]
-            verdict = (f"{SUBJECT} ahead" if c["a_better"] > c["b_better"] else
-                       f"{other} ahead" if c["b_better"] > c["a_better"] else "no difference")
+            verdict = paired_verdict(c, other)
             verdict += " — significant at 0.05" if c["significant"] else " — not significant"
             lines.append(Text(
                 f"  {SUBJECT} vs {other}: n = {c['n_rounds']} scenario rounds, {c['discordant']} differ "

@@ -10,7 +10,7 @@ import pytest
 from eval import runlog
 from eval.compare import main as compare
 from eval.outputs import curves
-from eval.report import main as report
+from eval.report import main as report, paired_verdict
 from tests.builders import T0
 
 AGENTS = ("--agents", "episodic", "flat_rag", "--jobs", "1")
@@ -143,3 +143,15 @@ def test_plots_without_matplotlib_is_a_clear_usage_error(saved, tmp_path, capsys
     assert report([str(path), "--plots", str(tmp_path / "plots"), "--quiet"]) == 2
     assert "pip install '.[plots]'" in capsys.readouterr().err
     assert not (tmp_path / "plots").exists()
+
+
+@pytest.mark.parametrize("a_better, b_better, difference, verdict", [
+    (4, 1, 0.05, "episodic ahead"),
+    (1, 4, -0.05, "flat_rag ahead"),
+    (0, 0, 0.0, "no difference"),
+    (4, 3, -0.014, "mixed: episodic better in more rounds, flat_rag higher accuracy"),
+    (2, 2, 0.02, "mixed: rounds won tied, episodic higher accuracy"),
+])
+def test_the_paired_verdict_never_names_a_leader_the_accuracy_contradicts(a_better, b_better, difference, verdict):
+    c = {"a_better": a_better, "b_better": b_better, "difference": difference}
+    assert paired_verdict(c, "flat_rag") == verdict
