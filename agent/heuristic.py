@@ -220,7 +220,9 @@ class HeuristicReasoner:
         choice = max(allowed, key=lambda cid: (scores[cid], -ids.index(cid)))
         exps = {cid: math.exp(scores[cid] - scores[choice]) for cid in allowed}
         confidence = exps[choice] / sum(exps.values())
-        relied = tuple(sorted((i for i, v in supporters[choice].items() if v > 0), key=lambda i: -supporters[choice][i]))
+        # an item counts as relied on only when its kind carried weight in this decision
+        backing = {key: v for key, v in supporters[choice].items() if v > 0 and weights[key[0]] > 0}
+        relied = tuple(item for _, item in sorted(backing, key=lambda key: -backing[key]))
         described = ", ".join(f"{kind} {parts[choice][kind]:+.2f}" for kind in weights if parts[choice][kind])
         rationale = f"{choice}: {described or 'no evidence'}; {len(relied)} memory item(s) relied on"
         return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
@@ -228,13 +230,13 @@ class HeuristicReasoner:
                         favoured={kind + setting: cid for kind, cid in favourites({k: votes[k] for k in KINDS}).items()})
 
     def votes(self, problem: Problem, evidence: Sequence[Evidence], prior: Mapping[str, float]
-              ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-        """Each kind's vote per candidate (before weighting), and each evidence item's support per candidate."""
+              ) -> tuple[dict[str, dict[str, float]], dict[str, dict[tuple[str, str], float]]]:
+        """Each kind's vote per candidate (before weighting), and per candidate each (kind, evidence item id)'s support."""
         candidates = problem.candidates
         top = max(prior.values())
         runbook = {cid: math.exp((value - top) / RUNBOOK_TEMPERATURE) for cid, value in prior.items()}
         votes: dict[str, dict[str, float]] = {"prior": runbook}
-        supporters: dict[str, dict[str, float]] = defaultdict(dict)
+        supporters: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
         for kind, sources in (("memory", ("episode", "incident", "chunk")), ("facts", ("fact",)), ("graph", ("change",))):
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
@@ -247,7 +249,7 @@ class HeuristicReasoner:
                 strength *= current.get(item.id, 1.0)
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
-                    supporters[cause_id][item.id] = supporters[cause_id].get(item.id, 0.0) + vote * strength
+                    supporters[cause_id][(kind, item.id)] = supporters[cause_id].get((kind, item.id), 0.0) + vote * strength
             votes[kind] = {cid: noisy_or(pro.get(cid, ())) - noisy_or(con.get(cid, ())) for cid in prior}
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
