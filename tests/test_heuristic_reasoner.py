@@ -59,6 +59,17 @@ def test_reliability_recorded_at_the_site_sets_the_weights():
                                                          "facts|lesson": "bad_release"}
 
 
+def test_items_of_a_kind_the_record_mutes_are_not_reported_as_relied_on():
+    problem = _problem("errors began right after deploy of the new version")
+    precedent = Evidence(id="ep", source="episode", text="after a deploy", relevance=0.9, outcome="SUCCESS",
+                         choices=("bad_release",))
+    heard = REASONER.decide(replace(problem, record={"memory": (9, 0)}), [precedent])
+    muted = REASONER.decide(replace(problem, record={"memory": (0, 9)}), [precedent])  # right 2 of 12: weight 0
+    assert heard.choice == muted.choice == "bad_release"
+    assert heard.relied_on == ("ep",) and heard.parts["bad_release"]["memory"] > 0
+    assert muted.relied_on == () and muted.parts["bad_release"]["memory"] == 0
+
+
 def test_unlabelled_text_votes_by_what_it_mentions():
     problem = _problem("requests time out")
     near = Evidence(id="c1", source="chunk", text="A release shipped a wrong configuration value", relevance=0.9)
