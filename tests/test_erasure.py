@@ -92,16 +92,22 @@ def test_erasing_a_principal_leaves_the_other_tenant_and_a_verifiable_store(two_
     assert report.findings == [] and report.head == later.id
 
 
-def test_verify_sees_an_erasure_without_a_record_and_tampering_after_one(two_tenants):
-    path, secret = two_tenants
+def _tamper_after_erasing(path, secret, trigger, statement):
+    """Erase `secret`, then drop one insert-only trigger and run `statement` as an attacker with file access would."""
     with _memory(path) as memory:
         memory.forget(entry_id=secret.id)
     db = sqlite3.connect(path)
-    db.execute("DROP TRIGGER timeline_no_update")
-    db.execute("UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', embedding = X'' "
-               "WHERE seq = 3")  # content emptied without any erasure record
+    db.execute(f"DROP TRIGGER {trigger}")
+    db.execute(statement)
     db.commit()
     db.close()
+
+
+def test_verify_sees_an_erasure_without_a_record_and_tampering_after_one(two_tenants):
+    path, secret = two_tenants
+    _tamper_after_erasing(path, secret, "timeline_no_update",  # content emptied without any erasure record
+                          "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', "
+                          "embedding = X'' WHERE seq = 3")
     findings = audit(path).findings
     assert any("timeline seq=3" in f and "content does not match its id" in f for f in findings)
     assert any("timeline_no_update" in f for f in findings)
@@ -110,13 +116,8 @@ def test_verify_sees_an_erasure_without_a_record_and_tampering_after_one(two_ten
 
 def test_a_derived_record_rewritten_after_an_erasure_is_a_finding(two_tenants):
     path, secret = two_tenants
-    with _memory(path) as memory:
-        memory.forget(entry_id=secret.id)
-    db = sqlite3.connect(path)
-    db.execute("DROP TRIGGER records_no_update")
-    db.execute("UPDATE records SET body = replace(body, 'SUCCESS', 'FAILURE') WHERE kind = 'episode'")
-    db.commit()
-    db.close()
+    _tamper_after_erasing(path, secret, "records_no_update",
+                          "UPDATE records SET body = replace(body, 'SUCCESS', 'FAILURE') WHERE kind = 'episode'")
     assert any("content does not match its digest" in f for f in audit(path).findings)
 
 
