@@ -53,16 +53,28 @@ def evidence_chars(item: Evidence) -> int:
     return len(item.text) + sum(len(text) for text in item.corrections)
 
 
+DISTILLED = ("fact", "change")  # evidence sources that state a conclusion in a line: kept before long texts
+
+
 def fit_budget(evidence: Sequence[Evidence], budget: Budget) -> list[Evidence]:
-    """The longest prefix of `evidence` within the budget's items and characters."""
-    kept, used = [], 0
-    for item in evidence:
-        cost = evidence_chars(item)
-        if len(kept) >= budget.items or (kept and used + cost > budget.chars):
-            break
-        kept.append(item)
-        used += cost
-    return kept
+    """What of `evidence` fits the budget's items and characters, in the given order.
+
+    Facts and changes (one line each, the memory's distilled conclusions) are taken first, in
+    order; then the longest prefix of the other items that still fits. So long incident texts
+    cannot crowd out the slots kept for facts (`FACT_SLOTS`).
+    """
+    chosen: set[int] = set()
+    used = 0
+    for distilled in (True, False):
+        for position, item in enumerate(evidence):
+            if (item.source in DISTILLED) != distilled:
+                continue
+            cost = evidence_chars(item)
+            if len(chosen) >= budget.items or (chosen and used + cost > budget.chars):
+                break
+            chosen.add(position)
+            used += cost
+    return [item for position, item in enumerate(evidence) if position in chosen]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,15 @@ def test_one_budget_in_items_and_characters_counts_facts():
     assert len(fit_budget(items, Budget(items=9, chars=10))) == 1  # one item always fits
 
 
+def test_long_incidents_cannot_crowd_the_facts_out_of_the_budget():
+    incidents = [Evidence(id=f"i{i}", source="incident", text="y" * 1400, relevance=0.5) for i in range(3)]
+    facts = [Evidence(id=f"f{i}", source="fact", text="when x → a, not b", relevance=1.0) for i in range(2)]
+    change = Evidence(id="c", source="change", text="this started after the capacity change", relevance=0.5)
+    kept = fit_budget(incidents + [change] + facts, Budget(items=9, chars=3000))
+    assert [item.id for item in kept] == ["i0", "i1", "c", "f0", "f1"]  # the given order, facts and changes kept
+    assert sum(len(item.text) for item in kept) <= 3000
+
+
 def test_run_log_explains_decisions_and_traces_retrieval_to_rounds(tmp_path):
     path = tmp_path / "log.json"
     assert main(["dns-tls-clock", "--seeds", "1", "--agents", "episodic", "flat_rag", "no_memory", "--quiet",
