@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from hashlib import sha256
 
 from memory.episodes import Outcome
 from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
 from memory.facts.lessons import LessonIncident, rejected_choices
 from memory.incidents import closeness
+from memory.retrieval.ranking import applicable_facts
 from memory.text import affirmed_clauses, terms
 from tests.builders import T0
 
@@ -131,3 +133,21 @@ def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_f
         memory.flush()
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}  # each episode counts once
+
+
+def test_equally_scored_lessons_come_in_the_same_order_whatever_the_principal_is_called():
+    """A replay runs under another principal name; the facts it is shown must keep their order."""
+
+    line = terms("the batch relay was redeployed while the ledger lock queue grew")
+    orders = []
+    for principal in [f"team-run-{n}" for n in range(12)]:
+        made = [learn_lesson(incident(corrections=(text,)), rarity={})
+                for text in ("it was the ledger lock, set off by the batch relay",
+                             "it was the ledger lock, see the queue grew")]
+        facts = [lesson.__class__(**{**lesson.__dict__, "principal": principal,
+                                     "fact_id": sha256(f"{principal}{lesson.condition}".encode()).hexdigest()})
+                 for lesson in made]
+        found = applicable_facts(line, facts, principal, min_match=0.5, limit=3, lines=[line])
+        assert len(found) == 2 and found[0].score == found[1].score
+        orders.append([r.fact.condition for r in found])
+    assert all(order == orders[0] for order in orders)

@@ -365,5 +365,7 @@ def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], 
         why = f"query mentions {', '.join(hit)} ({len(hit)}/{len(f.condition)} condition terms); " \
               f"confidence {f.confidence:.2f} from {len(f.support)} supporting, {len(f.contradict)} contradicting episodes"
         found.append(RecalledFact(f, round(share, 6), round(share * f.confidence, 6), why))
-    found.sort(key=lambda r: (-r.score, r.fact.fact_id))
+    # ties go by when the fact was made and what it says, not by its id: an id hashes the principal's
+    # name, and a run under another name (a replay) must see the facts in the same order
+    found.sort(key=lambda r: (-r.score, r.fact.created_at, r.fact.condition, r.fact.conclusion, r.fact.fact_id))
     return found[:limit]
