@@ -117,8 +117,8 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage):
         play(live, 60)
     expected = exact(path)
     seq, _, meta = runs_of(path)[1]
-    if damage == "alter":  # one byte of the vectors
-        offset = meta["sections"]["vectors:p0"][0] + 5
+    if damage == "alter":  # one byte of the vectors' digests
+        offset = meta["sections"]["digests:p0"][0] + 5
         raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
             offset, offset + 2, seq)
     elif damage == "truncate":

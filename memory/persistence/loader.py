@@ -23,8 +23,10 @@ import numpy as np
 from memory.episodes import Edge, Episode, Outcome
 from memory.facts import resolve_records, stored_records
 from memory.graph import add_edge_rows, add_edges, add_episode_rows
+from memory import pipeline
 from memory.persistence import runs as snapshot
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
+from memory.persistence.vectors import StoredRows, VectorFile, row_digests
 from memory.retrieval import Bounds, RetrieverConfig
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
@@ -68,7 +70,7 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
     def read_problem(episode_id: str, run: snapshot.Run) -> Problem:
         row = run.row(episode_id)
         part = holder["state"].index.partition(run.principal_at(row))
-        return Problem(run.texts[row], part.matrix[part.position[episode_id]].copy())
+        return Problem(run.texts[row], part.vectors(np.array([part.position[episode_id]]))[0])
 
     state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
                         edge_ids=LazySet(), marks=LazySet())
@@ -109,6 +111,8 @@ class StoredState:
         self.uncovered = 0  # episodes indexed since the last run
         self.loading = True  # no runs are written while the store is being opened
         self.config = snapshot.config_digest(state.graph_config)
+        path = getattr(store, "vectors_path", None)  # file stores keep run vectors in a sidecar
+        self.sidecar = VectorFile(path, dim) if path else None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -174,7 +178,8 @@ class StoredState:
         (none when a single process wrote the store): the exact load adds every node first.
         """
         kind = snapshot.RUN if self.persistence.use_runs else None
-        reader = snapshot.RunReader(self.store, config=self.config, dim=self.dim, kind=kind)
+        reader = snapshot.RunReader(self.store, config=self.config, dim=self.dim, kind=kind, sidecar=self.sidecar,
+                                    recompute=self._recompute)
         runs: list[snapshot.Run] = []
         late: list[tuple[str, str, Any, float, str]] = []
         columns = _Columns()
@@ -190,7 +195,7 @@ class StoredState:
             self.state.order[who] = ids
             self.state.position.update(zip(ids, range(len(ids))))
             self.state.index.load(who, EpisodeList(ids, self.state.episodes), ids,
-                                  reader.vectors[who][: len(ids)], np.concatenate([e for e, _ in columns.flags[who]]),
+                                  reader.source(who), np.concatenate([e for e, _ in columns.flags[who]]),
                                   columns.outcomes[who], np.concatenate([c for _, c in columns.flags[who]]),
                                   columns.situations[who])
             self._load_bounds(who, reader, [run for run in runs if who in run.rows])
@@ -221,6 +226,12 @@ class StoredState:
             columns.flags.setdefault(who, []).append((ends[picked], corrected[picked]))
             state.closed_seq[who] = max(state.closed_seq.get(who, -1), int(last[picked].max()))
 
+    def _recompute(self, principal: str, row: int) -> np.ndarray:
+        """The problem vector of a partition row computed from its episode's entries (the exact way)."""
+        episode = self.state.index.partition(principal).episodes[row]
+        parts = self.store.entry_parts(list(episode.entry_ids))
+        return pipeline.problem_of(self.state, episode, [parts[i] for i in episode.entry_ids if i in parts]).vector
+
     def _load_bounds(self, principal: str, reader: snapshot.RunReader, runs: list[snapshot.Run]) -> None:
         """Install a partition's relevance bounds from the runs' stored projections.
 
@@ -238,7 +249,7 @@ class StoredState:
         for run in runs:
             if run.bases[principal] != digest:
                 rows = slice(run.offsets[principal], run.offsets[principal] + run.rows[principal])
-                proj[rows], resid[rows] = empty.split(part.matrix[rows])
+                proj[rows], resid[rows] = empty.split(part.vectors(np.arange(rows.start, rows.stop)))
         part.bounds = Bounds.from_parts(basis, proj[: len(part)], resid[: len(part)])
 
     def _index_records(self, stored: list[Episode], before: int, index_stored: Any) -> None:
@@ -329,18 +340,40 @@ class StoredState:
                 picked = np.array([part.position[ep.id] for ep in episodes if ep.principal == who], dtype=np.intp)
                 projections[who] = (digest, *bounds.rows(picked))
         problems = [state.problems[ep.id] for ep in episodes]
+        sidecar = None
+        if self.sidecar is not None:  # vectors first, durably: a run never points past what the sidecar holds
+            sidecar = {}
+            for who in dict.fromkeys(ep.principal for ep in episodes):
+                vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
+                digests = row_digests(vectors)
+                sidecar[who] = (self.sidecar.append(vectors), digests)
         meta, body = snapshot.encode_run(
             after=self.covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self.config,
             dim=self.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
             cites={ep.id: state.cites[ep.id] for ep in episodes if ep.id in state.cites}, edges=edges, facts=facts,
-            marks=marks, projections=projections)
+            marks=marks, projections=projections, sidecar=sidecar)
         name = snapshot.run_id(meta)
         known = {i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}
         while name in known:  # a damaged copy holds the name: store this one beside it
             name += "+"
         self.store.add_snapshot(snapshot.RUN, name, meta, body)
         self.covered = rows[-1][0]
+        for who, (first, digests) in (sidecar or {}).items():
+            self._release(who, [ep.id for ep in episodes if ep.principal == who], first, digests)
         return True
+
+    def _release(self, principal: str, ids: list[str], first: int, digests: np.ndarray) -> None:
+        """The rows just written to the sidecar are read from there from now on, and no longer held here."""
+        part = self.state.index.partition(principal)
+        source = part.source if isinstance(part.source, StoredRows) else None
+        if source is None:
+            if part.stored:
+                return
+            source = StoredRows(self.dim, lambda row, who=principal: self._recompute(who, row))
+        if [part.position.get(i) for i in ids] != list(range(len(source), len(source) + len(ids))):
+            return  # not the partition's next rows (episodes another process stored): they stay held here
+        source.add_file(self.sidecar, first, digests, checked=True)  # type: ignore[arg-type]
+        part.adopt(source)
 
     def _store_basis(self, principal: str, digest: str, basis: np.ndarray) -> None:
         if snapshot.read_basis(self.store, principal, digest) is not None:

@@ -35,10 +35,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile
 
 RUN = "open_state/1"  # snapshot kind of runs
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
-FORMAT = 1  # layout version inside the kind
+FORMAT = 2  # layout version inside the kind: 2 keeps the vectors in the sidecar, 1 (still read) in the body
+READ_FORMATS = (1, 2)
 
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
 OUTCOME_NAMES = tuple(o.value for o in OUTCOMES)  # the same, as the strings graph nodes hold
@@ -61,8 +63,9 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
                episodes: Sequence[Episode], problems: Sequence[tuple[str, np.ndarray]],
                cites: Mapping[str, list[str]], edges: Sequence[tuple[str, dict[str, Any]]],
                facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]],
-               projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]]) -> tuple[dict[str, Any], bytes]:
-    """Meta and body of a run.
+               projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
+               sidecar: Mapping[str, tuple[int, np.ndarray]] | None = None) -> tuple[dict[str, Any], bytes]:
+    """Meta and body of a run (format 2 with `sidecar`, else format 1).
 
     Args:
         after, upto: the records range the run stands for.
@@ -77,11 +80,17 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         marks: (mark id, episode id) of the reinforcement marks, in storing order.
         projections: principal → (basis digest, projections, residual norms) of the rows of
             that principal's episodes (in storing order), for principals with a basis.
+        sidecar: principal → (first sidecar row, `vectors.row_digests`) of its episodes'
+            vectors, written to the store's vectors sidecar beforehand; without it the vectors
+            are kept in the body.
     """
     out = _Sections()
     rows = _episode_columns(out, episodes)
     for principal, picked in rows.items():  # one block per principal: copied straight into its partition
-        out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
+        if sidecar is None:
+            out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
+        else:
+            out.array(f"digests:{principal}", sidecar[principal][1], "u1")
     out.document("texts", [t for t, _ in problems])
     out.document("cites", {i: list(c) for i, c in cites.items()})
     _link_sections(out, episodes, edges, facts, marks)
@@ -92,9 +101,11 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         out.array(f"resid:{principal}", resid, "<f4")
     out.document("strings", list(out.strings))
     layout, body = out.pack()
-    meta = {"format": FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
+    meta = {"format": 1 if sidecar is None else FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
             "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
             "bases": bases, "sections": layout, "size": len(body), "digest": _digest(body)}
+    if sidecar is not None:
+        meta["vectors"] = {p: int(first) for p, (first, _) in sidecar.items()}
     return meta, body
 
 
@@ -179,20 +190,21 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-_BULK = ("vectors:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
+_BULK = ("vectors:", "digests:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
 
 
 class Run:
-    """A checked run: its small sections, decoded on first use (the vectors went to `RunReader.vectors`)."""
+    """A checked run: its small sections, decoded on first use (the vectors went to `RunReader.sources`)."""
 
     def __init__(self, meta: Mapping[str, Any], sections: dict[str, tuple[bytes, str | None, list[int] | None]]) -> None:
         self.meta = meta
         self.after: int = int(meta["after"])
         self.upto: int = int(meta["upto"])
         self.rows: dict[str, int] = dict(meta["rows"])  # episodes per principal
-        self.offsets: dict[str, int] = {}  # principal → first row of this run in `RunReader.vectors`
+        self.offsets: dict[str, int] = {}  # principal → first row of this run in its partition
         self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
         self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
+        self.vectors: list[tuple[StoredRows, Callable[[StoredRows], None]]] = []  # vector segments still to add
         self._sections = sections
 
     def _array(self, name: str) -> np.ndarray:
@@ -208,7 +220,9 @@ class Run:
         the reading thread then only reads and digests, so it seldom waits for the interpreter lock)."""
         for target, at, rows in self.copies:
             target[at : at + len(rows)] = rows
-        self.copies = []
+        for source, add in self.vectors:
+            add(source)
+        self.copies, self.vectors = [], []
 
     def release(self) -> None:
         """Drop the columns only opening needs (what is read later stays)."""
@@ -291,17 +305,27 @@ class RunReader:
     """The usable runs of a store, in records order from the first record on (see the module docstring).
 
     Iterating yields the runs; meanwhile a worker thread with its own connection reads and
-    checks the bodies and copies each principal's vectors and bound projections into
-    `vectors` / `projections` (SQLite, sha256 and numpy copies release the GIL), so the
-    caller's work on one run overlaps reading the next.
+    checks the bodies and copies each principal's bound projections into `proj` / `resid`
+    (SQLite, sha256 and numpy copies release the GIL), so the caller's work on one run
+    overlaps reading the next. Each principal's vectors are read through `sources`: rows in
+    the store's vectors sidecar (format 2; `sidecar`) or held in memory (format 1).
+
+    Args:
+        sidecar: the store's vectors sidecar (None: format 2 runs are not usable).
+        recompute: ``(principal, row) → vector`` from the episode's entries, for a sidecar
+            row that fails its digest.
     """
 
-    def __init__(self, store: Any, *, config: str, dim: int, kind: str | None = RUN) -> None:
+    def __init__(self, store: Any, *, config: str, dim: int, kind: str | None = RUN,
+                 sidecar: VectorFile | None = None,
+                 recompute: Callable[[str, int], np.ndarray] | None = None) -> None:
         self.store = store
         self.dim = dim
+        self.sidecar = sidecar
+        self.recompute = recompute
         self.candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
         for seq, _, meta in store.snapshot_index(kind) if store.path != ":memory:" and kind is not None else ():
-            if isinstance(meta, dict) and meta.get("format") == FORMAT and meta.get("config") == config \
+            if isinstance(meta, dict) and meta.get("format") in READ_FORMATS and meta.get("config") == config \
                     and meta.get("dim") == dim and isinstance(meta.get("after"), int) \
                     and isinstance(meta.get("rows"), dict) and isinstance(meta.get("bases"), dict):
                 self.candidates.setdefault(meta["after"], []).append((seq, meta))
@@ -314,10 +338,20 @@ class RunReader:
                 shape = meta["sections"].get(f"proj:{principal}", [0, 0, "", [0, 0]])[3]
                 if len(shape) == 2 and int(shape[1]) > 0:
                     ranks.setdefault(principal, int(shape[1]))
-        self.vectors = {p: np.empty((k, dim), dtype=np.float32) for p, k in rows.items()}
+        self.capacity = rows
+        self.sources: dict[str, StoredRows] = {}
         self.proj = {p: np.empty((k, ranks[p]), dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
         self.resid = {p: np.empty(k, dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
         self.filled = dict.fromkeys(rows, 0)  # rows filled per principal, by the runs yielded so far
+
+    def source(self, principal: str) -> StoredRows:
+        """The vectors of a principal's rows from the runs read so far."""
+        found = self.sources.get(principal)
+        if found is None:
+            recompute = self.recompute
+            found = self.sources[principal] = StoredRows(
+                self.dim, None if recompute is None else lambda row, who=principal: recompute(who, row))
+        return found
 
     def __iter__(self) -> Iterator[Run]:
         if 0 not in self.candidates:
@@ -391,13 +425,21 @@ class RunReader:
         rows = {p: int(k) for p, k in meta["rows"].items()}
         if not isinstance(layout, dict) or sum(rows.values()) != n:
             raise Corrupt("no section table, or rows disagree with the episodes")
+        in_sidecar = meta["format"] == 2
+        vectors = {f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()} if in_sidecar else \
+            {f"vectors:{p}": [k, dim] for p, k in rows.items()}
         expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
-                    "end_us": [n], "choice": [n],
-                    "seqs": [n, 2], **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
+                    "end_us": [n], "choice": [n], "seqs": [n, 2], **vectors}
         for name, shape in expected.items():
             if name not in layout or list(layout[name][3]) != shape:
                 raise Corrupt(f"section {name} is missing or has another shape")
-        if any(self.filled.get(p, 0) + k > len(self.vectors.get(p, ())) for p, k in rows.items()):
+        if in_sidecar:
+            firsts = meta["vectors"]
+            if self.sidecar is None or not isinstance(firsts, dict) or set(firsts) != set(rows) \
+                    or any(not isinstance(firsts[p], int) or not 0 <= firsts[p] <= self.sidecar.rows() - k
+                           for p, k in rows.items()):
+                raise Corrupt("the vectors sidecar is missing or does not hold the run's rows")
+        if any(self.filled.get(p, 0) + k > self.capacity.get(p, 0) for p, k in rows.items()):
             return None
         body = store.snapshot_body(seq)  # one read and one digest per run: the GIL is released for both
         if len(body) != int(meta["size"]) or _digest(body) != meta["digest"]:
@@ -417,7 +459,13 @@ class RunReader:
         run = Run(meta, kept)
         for principal, k in rows.items():
             at = self.filled[principal]
-            run.copies.append((self.vectors[principal], at, bulk[f"vectors:{principal}"]))
+            if in_sidecar:
+                first, digests, file = int(meta["vectors"][principal]), bulk[f"digests:{principal}"], self.sidecar
+                run.vectors.append((self.source(principal),
+                                    lambda source, f=first, d=digests.copy(): source.add_file(file, f, d)))
+            else:
+                run.vectors.append((self.source(principal),
+                                    lambda source, v=bulk[f"vectors:{principal}"].copy(): source.add_array(v)))
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
             target = self.proj.get(principal)

@@ -13,12 +13,20 @@ from memory.retrieval.config import CORRECTION_BONUS, OUTCOME_VALUE
 
 
 class Partition:
-    """One principal's episodes and a growing matrix of their unit vectors."""
+    """One principal's episodes and a growing matrix of their unit vectors.
+
+    The leading rows may be kept elsewhere (`adopt`): a source with ``len`` and
+    ``read(rows) -> float32 vectors`` (`memory.persistence.vectors.StoredRows`) then serves
+    them, and only the rows after it are held here. `vectors` reads rows from either.
+    """
 
     def __init__(self, dim: int) -> None:
+        self.dim = dim
         self.episodes: list[Episode] = []
         self.position: dict[str, int] = {}
-        self._matrix = np.zeros((16, dim), dtype=np.float32)
+        self._matrix = np.zeros((16, dim), dtype=np.float32)  # rows from `_stored` on (rows of `_source` are not here)
+        self._source: Any = None
+        self._stored = 0  # leading rows served by `_source`
         self._ends = np.zeros(16, dtype=np.float64)
         self._outcomes = np.zeros(16, dtype=np.float64)
         self._situations = np.zeros(16, dtype=np.int32)
@@ -32,17 +40,21 @@ class Partition:
     def reserve(self, capacity: int) -> None:
         """Make room for `capacity` rows at once (a bulk load then copies the matrix once, not log n times)."""
         extra = capacity - len(self._ends)
+        grow = lambda a, more: np.concatenate([a, np.zeros((more, *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
         if extra > 0:
-            grow = lambda a: np.concatenate([a, np.zeros((extra, *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
-            self._matrix, self._ends = grow(self._matrix), grow(self._ends)
-            self._outcomes, self._situations = grow(self._outcomes), grow(self._situations)
+            self._ends, self._outcomes, self._situations = (grow(a, extra) for a in
+                                                            (self._ends, self._outcomes, self._situations))
+        held = capacity - self._stored - len(self._matrix)
+        if held > 0:
+            self._matrix = grow(self._matrix, held)
 
     def add(self, episode: Episode, vector: np.ndarray) -> None:
         """Append an episode's row (its bounds too, once they are fitted)."""
         n = len(self.episodes)
-        if n == len(self._ends):  # amortized doubling keeps appends O(1)
-            self.reserve(2 * n)
-        self._matrix[n] = vector
+        if n == len(self._ends) or n - self._stored == len(self._matrix):  # amortized doubling keeps appends O(1)
+            self.reserve(max(2 * n, 16))
+        local = n - self._stored
+        self._matrix[local] = vector
         self._ends[n] = episode.end.timestamp()
         self._outcomes[n] = min(1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0))
         code = self.situation_codes.setdefault(episode.situation, len(self.situation_codes))
@@ -50,23 +62,31 @@ class Partition:
         self.position[episode.id] = n
         self.episodes.append(episode)
         if self.bounds is not None:
-            self.bounds.extend(self._matrix[n : n + 1])
+            self.bounds.extend(self._matrix[local : local + 1])
         if self.cache:
             self.cache.clear()
 
-    def load(self, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray, ends: np.ndarray,
+    def load(self, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray | Any, ends: np.ndarray,
              outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> None:
         """Bulk-load rows into an empty partition; the same state as `add` of each row in order.
 
         `episodes` is the row list the partition keeps (it may read episodes lazily; it must
-        support `append` for later rows).
+        support `append` for later rows). `matrix` holds the rows' vectors, or is a source
+        that reads them on demand (see the class docstring).
         """
         if len(self):
             raise ValueError("bulk loading needs an empty partition")
         n = len(ids)
         if not n:
             return
-        self._matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(n, -1)  # adopted when it is float32
+        if isinstance(matrix, np.ndarray):
+            self._matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(n, -1)  # adopted when it is float32
+            self._source, self._stored = None, 0
+        else:
+            if len(matrix) != n:
+                raise ValueError(f"the vector source holds {len(matrix)} rows, not {n}")
+            self._matrix = np.zeros((16, self.dim), dtype=np.float32)
+            self._source, self._stored = matrix, n
         self._ends = np.array(ends, dtype=np.float64)
         value = {o: OUTCOME_VALUE[o] for o in Outcome}
         self._outcomes = np.array([min(1.0, value[o] + (CORRECTION_BONUS if c else 0.0))
@@ -78,17 +98,51 @@ class Partition:
         self.bounds = None
         self.cache.clear()
 
+    def adopt(self, source: Any) -> None:
+        """Let `source` serve the leading ``len(source)`` rows (which it must hold as they are) and drop them here."""
+        count = len(source)
+        if not self._stored <= count <= len(self):
+            raise ValueError(f"a source of {count} rows cannot replace the {self._stored} stored of {len(self)}")
+        self._matrix = self._matrix[count - self._stored :].copy()
+        self._source, self._stored = source, count
+
+    @property
+    def source(self) -> Any:
+        """What serves the leading `stored` rows (None when all are held here)."""
+        return self._source
+
+    @property
+    def stored(self) -> int:
+        """Leading rows read from the source on demand (0 when all are held here)."""
+        return self._stored
+
+    def vectors(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Vectors (float32) of `rows`, or of every row, in the order given."""
+        n = len(self.episodes)
+        if self._source is None:
+            return self._matrix[:n] if rows is None else self._matrix[:n][rows]
+        rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.intp).reshape(-1)
+        old = rows < self._stored
+        if old.all():
+            return self._source.read(rows)
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        out[old] = self._source.read(rows[old])
+        out[~old] = self._matrix[rows[~old] - self._stored]
+        return out
+
     def bounded(self, prune_from: int) -> Bounds | None:
         """The relevance bounds of this partition, fitted on first use once it has `prune_from` rows."""
         if self.bounds is None and len(self) >= max(prune_from, 1):
-            bounds = Bounds(self.matrix[:BASIS_SAMPLE])
-            bounds.extend(self.matrix)
+            bounds = Bounds(self.vectors(np.arange(min(BASIS_SAMPLE, len(self)))))
+            for start in range(0, len(self), 16384):  # rows read from a source come in chunks
+                bounds.extend(self.vectors(np.arange(start, min(start + 16384, len(self)))))
             self.bounds = bounds
         return self.bounds
 
     @property
     def matrix(self) -> np.ndarray:
-        return self._matrix[: len(self.episodes)]
+        """Every row's vector (read from the source, when there is one: a copy)."""
+        return self.vectors()
 
     @property
     def ends(self) -> np.ndarray:

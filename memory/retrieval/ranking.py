@@ -130,9 +130,7 @@ class Retriever:
         cfg = self.config
         recency, sit, outcome, rest = self._parts(part, situation, now)
         bounds = part.bounded(cfg.prune_from) if eligible is None else None
-        scores = RelevanceScores(part, qvec, None if bounds is None else bounds.probe(qvec))
-        if eligible is not None:
-            scores.relevance[~eligible] = 0.0
+        scores = RelevanceScores(part, qvec, None if bounds is None else bounds.probe(qvec), eligible)
         graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
             seeds = scores.seeds(cfg.seeds, cfg.score_first)
@@ -155,7 +153,7 @@ class Retriever:
             total[rows] = _weighted(cfg, columns, rows)
             pool = rows[top(total[rows], size)]
         if cfg.mmr:
-            picked = [int(pool[i]) for i in mmr(total[pool], part.matrix[pool], k, lam=cfg.mmr_lambda,
+            picked = [int(pool[i]) for i in mmr(total[pool], part.vectors(pool), k, lam=cfg.mmr_lambda,
                                                  duplicate_threshold=cfg.duplicate_threshold)]
         else:
             picked = [int(i) for i in pool[:k]]
@@ -195,7 +193,7 @@ def exact_relevance(part: Partition, qvec: np.ndarray, rows: np.ndarray | None =
     """Exact clipped cosine of the query with all rows, or with `rows` (same values either way)."""
     # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
     # call on a busy machine; it sums each row alone, so a subset gets the same values
-    matrix = part.matrix if rows is None else part.matrix[rows]
+    matrix = part.vectors(rows)
     return np.clip(np.einsum("ij,j->i", matrix, qvec), 0.0, 1.0).astype(np.float64)
 
 
@@ -207,13 +205,18 @@ class RelevanceScores:
     which the stages tighten in place where they need to.
     """
 
-    def __init__(self, part: Partition, qvec: np.ndarray, probe: Probe | None) -> None:
+    def __init__(self, part: Partition, qvec: np.ndarray, probe: Probe | None,
+                 eligible: np.ndarray | None = None) -> None:
         self.part = part
         self.qvec = qvec
         self.probe = probe
         self.known: np.ndarray | None = None  # rows scored exactly (None: all of them)
         self.scored: list[np.ndarray] = []  # batches of rows scored exactly so far (with a probe)
-        if probe is None:
+        if probe is None and eligible is not None:  # only the rows a filter keeps are read and scored
+            self.relevance = np.zeros(len(part))
+            rows = np.flatnonzero(eligible)
+            self.relevance[rows] = exact_relevance(part, qvec, rows)
+        elif probe is None:
             self.relevance = exact_relevance(part, qvec)
         else:
             self.relevance = np.zeros(len(part))

@@ -45,6 +45,8 @@ from memory.timeline.schema import (
     vectors_of,
 )
 
+VECTORS_SUFFIX = "-vectors"  # the sidecar of state-run vectors (`memory.persistence.vectors`)
+
 
 class SQLiteStore:
     """The default store: one SQLite file in WAL mode, or ``":memory:"``.
@@ -63,6 +65,8 @@ class SQLiteStore:
         self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
                                                lock_timeout=lock_timeout)
         self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
+        # derived problem vectors of state runs, beside the file (`memory.persistence.vectors`)
+        self.vectors_path: str | None = f"{self.path}{VECTORS_SUFFIX}" if self.path != ":memory:" else None
         # A file keeps a hashing-encoder vector as its text alone (recomputed on read); a store
         # in memory keeps the vector, since it has no disk to save and reads back often.
         self._derive = self.path != ":memory:"
@@ -386,6 +390,8 @@ class SQLiteStore:
                 erasure.apply_sqlite(self._db, plan)
         finally:
             self._db.execute("PRAGMA secure_delete = OFF")
+        if self.vectors_path is not None:  # no run refers to it now; it may hold vectors of the erased text
+            Path(self.vectors_path).unlink(missing_ok=True)
         return self.path == ":memory:" or erasure.purge_sqlite(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:

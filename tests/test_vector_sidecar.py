@@ -1,0 +1,147 @@
+"""State runs keep their episodes' vectors in the store's ``-vectors`` sidecar and recall reads
+them on demand: an open memory holds none of them, and a damaged, missing or older-format
+sidecar never changes what the memory recalls."""
+
+import json
+import logging
+import os
+import sqlite3
+
+import numpy as np
+
+from memory.persistence import runs as snapshot
+from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_digests
+from tests.test_open_snapshot import exact, opened, runs_of, state
+from tests.test_retriever_bounds import play
+
+
+def stored_metas(path) -> list[dict]:
+    """The stored runs' metas, read without opening a memory (which writes runs)."""
+    db = sqlite3.connect(path)
+    try:
+        return [json.loads(m) for (m,) in db.execute("SELECT meta FROM snapshots WHERE kind = ?", (snapshot.RUN,))]
+    finally:
+        db.close()
+
+
+def sidecar(path) -> str:
+    return f"{path}-vectors"
+
+
+def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(tmp_path):
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 60)
+        held_live = {who: live.index.partition(who).stored for who in ("p0", "p1")}
+        expected = state(live)
+    assert all(n > 0 for n in held_live.values())  # rows written to runs were released while recording
+    metas = [meta for _, _, meta in runs_of(path)]
+    assert metas and all(meta["format"] == 2 and not any(n.startswith("vectors:") for n in meta["sections"])
+                         for meta in metas)
+    rows = sum(int(k) for meta in metas for k in meta["rows"].values())
+    assert os.path.getsize(sidecar(path)) == rows * 1024 * 4  # one float32 row per episode of a run, nothing else
+    with opened(path) as reopened:
+        for who in ("p0", "p1"):
+            part = reopened.index.partition(who)
+            assert part.stored == len(part)  # every row is read from the sidecar
+            assert isinstance(part.source, StoredRows) and part.source.resident_bytes() == 0
+        assert state(reopened) == expected
+    assert exact(path) == expected
+
+
+def test_a_damaged_sidecar_row_is_recomputed_from_the_entries(tmp_path, caplog):
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 60)
+    expected = exact(path)
+    with open(sidecar(path), "r+b") as f:  # one float of the third row
+        f.seek(2 * 4096 + 40)
+        f.write(b"\x7f\x7f\x7f\x7f")
+    with caplog.at_level(logging.WARNING, logger="memory.persistence.vectors"), opened(path) as reopened:
+        assert state(reopened) == expected
+    assert any("does not match its digest" in r.getMessage() for r in caplog.records)
+
+
+def test_a_missing_sidecar_makes_its_runs_unusable_and_they_are_written_again(tmp_path):
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 60)
+    expected = exact(path)
+    before = len(runs_of(path))
+    os.remove(sidecar(path))
+    with opened(path) as reopened:  # loaded the exact way...
+        assert state(reopened) == expected
+    assert len(runs_of(path)) == 2 * before  # ...and its runs written again, with a new sidecar
+    assert os.path.getsize(sidecar(path)) > 0
+    with opened(path) as again:
+        assert again.index.partition("p0").stored == len(again.index.partition("p0"))
+        assert state(again) == expected
+
+
+def test_runs_of_the_first_format_are_still_read(tmp_path):
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        live.stored.sidecar = None  # write runs the way earlier versions did: vectors in the body
+        play(live, 60)
+        expected = state(live)
+    assert {meta["format"] for meta in stored_metas(path)} == {1}
+    assert not os.path.exists(sidecar(path))
+    with opened(path) as reopened:  # runs of both formats from now on: the rest is written to the sidecar
+        assert reopened.stored.covered == reopened.store.last_record()
+        assert state(reopened) == expected
+    assert {meta["format"] for meta in stored_metas(path)} == {1, 2}
+    with opened(path) as again:
+        assert again.index.partition("p0").stored == len(again.index.partition("p0"))
+        assert state(again) == expected
+
+
+def test_forgetting_a_principal_leaves_none_of_its_vectors_in_the_sidecar(tmp_path):
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 60)
+        gone = live.index.partition("p1").matrix.copy()
+        kept = live.index.partition("p0").matrix.copy()
+    with opened(path) as memory:
+        memory.forget(principal="p1")
+    rows = np.fromfile(sidecar(path), dtype="<f4").reshape(-1, 1024) if os.path.exists(sidecar(path)) else np.zeros((0, 1024))
+    stored = {r.tobytes() for r in rows}
+    assert not any(r.tobytes() in stored for r in gone)
+    assert sum(r.tobytes() in stored for r in kept) > 0  # the other principal's runs were written again
+
+
+def test_vector_file_appends_after_a_torn_row_and_reads_past_the_end_as_nan(tmp_path):
+    file = VectorFile(str(tmp_path / "v"), dim=4)
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert file.append(a) == 0
+    with open(file.path, "ab") as f:
+        f.write(b"\1\2\3")  # a row cut short by a crash
+    assert file.append(a + 10) == 3  # the torn row is skipped, not overwritten
+    got = file.read(np.array([1, 3, 4, 9]))
+    assert np.array_equal(got[:3], np.stack([a[1], a[0] + 10, a[1] + 10]))
+    assert np.isnan(got[3]).all()
+
+
+def test_stored_rows_read_across_segments_in_the_order_asked(tmp_path):
+    file = VectorFile(str(tmp_path / "v"), dim=3)
+    rng = np.random.default_rng(0)
+    held, on_disk = rng.random((4, 3), dtype=np.float32), rng.random((5, 3), dtype=np.float32)
+    rows = StoredRows(3)
+    rows.add_array(held)
+    rows.add_file(file, file.append(on_disk), row_digests(on_disk))
+    every = np.concatenate([held, on_disk])
+    order = np.array([8, 0, 4, 3, 5, 8])
+    assert len(rows) == 9 and np.array_equal(rows.read(order), every[order])
+    assert row_digests(on_disk).shape == (5, DIGEST_BYTES)
+
+
+def test_a_failing_row_without_a_way_to_recompute_it_is_an_error(tmp_path):
+    file = VectorFile(str(tmp_path / "v"), dim=2)
+    data = np.ones((2, 2), dtype=np.float32)
+    rows = StoredRows(2)
+    rows.add_file(file, file.append(data), row_digests(data + 1))
+    try:
+        rows.read(np.array([1]))
+    except ValueError as exc:
+        assert "digest" in str(exc)
+    else:
+        raise AssertionError("a row that fails its digest was returned")
