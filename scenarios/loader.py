@@ -185,7 +185,12 @@ def _check_depth(text: str) -> None:
     while True:
         try:
             event = next(events)
-        except (StopIteration, yaml.MarkedYAMLError):  # a syntax error is reported by `_parse` in its stable wording
+        except StopIteration:
+            return
+        except yaml.MarkedYAMLError as exc:  # a syntax error is reported by `_parse` in its stable wording,
+            if "nesting depth" in str(exc.problem):  # except libyaml's own depth limit (1,000 from PyYAML 6.0.4 on)
+                line = exc.problem_mark.line + 1 if exc.problem_mark is not None else "?"
+                raise yaml.YAMLError(f"nesting deeper than {MAX_DEPTH} levels (line {line})") from None
             return
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1

@@ -25,6 +25,7 @@ from memory.facts import resolve_records, stored_records
 from memory.graph import add_edge_rows, add_edges, add_episode_rows
 from memory import pipeline
 from memory.persistence import runs as snapshot
+from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
 from memory.persistence.vectors import StoredRows, VectorFile, row_digests
 from memory.retrieval import Bounds, RetrieverConfig
@@ -347,12 +348,12 @@ class StoredState:
                 vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
                 digests = row_digests(vectors)
                 sidecar[who] = (self.sidecar.append(vectors), digests)
-        meta, body = snapshot.encode_run(
+        meta, body = encode_run(
             after=self.covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self.config,
             dim=self.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
             cites={ep.id: state.cites[ep.id] for ep in episodes if ep.id in state.cites}, edges=edges, facts=facts,
             marks=marks, projections=projections, sidecar=sidecar)
-        name = snapshot.run_id(meta)
+        name = run_id(meta)
         known = {i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}
         while name in known:  # a damaged copy holds the name: store this one beside it
             name += "+"

@@ -27,14 +27,14 @@ import hashlib
 import json
 import queue
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import EdgeType, Outcome
 from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile
 
 RUN = "open_state/1"  # snapshot kind of runs
@@ -52,135 +52,11 @@ def config_digest(config: Any) -> str:
     return hashlib.sha256(json.dumps(asdict(config), sort_keys=True).encode("utf-8")).hexdigest()[:32]
 
 
-def _digest(data: bytes | memoryview) -> str:
+def body_digest(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-# -- writing -------------------------------------------------------------------------------
-
-
-def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str, str], config: str, dim: int,
-               episodes: Sequence[Episode], problems: Sequence[tuple[str, np.ndarray]],
-               cites: Mapping[str, list[str]], edges: Sequence[tuple[str, dict[str, Any]]],
-               facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]],
-               projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
-               sidecar: Mapping[str, tuple[int, np.ndarray]] | None = None) -> tuple[dict[str, Any], bytes]:
-    """Meta and body of a run (format 2 with `sidecar`, else format 1).
-
-    Args:
-        after, upto: the records range the run stands for.
-        first, last: (kind, id) of the records at ``after + 1`` and ``upto``.
-        config: `config_digest` of the graph rules the problems were computed under.
-        dim: vector length.
-        episodes: the episode records of the range, in storing order.
-        problems: (text, unit vector) of each of them.
-        cites: fact ids cited by those of them that cite any.
-        edges: (record id, record body) of the edge records, in storing order.
-        facts: fact version record bodies, in storing order.
-        marks: (mark id, episode id) of the reinforcement marks, in storing order.
-        projections: principal → (basis digest, projections, residual norms) of the rows of
-            that principal's episodes (in storing order), for principals with a basis.
-        sidecar: principal → (first sidecar row, `vectors.row_digests`) of its episodes'
-            vectors, written to the store's vectors sidecar beforehand; without it the vectors
-            are kept in the body.
-    """
-    out = _Sections()
-    rows = _episode_columns(out, episodes)
-    for principal, picked in rows.items():  # one block per principal: copied straight into its partition
-        if sidecar is None:
-            out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
-        else:
-            out.array(f"digests:{principal}", sidecar[principal][1], "u1")
-    out.document("texts", [t for t, _ in problems])
-    out.document("cites", {i: list(c) for i, c in cites.items()})
-    _link_sections(out, episodes, edges, facts, marks)
-    bases = {}
-    for principal, (basis, proj, resid) in projections.items():
-        bases[principal] = basis
-        out.array(f"proj:{principal}", proj, "<f4")
-        out.array(f"resid:{principal}", resid, "<f4")
-    out.document("strings", list(out.strings))
-    layout, body = out.pack()
-    meta = {"format": 1 if sidecar is None else FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
-            "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
-            "bases": bases, "sections": layout, "size": len(body), "digest": _digest(body)}
-    if sidecar is not None:
-        meta["vectors"] = {p: int(first) for p, (first, _) in sidecar.items()}
-    return meta, body
-
-
-class _Sections:
-    """A run body being written: named sections (arrays or JSON documents) and a string table."""
-
-    def __init__(self) -> None:
-        self.sections: list[tuple[str, bytes, str | None, list[int] | None]] = []
-        self.strings: dict[str | None, int] = {}
-
-    def code(self, value: str | None) -> int:
-        """The string table code of `value` (added on first use)."""
-        return self.strings.setdefault(value, len(self.strings))
-
-    def array(self, name: str, values: Any, dtype: str) -> None:
-        a = np.ascontiguousarray(values, dtype=dtype)
-        self.sections.append((name, a.tobytes(), dtype, list(a.shape)))
-
-    def document(self, name: str, value: Any) -> None:
-        data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self.sections.append((name, data, None, None))
-
-    def pack(self) -> tuple[dict[str, list[Any]], bytes]:
-        """The layout (name → offset, size, dtype, shape) and the concatenated body."""
-        layout, chunks, offset = {}, [], 0
-        for name, data, dtype, shape in self.sections:
-            layout[name] = [offset, len(data), dtype, shape]
-            chunks.append(data)
-            offset += len(data)
-        return layout, b"".join(chunks)
-
-
-def _episode_columns(out: _Sections, episodes: Sequence[Episode]) -> dict[str, list[int]]:
-    """The episodes as columns; returns each principal's rows."""
-    code = out.code
-    out.document("ids", [ep.id for ep in episodes])
-    out.array("principal", [code(ep.principal) for ep in episodes], "<i4")
-    out.array("situation", [code(ep.situation) for ep in episodes], "<i4")
-    out.array("subject", [code(ep.subject) for ep in episodes], "<i4")
-    out.array("seqs", np.array([(ep.first_seq, ep.last_seq) for ep in episodes]).reshape(-1, 2), "<i8")
-    out.array("ends", [ep.end.timestamp() for ep in episodes], "<f8")
-    out.array("end_us", [_microseconds(ep.end) for ep in episodes], "<i8")
-    out.array("choice", [code(ep.choices[-1]) if ep.choices else -1 for ep in episodes], "<i4")
-    out.array("outcome", [OUTCOMES.index(ep.outcome) for ep in episodes], "<i1")
-    out.array("corrected", [bool(ep.corrections) for ep in episodes], "u1")
-    rows: dict[str, list[int]] = {}
-    for n, ep in enumerate(episodes):
-        rows.setdefault(ep.principal, []).append(n)
-    return rows
-
-
-def _link_sections(out: _Sections, episodes: Sequence[Episode], edges: Sequence[tuple[str, dict[str, Any]]],
-                   facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]]) -> None:
-    """Edges, fact versions and reinforcement marks of the range."""
-    out.document("edges", [[body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
-                           for _, body in edges])
-    out.array("weights", [float(body["weight"]) for _, body in edges], "<f8")
-    out.document("edge_ids", [i for i, _ in edges])
-    out.document("facts", list(facts))
-    out.document("marks", [m for m, _ in marks])
-    marked, own = {e for _, e in marks}, {ep.id for ep in episodes}
-    out.document("unmarked", [ep.id for ep in episodes if ep.id not in marked])  # learned after the range, or never
-    out.document("outside", sorted(marked - own))  # episodes before the range marked in it
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def _microseconds(moment: datetime) -> int:
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def run_id(meta: Mapping[str, Any]) -> str:
-    """Snapshot id of a run: its range and the digest of its body."""
-    return f"{meta['after']}:{meta['upto']}:{meta['digest'][:32]}"
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 # -- reading -------------------------------------------------------------------------------
@@ -204,7 +80,7 @@ class Run:
         self.offsets: dict[str, int] = {}  # principal → first row of this run in its partition
         self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
         self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
-        self.vectors: list[tuple[StoredRows, Callable[[StoredRows], None]]] = []  # vector segments still to add
+        self.vectors: list[tuple[StoredRows, Any]] = []  # vector segments still to add: (sidecar, first, digests) or rows
         self._sections = sections
 
     def _array(self, name: str) -> np.ndarray:
@@ -220,8 +96,8 @@ class Run:
         the reading thread then only reads and digests, so it seldom waits for the interpreter lock)."""
         for target, at, rows in self.copies:
             target[at : at + len(rows)] = rows
-        for source, add in self.vectors:
-            add(source)
+        for source, segment in self.vectors:
+            source.add_file(*segment) if isinstance(segment, tuple) else source.add_array(segment)
         self.copies, self.vectors = [], []
 
     def release(self) -> None:
@@ -241,7 +117,7 @@ class Run:
     def verdict(self, row: int) -> tuple[Outcome, str | None, datetime]:
         """Outcome, last structured choice and end of the episode at a row (what its evidence needs)."""
         choice = int(self._array("choice")[row])
-        end = _EPOCH + timedelta(microseconds=int(self._array("end_us")[row]))
+        end = EPOCH + timedelta(microseconds=int(self._array("end_us")[row]))
         return OUTCOMES[int(self._array("outcome")[row])], self.strings[choice] if choice >= 0 else None, end
 
     def principal_at(self, row: int) -> str:
@@ -414,6 +290,13 @@ class RunReader:
                 return run
         return None
 
+    def _check_sidecar(self, firsts: Any, rows: Mapping[str, int]) -> None:
+        """Raise `Corrupt` unless the sidecar holds the rows a format 2 run points to."""
+        if self.sidecar is None or not isinstance(firsts, dict) or set(firsts) != set(rows) \
+                or any(not isinstance(firsts[p], int) or not 0 <= firsts[p] <= self.sidecar.rows() - k
+                       for p, k in rows.items()):
+            raise Corrupt("the vectors sidecar is missing or does not hold the run's rows")
+
     def _copy(self, store: Any, seq: int, meta: Mapping[str, Any]) -> Run | None:
         """Read and check a run's sections; its vectors and projections go to the principals' arrays.
 
@@ -434,15 +317,11 @@ class RunReader:
             if name not in layout or list(layout[name][3]) != shape:
                 raise Corrupt(f"section {name} is missing or has another shape")
         if in_sidecar:
-            firsts = meta["vectors"]
-            if self.sidecar is None or not isinstance(firsts, dict) or set(firsts) != set(rows) \
-                    or any(not isinstance(firsts[p], int) or not 0 <= firsts[p] <= self.sidecar.rows() - k
-                           for p, k in rows.items()):
-                raise Corrupt("the vectors sidecar is missing or does not hold the run's rows")
+            self._check_sidecar(meta["vectors"], rows)
         if any(self.filled.get(p, 0) + k > self.capacity.get(p, 0) for p, k in rows.items()):
             return None
         body = store.snapshot_body(seq)  # one read and one digest per run: the GIL is released for both
-        if len(body) != int(meta["size"]) or _digest(body) != meta["digest"]:
+        if len(body) != int(meta["size"]) or body_digest(body) != meta["digest"]:
             raise Corrupt("body is truncated or altered")
         view = memoryview(body)
         kept: dict[str, tuple[bytes, str | None, list[int] | None]] = {}
@@ -459,13 +338,8 @@ class RunReader:
         run = Run(meta, kept)
         for principal, k in rows.items():
             at = self.filled[principal]
-            if in_sidecar:
-                first, digests, file = int(meta["vectors"][principal]), bulk[f"digests:{principal}"], self.sidecar
-                run.vectors.append((self.source(principal),
-                                    lambda source, f=first, d=digests.copy(): source.add_file(file, f, d)))
-            else:
-                run.vectors.append((self.source(principal),
-                                    lambda source, v=bulk[f"vectors:{principal}"].copy(): source.add_array(v)))
+            run.vectors.append((self.source(principal), (self.sidecar, int(meta["vectors"][principal]),
+                                bulk[f"digests:{principal}"].copy()) if in_sidecar else bulk[f"vectors:{principal}"].copy()))
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
             target = self.proj.get(principal)
@@ -486,7 +360,7 @@ def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
     for seq, _, meta in store.snapshot_index(BASIS):
         if meta.get("principal") == principal and meta.get("digest") == digest:
             body = store.snapshot_body(seq)
-            if _digest(body) == digest:
+            if body_digest(body) == digest:
                 try:
                     return np.frombuffer(body, dtype="<f8").reshape(meta["shape"])
                 except (ValueError, TypeError):
@@ -495,4 +369,4 @@ def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
 
 
 def basis_digest(basis: np.ndarray) -> str:
-    return _digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())
+    return body_digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())

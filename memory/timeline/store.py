@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -45,8 +45,6 @@ from memory.timeline.schema import (
     vectors_of,
 )
 
-VECTORS_SUFFIX = "-vectors"  # the sidecar of state-run vectors (`memory.persistence.vectors`)
-
 
 class SQLiteStore:
     """The default store: one SQLite file in WAL mode, or ``":memory:"``.
@@ -65,8 +63,7 @@ class SQLiteStore:
         self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
                                                lock_timeout=lock_timeout)
         self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
-        # derived problem vectors of state runs, beside the file (`memory.persistence.vectors`)
-        self.vectors_path: str | None = f"{self.path}{VECTORS_SUFFIX}" if self.path != ":memory:" else None
+        self.vectors_path = f"{self.path}-vectors" if self.path != ":memory:" else None  # `memory.persistence.vectors`
         # A file keeps a hashing-encoder vector as its text alone (recomputed on read); a store
         # in memory keeps the vector, since it has no disk to save and reads back often.
         self._derive = self.path != ":memory:"
@@ -390,7 +387,7 @@ class SQLiteStore:
                 erasure.apply_sqlite(self._db, plan)
         finally:
             self._db.execute("PRAGMA secure_delete = OFF")
-        if self.vectors_path is not None:  # no run refers to it now; it may hold vectors of the erased text
+        if self.vectors_path:  # no run refers to it now, and it may hold vectors of the erased text
             Path(self.vectors_path).unlink(missing_ok=True)
         return self.path == ":memory:" or erasure.purge_sqlite(self._db)
 
@@ -431,10 +428,8 @@ class SQLiteStore:
         """Close the connection and the anchor file (idempotent)."""
         if self._anchor is not None:
             self._anchor.close()
-        try:
+        with suppress(sqlite3.Error):
             self._db.close()
-        except sqlite3.Error:
-            pass
 
     def __enter__(self) -> SQLiteStore:
         return self
