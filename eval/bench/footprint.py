@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 from eval.bench.corpus import BuiltStore, build_store
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the child interpreter)
-STORE_FILES = ("", "-wal", "-anchor")  # suffixes of a store's files
+STORE_FILES = ("", "-wal", "-anchor", "-vectors")  # suffixes of a store's files
 
 
 def store_bytes(path: Path) -> int:

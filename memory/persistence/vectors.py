@@ -8,8 +8,8 @@ vectors and a truncated SHA-256 of every row; the sidecar itself is derived data
 runs, and holds nothing the timeline does not.
 
 `StoredRows` is what a partition of the recall index reads its older rows from
-(`memory.retrieval.index.Partition`): segments of sidecar rows (memory-mapped, so only the
-pages recall touches become resident) or of vectors held in memory (runs of format 1). A
+(`memory.retrieval.index.Partition`): segments of sidecar rows (read when recall needs
+them, so only those pass through memory) or of vectors held in memory (runs of format 1). A
 sidecar row is checked against its digest the first time it is read; a row that fails (a
 damaged or replaced sidecar) is recomputed from the episode's entries, the exact way, and
 logged, so a run can make opening faster, never recall different.
@@ -39,7 +39,7 @@ def row_digests(rows: np.ndarray) -> np.ndarray:
 
 
 class VectorFile:
-    """A store's vectors sidecar: rows appended durably, read through a memory map.
+    """A store's vectors sidecar: rows appended durably, read row by row.
 
     Args:
         path: the sidecar's path (``SQLiteStore.vectors_path``).
@@ -50,7 +50,7 @@ class VectorFile:
         self.path = path
         self.dim = dim
         self.row_bytes = 4 * dim
-        self._map: np.ndarray | None = None
+        self._fd: int | None = None
         self._lock = threading.Lock()
 
     def rows(self) -> int:
@@ -74,25 +74,45 @@ class VectorFile:
         return first
 
     def read(self, file_rows: np.ndarray) -> np.ndarray:
-        """Rows by their row numbers (a copy); rows past the end read as NaN (they fail their digest)."""
-        file_rows = np.asarray(file_rows, dtype=np.intp)
+        """Rows by their row numbers (a copy); rows past the end read as NaN (they fail their digest).
+
+        Each row is one ``pread``: the rows come through the page cache without being mapped into this process, so reading a few rows of a large
+        sidecar adds only them to its resident memory (a memory map faults in whole folios).
+        """
+        file_rows = np.asarray(file_rows, dtype=np.intp).reshape(-1)
         out = np.full((len(file_rows), self.dim), np.nan, dtype=np.float32)
         if not len(file_rows):
             return out
-        mapped = self._mapped(int(file_rows.max()) + 1)
-        if mapped is not None:
-            inside = file_rows < len(mapped)
-            out[inside] = mapped[file_rows[inside]]
+        fd = self._descriptor()
+        if fd is None:
+            return out
+        rb, size = self.row_bytes, os.fstat(fd).st_size // self.row_bytes
+        inside = np.flatnonzero((file_rows >= 0) & (file_rows < size))
+        if len(inside):
+            data = b"".join([os.pread(fd, rb, row * rb) for row in file_rows[inside].tolist()])
+            out[inside] = np.frombuffer(data, dtype="<f4").reshape(len(inside), self.dim)
         return out
 
-    def _mapped(self, needed: int) -> np.ndarray | None:
+    def _descriptor(self) -> int | None:
         with self._lock:
-            if self._map is None or len(self._map) < needed:
-                count = self.rows()
-                if count == 0:
+            if self._fd is None:
+                try:
+                    self._fd = os.open(self.path, os.O_RDONLY)
+                except OSError:
                     return None
-                self._map = np.memmap(self.path, dtype="<f4", mode="r", shape=(count, self.dim))
-            return self._map
+            return self._fd
+
+    def close(self) -> None:
+        """Close the file (reads open it again)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            os.close(fd)
 
 
 class StoredRows:
@@ -107,36 +127,42 @@ class StoredRows:
     def __init__(self, dim: int, recompute: Callable[[int], np.ndarray] | None = None) -> None:
         self.dim = dim
         self.recompute = recompute
-        self._starts: list[int] = []  # first partition row of each segment
-        self._segments: list[tuple[np.ndarray | None, VectorFile | None, int, np.ndarray | None]] = []
-        self._size = 0
-        self._checked = np.zeros(0, dtype=bool)  # sidecar rows whose digest matched
+        self.file: VectorFile | None = None  # the sidecar of every file segment
+        self._starts = np.zeros(0, dtype=np.intp)  # first partition row of each segment
+        self._arrays: list[np.ndarray | None] = []  # each segment's rows when held in memory
+        self._file_rows = np.zeros(0, dtype=np.intp)  # sidecar row of each partition row (-1: held in memory)
+        self._digests = np.zeros((0, DIGEST_BYTES), dtype=np.uint8)  # of each partition row
+        self._checked = np.zeros(0, dtype=bool)  # rows whose digest matched (or held in memory)
         self._fixed: dict[int, np.ndarray] = {}  # rows recomputed after failing their digest
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return self._size
+        return len(self._file_rows)
 
     def add_array(self, vectors: np.ndarray) -> None:
         """Rows held in memory (a run of format 1)."""
-        self._add((np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim), None, 0, None),
-                  len(vectors), checked=True)
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
+        self._add(vectors, np.full(len(vectors), -1), np.zeros((len(vectors), DIGEST_BYTES), np.uint8), True)
 
     def add_file(self, file: VectorFile, first: int, digests: np.ndarray, *, checked: bool = False) -> None:
         """Rows ``first, first + 1, …`` of a sidecar, with their digests (`row_digests`)."""
+        if self.file is not None and file is not self.file and file.path != self.file.path:
+            raise ValueError("all sidecar rows of a partition come from one sidecar")
+        self.file = file
         digests = np.asarray(digests, dtype=np.uint8).reshape(-1, DIGEST_BYTES)
-        self._add((None, file, first, digests), len(digests), checked=checked)
+        self._add(None, first + np.arange(len(digests)), digests, checked)
 
-    def _add(self, segment: tuple, count: int, *, checked: bool) -> None:
+    def _add(self, array: np.ndarray | None, file_rows: np.ndarray, digests: np.ndarray, checked: bool) -> None:
         with self._lock:
-            self._starts.append(self._size)
-            self._segments.append(segment)
-            self._size += count
-            self._checked = np.concatenate([self._checked, np.full(count, checked)])
+            self._starts = np.append(self._starts, len(self))
+            self._arrays.append(array)
+            self._file_rows = np.concatenate([self._file_rows, file_rows.astype(np.intp)])
+            self._digests = np.concatenate([self._digests, digests])
+            self._checked = np.concatenate([self._checked, np.full(len(file_rows), checked)])
 
     def resident_bytes(self) -> int:
         """Bytes of vectors this object holds in memory (sidecar rows are not counted)."""
-        return sum(a.nbytes for a, *_ in self._segments if a is not None)
+        return sum(a.nbytes for a in self._arrays if a is not None)
 
     def read(self, rows: np.ndarray) -> np.ndarray:
         """float32 vectors of partition rows (each below ``len(self)``), in the order given."""
@@ -144,33 +170,37 @@ class StoredRows:
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         if not len(rows):
             return out
-        which = np.searchsorted(np.asarray(self._starts), rows, side="right") - 1
-        for s in np.unique(which).tolist():
-            at = np.flatnonzero(which == s)
-            local = rows[at] - self._starts[s]
-            array, file, first, digests = self._segments[s]
-            if array is not None:
-                out[at] = array[local]
-                continue
-            out[at] = file.read(first + local)  # type: ignore[union-attr]
-            self._check(rows[at], local, out, at, digests, file)  # type: ignore[arg-type]
+        file_rows = self._file_rows[rows]
+        on_file = file_rows >= 0
+        if not on_file.all():
+            which = np.searchsorted(self._starts, rows, side="right") - 1
+            for s in np.unique(which[~on_file]).tolist():
+                at = np.flatnonzero(which == s)
+                out[at] = self._arrays[s][rows[at] - self._starts[s]]  # type: ignore[index]
+        if on_file.any():
+            at = np.flatnonzero(on_file) if not on_file.all() else np.arange(len(rows))
+            out[at] = self.file.read(file_rows[at])  # type: ignore[union-attr]
+            self._check(rows[at], out, at)
         return out
 
-    def _check(self, rows: np.ndarray, local: np.ndarray, out: np.ndarray, at: np.ndarray, digests: np.ndarray,
-               file: VectorFile) -> None:
+    def _check(self, rows: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
         """Check sidecar rows read for the first time against their digests; recompute those that fail."""
         todo = np.flatnonzero(~self._checked[rows])
-        for i in todo.tolist():
+        if not len(todo):
+            return
+        data = memoryview(np.ascontiguousarray(out[at[todo]], dtype="<f4").tobytes())
+        expected = self._digests[rows[todo]].tobytes()
+        size, n, sha = 4 * self.dim, DIGEST_BYTES, hashlib.sha256
+        ok = np.array([sha(data[i * size : (i + 1) * size]).digest()[:n] == expected[i * n : (i + 1) * n]
+                       for i in range(len(todo))], dtype=bool)
+        self._checked[rows[todo[ok]]] = True
+        for i in todo[~ok].tolist():
             row = int(rows[i])
             fixed = self._fixed.get(row)
             if fixed is None:
-                data = out[at[i]].astype("<f4").tobytes()
-                if hashlib.sha256(data).digest()[:DIGEST_BYTES] == digests[local[i]].tobytes():
-                    self._checked[row] = True
-                    continue
                 if self.recompute is None:
                     raise ValueError(f"vector row {row} does not match its digest and cannot be recomputed")
                 log.warning("vector of partition row %s does not match its digest in %s; recomputed from its entries",
-                            row, file.path)
+                            row, self.file.path)  # type: ignore[union-attr]
                 fixed = self._fixed[row] = np.asarray(self.recompute(row), dtype=np.float32)
             out[at[i]] = fixed
