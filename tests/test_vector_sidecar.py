@@ -45,8 +45,13 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
             part = reopened.index.partition(who)
             assert part.stored == len(part)  # every row is read from the sidecar
             assert isinstance(part.source, StoredRows) and part.source.resident_bytes() == 0
+            assert part.held_bytes <= 16 * 1024 * 4  # room for a few new rows, nothing more
         assert state(reopened) == expected
     assert exact(path) == expected
+    with opened(path) as more:
+        play(more, 3)  # new episodes after the stored ones: held here, and only they
+        part = more.index.partition("p0")
+        assert part.stored < len(part) and part.held_bytes <= 16 * 1024 * 4
 
 
 def test_a_damaged_sidecar_row_is_recomputed_from_the_entries(tmp_path, caplog):

@@ -40,20 +40,22 @@ class Partition:
     def reserve(self, capacity: int) -> None:
         """Make room for `capacity` rows at once (a bulk load then copies the matrix once, not log n times)."""
         extra = capacity - len(self._ends)
-        grow = lambda a, more: np.concatenate([a, np.zeros((more, *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
         if extra > 0:
-            self._ends, self._outcomes, self._situations = (grow(a, extra) for a in
+            self._ends, self._outcomes, self._situations = (_grown(a, extra) for a in
                                                             (self._ends, self._outcomes, self._situations))
         held = capacity - self._stored - len(self._matrix)
         if held > 0:
-            self._matrix = grow(self._matrix, held)
+            self._matrix = _grown(self._matrix, held)
 
     def add(self, episode: Episode, vector: np.ndarray) -> None:
         """Append an episode's row (its bounds too, once they are fitted)."""
         n = len(self.episodes)
-        if n == len(self._ends) or n - self._stored == len(self._matrix):  # amortized doubling keeps appends O(1)
-            self.reserve(max(2 * n, 16))
         local = n - self._stored
+        if n == len(self._ends):  # amortized doubling keeps appends O(1)
+            self._ends, self._outcomes, self._situations = (_grown(a, max(n, 16)) for a in
+                                                            (self._ends, self._outcomes, self._situations))
+        if local == len(self._matrix):  # the matrix holds only the rows after the source's
+            self._matrix = _grown(self._matrix, max(local, 16))
         self._matrix[local] = vector
         self._ends[n] = episode.end.timestamp()
         self._outcomes[n] = min(1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0))
@@ -112,6 +114,11 @@ class Partition:
         return self._source
 
     @property
+    def held_bytes(self) -> int:
+        """Bytes of vectors held in memory, room for later rows included (a source's rows on disk are not)."""
+        return self._matrix.nbytes + int(getattr(self._source, "resident_bytes", lambda: 0)())
+
+    @property
     def stored(self) -> int:
         """Leading rows read from the source on demand (0 when all are held here)."""
         return self._stored
@@ -155,6 +162,11 @@ class Partition:
     @property
     def situations(self) -> np.ndarray:
         return self._situations[: len(self.episodes)]
+
+
+def _grown(array: np.ndarray, more: int) -> np.ndarray:
+    """`array` with `more` zero rows appended."""
+    return np.concatenate([array, np.zeros((more, *array.shape[1:]), dtype=array.dtype)])
 
 
 class EpisodeIndex:
