@@ -146,3 +146,24 @@ def test_picture_commands_refuse_a_wrong_output_and_a_missing_store(tmp_path, ca
     assert "must end in .png or .svg" in capsys.readouterr().err
     assert store_picture([str(tmp_path / "none.sqlite"), "--out", str(tmp_path / "g.png")]) == 2
     assert "no store at" in capsys.readouterr().err
+
+
+def test_a_reference_names_the_failing_service_before_or_after_its_noun() -> None:
+    from memory.graph.causes import PAST_REFERENCE, names_subject
+
+    def names(sentence: str, subject: str) -> bool:
+        return any(names_subject(sentence, m, subject) for m in PAST_REFERENCE.finditer(sentence))
+
+    assert names("errors began after the billing-worker fix", "billing-worker")
+    assert names("errors began after yesterday's fix to billing-worker", "billing-worker")
+    assert names("this started with the workaround applied on the auth-service", "auth-service")
+    assert not names("errors began after yesterday's fix to billing-worker", "billing")  # a whole name, not a prefix
+    assert not names("after the fix, according to orders, things broke", "orders")  # not attached to the noun
+    assert not names("errors began after the change on payments", "orders")
+
+
+def test_the_failing_service_s_own_change_named_after_the_noun_is_linked() -> None:
+    earlier = fixed("mine", 0, "billing-worker", "Raised the batch size from 50 to 500; queue drained")
+    for wording in ("the billing-worker change", "yesterday's change to billing-worker"):
+        new = incident("new", 30, "billing-worker", f"timeouts since {wording}")
+        assert caused(infer_edges(new, [earlier])) == [("new", "mine")], wording

@@ -56,6 +56,8 @@ PAST_REFERENCE = re.compile(
     r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
     r"board|management|schedule|train|pipeline|team|owner))",
     re.IGNORECASE)
+# What a past reference is attached to after its noun ("the fix to billing", "yesterday's workaround on auth").
+ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\s+)?[\w\-.]+)", re.IGNORECASE)
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
 UNDO = re.compile(r"\b(?:revert\w*|roll(?:ed|ing)? ?back|rollbacks?|undo|undid|removed|backed out|(?:moved|switched|"
                   r"went|set|changed) back|disabled|restored)\b", re.IGNORECASE)
@@ -133,9 +135,9 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     sentences = [s for text in observations for s in split_sentences(text) if s.strip()]
     refs = [s for s in sentences if referring(s)]
     own = name_terms(subject)
-    phrases = [m.group(1) for s in refs for m in PAST_REFERENCE.finditer(s)]
-    described = frozenset().union(*(entity_terms(p) for p in phrases), frozenset()) - own
-    own_described = any(mentions(p, subject) for p in phrases)
+    matches = [(s, m) for s in refs for m in PAST_REFERENCE.finditer(s)]
+    described = frozenset().union(*(entity_terms(m.group(1)) for _, m in matches), frozenset()) - own
+    own_described = any(names_subject(s, m, subject) for s, m in matches)
     ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
     undoing = [f for f in fixes if UNDO.search(f)]
     other_terms = frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
@@ -149,7 +151,7 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     scored = []
     for c in candidates:
         factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
-                           refs_name_other and not own_described,
+                           (refs_name_other and not own_described, own_described),
                            (described, ref_terms, other_terms),
                            denied_terms, terms, learned, weights)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
@@ -175,15 +177,27 @@ class _Mentions:
         return self.found[name]
 
 
+def names_subject(sentence: str, reference: re.Match[str], subject: str | None) -> bool:
+    """Whether a past reference (a `PAST_REFERENCE` match in `sentence`) names the failing service:
+    before its noun ("the billing fix") or attached after it ("the fix to billing")."""
+    if mentions(reference.group(1), subject):
+        return True
+    after = ATTACHED.match(sentence, reference.end())
+    return after is not None and mentions(after.group(1), subject)
+
+
 def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
-             refs_name_other: bool, said: tuple[frozenset[str], frozenset[str], frozenset[str]],
+             named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str]],
              denied_terms: frozenset[str], terms: TermWeights, learned: Callable[[Episode], float],
              w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
     """The log-odds contributions for one candidate: (name, value, shared terms).
 
-    `said` holds the observations' terms: describing a referred change, in referring sentences, elsewhere.
+    `named_refs`: whether the references name another service (and not the failing one), and
+    whether they name the failing one. `said` holds the observations' terms: describing a
+    referred change, in referring sentences, elsewhere.
     """
     described, ref_terms, other_terms = said
+    refs_name_other, own_phrase = named_refs
     ep = c.episode
     other_service = bool(ep.subject) and ep.subject != subject
     named = 0.0
@@ -192,7 +206,6 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
         named = w.named if in_refs else w.named_plain if anywhere else 0.0
     same = 0.0
     if refs and ep.subject == subject and subject and not refs_name_other:
-        own_phrase = any(mentions(m.group(1), subject) for s in refs for m in PAST_REFERENCE.finditer(s))
         same = w.named_own if own_phrase else w.same_subject
     changed = change_terms(ep, c.corrected)
     about = incident_terms(ep, c.corrected) | changed
