@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from memory.errors import MemoryError_
+from memory.persistence.runs import sidecar_findings
 from memory.timeline import Store, audit, open_store
 
 _EXAMPLES = """examples:
@@ -146,7 +147,7 @@ def _verify(path: str) -> int:
             print(f"CORRUPT {path}: entry seq={brk.seq} id={brk.id}: {brk.reason}")
             return 1
     report = audit(path)
-    for note in report.notes:
+    for note in [*report.notes, *sidecar_findings(path)]:
         print(f"note {path}: {note}")
     if not report.findings:
         print(f"OK {path}: {report.entries} entries, chain intact, head {report.head}")

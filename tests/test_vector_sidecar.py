@@ -150,3 +150,20 @@ def test_a_failing_row_without_a_way_to_recompute_it_is_an_error(tmp_path):
         assert "digest" in str(exc)
     else:
         raise AssertionError("a row that fails its digest was returned")
+
+
+def test_verify_notes_sidecar_rows_that_fail_their_digest_without_calling_the_store_corrupt(tmp_path, capsys):
+    from memory.__main__ import main
+
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 60)
+    assert main(["verify", str(path)]) == 0
+    assert "vectors sidecar" not in capsys.readouterr().out
+    with open(sidecar(path), "r+b") as f:  # two rows: one altered, one cut off at the end
+        f.seek(4096 + 8)
+        f.write(b"\x01\x02\x03\x04")
+        f.truncate(os.path.getsize(sidecar(path)) - 100)
+    assert main(["verify", str(path)]) == 0  # derived data: recomputed on read, not corruption
+    out = capsys.readouterr().out
+    assert "vectors sidecar: 2 of the" in out and "OK" in out

@@ -26,16 +26,19 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
+import sqlite3
 import threading
 from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
+from urllib.parse import quote
 
 import numpy as np
 
 from memory.episodes import EdgeType, Outcome
-from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile
+from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_digests
 
 RUN = "open_state/1"  # snapshot kind of runs
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
@@ -370,3 +373,38 @@ def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
 
 def basis_digest(basis: np.ndarray) -> str:
     return body_digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())
+
+
+def sidecar_findings(store_path: str) -> list[str]:
+    """What is wrong with the vectors sidecar the store's format 2 runs point into (read-only; [] when nothing).
+
+    The sidecar is derived data: a row that is missing or fails its digest is recomputed on
+    read, so these are notes for `python -m memory verify`, not corruption of the memory.
+    """
+    uri = f"file:{quote(str(Path(store_path).resolve()))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True)
+    try:
+        runs = db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (RUN,)).fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        db.close()
+    checked = bad = 0
+    for meta_text, body in runs:
+        try:
+            meta = json.loads(meta_text)
+            if meta.get("format") != 2 or body_digest(body) != meta["digest"]:
+                continue  # an older run, or one that opening ignores anyway
+            for principal, first in meta["vectors"].items():
+                offset, length, _, shape = meta["sections"][f"digests:{principal}"]
+                digests = np.frombuffer(body[offset : offset + length], dtype=np.uint8).reshape(shape)
+                rows = VectorFile(f"{store_path}-vectors", int(meta["dim"])).read(first + np.arange(len(digests)))
+                checked += len(digests)
+                bad += int((row_digests(rows) != digests).any(axis=1).sum())
+        except (KeyError, TypeError, ValueError):
+            continue
+    if not bad:
+        return []
+    return [f"vectors sidecar: {bad:,} of the {checked:,} rows state runs point to are missing or fail their digest "
+            f"(derived data: recall recomputes them from the entries; delete {store_path}-vectors to have the runs "
+            "written again)"]
