@@ -27,7 +27,9 @@ import hashlib
 import json
 import queue
 import sqlite3
+import sys
 import threading
+import zlib
 from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
@@ -72,6 +74,18 @@ class Corrupt(ValueError):
 _BULK = ("vectors:", "digests:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
 
 
+_PACKED = "zlib"  # a kept JSON section compressed in memory until it is read
+_PACKED_DOCUMENTS = ("texts",)  # kept after opening, read on demand if ever, and compress well (7×)
+
+
+def _kept(name: str, data: memoryview, dtype: str | None,
+          shape: list[int] | None) -> tuple[bytes, str | None, list[int] | None]:
+    """A section as a run keeps it: the documents read only on demand compressed, the rest as they are."""
+    if name in _PACKED_DOCUMENTS:
+        return zlib.compress(data, 1), _PACKED, None
+    return bytes(data), dtype, shape
+
+
 class Run:
     """A checked run: its small sections, decoded on first use (the vectors went to `RunReader.sources`)."""
 
@@ -91,8 +105,8 @@ class Run:
         return np.frombuffer(data, dtype=dtype).reshape(shape)
 
     def _document(self, name: str) -> Any:
-        data = self._sections.pop(name)[0]
-        return json.loads(data.decode("utf-8"))
+        data, packed, _ = self._sections.pop(name)
+        return json.loads((zlib.decompress(data) if packed == _PACKED else data).decode("utf-8"))
 
     def place(self) -> None:
         """Copy the run's vectors and projections into the principals' arrays (the iterating thread does:
@@ -128,7 +142,7 @@ class Run:
 
     @cached_property
     def ids(self) -> list[str]:
-        return self._document("ids")
+        return [sys.intern(i) for i in self._document("ids")]  # one string per id, shared by the graph and edges
 
     @cached_property
     def strings(self) -> list[str | None]:
@@ -155,7 +169,8 @@ class Run:
     def edges(self) -> list[tuple[str, str, EdgeType, float, str]]:
         """(source, target, type, weight, evidence) of each edge record, in storing order."""
         weights = self._array("weights").tolist()
-        return [(s, t, EDGE_TYPES[k], w, ev) for (s, t, k, ev), w in zip(self._document("edges"), weights)]
+        return [(sys.intern(s), sys.intern(t), EDGE_TYPES[k], w, ev)
+                for (s, t, k, ev), w in zip(self._document("edges"), weights)]
 
     @cached_property
     def edge_ids(self) -> list[str]:
@@ -337,7 +352,7 @@ class RunReader:
             if name.startswith(_BULK):
                 bulk[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
             else:
-                kept[name] = (bytes(data), dtype, shape)
+                kept[name] = _kept(name, data, dtype, shape)
         run = Run(meta, kept)
         for principal, k in rows.items():
             at = self.filled[principal]
