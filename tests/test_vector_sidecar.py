@@ -10,7 +10,7 @@ import sqlite3
 import numpy as np
 
 from memory.persistence import runs as snapshot
-from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_digests
+from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_checksums, row_digests
 from tests.test_open_snapshot import exact, opened, runs_of, state
 from tests.test_retriever_bounds import play
 
@@ -33,6 +33,9 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
     with opened(path) as live:
         play(live, 60)
         held_live = {who: live.index.partition(who).stored for who in ("p0", "p1")}
+        first = live.index.partition("p0").episodes[0].id
+        assert live.state.problems.unread(first)  # released with its row: no copy of the vector is kept...
+        assert np.array_equal(live.problem(first).vector, live.index.partition("p0").vectors(np.array([0]))[0])
         expected = state(live)
     assert all(n > 0 for n in held_live.values())  # rows written to runs were released while recording
     metas = [meta for _, _, meta in runs_of(path)]
@@ -64,7 +67,7 @@ def test_a_damaged_sidecar_row_is_recomputed_from_the_entries(tmp_path, caplog):
         f.write(b"\x7f\x7f\x7f\x7f")
     with caplog.at_level(logging.WARNING, logger="memory.persistence.vectors"), opened(path) as reopened:
         assert state(reopened) == expected
-    assert any("does not match its digest" in r.getMessage() for r in caplog.records)
+    assert any("does not match its checksum" in r.getMessage() for r in caplog.records)
 
 
 def test_a_missing_sidecar_makes_its_runs_unusable_and_they_are_written_again(tmp_path):
@@ -132,7 +135,7 @@ def test_stored_rows_read_across_segments_in_the_order_asked(tmp_path):
     held, on_disk = rng.random((4, 3), dtype=np.float32), rng.random((5, 3), dtype=np.float32)
     rows = StoredRows(3)
     rows.add_array(held)
-    rows.add_file(file, file.append(on_disk), row_digests(on_disk))
+    rows.add_file(file, file.append(on_disk), row_checksums(on_disk))
     every = np.concatenate([held, on_disk])
     order = np.array([8, 0, 4, 3, 5, 8])
     assert len(rows) == 9 and np.array_equal(rows.read(order), every[order])
@@ -143,13 +146,13 @@ def test_a_failing_row_without_a_way_to_recompute_it_is_an_error(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=2)
     data = np.ones((2, 2), dtype=np.float32)
     rows = StoredRows(2)
-    rows.add_file(file, file.append(data), row_digests(data + 1))
+    rows.add_file(file, file.append(data), row_checksums(data + 1))
     try:
         rows.read(np.array([1]))
     except ValueError as exc:
-        assert "digest" in str(exc)
+        assert "checksum" in str(exc)
     else:
-        raise AssertionError("a row that fails its digest was returned")
+        raise AssertionError("a row that fails its checksum was returned")
 
 
 def test_verify_notes_sidecar_rows_that_fail_their_digest_without_calling_the_store_corrupt(tmp_path, capsys):

@@ -27,7 +27,7 @@ from memory import pipeline
 from memory.persistence import runs as snapshot
 from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
-from memory.persistence.vectors import StoredRows, VectorFile, row_digests
+from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests
 from memory.retrieval import Bounds, RetrieverConfig
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
@@ -68,10 +68,10 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
         body = store.record(RecordKind.EPISODE, episode_id)
         return Episode.from_record(body) if body is not None else None
 
-    def read_problem(episode_id: str, run: snapshot.Run) -> Problem:
-        row = run.row(episode_id)
-        part = holder["state"].index.partition(run.principal_at(row))
-        return Problem(run.texts[row], part.vectors(np.array([part.position[episode_id]]))[0])
+    def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
+        """From a run (opening), or from the text a released problem kept (`StoredState._release`)."""
+        text = source if isinstance(source, str) else source.texts[source.row(episode_id)]
+        return Problem(text, holder["state"].index.vector(episode_id))
 
     state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
                         edge_ids=LazySet(), marks=LazySet())
@@ -79,7 +79,7 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
 
     def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
         run = state.problems.source(episode_id)  # type: ignore[attr-defined]
-        if run is None or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
+        if not isinstance(run, snapshot.Run) or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
             return None
         row = run.row(episode_id)
         outcome, choice, end = run.verdict(row)
@@ -346,8 +346,7 @@ class StoredState:
             sidecar = {}
             for who in dict.fromkeys(ep.principal for ep in episodes):
                 vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
-                digests = row_digests(vectors)
-                sidecar[who] = (self.sidecar.append(vectors), digests)
+                sidecar[who] = (self.sidecar.append(vectors), row_digests(vectors), row_checksums(vectors))
         meta, body = encode_run(
             after=self.covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self.config,
             dim=self.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
@@ -359,11 +358,11 @@ class StoredState:
             name += "+"
         self.store.add_snapshot(snapshot.RUN, name, meta, body)
         self.covered = rows[-1][0]
-        for who, (first, digests) in (sidecar or {}).items():
-            self._release(who, [ep.id for ep in episodes if ep.principal == who], first, digests)
+        for who, (first, _, checksums) in (sidecar or {}).items():
+            self._release(who, [ep.id for ep in episodes if ep.principal == who], first, checksums)
         return True
 
-    def _release(self, principal: str, ids: list[str], first: int, digests: np.ndarray) -> None:
+    def _release(self, principal: str, ids: list[str], first: int, checksums: np.ndarray) -> None:
         """The rows just written to the sidecar are read from there from now on, and no longer held here."""
         part = self.state.index.partition(principal)
         source = part.source if isinstance(part.source, StoredRows) else None
@@ -373,8 +372,12 @@ class StoredState:
             source = StoredRows(self.dim, lambda row, who=principal: self._recompute(who, row))
         if [part.position.get(i) for i in ids] != list(range(len(source), len(source) + len(ids))):
             return  # not the partition's next rows (episodes another process stored): they stay held here
-        source.add_file(self.sidecar, first, digests, checked=True)  # type: ignore[arg-type]
+        source.add_file(self.sidecar, first, checksums, checked=True)  # type: ignore[arg-type]
         part.adopt(source)
+        problems = self.state.problems
+        if hasattr(problems, "defer"):
+            for episode_id in ids:  # their vectors are read back from the sidecar when asked for
+                problems.defer([episode_id], problems[episode_id].text)
 
     def _store_basis(self, principal: str, digest: str, basis: np.ndarray) -> None:
         if snapshot.read_basis(self.store, principal, digest) is not None:

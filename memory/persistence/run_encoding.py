@@ -37,8 +37,8 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         marks: (mark id, episode id) of the reinforcement marks, in storing order.
         projections: principal → (basis digest, projections, residual norms) of the rows of
             that principal's episodes (in storing order), for principals with a basis.
-        sidecar: principal → (first sidecar row, `vectors.row_digests`) of its episodes'
-            vectors, written to the store's vectors sidecar beforehand; without it the vectors
+        sidecar: principal → (first sidecar row, `vectors.row_digests`, `vectors.row_checksums`)
+            of its episodes' vectors, written to the store's vectors sidecar beforehand; without it the vectors
             are kept in the body.
     """
     out = _Sections()
@@ -48,6 +48,7 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
             out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
         else:
             out.array(f"digests:{principal}", sidecar[principal][1], "u1")
+            out.array(f"checksums:{principal}", sidecar[principal][2], "<u4")
     out.document("texts", [t for t, _ in problems])
     out.document("cites", {i: list(c) for i, c in cites.items()})
     _link_sections(out, episodes, edges, facts, marks)
@@ -62,7 +63,7 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
             "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
             "bases": bases, "sections": layout, "size": len(body), "digest": body_digest(body)}
     if sidecar is not None:
-        meta["vectors"] = {p: int(first) for p, (first, _) in sidecar.items()}
+        meta["vectors"] = {p: int(first) for p, (first, *_) in sidecar.items()}
     return meta, body
 
 

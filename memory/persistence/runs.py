@@ -71,7 +71,7 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-_BULK = ("vectors:", "digests:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
+_BULK = ("vectors:", "digests:", "checksums:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
 
 
 _PACKED = "zlib"  # a kept JSON section compressed in memory until it is read
@@ -97,7 +97,7 @@ class Run:
         self.offsets: dict[str, int] = {}  # principal → first row of this run in its partition
         self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
         self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
-        self.vectors: list[tuple[StoredRows, Any]] = []  # vector segments still to add: (sidecar, first, digests) or rows
+        self.vectors: list[tuple[StoredRows, Any]] = []  # vector segments still to add: (sidecar, first, checksums) or rows
         self._sections = sections
 
     def _array(self, name: str) -> np.ndarray:
@@ -207,7 +207,7 @@ class RunReader:
     Args:
         sidecar: the store's vectors sidecar (None: format 2 runs are not usable).
         recompute: ``(principal, row) → vector`` from the episode's entries, for a sidecar
-            row that fails its digest.
+            row that fails its checksum.
     """
 
     def __init__(self, store: Any, *, config: str, dim: int, kind: str | None = RUN,
@@ -327,7 +327,8 @@ class RunReader:
         if not isinstance(layout, dict) or sum(rows.values()) != n:
             raise Corrupt("no section table, or rows disagree with the episodes")
         in_sidecar = meta["format"] == 2
-        vectors = {f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()} if in_sidecar else \
+        vectors = {**{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
+                   **{f"checksums:{p}": [k] for p, k in rows.items()}} if in_sidecar else \
             {f"vectors:{p}": [k, dim] for p, k in rows.items()}
         expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
                     "end_us": [n], "choice": [n], "seqs": [n, 2], **vectors}
@@ -357,7 +358,7 @@ class RunReader:
         for principal, k in rows.items():
             at = self.filled[principal]
             run.vectors.append((self.source(principal), (self.sidecar, int(meta["vectors"][principal]),
-                                bulk[f"digests:{principal}"].copy()) if in_sidecar else bulk[f"vectors:{principal}"].copy()))
+                                bulk[f"checksums:{principal}"].copy()) if in_sidecar else bulk[f"vectors:{principal}"].copy()))
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
             target = self.proj.get(principal)

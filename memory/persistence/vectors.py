@@ -4,13 +4,15 @@ hold every episode's vector in memory.
 A file store has a sidecar, ``<store>-vectors``: raw little-endian float32 rows of the
 encoder's dimension, only ever appended (`VectorFile`). A state run of format 2
 (`memory.persistence.runs`) records, per principal, the first sidecar row of its episodes'
-vectors and a truncated SHA-256 of every row; the sidecar itself is derived data, like the
-runs, and holds nothing the timeline does not.
+vectors, a CRC-32 of every row (checked on read: damage, a torn write, a wrong file) and a
+truncated SHA-256 (checked by ``python -m memory verify``, whose digest chain covers the
+runs: a row altered on purpose); the sidecar itself is derived data, like the runs, and
+holds nothing the timeline does not.
 
 `StoredRows` is what a partition of the recall index reads its older rows from
 (`memory.retrieval.index.Partition`): segments of sidecar rows (read when recall needs
 them, so only those pass through memory) or of vectors held in memory (runs of format 1). A
-sidecar row is checked against its digest the first time it is read; a row that fails (a
+sidecar row is checked against its CRC-32 the first time it is read; a row that fails (a
 damaged or replaced sidecar) is recomputed from the episode's entries, the exact way, and
 logged, so a run can make opening faster, never recall different.
 """
@@ -21,12 +23,19 @@ import hashlib
 import logging
 import os
 import threading
+import zlib
 from typing import Callable
 
 import numpy as np
 
 DIGEST_BYTES = 16  # bytes of each row's SHA-256 kept in the run
 log = logging.getLogger(__name__)
+
+
+def row_checksums(rows: np.ndarray) -> np.ndarray:
+    """CRC-32 of each float32 row (what a read checks: cheap, and catches damage and a wrong file)."""
+    data = np.ascontiguousarray(rows, dtype="<f4")
+    return np.array([zlib.crc32(row.tobytes()) for row in data], dtype="<u4")
 
 
 def row_digests(rows: np.ndarray) -> np.ndarray:
@@ -74,23 +83,23 @@ class VectorFile:
         return first
 
     def read(self, file_rows: np.ndarray) -> np.ndarray:
-        """Rows by their row numbers (a copy); rows past the end read as NaN (they fail their digest).
+        """Rows by their row numbers (a copy); rows past the end read as NaN (they fail their checksum).
 
-        Each row is one ``pread``: the rows come through the page cache without being mapped into this process, so reading a few rows of a large
+        Each row is one ``preadv`` straight into the result: the rows come through the page
+        cache without being mapped into this process, so reading a few rows of a large
         sidecar adds only them to its resident memory (a memory map faults in whole folios).
         """
         file_rows = np.asarray(file_rows, dtype=np.intp).reshape(-1)
-        out = np.full((len(file_rows), self.dim), np.nan, dtype=np.float32)
-        if not len(file_rows):
-            return out
-        fd = self._descriptor()
+        out = np.empty((len(file_rows), self.dim), dtype=np.float32)
+        fd = self._descriptor() if len(file_rows) else None
         if fd is None:
+            out.fill(np.nan)
             return out
-        rb, size = self.row_bytes, os.fstat(fd).st_size // self.row_bytes
-        inside = np.flatnonzero((file_rows >= 0) & (file_rows < size))
-        if len(inside):
-            data = b"".join([os.pread(fd, rb, row * rb) for row in file_rows[inside].tolist()])
-            out[inside] = np.frombuffer(data, dtype="<f4").reshape(len(inside), self.dim)
+        rb, view = self.row_bytes, memoryview(out).cast("B")
+        for n, row in enumerate(file_rows.tolist()):
+            target = view[n * rb : (n + 1) * rb]
+            if row < 0 or os.preadv(fd, [target], row * rb) != rb:
+                out[n] = np.nan
         return out
 
     def _descriptor(self) -> int | None:
@@ -121,7 +130,7 @@ class StoredRows:
     Args:
         dim: floats per row.
         recompute: the exact vector of a row (from its episode's entries), for a sidecar
-            row that fails its digest.
+            row that fails its checksum.
     """
 
     def __init__(self, dim: int, recompute: Callable[[int], np.ndarray] | None = None) -> None:
@@ -131,9 +140,9 @@ class StoredRows:
         self._starts = np.zeros(0, dtype=np.intp)  # first partition row of each segment
         self._arrays: list[np.ndarray | None] = []  # each segment's rows when held in memory
         self._file_rows = np.zeros(0, dtype=np.intp)  # sidecar row of each partition row (-1: held in memory)
-        self._digests = np.zeros((0, DIGEST_BYTES), dtype=np.uint8)  # of each partition row
-        self._checked = np.zeros(0, dtype=bool)  # rows whose digest matched (or held in memory)
-        self._fixed: dict[int, np.ndarray] = {}  # rows recomputed after failing their digest
+        self._sums = np.zeros(0, dtype=np.uint32)  # CRC-32 of each partition row
+        self._checked = np.zeros(0, dtype=bool)  # rows whose checksum matched (or held in memory)
+        self._fixed: dict[int, np.ndarray] = {}  # rows recomputed after failing their checksum
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -142,22 +151,22 @@ class StoredRows:
     def add_array(self, vectors: np.ndarray) -> None:
         """Rows held in memory (a run of format 1)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
-        self._add(vectors, np.full(len(vectors), -1), np.zeros((len(vectors), DIGEST_BYTES), np.uint8), True)
+        self._add(vectors, np.full(len(vectors), -1), np.zeros(len(vectors), np.uint32), True)
 
-    def add_file(self, file: VectorFile, first: int, digests: np.ndarray, *, checked: bool = False) -> None:
-        """Rows ``first, first + 1, …`` of a sidecar, with their digests (`row_digests`)."""
+    def add_file(self, file: VectorFile, first: int, checksums: np.ndarray, *, checked: bool = False) -> None:
+        """Rows ``first, first + 1, …`` of a sidecar, with their checksums (`row_checksums`)."""
         if self.file is not None and file is not self.file and file.path != self.file.path:
             raise ValueError("all sidecar rows of a partition come from one sidecar")
         self.file = file
-        digests = np.asarray(digests, dtype=np.uint8).reshape(-1, DIGEST_BYTES)
-        self._add(None, first + np.arange(len(digests)), digests, checked)
+        checksums = np.asarray(checksums, dtype=np.uint32).reshape(-1)
+        self._add(None, first + np.arange(len(checksums)), checksums, checked)
 
-    def _add(self, array: np.ndarray | None, file_rows: np.ndarray, digests: np.ndarray, checked: bool) -> None:
+    def _add(self, array: np.ndarray | None, file_rows: np.ndarray, sums: np.ndarray, checked: bool) -> None:
         with self._lock:
             self._starts = np.append(self._starts, len(self))
             self._arrays.append(array)
             self._file_rows = np.concatenate([self._file_rows, file_rows.astype(np.intp)])
-            self._digests = np.concatenate([self._digests, digests])
+            self._sums = np.concatenate([self._sums, sums])
             self._checked = np.concatenate([self._checked, np.full(len(file_rows), checked)])
 
     def resident_bytes(self) -> int:
@@ -184,23 +193,20 @@ class StoredRows:
         return out
 
     def _check(self, rows: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
-        """Check sidecar rows read for the first time against their digests; recompute those that fail."""
+        """Check sidecar rows read for the first time against their checksums; recompute those that fail."""
         todo = np.flatnonzero(~self._checked[rows])
         if not len(todo):
             return
-        data = memoryview(np.ascontiguousarray(out[at[todo]], dtype="<f4").tobytes())
-        expected = self._digests[rows[todo]].tobytes()
-        size, n, sha = 4 * self.dim, DIGEST_BYTES, hashlib.sha256
-        ok = np.array([sha(data[i * size : (i + 1) * size]).digest()[:n] == expected[i * n : (i + 1) * n]
-                       for i in range(len(todo))], dtype=bool)
+        data = np.ascontiguousarray(out[at[todo]], dtype="<f4")
+        ok = np.array([zlib.crc32(row) for row in data], dtype=np.uint32) == self._sums[rows[todo]]
         self._checked[rows[todo[ok]]] = True
         for i in todo[~ok].tolist():
             row = int(rows[i])
             fixed = self._fixed.get(row)
             if fixed is None:
                 if self.recompute is None:
-                    raise ValueError(f"vector row {row} does not match its digest and cannot be recomputed")
-                log.warning("vector of partition row %s does not match its digest in %s; recomputed from its entries",
+                    raise ValueError(f"vector row {row} does not match its checksum and cannot be recomputed")
+                log.warning("vector of partition row %s does not match its checksum in %s; recomputed from its entries",
                             row, self.file.path)  # type: ignore[union-attr]
                 fixed = self._fixed[row] = np.asarray(self.recompute(row), dtype=np.float32)
             out[at[i]] = fixed

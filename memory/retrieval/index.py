@@ -203,6 +203,11 @@ class EpisodeIndex:
         self._owner.update(dict.fromkeys(ids, principal))
         return part
 
+    def vector(self, episode_id: str) -> np.ndarray:
+        """The vector of an indexed episode (KeyError when it is not indexed)."""
+        part = self._parts[self._owner[episode_id]]
+        return part.vectors(np.array([part.position[episode_id]]))[0]
+
     def partition(self, principal: str) -> Partition:
         """The principal's partition (empty when unknown)."""
         return self._parts.get(principal) or Partition(self.dim)

@@ -153,7 +153,7 @@ class Retriever:
             total[rows] = _weighted(cfg, columns, rows)
             pool = rows[top(total[rows], size)]
         if cfg.mmr:
-            picked = [int(pool[i]) for i in mmr(total[pool], part.vectors(pool), k, lam=cfg.mmr_lambda,
+            picked = [int(pool[i]) for i in mmr(total[pool], scores.rows.vectors(pool), k, lam=cfg.mmr_lambda,
                                                  duplicate_threshold=cfg.duplicate_threshold)]
         else:
             picked = [int(i) for i in pool[:k]]
@@ -189,12 +189,31 @@ def _weighted(cfg: RetrieverConfig, columns: Columns, rows: np.ndarray | None = 
             + cfg.outcome * outcome + cfg.graph * graph)
 
 
-def exact_relevance(part: Partition, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+def exact_relevance(part: Partition | _ReadOnce, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     """Exact clipped cosine of the query with all rows, or with `rows` (same values either way)."""
     # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
     # call on a busy machine; it sums each row alone, so a subset gets the same values
     matrix = part.vectors(rows)
     return np.clip(np.einsum("ij,j->i", matrix, qvec), 0.0, 1.0).astype(np.float64)
+
+
+class _ReadOnce:
+    """A partition whose rows come from a source, as one recall reads them: each row read once."""
+
+    def __init__(self, part: Partition) -> None:
+        self.part = part
+        self.seen: dict[int, np.ndarray] = {}
+
+    def vectors(self, rows: np.ndarray | None = None) -> np.ndarray:
+        if rows is None:
+            return self.part.vectors()
+        wanted = np.asarray(rows, dtype=np.intp).reshape(-1).tolist()
+        missing = [r for r in dict.fromkeys(wanted) if r not in self.seen]
+        if missing:
+            self.seen.update(zip(missing, self.part.vectors(np.array(missing, dtype=np.intp))))
+        if not wanted:
+            return np.zeros((0, self.part.dim), dtype=np.float32)
+        return np.stack([self.seen[r] for r in wanted])
 
 
 class RelevanceScores:
@@ -208,6 +227,7 @@ class RelevanceScores:
     def __init__(self, part: Partition, qvec: np.ndarray, probe: Probe | None,
                  eligible: np.ndarray | None = None) -> None:
         self.part = part
+        self.rows: Partition | _ReadOnce = _ReadOnce(part) if part.stored else part  # vectors, each read once
         self.qvec = qvec
         self.probe = probe
         self.known: np.ndarray | None = None  # rows scored exactly (None: all of them)
@@ -215,9 +235,9 @@ class RelevanceScores:
         if probe is None and eligible is not None:  # only the rows a filter keeps are read and scored
             self.relevance = np.zeros(len(part))
             rows = np.flatnonzero(eligible)
-            self.relevance[rows] = exact_relevance(part, qvec, rows)
+            self.relevance[rows] = exact_relevance(self.rows, qvec, rows)
         elif probe is None:
-            self.relevance = exact_relevance(part, qvec)
+            self.relevance = exact_relevance(self.rows, qvec)
         else:
             self.relevance = np.zeros(len(part))
             self.known = np.zeros(len(part), dtype=bool)
@@ -227,7 +247,7 @@ class RelevanceScores:
         if self.known is not None:
             todo = rows[~self.known[rows]]
             if len(todo):
-                self.relevance[todo] = exact_relevance(self.part, self.qvec, todo)
+                self.relevance[todo] = exact_relevance(self.rows, self.qvec, todo)
                 self.known[todo] = True
                 self.scored.append(todo)
         return rows
