@@ -130,6 +130,10 @@ class EpisodeList(MutableSequence):
     def __len__(self) -> int:
         return len(self._ids)
 
+    def id_at(self, row: int) -> str:
+        """The id of the episode at a row, without reading the episode."""
+        return self._ids[row]
+
     def __setitem__(self, row: Any, episode: Any) -> None:
         raise TypeError("partition rows are append-only")
 

@@ -113,6 +113,11 @@ class Partition:
         """What serves the leading `stored` rows (None when all are held here)."""
         return self._source
 
+    def episode_id(self, row: int) -> str:
+        """The id of the episode at a row (a lazily read row list gives it without reading the episode)."""
+        id_at = getattr(self.episodes, "id_at", None)
+        return id_at(row) if id_at is not None else self.episodes[row].id
+
     @property
     def held_bytes(self) -> int:
         """Bytes of vectors held in memory, room for later rows included (a source's rows on disk are not)."""

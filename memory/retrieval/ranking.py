@@ -163,7 +163,7 @@ class Retriever:
                     eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Graph proximity of every row (0 outside the seeds' neighbourhood) and the rows it reached."""
         cfg = self.config
-        seeds = {part.episodes[i].id: float(relevance[i]) for i in seed_rows}
+        seeds = {part.episode_id(int(i)): float(relevance[i]) for i in seed_rows}
         position = part.position
         member = (lambda n: n in position) if eligible is None else \
             (lambda n: n in position and bool(eligible[position[n]]))
