@@ -35,6 +35,7 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
         held_live = {who: live.index.partition(who).stored for who in ("p0", "p1")}
         first = live.index.partition("p0").episodes[0].id
         assert live.state.problems.unread(first)  # released with its row: no copy of the vector is kept...
+        assert type(live.index.partition("p0").episodes).__name__ == "EpisodeList"  # nor its rows' episodes
         assert np.array_equal(live.problem(first).vector, live.index.partition("p0").vectors(np.array([0]))[0])
         expected = state(live)
     assert all(n > 0 for n in held_live.values())  # rows written to runs were released while recording

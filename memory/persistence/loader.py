@@ -374,10 +374,13 @@ class StoredState:
             return  # not the partition's next rows (episodes another process stored): they stay held here
         source.add_file(self.sidecar, first, checksums, checked=True)  # type: ignore[arg-type]
         part.adopt(source)
-        problems = self.state.problems
-        if hasattr(problems, "defer"):
+        problems, episodes = self.state.problems, self.state.episodes
+        if hasattr(problems, "defer") and hasattr(episodes, "defer"):
             for episode_id in ids:  # their vectors are read back from the sidecar when asked for
                 problems.defer([episode_id], problems[episode_id].text)
+            episodes.defer(ids)  # and the episodes from their records
+            if not isinstance(part.episodes, EpisodeList):
+                part.episodes = EpisodeList([ep.id for ep in part.episodes], episodes)
 
     def _store_basis(self, principal: str, digest: str, basis: np.ndarray) -> None:
         if snapshot.read_basis(self.store, principal, digest) is not None:
