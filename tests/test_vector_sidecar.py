@@ -171,3 +171,20 @@ def test_verify_notes_sidecar_rows_that_fail_their_digest_without_calling_the_st
     assert main(["verify", str(path)]) == 0  # derived data: recomputed on read, not corruption
     out = capsys.readouterr().out
     assert "vectors sidecar: 2 of the" in out and "OK" in out
+
+
+def test_concurrent_appends_each_get_the_rows_they_wrote(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = str(tmp_path / "v")
+    blocks = [np.full((3 + n % 4, 8), float(n), dtype=np.float32) for n in range(40)]
+
+    def write(block):  # a VectorFile of its own per writer, as separate processes have
+        return VectorFile(path, dim=8).append(block)
+
+    with ThreadPoolExecutor(8) as pool:
+        firsts = list(pool.map(write, blocks))
+    reader = VectorFile(path, dim=8)
+    for first, block in zip(firsts, blocks):
+        assert np.array_equal(reader.read(first + np.arange(len(block))), block)
+    assert reader.rows() == sum(len(b) for b in blocks)

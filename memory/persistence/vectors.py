@@ -19,6 +19,7 @@ logged, so a run can make opening faster, never recall different.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -70,9 +71,14 @@ class VectorFile:
             return 0
 
     def append(self, rows: np.ndarray) -> int:
-        """Write rows at the end (after any partial row a crash left), flushed to disk; their first row number."""
+        """Write rows at the end (after any partial row a crash left), flushed to disk; their first row number.
+
+        An exclusive ``flock`` on the file covers finding the end and writing, so processes
+        writing runs of one store at once never record the same rows.
+        """
         data = np.ascontiguousarray(rows, dtype="<f4").reshape(-1, self.dim)
         with self._lock, open(self.path, "ab") as out:
+            fcntl.flock(out.fileno(), fcntl.LOCK_EX)  # released when the file is closed
             size = out.seek(0, os.SEEK_END)
             first = -(-size // self.row_bytes)  # a torn row from an interrupted write is skipped, never reused
             if first * self.row_bytes != size:
