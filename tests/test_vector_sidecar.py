@@ -191,3 +191,22 @@ def test_concurrent_appends_each_get_the_rows_they_wrote(tmp_path):
     for first, block in zip(firsts, blocks):
         assert np.array_equal(reader.read(first + np.arange(len(block))), block)
     assert reader.rows() == sum(len(b) for b in blocks)
+
+
+def test_a_sidecar_that_cannot_be_written_leaves_the_vectors_in_the_runs(tmp_path, caplog):
+    path = tmp_path / "m.sqlite"
+    os.mkdir(sidecar(path))  # a directory where the sidecar should be: appending to it fails
+    with caplog.at_level(logging.WARNING, logger="memory.persistence.loader"), opened(path) as live:
+        play(live, 60)  # recording goes on
+        expected = state(live)
+    assert any("cannot write the vectors sidecar" in r.getMessage() for r in caplog.records)
+    assert {meta["format"] for meta in stored_metas(path)} == {1}
+    os.rmdir(sidecar(path))
+    with opened(path) as reopened:
+        assert state(reopened) == expected
+
+
+def test_an_unreadable_sidecar_reads_as_rows_that_fail_their_checksum(tmp_path):
+    path = str(tmp_path / "v")
+    os.mkdir(path)  # open() works on a directory; reading from it does not
+    assert np.isnan(VectorFile(path, dim=4).read(np.array([0, 3]))).all()

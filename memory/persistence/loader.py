@@ -341,12 +341,7 @@ class StoredState:
                 picked = np.array([part.position[ep.id] for ep in episodes if ep.principal == who], dtype=np.intp)
                 projections[who] = (digest, *bounds.rows(picked))
         problems = [state.problems[ep.id] for ep in episodes]
-        sidecar = None
-        if self.sidecar is not None:  # vectors first, durably: a run never points past what the sidecar holds
-            sidecar = {}
-            for who in dict.fromkeys(ep.principal for ep in episodes):
-                vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
-                sidecar[who] = (self.sidecar.append(vectors), row_digests(vectors), row_checksums(vectors))
+        sidecar = self._to_sidecar(episodes, problems)
         meta, body = encode_run(
             after=self.covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self.config,
             dim=self.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
@@ -361,6 +356,22 @@ class StoredState:
         for who, (first, _, checksums) in (sidecar or {}).items():
             self._release(who, [ep.id for ep in episodes if ep.principal == who], first, checksums)
         return True
+
+    def _to_sidecar(self, episodes: list[Episode], problems: list[Problem]) -> dict[str, tuple] | None:
+        """Append the episodes' vectors to the sidecar, durably (a run never points past what it holds):
+        principal → (first row, digests, checksums); None without a sidecar, or when it cannot be
+        written (the run then keeps its vectors in its body, as format 1 does)."""
+        if self.sidecar is None:
+            return None
+        written = {}
+        try:
+            for who in dict.fromkeys(ep.principal for ep in episodes):
+                vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
+                written[who] = (self.sidecar.append(vectors), row_digests(vectors), row_checksums(vectors))
+        except OSError as exc:
+            log.warning("%s: cannot write the vectors sidecar (%s); this run keeps its vectors", self.sidecar.path, exc)
+            return None
+        return written
 
     def _release(self, principal: str, ids: list[str], first: int, checksums: np.ndarray) -> None:
         """The rows just written to the sidecar are read from there from now on, and no longer held here."""
