@@ -3,7 +3,9 @@
 A *run* stands for the derived records stored in one contiguous range of the records
 table (``after < seq <= upto``): the episodes (as columns), their problem vectors, texts
 and citations, the edges, fact versions and reinforcement marks, plus the relevance-bound
-projections of the vectors when their partition had a bounding basis. Runs are stored in
+projections of the vectors when their partition had a bounding basis. A run of format 2
+keeps where its vectors are in the store's vectors sidecar, with their checksums and
+digests (`memory.persistence.vectors`); one of format 1 keeps the vectors. Runs are stored in
 the insert-only snapshots table (kind `RUN`), each in its own transaction; the timeline
 and the records are never touched, so a crash while writing one leaves a valid store.
 
@@ -16,7 +18,9 @@ of another store or another range fails). Anything else falls back to the exact 
 run can make opening faster, never different.
 
 Opening reads only the columns recall needs: episodes are read from their records on first
-use (`memory.persistence.lazy`), problem texts, edge ids and mark ids when first asked for.
+use (`memory.persistence.lazy`), problem texts, edge ids and mark ids when first asked for,
+vectors row by row when recall scores them (`memory.persistence.vectors.StoredRows`).
+`run_encoding` writes runs.
 
 No pickle: bodies are raw little-endian arrays and UTF-8 JSON.
 """
