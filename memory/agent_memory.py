@@ -294,6 +294,9 @@ class EpisodicMemory:
 
     def close(self) -> None:
         """Close the store. Open episodes stay open and resume on the next open (see `flush`)."""
+        sidecar = getattr(getattr(self, "stored", None), "sidecar", None)
+        if sidecar is not None:
+            sidecar.close()
         self.store.close()
 
     def __enter__(self) -> "EpisodicMemory":
