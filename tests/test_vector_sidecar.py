@@ -210,3 +210,26 @@ def test_an_unreadable_sidecar_reads_as_rows_that_fail_their_checksum(tmp_path):
     path = str(tmp_path / "v")
     os.mkdir(path)  # open() works on a directory; reading from it does not
     assert np.isnan(VectorFile(path, dim=4).read(np.array([0, 3]))).all()
+
+
+def test_an_exact_open_stores_runs_as_it_goes_and_equals_the_live_memory(tmp_path, monkeypatch):
+    from memory import EpisodicMemory
+    from memory.persistence import Persistence
+    from memory.persistence.loader import StoredState
+    from tests.test_open_snapshot import PRUNED
+
+    path = tmp_path / "m.sqlite"
+    with EpisodicMemory(path, principal="p0", retriever=PRUNED,
+                        persistence=Persistence(run_episodes=10**6, open_run_min=10**6)) as live:
+        play(live, 60)  # no runs while recording
+        expected = state(live)
+    assert not stored_metas(path)
+    covered_before_open_ended = []
+    finish = StoredState.opened
+    monkeypatch.setattr(StoredState, "opened", lambda self: (covered_before_open_ended.append(self.covered),
+                                                             finish(self))[1])
+    with opened(path) as reopened:  # run_episodes=16: the 30 episodes of each principal fill runs while indexing
+        assert state(reopened) == expected
+    assert covered_before_open_ended[0] > 0
+    assert len(stored_metas(path)) >= 3
+    assert_reopens_from_the_sidecar(path, expected)

@@ -123,14 +123,14 @@ class StoredState:
         Returns the episodes whose learning must be redone and where the segmenter resumes.
         """
         runs, late_edges = self._load_runs()
-        self.covered = runs[-1].upto if runs else 0
-        tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, self.covered)]
+        self.covered = start = runs[-1].upto if runs else 0
+        tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, start)]
         counts: dict[str, int] = {}
         for episode in tail:
             counts[episode.principal] = counts.get(episode.principal, 0) + 1
         self.state.index.reserve(counts)
         self._index_records(tail, sum(len(run.ids) for run in runs), index_stored)
-        learned = self._load_links(runs, late_edges)
+        learned = self._load_links(runs, late_edges, start)
         resolved = learned.union(*(run.outside for run in runs))
         unlearned = [i for run in runs for i in run.unmarked if i not in resolved]
         unlearned += [episode.id for episode in tail if episode.id not in learned]
@@ -152,22 +152,23 @@ class StoredState:
             start = 0
         return start
 
-    def _load_links(self, runs: list[snapshot.Run], late_edges: list[Any]) -> set[str]:
-        """Edges, fact versions and marks of the runs and the records after them; the episodes marked after."""
+    def _load_links(self, runs: list[snapshot.Run], late_edges: list[Any], after: int) -> set[str]:
+        """Edges, fact versions and marks of the runs and the records after them (`after` the last run read);
+        the episodes marked after."""
         state = self.state
-        tail_edges = list(self.store.records_after(RecordKind.EDGE, self.covered))
+        tail_edges = list(self.store.records_after(RecordKind.EDGE, after))
         for run in runs:
             state.edge_ids.defer(lambda run=run: run.edge_ids)  # type: ignore[attr-defined]
         state.edge_ids.update(i for i, _ in tail_edges)
         add_edge_rows(state.graph, late_edges)
         add_edges(state.graph, [Edge.from_record(body) for _, body in tail_edges])
         facts = [body for run in runs for body in run.facts]
-        facts += [body for _, body in self.store.records_after(RecordKind.FACT, self.covered)]
+        facts += [body for _, body in self.store.records_after(RecordKind.FACT, after)]
         state.add_versions(resolve_records(facts), stored=True)
         for run in runs:
             state.marks.defer(lambda run=run: run.marks)  # type: ignore[attr-defined]
         learned = set()
-        for mark, body in self.store.records_after(RecordKind.MARK, self.covered):
+        for mark, body in self.store.records_after(RecordKind.MARK, after):
             state.marks.add(mark)
             learned.add(body["episode"])
         return learned
@@ -265,6 +266,7 @@ class StoredState:
             for _, meta, body in self.store.snapshots(PROBLEMS):
                 legacy.setdefault(int(meta["start"]), (meta, body))
         first = before - before % size
+        progressive = len(stored) >= self.persistence.open_run_min
         for start in range(first, before + len(stored), size):
             run = stored[max(start - before, 0) : start - before + size]
             meta, body = legacy.get(start, ({}, b""))
@@ -281,6 +283,8 @@ class StoredState:
                 parts = self.store.entry_parts([i for ep in chunk for i in ep.entry_ids])
                 for episode in chunk:
                     index_stored(episode, [parts[i] for i in episode.entry_ids if i in parts])
+                if progressive:
+                    self._write_progress()
                 done = max(start - before, 0) + part + len(chunk)
                 if len(stored) >= PROGRESS_FROM and (done % PROGRESS_EVERY < len(chunk) or done == len(stored)):
                     log.info("%s: indexed %s of %s episodes from their records (no state runs cover them yet)",
@@ -321,6 +325,31 @@ class StoredState:
             chunk.append(row)
         if chunk and count:
             self._write_run(chunk)
+
+    def _write_progress(self) -> None:
+        """While a store is opened the exact way, store the runs the episodes indexed so far fill (stores
+        with a vectors sidecar), so their vectors, problems and episodes are released as the open goes."""
+        size = self.persistence.run_episodes
+        while self.sidecar is not None and self.uncovered >= size:
+            rows = self._run_rows(size)
+            if rows is None or not self._write_run(rows):
+                return
+            self.uncovered -= size
+
+    def _run_rows(self, episodes: int) -> list[tuple[int, str, str, str]] | None:
+        """The records after the last run holding `episodes` episodes, up to the next episode record
+        (None when the store ends first: the last run is written once opening is over)."""
+        rows: list[tuple[int, str, str, str]] = []
+        after, window, last, count = self.covered, 4 * episodes, self.store.last_record(), 0
+        while after < last:
+            for row in self.store.record_rows(after, after + window):
+                if row[1] == RecordKind.EPISODE:
+                    if count == episodes:
+                        return rows
+                    count += 1
+                rows.append(row)
+            after += window
+        return None
 
     def _write_run(self, rows: list[tuple[int, str, str, str]]) -> bool:
         """Store one run for these records (which must follow `covered`); False when this memory cannot."""
