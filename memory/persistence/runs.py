@@ -403,26 +403,29 @@ def sidecar_findings(store_path: str) -> list[str]:
     """
     uri = f"file:{quote(str(Path(store_path).resolve()))}?mode=ro"
     db = sqlite3.connect(uri, uri=True)
+    files: dict[int, VectorFile] = {}  # by row width
+    checked = bad = 0
     try:
-        runs = db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (RUN,)).fetchall()
+        for meta_text, body in db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (RUN,)):
+            try:
+                meta = json.loads(meta_text)
+                if meta.get("format") != 2 or body_digest(body) != meta["digest"]:
+                    continue  # an older run, or one that opening ignores anyway
+                dim = int(meta["dim"])
+                file = files.setdefault(dim, VectorFile(f"{store_path}-vectors", dim))
+                for principal, first in meta["vectors"].items():
+                    offset, length, _, shape = meta["sections"][f"digests:{principal}"]
+                    digests = np.frombuffer(body[offset : offset + length], dtype=np.uint8).reshape(shape)
+                    checked += len(digests)
+                    bad += int((row_digests(file.read(first + np.arange(len(digests)))) != digests).any(axis=1).sum())
+            except (KeyError, TypeError, ValueError):
+                continue
     except sqlite3.Error:
         return []
     finally:
         db.close()
-    checked = bad = 0
-    for meta_text, body in runs:
-        try:
-            meta = json.loads(meta_text)
-            if meta.get("format") != 2 or body_digest(body) != meta["digest"]:
-                continue  # an older run, or one that opening ignores anyway
-            for principal, first in meta["vectors"].items():
-                offset, length, _, shape = meta["sections"][f"digests:{principal}"]
-                digests = np.frombuffer(body[offset : offset + length], dtype=np.uint8).reshape(shape)
-                rows = VectorFile(f"{store_path}-vectors", int(meta["dim"])).read(first + np.arange(len(digests)))
-                checked += len(digests)
-                bad += int((row_digests(rows) != digests).any(axis=1).sum())
-        except (KeyError, TypeError, ValueError):
-            continue
+        for file in files.values():
+            file.close()
     if not bad:
         return []
     return [f"vectors sidecar: {bad:,} of the {checked:,} rows state runs point to are missing or fail their digest "
