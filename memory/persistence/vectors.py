@@ -19,7 +19,6 @@ logged, so a run can make opening faster, never recall different.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import logging
 import os
@@ -28,6 +27,11 @@ import zlib
 from typing import Callable
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: appends of several processes at once are not serialized
+    fcntl = None  # type: ignore[assignment]
 
 DIGEST_BYTES = 16  # bytes of each row's SHA-256 kept in the run
 log = logging.getLogger(__name__)
@@ -78,7 +82,8 @@ class VectorFile:
         """
         data = np.ascontiguousarray(rows, dtype="<f4").reshape(-1, self.dim)
         with self._lock, open(self.path, "ab") as out:
-            fcntl.flock(out.fileno(), fcntl.LOCK_EX)  # released when the file is closed
+            if fcntl is not None:
+                fcntl.flock(out.fileno(), fcntl.LOCK_EX)  # released when the file is closed
             size = out.seek(0, os.SEEK_END)
             first = -(-size // self.row_bytes)  # a torn row from an interrupted write is skipped, never reused
             if first * self.row_bytes != size:
