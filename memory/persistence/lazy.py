@@ -2,15 +2,18 @@
 
 `LazyMap` holds episodes and problems whose values are read from the store (or a state run)
 when first asked for; `LazySet` holds edge and mark ids whose members come from state runs
-when first asked for; `EpisodeList` gives a partition's episodes by row through such a map.
+when first asked for; `EpisodeList` gives a partition's episodes by row through such a map;
+`StoredEpisodes` gives the episode records after a point a slice at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, MutableSequence, MutableSet
+import json
+from collections.abc import MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from memory.episodes import Episode
+from memory.timeline import RecordKind
 
 
 class _Later:
@@ -147,3 +150,38 @@ class EpisodeList(MutableSequence):
 
     def append(self, episode: Episode) -> None:
         self._ids.append(episode.id)
+
+
+class StoredEpisodes(Sequence):
+    """The episode records stored after record `after`, in storing order, read a slice at a time
+    (an exact open then holds the episodes of one chunk, not all of them, while it indexes).
+
+    Only their records seqs and ids are kept; a slice reads its records again. `window` is
+    how many records one read spans.
+    """
+
+    def __init__(self, store: Any, after: int, window: int = 20_000) -> None:
+        self._store = store
+        self.seqs: list[int] = []
+        self.ids: list[str] = []
+        last = store.last_record()
+        while after < last:
+            for seq, kind, record_id, _ in store.record_rows(after, after + window):
+                if kind == RecordKind.EPISODE:
+                    self.seqs.append(seq)
+                    self.ids.append(record_id)
+            after += window
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index: Any) -> Any:
+        if not isinstance(index, slice):
+            return self[index : index + 1 if index != -1 else None][0]
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            raise ValueError("stored episodes are read in storing order (step 1)")
+        if start >= stop:
+            return []
+        rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1])
+        return [Episode.from_record(json.loads(body)) for _, kind, _, body in rows if kind == RecordKind.EPISODE]

@@ -26,7 +26,7 @@ from memory.graph import add_edge_rows, add_edges, add_episode_rows
 from memory import pipeline
 from memory.persistence import runs as snapshot
 from memory.persistence.run_encoding import encode_run, run_id
-from memory.persistence.lazy import EpisodeList, LazyMap, LazySet
+from memory.persistence.lazy import EpisodeList, LazyMap, LazySet, StoredEpisodes
 from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests
 from memory.retrieval import Bounds, RetrieverConfig
 from memory.state import MemoryState, Problem, Verdict
@@ -124,16 +124,20 @@ class StoredState:
         """
         runs, late_edges = self._load_runs()
         self.covered = start = runs[-1].upto if runs else 0
-        tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, start)]
-        counts: dict[str, int] = {}
-        for episode in tail:
-            counts[episode.principal] = counts.get(episode.principal, 0) + 1
-        self.state.index.reserve(counts)
+        if self.sidecar is not None:  # a slice at a time: what runs cover as the open goes is released
+            tail: Any = StoredEpisodes(self.store, start)
+        else:  # all at once, room reserved for the vectors this memory keeps
+            tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, start)]
+            counts: dict[str, int] = {}
+            for episode in tail:
+                counts[episode.principal] = counts.get(episode.principal, 0) + 1
+            self.state.index.reserve(counts)
         self._index_records(tail, sum(len(run.ids) for run in runs), index_stored)
         learned = self._load_links(runs, late_edges, start)
         resolved = learned.union(*(run.outside for run in runs))
         unlearned = [i for run in runs for i in run.unmarked if i not in resolved]
-        unlearned += [episode.id for episode in tail if episode.id not in learned]
+        unlearned += [i for i in (tail.ids if isinstance(tail, StoredEpisodes) else [e.id for e in tail])
+                      if i not in learned]
         for run in runs:
             run.release()
         return Opened(unlearned, self._resume_from())
