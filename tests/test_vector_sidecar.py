@@ -233,3 +233,30 @@ def test_an_exact_open_stores_runs_as_it_goes_and_equals_the_live_memory(tmp_pat
     assert covered_before_open_ended[0] > 0
     assert len(stored_metas(path)) >= 3
     assert_reopens_from_the_sidecar(path, expected)
+
+
+def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on_every_recall(tmp_path, monkeypatch):
+    from memory import EpisodicMemory, RetrieverConfig
+    from memory.persistence import Persistence
+    from tests.test_open_snapshot import QUERIES, SMALL
+
+    path = tmp_path / "m.sqlite"
+    unpruned = RetrieverConfig()  # bounds from 4,096 episodes on: these partitions are scored in full
+    with EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=unpruned) as live:
+        play(live, 60)
+        assert live.index.partition("p0").stored == 0 and isinstance(live.index.partition("p0").spare, StoredRows)
+    with EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=unpruned) as reopened:
+        assert reopened.stored.covered == reopened.store.last_record()  # runs cover every record now
+    reads = []
+    original = VectorFile.read
+    monkeypatch.setattr(VectorFile, "read", lambda self, rows: (reads.append(len(rows)), original(self, rows))[1])
+    with EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=unpruned) as reopened:
+        part = reopened.index.partition("p0")
+        assert part.stored == 0 and len(part.spare) == len(part)  # read once while opening, held since
+        opened_reads = len(reads)
+        after = [[(e.episode.id, e.score) for e in reopened.recall(q, situation="ops", k=5).episodes] for q in QUERIES]
+        assert len(reads) == opened_reads  # recall read nothing from the sidecar
+    exact_way = Persistence(use_runs=False, open_run_min=10**9)
+    with EpisodicMemory(path, principal="p0", persistence=exact_way, retriever=unpruned) as exact_memory:
+        assert after == [[(e.episode.id, e.score) for e in exact_memory.recall(q, situation="ops", k=5).episodes]
+                         for q in QUERIES]

@@ -242,7 +242,8 @@ class StoredState:
         """Install a partition's relevance bounds from the runs' stored projections.
 
         The basis is the one the latest runs used; rows of runs stored before it (or with
-        another) are projected here. Without any stored basis the bounds are fitted on first use.
+        another) are projected here. Without any stored basis the bounds are fitted on first use,
+        and until then the partition holds its vectors (it is scored in full on every recall).
         """
         part = self.state.index.partition(principal)
         digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
@@ -250,6 +251,8 @@ class StoredState:
         proj, resid = reader.proj.get(principal), reader.resid.get(principal)
         if basis is None or proj is None or basis.shape != (self.dim, proj.shape[1]) \
                 or len(part) < max(self.retriever.prune_from, 1):
+            if part.source is not None:
+                part.adopt(part.source)  # no bounds: its rows come back into memory, the source kept as spare
             return
         empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
         for run in runs:
@@ -391,9 +394,8 @@ class StoredState:
         return True
 
     def _to_sidecar(self, episodes: list[Episode], problems: list[Problem]) -> dict[str, tuple] | None:
-        """Append the episodes' vectors to the sidecar, durably (a run never points past what it holds):
-        principal → (first row, digests, checksums); None without a sidecar, or when it cannot be
-        written (the run then keeps its vectors in its body, as format 1 does)."""
+        """Append the episodes' vectors to the sidecar, durably: principal → (first row, digests, checksums);
+        None without one, or when it cannot be written (the run keeps its vectors, as format 1 does)."""
         if self.sidecar is None:
             return None
         written = {}
@@ -409,7 +411,7 @@ class StoredState:
     def _release(self, principal: str, ids: list[str], first: int, checksums: np.ndarray) -> None:
         """The rows just written to the sidecar are read from there from now on, and no longer held here."""
         part = self.state.index.partition(principal)
-        source = part.source if isinstance(part.source, StoredRows) else None
+        source = part.spare if isinstance(part.spare, StoredRows) else None
         if source is None:
             if part.stored:
                 return

@@ -17,7 +17,10 @@ class Partition:
 
     The leading rows may be kept elsewhere (`adopt`): a source with ``len`` and
     ``read(rows) -> float32 vectors`` (`memory.persistence.vectors.StoredRows`) then serves
-    them, and only the rows after it are held here. `vectors` reads rows from either.
+    them, and only the rows after it are held here. `vectors` reads rows from either. Only a
+    partition with relevance bounds reads from its source (recall then reads the few rows it
+    scores exactly); one without them is scored in full on every recall, so it holds its rows
+    and keeps the source (`spare`) until bounds are fitted.
     """
 
     def __init__(self, dim: int) -> None:
@@ -27,6 +30,7 @@ class Partition:
         self._matrix = np.zeros((16, dim), dtype=np.float32)  # rows from `_stored` on (rows of `_source` are not here)
         self._source: Any = None
         self._stored = 0  # leading rows served by `_source`
+        self._spare: Any = None  # a source of leading rows this partition also holds (it has no bounds yet)
         self._ends = np.zeros(16, dtype=np.float64)
         self._outcomes = np.zeros(16, dtype=np.float64)
         self._situations = np.zeros(16, dtype=np.int32)
@@ -83,12 +87,12 @@ class Partition:
             return
         if isinstance(matrix, np.ndarray):
             self._matrix = np.ascontiguousarray(matrix, dtype=np.float32).reshape(n, -1)  # adopted when it is float32
-            self._source, self._stored = None, 0
+            self._source, self._stored, self._spare = None, 0, None
         else:
             if len(matrix) != n:
                 raise ValueError(f"the vector source holds {len(matrix)} rows, not {n}")
             self._matrix = np.zeros((16, self.dim), dtype=np.float32)
-            self._source, self._stored = matrix, n
+            self._source, self._stored, self._spare = matrix, n, None
         self._ends = np.array(ends, dtype=np.float64)
         value = {o: OUTCOME_VALUE[o] for o in Outcome}
         self._outcomes = np.array([min(1.0, value[o] + (CORRECTION_BONUS if c else 0.0))
@@ -101,12 +105,25 @@ class Partition:
         self.cache.clear()
 
     def adopt(self, source: Any) -> None:
-        """Let `source` serve the leading ``len(source)`` rows (which it must hold as they are) and drop them here."""
+        """Let `source` serve the leading ``len(source)`` rows (which it must hold as they are) and drop them
+        here; without bounds, keep them and `source` as the `spare` (see the class docstring)."""
         count = len(source)
         if not self._stored <= count <= len(self):
             raise ValueError(f"a source of {count} rows cannot replace the {self._stored} stored of {len(self)}")
+        if self.bounds is None:
+            if self._source is not None:  # back into memory: scored in full from now on
+                self._matrix = np.concatenate([self._source.read(np.arange(self._stored)),
+                                               self._matrix[: len(self) - self._stored]])
+                self._source, self._stored = None, 0
+            self._spare = source
+            return
         self._matrix = self._matrix[count - self._stored :].copy()
-        self._source, self._stored = source, count
+        self._source, self._stored, self._spare = source, count, None
+
+    @property
+    def spare(self) -> Any:
+        """The source of the leading rows, whether it serves them (`source`) or they are held here."""
+        return self._source if self._source is not None else self._spare
 
     @property
     def source(self) -> Any:
@@ -149,6 +166,8 @@ class Partition:
             for start in range(0, len(self), 16384):  # rows read from a source come in chunks
                 bounds.extend(self.vectors(np.arange(start, min(start + 16384, len(self)))))
             self.bounds = bounds
+            if self._spare is not None:  # pruned from now on: the source serves its rows
+                self.adopt(self._spare)
         return self.bounds
 
     @property
