@@ -242,7 +242,7 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
         recall[str(size)] = metric(
             summarize(times), principal=built.largest, scanned=scanned, k=measure.RECALL_K, store=built.describe(),
             footprint={**footprint.footprint(built.path, built.entries), "as_built": written, "reused": reused,
-                       "what": "the store's files (SQLite file, WAL, anchor) once opened, state runs included; "
+                       "what": "the store's files (SQLite file, WAL, anchor, vectors sidecar) once opened, state runs included; "
                                "as_built: before its first open"},
             resident=None if resident is None else {
                 "rss_mb": round(resident.rss_mb, 1), "peak_mb": round(resident.peak_mb, 1),

@@ -152,6 +152,8 @@ class StoredRows:
         self.recompute = recompute
         self.file: VectorFile | None = None  # the sidecar of every file segment
         self._starts = np.zeros(0, dtype=np.intp)  # first partition row of each segment
+        self._size = 0
+        self._pending: list[tuple[np.ndarray, np.ndarray, bool]] = []  # segments added since the last read
         self._arrays: list[np.ndarray | None] = []  # each segment's rows when held in memory
         self._file_rows = np.zeros(0, dtype=np.intp)  # sidecar row of each partition row (-1: held in memory)
         self._sums = np.zeros(0, dtype=np.uint32)  # CRC-32 of each partition row
@@ -160,7 +162,7 @@ class StoredRows:
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._file_rows)
+        return self._size
 
     def add_array(self, vectors: np.ndarray) -> None:
         """Rows held in memory (a run of format 1)."""
@@ -177,11 +179,21 @@ class StoredRows:
 
     def _add(self, array: np.ndarray | None, file_rows: np.ndarray, sums: np.ndarray, checked: bool) -> None:
         with self._lock:
-            self._starts = np.append(self._starts, len(self))
+            self._starts = np.append(self._starts, self._size)
             self._arrays.append(array)
-            self._file_rows = np.concatenate([self._file_rows, file_rows.astype(np.intp)])
-            self._sums = np.concatenate([self._sums, sums])
-            self._checked = np.concatenate([self._checked, np.full(len(file_rows), checked)])
+            self._pending.append((file_rows.astype(np.intp), sums, checked))
+            self._size += len(file_rows)
+
+    def _columns(self) -> None:
+        """Join the per-row columns of the segments added since the last read (once, not per segment:
+        opening from many runs adds one segment per run)."""
+        with self._lock:
+            if self._pending:
+                self._file_rows = np.concatenate([self._file_rows, *(rows for rows, _, _ in self._pending)])
+                self._sums = np.concatenate([self._sums, *(sums for _, sums, _ in self._pending)])
+                self._checked = np.concatenate([self._checked, *(np.full(len(rows), checked)
+                                                                 for rows, _, checked in self._pending)])
+                self._pending = []
 
     def resident_bytes(self) -> int:
         """Bytes of vectors this object holds in memory (sidecar rows are not counted)."""
@@ -193,6 +205,7 @@ class StoredRows:
         out = np.empty((len(rows), self.dim), dtype=np.float32)
         if not len(rows):
             return out
+        self._columns()
         file_rows = self._file_rows[rows]
         on_file = file_rows >= 0
         if not on_file.all():
