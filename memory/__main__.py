@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from memory.errors import MemoryError_
-from memory.persistence.runs import sidecar_findings
+from memory.persistence.audit import sidecar_findings
 from memory.timeline import Store, audit, open_store
 
 _EXAMPLES = """examples:

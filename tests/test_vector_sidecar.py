@@ -8,9 +8,12 @@ import os
 import sqlite3
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.persistence import runs as snapshot
-from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_checksums, row_digests
+from memory.persistence.vectors import (DIGEST_BYTES, StoredRows, VectorFile, bitmap_bytes, pack_rows, row_checksums,
+                                        row_digests, row_offsets, unpack_rows)
 from tests.test_open_snapshot import exact, opened, runs_of, state
 from tests.test_retriever_bounds import play
 
@@ -35,6 +38,18 @@ def sidecar(path) -> str:
     return f"{path}-vectors"
 
 
+def every_row(path, dim: int = 1024) -> np.ndarray:
+    """Every row of a sidecar written whole in the sparse layout, walked from the start (each
+    row's bitmap says how many floats follow)."""
+    data = np.fromfile(path, dtype=np.uint8)
+    rows, at = [], 0
+    while at < len(data):
+        count = int(np.unpackbits(data[at : at + bitmap_bytes(dim)]).sum())
+        rows.append(unpack_rows(data, np.array([at]), np.array([count]), dim)[0])
+        at += bitmap_bytes(dim) + 4 * count
+    return np.array(rows, dtype=np.float32).reshape(-1, dim)
+
+
 def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(tmp_path):
     path = tmp_path / "m.sqlite"
     with opened(path) as live:
@@ -47,10 +62,12 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
         expected = state(live)
     assert all(n > 0 for n in held_live.values())  # rows written to runs were released while recording
     metas = [meta for _, _, meta in runs_of(path)]
-    assert metas and all(meta["format"] == 2 and not any(n.startswith("vectors:") for n in meta["sections"])
+    assert metas and all(meta["format"] == 3 and not any(n.startswith("vectors:") for n in meta["sections"])
                          for meta in metas)
     rows = sum(int(k) for meta in metas for k in meta["rows"].values())
-    assert os.path.getsize(sidecar(path)) == rows * 1024 * 4  # one float32 row per episode of a run, nothing else
+    stored = every_row(sidecar(path))
+    assert len(stored) == rows  # one row per episode of a run, nothing else
+    assert os.path.getsize(sidecar(path)) < 0.6 * rows * 1024 * 4  # sparse: well under the dense size
     with opened(path) as reopened:
         for who in ("p0", "p1"):
             part = reopened.index.partition(who)
@@ -103,7 +120,7 @@ def test_runs_of_the_first_format_are_still_read(tmp_path):
     with opened(path) as reopened:  # runs of both formats from now on: the rest is written to the sidecar
         assert reopened.stored.covered == reopened.store.last_record()
         assert state(reopened) == expected
-    assert {meta["format"] for meta in stored_metas(path)} == {1, 2}
+    assert {meta["format"] for meta in stored_metas(path)} == {1, 3}
     assert_reopens_from_the_sidecar(path, expected)
 
 
@@ -115,42 +132,91 @@ def test_forgetting_a_principal_leaves_none_of_its_vectors_in_the_sidecar(tmp_pa
         kept = live.index.partition("p0").matrix.copy()
     with opened(path) as memory:
         memory.forget(principal="p1")
-    rows = np.fromfile(sidecar(path), dtype="<f4").reshape(-1, 1024) if os.path.exists(sidecar(path)) else np.zeros((0, 1024))
-    stored = {r.tobytes() for r in rows}
+    stored = {r.tobytes() for r in every_row(sidecar(path))} if os.path.exists(sidecar(path)) else set()
     assert not any(r.tobytes() in stored for r in gone)
     assert sum(r.tobytes() in stored for r in kept) > 0  # the other principal's runs were written again
 
 
-def test_vector_file_appends_after_a_torn_row_and_reads_past_the_end_as_nan(tmp_path):
+def test_vector_file_appends_after_torn_bytes_and_reads_past_the_end_as_nan(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=4)
-    a = np.arange(8, dtype=np.float32).reshape(2, 4)
-    assert file.append(a) == 0
+    a = np.array([[0, 1, 0, 2], [3, 0, 0, 0]], dtype=np.float32)
+    first, counts = file.append(a)
+    assert first == 0 and counts.tolist() == [2, 1]
     with open(file.path, "ab") as f:
         f.write(b"\1\2\3")  # a row cut short by a crash
-    assert file.append(a + 10) == 3  # the torn row is skipped, not overwritten
-    got = file.read(np.array([1, 3, 4, 9]))
+    size = file.size()
+    again, counts_again = file.append(a + 10)
+    assert again == size  # the torn bytes are skipped, not overwritten
+    offsets = np.concatenate([row_offsets(first, 4, counts), row_offsets(again, 4, counts_again)])
+    counts = np.concatenate([counts, counts_again])
+    got = file.read(offsets[[1, 2, 3, 3]] + np.array([0, 0, 0, 100]), counts[[1, 2, 3, 3]])
     assert np.array_equal(got[:3], np.stack([a[1], a[0] + 10, a[1] + 10]))
     assert np.isnan(got[3]).all()
+
+
+def test_a_sidecar_row_whose_bitmap_is_damaged_reads_as_nan(tmp_path):
+    file = VectorFile(str(tmp_path / "v"), dim=16)
+    rows = np.zeros((2, 16), dtype=np.float32)
+    rows[:, [1, 5, 9]] = 1.5
+    first, counts = file.append(rows)
+    with open(file.path, "r+b") as f:  # one more bit in the first row's bitmap
+        f.write(bytes([0b00100011]))
+    got = file.read(row_offsets(first, 16, counts), counts)
+    assert np.isnan(got[0]).all() and np.array_equal(got[1], rows[1])
+
+
+floats = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda dim: st.lists(
+    st.lists(st.one_of(st.just(0.0), st.just(-0.0), floats), min_size=dim, max_size=dim), min_size=1, max_size=6)))
+def test_packed_rows_restore_every_bit(rows):
+    data = np.array(rows, dtype=np.float32)
+    packed, counts = pack_rows(data)
+    dim = data.shape[1]
+    assert len(packed) == len(data) * bitmap_bytes(dim) + 4 * int(counts.sum())
+    assert counts.tolist() == (data.view("<u4") != 0).sum(axis=1).tolist()
+    starts = row_offsets(0, dim, counts)
+    back = unpack_rows(np.frombuffer(packed, dtype=np.uint8), starts, counts, dim)
+    assert back.view("<u4").tobytes() == data.view("<u4").tobytes()  # -0.0, NaN payloads and all
 
 
 def test_stored_rows_read_across_segments_in_the_order_asked(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=3)
     rng = np.random.default_rng(0)
     held, on_disk = rng.random((4, 3), dtype=np.float32), rng.random((5, 3), dtype=np.float32)
+    on_disk[1, 2] = 0.0
     rows = StoredRows(3)
     rows.add_array(held)
-    rows.add_file(file, file.append(on_disk), row_checksums(on_disk))
+    first, counts = file.append(on_disk)
+    rows.add_file(file, row_offsets(first, 3, counts), counts, row_checksums(on_disk))
     every = np.concatenate([held, on_disk])
     order = np.array([8, 0, 4, 3, 5, 8])
     assert len(rows) == 9 and np.array_equal(rows.read(order), every[order])
     assert row_digests(on_disk).shape == (5, DIGEST_BYTES)
 
 
+def test_dense_rows_of_earlier_versions_are_read_beside_sparse_ones(tmp_path):
+    file = VectorFile(str(tmp_path / "v"), dim=4)
+    dense = np.arange(8, dtype=np.float32).reshape(2, 4)
+    with open(file.path, "wb") as f:  # how format 2 runs wrote their rows
+        f.write(dense.tobytes())
+    sparse = np.array([[0, 0, 7, 0]], dtype=np.float32)
+    first, counts = file.append(sparse)
+    rows = StoredRows(4)
+    rows.add_file(file, np.array([0, 16]), np.array([-1, -1]), row_checksums(dense))
+    rows.add_file(file, row_offsets(first, 4, counts), counts, row_checksums(sparse))
+    assert np.array_equal(rows.read(np.array([2, 1, 0])), np.stack([sparse[0], dense[1], dense[0]]))
+    assert np.array_equal(file.read_dense(np.array([1])), dense[1:])
+
+
 def test_a_failing_row_without_a_way_to_recompute_it_is_an_error(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=2)
     data = np.ones((2, 2), dtype=np.float32)
     rows = StoredRows(2)
-    rows.add_file(file, file.append(data), row_checksums(data + 1))
+    first, counts = file.append(data)
+    rows.add_file(file, row_offsets(first, 2, counts), counts, row_checksums(data + 1))
     try:
         rows.read(np.array([1]))
     except ValueError as exc:
@@ -186,11 +252,11 @@ def test_concurrent_appends_each_get_the_rows_they_wrote(tmp_path):
         return VectorFile(path, dim=8).append(block)
 
     with ThreadPoolExecutor(8) as pool:
-        firsts = list(pool.map(write, blocks))
+        written = list(pool.map(write, blocks))
     reader = VectorFile(path, dim=8)
-    for first, block in zip(firsts, blocks):
-        assert np.array_equal(reader.read(first + np.arange(len(block))), block)
-    assert reader.rows() == sum(len(b) for b in blocks)
+    for (first, counts), block in zip(written, blocks):
+        assert np.array_equal(reader.read(row_offsets(first, 8, counts), counts), block)
+    assert len(every_row(path, 8)) == sum(len(b) for b in blocks)  # no bytes written twice or lost
 
 
 def test_a_sidecar_that_cannot_be_written_leaves_the_vectors_in_the_runs(tmp_path, caplog):
@@ -209,7 +275,7 @@ def test_a_sidecar_that_cannot_be_written_leaves_the_vectors_in_the_runs(tmp_pat
 def test_an_unreadable_sidecar_reads_as_rows_that_fail_their_checksum(tmp_path):
     path = str(tmp_path / "v")
     os.mkdir(path)  # open() works on a directory; reading from it does not
-    assert np.isnan(VectorFile(path, dim=4).read(np.array([0, 3]))).all()
+    assert np.isnan(VectorFile(path, dim=4).read(np.array([0, 24]), np.array([2, -1]))).all()
 
 
 def test_an_exact_open_stores_runs_as_it_goes_and_equals_the_live_memory(tmp_path, monkeypatch):
@@ -249,7 +315,8 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
         assert reopened.stored.covered == reopened.store.last_record()  # runs cover every record now
     reads = []
     original = VectorFile.read
-    monkeypatch.setattr(VectorFile, "read", lambda self, rows: (reads.append(len(rows)), original(self, rows))[1])
+    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts: (reads.append(len(offsets)),
+                                                                         original(self, offsets, counts))[1])
     with EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=unpruned) as reopened:
         part = reopened.index.partition("p0")
         assert part.stored == 0 and len(part.spare) == len(part)  # read once while opening, held since
@@ -260,3 +327,30 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
     with EpisodicMemory(path, principal="p0", persistence=exact_way, retriever=unpruned) as exact_memory:
         assert after == [[(e.episode.id, e.score) for e in exact_memory.recall(q, situation="ops", k=5).episodes]
                          for q in QUERIES]
+
+
+def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monkeypatch):
+    """tests/golden/store-run-format-2.tar.gz: 24 episodes recorded by the version that wrote runs of
+    format 2 (dense float32 sidecar rows, documents not compressed; runs of 16 episodes)."""
+    import tarfile
+    from pathlib import Path
+
+    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-2.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    path = tmp_path / "m.sqlite"
+    assert {meta["format"] for meta in stored_metas(path)} == {2}
+    dense_bytes = os.path.getsize(sidecar(path))
+    expected = exact(path)
+    counts_read = []
+    original = VectorFile.read
+    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts: (counts_read.extend(np.asarray(counts).tolist()),
+                                                                         original(self, offsets, counts))[1])
+    with opened(path) as reopened:
+        assert state(reopened) == expected
+    assert counts_read.count(-1) == 16  # the format 2 run's dense rows were read, not recomputed
+    assert {meta["format"] for meta in stored_metas(path)} == {2, 3}  # the other 8 episodes went to a new run
+    assert os.path.getsize(sidecar(path)) > dense_bytes  # appended after the dense rows
+    counts_read.clear()
+    with opened(path) as again:
+        assert state(again) == expected
+    assert counts_read.count(-1) == 16 and len(counts_read) == 24  # both formats read from one sidecar

@@ -7,13 +7,14 @@ UTF-8 JSON documents) with a string table; `run_id` names the stored snapshot.
 from __future__ import annotations
 
 import json
+import zlib
 from datetime import datetime, timedelta
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from memory.episodes import EdgeType, Episode
-from memory.persistence.runs import EDGE_TYPES, EPOCH, FORMAT, OUTCOMES, body_digest
+from memory.persistence.runs import EDGE_TYPES, EPOCH, FORMAT, OUTCOMES, PACKED, body_digest
 
 
 def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str, str], config: str, dim: int,
@@ -21,8 +22,8 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
                cites: Mapping[str, list[str]], edges: Sequence[tuple[str, dict[str, Any]]],
                facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]],
                projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
-               sidecar: Mapping[str, tuple[int, np.ndarray]] | None = None) -> tuple[dict[str, Any], bytes]:
-    """Meta and body of a run (format 2 with `sidecar`, else format 1).
+               sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray]] | None = None) -> tuple[dict[str, Any], bytes]:
+    """Meta and body of a run (format 3 with `sidecar`, else format 1).
 
     Args:
         after, upto: the records range the run stands for.
@@ -37,18 +38,20 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         marks: (mark id, episode id) of the reinforcement marks, in storing order.
         projections: principal → (basis digest, projections, residual norms) of the rows of
             that principal's episodes (in storing order), for principals with a basis.
-        sidecar: principal → (first sidecar row, `vectors.row_digests`, `vectors.row_checksums`)
-            of its episodes' vectors, written to the store's vectors sidecar beforehand; without it the vectors
-            are kept in the body.
+        sidecar: principal → (first byte, float counts (`VectorFile.append`), `vectors.row_digests`,
+            `vectors.row_checksums`) of its episodes' vectors, written to the store's vectors sidecar
+            beforehand; without it the vectors are kept in the body (and the documents are not compressed).
     """
-    out = _Sections()
+    out = _Sections(packed=sidecar is not None)
     rows = _episode_columns(out, episodes)
     for principal, picked in rows.items():  # one block per principal: copied straight into its partition
         if sidecar is None:
             out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
         else:
-            out.array(f"digests:{principal}", sidecar[principal][1], "u1")
-            out.array(f"checksums:{principal}", sidecar[principal][2], "<u4")
+            _, counts, digests, checksums = sidecar[principal]
+            out.array(f"counts:{principal}", counts, "<u4")
+            out.array(f"digests:{principal}", digests, "u1")
+            out.array(f"checksums:{principal}", checksums, "<u4")
     out.document("texts", [t for t, _ in problems])
     out.document("cites", {i: list(c) for i, c in cites.items()})
     _link_sections(out, episodes, edges, facts, marks)
@@ -70,7 +73,8 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
 class _Sections:
     """A run body being written: named sections (arrays or JSON documents) and a string table."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, packed: bool) -> None:
+        self.packed = packed  # JSON documents compressed (format 3)
         self.sections: list[tuple[str, bytes, str | None, list[int] | None]] = []
         self.strings: dict[str | None, int] = {}
 
@@ -84,7 +88,10 @@ class _Sections:
 
     def document(self, name: str, value: Any) -> None:
         data = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self.sections.append((name, data, None, None))
+        if self.packed:
+            self.sections.append((name, zlib.compress(data, 6), PACKED, None))
+        else:
+            self.sections.append((name, data, None, None))
 
     def pack(self) -> tuple[dict[str, list[Any]], bytes]:
         """The layout (name → offset, size, dtype, shape) and the concatenated body."""

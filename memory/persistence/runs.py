@@ -3,9 +3,11 @@
 A *run* stands for the derived records stored in one contiguous range of the records
 table (``after < seq <= upto``): the episodes (as columns), their problem vectors, texts
 and citations, the edges, fact versions and reinforcement marks, plus the relevance-bound
-projections of the vectors when their partition had a bounding basis. A run of format 2
-keeps where its vectors are in the store's vectors sidecar, with their checksums and
-digests (`memory.persistence.vectors`); one of format 1 keeps the vectors. Runs are stored in
+projections of the vectors when their partition had a bounding basis. A run of format 3
+keeps where its vectors are in the store's vectors sidecar (sparse rows), with their
+checksums and digests (`memory.persistence.vectors`), and its JSON documents compressed
+with zlib; format 2 (still read) points to dense sidecar rows and keeps its documents as
+they are; format 1 (still read) keeps the vectors in the body. Runs are stored in
 the insert-only snapshots table (kind `RUN`), each in its own transaction; the timeline
 and the records are never touched, so a crash while writing one leaves a valid store.
 
@@ -30,26 +32,23 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
-import sqlite3
 import sys
 import threading
 import zlib
 from dataclasses import asdict
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
-from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
-from urllib.parse import quote
 
 import numpy as np
 
 from memory.episodes import EdgeType, Outcome
-from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_digests
+from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_offsets, row_sizes
 
 RUN = "open_state/1"  # snapshot kind of runs
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
-FORMAT = 2  # layout version inside the kind: 2 keeps the vectors in the sidecar, 1 (still read) in the body
-READ_FORMATS = (1, 2)
+FORMAT = 3  # layout version inside the kind (see the module docstring)
+READ_FORMATS = (1, 2, 3)
 
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
 OUTCOME_NAMES = tuple(o.value for o in OUTCOMES)  # the same, as the strings graph nodes hold
@@ -75,18 +74,18 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-_BULK = ("vectors:", "digests:", "checksums:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
+_BULK = ("vectors:", "digests:", "checksums:", "counts:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
 
 
-_PACKED = "zlib"  # a kept JSON section compressed in memory until it is read
+PACKED = "zlib"  # the dtype of a JSON section compressed with zlib (in a run of format 3, and in memory)
 _PACKED_DOCUMENTS = ("texts",)  # kept after opening, read on demand if ever, and compress well (7×)
 
 
 def _kept(name: str, data: memoryview, dtype: str | None,
           shape: list[int] | None) -> tuple[bytes, str | None, list[int] | None]:
     """A section as a run keeps it: the documents read only on demand compressed, the rest as they are."""
-    if name in _PACKED_DOCUMENTS:
-        return zlib.compress(data, 1), _PACKED, None
+    if dtype != PACKED and name in _PACKED_DOCUMENTS:
+        return zlib.compress(data, 1), PACKED, None
     return bytes(data), dtype, shape
 
 
@@ -101,7 +100,7 @@ class Run:
         self.offsets: dict[str, int] = {}  # principal → first row of this run in its partition
         self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
         self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
-        self.vectors: list[tuple[StoredRows, Any]] = []  # vector segments still to add: (sidecar, first, checksums) or rows
+        self.vectors: list[tuple[StoredRows, Any]] = []  # segments still to add: (sidecar, offsets, counts, checksums) or rows
         self._sections = sections
 
     def _array(self, name: str) -> np.ndarray:
@@ -110,7 +109,7 @@ class Run:
 
     def _document(self, name: str) -> Any:
         data, packed, _ = self._sections.pop(name)
-        return json.loads((zlib.decompress(data) if packed == _PACKED else data).decode("utf-8"))
+        return json.loads((zlib.decompress(data) if packed == PACKED else data).decode("utf-8"))
 
     def place(self) -> None:
         """Copy the run's vectors and projections into the principals' arrays (the iterating thread does:
@@ -312,12 +311,14 @@ class RunReader:
                 return run
         return None
 
-    def _check_sidecar(self, firsts: Any, rows: Mapping[str, int]) -> None:
-        """Raise `Corrupt` unless the sidecar holds the rows a format 2 run points to."""
-        if self.sidecar is None or not isinstance(firsts, dict) or set(firsts) != set(rows) \
-                or any(not isinstance(firsts[p], int) or not 0 <= firsts[p] <= self.sidecar.rows() - k
-                       for p, k in rows.items()):
-            raise Corrupt("the vectors sidecar is missing or does not hold the run's rows")
+    def _in_sidecar(self, meta: Mapping[str, Any], sections: Mapping[str, np.ndarray]) -> dict[str, tuple]:
+        """principal → (byte offsets, float counts) of a run's sidecar rows; `Corrupt` unless the sidecar holds them."""
+        dim = int(meta["dim"])
+        where = {p: sidecar_rows(meta, p, sections, dim) for p in meta["rows"]}
+        if any(len(offsets) and int((offsets + row_sizes(dim, counts)).max()) > self.sidecar.size()  # type: ignore[union-attr]
+               for offsets, counts in where.values()):
+            raise Corrupt("the vectors sidecar does not hold the run's rows")
+        return where
 
     def _copy(self, store: Any, seq: int, meta: Mapping[str, Any]) -> Run | None:
         """Read and check a run's sections; its vectors and projections go to the principals' arrays.
@@ -330,17 +331,19 @@ class RunReader:
         rows = {p: int(k) for p, k in meta["rows"].items()}
         if not isinstance(layout, dict) or sum(rows.values()) != n:
             raise Corrupt("no section table, or rows disagree with the episodes")
-        in_sidecar = meta["format"] == 2
+        in_sidecar = meta["format"] >= 2
         vectors = {**{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
-                   **{f"checksums:{p}": [k] for p, k in rows.items()}} if in_sidecar else \
+                   **{f"checksums:{p}": [k] for p, k in rows.items()},
+                   **({f"counts:{p}": [k] for p, k in rows.items()} if meta["format"] >= 3 else {})} if in_sidecar else \
             {f"vectors:{p}": [k, dim] for p, k in rows.items()}
         expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
                     "end_us": [n], "choice": [n], "seqs": [n, 2], **vectors}
         for name, shape in expected.items():
             if name not in layout or list(layout[name][3]) != shape:
                 raise Corrupt(f"section {name} is missing or has another shape")
-        if in_sidecar:
-            self._check_sidecar(meta["vectors"], rows)
+        if in_sidecar and (self.sidecar is None or not isinstance(meta["vectors"], dict)
+                           or set(meta["vectors"]) != set(rows)):
+            raise Corrupt("no vectors sidecar, or the run does not say where each principal's rows are")
         if any(self.filled.get(p, 0) + k > self.capacity.get(p, 0) for p, k in rows.items()):
             return None
         body = store.snapshot_body(seq)  # one read and one digest per run: the GIL is released for both
@@ -350,8 +353,8 @@ class RunReader:
         kept: dict[str, tuple[bytes, str | None, list[int] | None]] = {}
         bulk: dict[str, np.ndarray] = {}
         for name, (offset, length, dtype, shape) in layout.items():
-            if not 0 <= offset <= offset + length <= len(body) or \
-                    dtype is not None and int(np.prod(shape)) * np.dtype(dtype).itemsize != length:
+            if not 0 <= offset <= offset + length <= len(body) or dtype not in (None, PACKED) \
+                    and int(np.prod(shape)) * np.dtype(dtype).itemsize != length:
                 raise Corrupt(f"section {name} does not fit the body or its shape")
             data = view[offset : offset + length]
             if name.startswith(_BULK):
@@ -359,9 +362,10 @@ class RunReader:
             else:
                 kept[name] = _kept(name, data, dtype, shape)
         run = Run(meta, kept)
+        where = self._in_sidecar(meta, bulk) if in_sidecar else {}
         for principal, k in rows.items():
             at = self.filled[principal]
-            run.vectors.append((self.source(principal), (self.sidecar, int(meta["vectors"][principal]),
+            run.vectors.append((self.source(principal), (self.sidecar, *where[principal],
                                 bulk[f"checksums:{principal}"].copy()) if in_sidecar else bulk[f"vectors:{principal}"].copy()))
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
@@ -376,6 +380,22 @@ class RunReader:
             run.offsets[principal] = at
             self.filled[principal] = at + k
         return run
+
+
+def sidecar_rows(meta: Mapping[str, Any], principal: str, sections: Mapping[str, np.ndarray],
+                 dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where a principal's rows of a format 2 or 3 run are in the sidecar: byte offsets and float counts
+    (-1: dense rows). Raises `Corrupt` for a first row that is not a non-negative integer, or a count
+    larger than a row."""
+    first, k = meta["vectors"][principal], int(meta["rows"][principal])
+    if not isinstance(first, int) or isinstance(first, bool) or first < 0:
+        raise Corrupt("a run's first sidecar row is not a non-negative integer")
+    if meta["format"] == 2:  # dense rows, numbered
+        return (first + np.arange(k, dtype=np.int64)) * (4 * dim), np.full(k, -1, dtype=np.int64)
+    counts = np.asarray(sections[f"counts:{principal}"], dtype=np.int64)
+    if len(counts) != k or (counts > dim).any():
+        raise Corrupt("a run's row counts do not fit its rows")
+    return row_offsets(first, dim, counts), counts
 
 
 def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
@@ -393,41 +413,3 @@ def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
 
 def basis_digest(basis: np.ndarray) -> str:
     return body_digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())
-
-
-def sidecar_findings(store_path: str) -> list[str]:
-    """What is wrong with the vectors sidecar the store's format 2 runs point into (read-only; [] when nothing).
-
-    The sidecar is derived data: a row that is missing or fails its digest is recomputed on
-    read, so these are notes for `python -m memory verify`, not corruption of the memory.
-    """
-    uri = f"file:{quote(str(Path(store_path).resolve()))}?mode=ro"
-    db = sqlite3.connect(uri, uri=True)
-    files: dict[int, VectorFile] = {}  # by row width
-    checked = bad = 0
-    try:
-        for meta_text, body in db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (RUN,)):
-            try:
-                meta = json.loads(meta_text)
-                if meta.get("format") != 2 or body_digest(body) != meta["digest"]:
-                    continue  # an older run, or one that opening ignores anyway
-                dim = int(meta["dim"])
-                file = files.setdefault(dim, VectorFile(f"{store_path}-vectors", dim))
-                for principal, first in meta["vectors"].items():
-                    offset, length, _, shape = meta["sections"][f"digests:{principal}"]
-                    digests = np.frombuffer(body[offset : offset + length], dtype=np.uint8).reshape(shape)
-                    checked += len(digests)
-                    bad += int((row_digests(file.read(first + np.arange(len(digests)))) != digests).any(axis=1).sum())
-            except (KeyError, TypeError, ValueError):
-                continue
-    except sqlite3.Error:
-        return []
-    finally:
-        db.close()
-        for file in files.values():
-            file.close()
-    if not bad:
-        return []
-    return [f"vectors sidecar: {bad:,} of the {checked:,} rows state runs point to are missing or fail their digest "
-            f"(derived data: recall recomputes them from the entries; delete {store_path}-vectors to have the runs "
-            "written again)"]

@@ -1,13 +1,19 @@
 """Problem vectors kept on disk beside the store and read on demand, so an open memory does not
 hold every episode's vector in memory.
 
-A file store has a sidecar, ``<store>-vectors``: raw little-endian float32 rows of the
-encoder's dimension, only ever appended (`VectorFile`). A state run of format 2
-(`memory.persistence.runs`) records, per principal, the first sidecar row of its episodes'
-vectors, a CRC-32 of every row (checked on read: damage, a torn write, a wrong file) and a
-truncated SHA-256 (checked by ``python -m memory verify``, whose digest chain covers the
-runs: a row altered on purpose); the sidecar itself is derived data, like the runs, and
-holds nothing the timeline does not.
+A file store has a sidecar, ``<store>-vectors``, only ever appended (`VectorFile`). Each
+row is stored sparse and exact: a bitmap of which floats are non-zero (by their bits, so
+-0.0 and NaN are kept), then those floats as little-endian float32 (`pack_rows`). Hashing
+vectors have about a third of their buckets set, so a row takes about 40 % of its dense
+size; a dense encoder's row costs its bitmap more than dense (dim / 8 bytes). Rows written
+by earlier versions are dense float32 rows at multiples of the row size, and are still read.
+
+A state run (`memory.persistence.runs`) records, per principal, where its episodes'
+rows begin, how many floats each holds (the row sizes follow), a CRC-32 of every row
+(checked on read: damage, a torn write, a wrong file) and a truncated SHA-256 (checked by
+``python -m memory verify``, whose digest chain covers the runs: a row altered on purpose);
+both are of the dense float32 row, whichever way it is stored. The sidecar is derived
+data, like the runs, and holds nothing the timeline does not.
 
 `StoredRows` is what a partition of the recall index reads its older rows from
 (`memory.retrieval.index.Partition`): segments of sidecar rows (read when recall needs
@@ -52,6 +58,65 @@ def row_digests(rows: np.ndarray) -> np.ndarray:
     return out
 
 
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``start, …, start + length - 1`` of each pair, concatenated."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    before = np.cumsum(lengths) - lengths  # positions emitted before each range
+    return np.repeat(np.asarray(starts, dtype=np.int64) - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def bitmap_bytes(dim: int) -> int:
+    """Bytes of a sparse row's bitmap."""
+    return (dim + 7) // 8
+
+
+def row_sizes(dim: int, counts: np.ndarray) -> np.ndarray:
+    """Bytes each stored row takes: a sparse row with `counts` floats, or a dense one where the count is negative."""
+    counts = np.asarray(counts, dtype=np.int64)
+    return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + 4 * counts)
+
+
+def row_offsets(first: int, dim: int, counts: np.ndarray) -> np.ndarray:
+    """Where each of a block of sparse rows written together begins, the first at byte `first`."""
+    sizes = row_sizes(dim, counts)
+    return int(first) + np.cumsum(sizes) - sizes
+
+
+def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """float32 rows in the sidecar's sparse layout, and how many floats each row keeps.
+
+    Per row: a bitmap of the floats whose bits are not all zero (bit ``i % 8`` of byte
+    ``i // 8``), then those floats in order. `unpack_rows` restores every bit.
+    """
+    data = np.ascontiguousarray(rows, dtype="<f4")
+    dim = data.shape[1]
+    present = data.view("<u4") != 0
+    counts = present.sum(axis=1).astype(np.int64)
+    width = bitmap_bytes(dim)
+    sizes = width + 4 * counts
+    starts = np.cumsum(sizes) - sizes
+    out = np.empty(int(sizes.sum()), dtype=np.uint8)
+    out[starts[:, None] + np.arange(width)] = np.packbits(present, axis=1, bitorder="little")
+    out[_ranges(starts + width, 4 * counts)] = data[present].view(np.uint8)
+    return out.tobytes(), counts.astype(np.uint32)
+
+
+def unpack_rows(buffer: np.ndarray, starts: np.ndarray, counts: np.ndarray, dim: int) -> np.ndarray:
+    """Dense float32 rows from sparse rows at `starts` of a uint8 `buffer`; a row whose bitmap does
+    not hold `counts` bits (damage) reads as NaN."""
+    starts = np.asarray(starts, dtype=np.int64)
+    counts = np.asarray(counts, dtype=np.int64)
+    width = bitmap_bytes(dim)
+    present = np.unpackbits(buffer[starts[:, None] + np.arange(width)], axis=1, count=dim, bitorder="little").view(bool)
+    out = np.zeros((len(starts), dim), dtype=np.float32)
+    fits = present.sum(axis=1) == counts
+    if not fits.all():
+        present[~fits] = False
+        out[~fits] = np.nan
+    out[present] = buffer[_ranges(starts[fits] + width, 4 * counts[fits])].view("<f4")
+    return out
+
+
 class VectorFile:
     """A store's vectors sidecar: rows appended durably, read row by row.
 
@@ -63,58 +128,74 @@ class VectorFile:
     def __init__(self, path: str, dim: int) -> None:
         self.path = path
         self.dim = dim
-        self.row_bytes = 4 * dim
+        self.row_bytes = 4 * dim  # a dense row (written by earlier versions)
         self._fd: int | None = None
         self._lock = threading.Lock()
 
-    def rows(self) -> int:
-        """Whole rows the file holds now (0 when it is missing)."""
+    def size(self) -> int:
+        """Bytes the file holds now (0 when it is missing)."""
         try:
-            return os.path.getsize(self.path) // self.row_bytes
+            return os.path.getsize(self.path)
         except OSError:
             return 0
 
-    def append(self, rows: np.ndarray) -> int:
-        """Write rows at the end (after any partial row a crash left), flushed to disk; their first row number.
+    def append(self, rows: np.ndarray) -> tuple[int, np.ndarray]:
+        """Write rows sparse at the end (after anything a crash left), flushed to disk.
 
-        An exclusive ``flock`` on the file covers finding the end and writing, so processes
-        writing runs of one store at once never record the same rows.
+        Returns the byte where the first row begins and each row's count of floats
+        (`row_offsets` gives where every row begins). An exclusive ``flock`` on the file
+        covers finding the end and writing, so processes writing runs of one store at once
+        never record the same bytes.
         """
-        data = np.ascontiguousarray(rows, dtype="<f4").reshape(-1, self.dim)
+        packed, counts = pack_rows(np.asarray(rows, dtype=np.float32).reshape(-1, self.dim))
         with self._lock, open(self.path, "ab") as out:
             if fcntl is not None:
                 fcntl.flock(out.fileno(), fcntl.LOCK_EX)  # released when the file is closed
-            size = out.seek(0, os.SEEK_END)
-            first = -(-size // self.row_bytes)  # a torn row from an interrupted write is skipped, never reused
-            if first * self.row_bytes != size:
-                out.write(b"\0" * (first * self.row_bytes - size))
-            out.write(data.tobytes())
+            first = out.seek(0, os.SEEK_END)  # bytes a torn write left are skipped, never reused
+            out.write(packed)
             out.flush()
             os.fsync(out.fileno())
-        return first
+        return first, counts
 
-    def read(self, file_rows: np.ndarray) -> np.ndarray:
-        """Rows by their row numbers (a copy); rows past the end read as NaN (they fail their checksum).
+    def read(self, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Dense rows stored at byte `offsets` with `counts` floats each (negative: a dense row),
+        as a copy; a row past the end or unreadable reads as NaN (it fails its checksum).
 
-        Each row is one ``preadv`` straight into the result: the rows come through the page
-        cache without being mapped into this process, so reading a few rows of a large
-        sidecar adds only them to its resident memory (a memory map faults in whole folios).
+        Each row is one ``preadv``: the rows come through the page cache without being
+        mapped into this process, so reading a few rows of a large sidecar adds only them
+        to its resident memory (a memory map faults in whole folios).
         """
-        file_rows = np.asarray(file_rows, dtype=np.intp).reshape(-1)
-        out = np.empty((len(file_rows), self.dim), dtype=np.float32)
-        fd = self._descriptor() if len(file_rows) else None
+        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
+        counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        out = np.empty((len(offsets), self.dim), dtype=np.float32)
+        fd = self._descriptor() if len(offsets) else None
         if fd is None:
             out.fill(np.nan)
             return out
-        rb, view = self.row_bytes, memoryview(out).cast("B")
-        for n, row in enumerate(file_rows.tolist()):
+        sizes = row_sizes(self.dim, counts)
+        starts = np.cumsum(sizes) - sizes
+        buffer = bytearray(int(sizes.sum()))
+        view = memoryview(buffer)
+        whole = np.zeros(len(offsets), dtype=bool)
+        for n, (offset, start, size) in enumerate(zip(offsets.tolist(), starts.tolist(), sizes.tolist())):
             try:
-                whole = row >= 0 and os.preadv(fd, [view[n * rb : (n + 1) * rb]], row * rb) == rb
+                whole[n] = offset >= 0 and os.preadv(fd, [view[start : start + size]], offset) == size
             except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
-                whole = False
-            if not whole:
-                out[n] = np.nan
+                pass
+        data = np.frombuffer(buffer, dtype=np.uint8)
+        dense = counts < 0
+        if dense.any():
+            out[dense] = data[_ranges(starts[dense], sizes[dense])].view("<f4").reshape(-1, self.dim)
+        sparse = ~dense & (counts <= self.dim)
+        if sparse.any():
+            out[sparse] = unpack_rows(data, starts[sparse], counts[sparse], self.dim)
+        out[~whole | (counts > self.dim)] = np.nan
         return out
+
+    def read_dense(self, rows: np.ndarray) -> np.ndarray:
+        """Dense rows by their row numbers (how earlier versions wrote rows)."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        return self.read(rows * self.row_bytes, np.full(len(rows), -1))
 
     def _descriptor(self) -> int | None:
         with self._lock:
@@ -153,9 +234,10 @@ class StoredRows:
         self.file: VectorFile | None = None  # the sidecar of every file segment
         self._starts = np.zeros(0, dtype=np.intp)  # first partition row of each segment
         self._size = 0
-        self._pending: list[tuple[np.ndarray, np.ndarray, bool]] = []  # segments added since the last read
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]] = []  # segments added since the last read
         self._arrays: list[np.ndarray | None] = []  # each segment's rows when held in memory
-        self._file_rows = np.zeros(0, dtype=np.intp)  # sidecar row of each partition row (-1: held in memory)
+        self._offsets = np.zeros(0, dtype=np.int64)  # sidecar byte of each partition row (-1: held in memory)
+        self._counts = np.zeros(0, dtype=np.int32)  # floats of each sidecar row (-1: a dense row)
         self._sums = np.zeros(0, dtype=np.uint32)  # CRC-32 of each partition row
         self._checked = np.zeros(0, dtype=bool)  # rows whose checksum matched (or held in memory)
         self._fixed: dict[int, np.ndarray] = {}  # rows recomputed after failing their checksum
@@ -167,32 +249,39 @@ class StoredRows:
     def add_array(self, vectors: np.ndarray) -> None:
         """Rows held in memory (a run of format 1)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
-        self._add(vectors, np.full(len(vectors), -1), np.zeros(len(vectors), np.uint32), True)
+        none = np.full(len(vectors), -1)
+        self._add(vectors, none, none, np.zeros(len(vectors), np.uint32), True)
 
-    def add_file(self, file: VectorFile, first: int, checksums: np.ndarray, *, checked: bool = False) -> None:
-        """Rows ``first, first + 1, …`` of a sidecar, with their checksums (`row_checksums`)."""
+    def add_file(self, file: VectorFile, offsets: np.ndarray, counts: np.ndarray, checksums: np.ndarray, *,
+                 checked: bool = False) -> None:
+        """Sidecar rows at byte `offsets` with `counts` floats each (`VectorFile.read`), and their
+        checksums (`row_checksums`)."""
         if self.file is not None and file is not self.file and file.path != self.file.path:
             raise ValueError("all sidecar rows of a partition come from one sidecar")
         self.file = file
         checksums = np.asarray(checksums, dtype=np.uint32).reshape(-1)
-        self._add(None, first + np.arange(len(checksums)), checksums, checked)
+        self._add(None, np.asarray(offsets).reshape(-1), np.asarray(counts).reshape(-1), checksums, checked)
 
-    def _add(self, array: np.ndarray | None, file_rows: np.ndarray, sums: np.ndarray, checked: bool) -> None:
+    def _add(self, array: np.ndarray | None, offsets: np.ndarray, counts: np.ndarray, sums: np.ndarray,
+             checked: bool) -> None:
+        if not len(offsets) == len(counts) == len(sums):
+            raise ValueError("every row needs its offset, count and checksum")
         with self._lock:
             self._starts = np.append(self._starts, self._size)
             self._arrays.append(array)
-            self._pending.append((file_rows.astype(np.intp), sums, checked))
-            self._size += len(file_rows)
+            self._pending.append((offsets.astype(np.int64), counts.astype(np.int32), sums, checked))
+            self._size += len(offsets)
 
     def _columns(self) -> None:
         """Join the per-row columns of the segments added since the last read (once, not per segment:
         opening from many runs adds one segment per run)."""
         with self._lock:
             if self._pending:
-                self._file_rows = np.concatenate([self._file_rows, *(rows for rows, _, _ in self._pending)])
-                self._sums = np.concatenate([self._sums, *(sums for _, sums, _ in self._pending)])
-                self._checked = np.concatenate([self._checked, *(np.full(len(rows), checked)
-                                                                 for rows, _, checked in self._pending)])
+                self._offsets = np.concatenate([self._offsets, *(offsets for offsets, *_ in self._pending)])
+                self._counts = np.concatenate([self._counts, *(counts for _, counts, _, _ in self._pending)])
+                self._sums = np.concatenate([self._sums, *(sums for _, _, sums, _ in self._pending)])
+                self._checked = np.concatenate([self._checked, *(np.full(len(offsets), checked)
+                                                                 for offsets, _, _, checked in self._pending)])
                 self._pending = []
 
     def resident_bytes(self) -> int:
@@ -206,8 +295,8 @@ class StoredRows:
         if not len(rows):
             return out
         self._columns()
-        file_rows = self._file_rows[rows]
-        on_file = file_rows >= 0
+        offsets = self._offsets[rows]
+        on_file = offsets >= 0
         if not on_file.all():
             which = np.searchsorted(self._starts, rows, side="right") - 1
             for s in np.unique(which[~on_file]).tolist():
@@ -215,7 +304,7 @@ class StoredRows:
                 out[at] = self._arrays[s][rows[at] - self._starts[s]]  # type: ignore[index]
         if on_file.any():
             at = np.flatnonzero(on_file) if not on_file.all() else np.arange(len(rows))
-            out[at] = self.file.read(file_rows[at])  # type: ignore[union-attr]
+            out[at] = self.file.read(offsets[at], self._counts[rows[at]])  # type: ignore[union-attr]
             self._check(rows[at], out, at)
         return out
 

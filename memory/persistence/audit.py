@@ -1,0 +1,54 @@
+"""What `python -m memory verify` notes about the vectors sidecar (read-only)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+
+from memory.persistence.runs import RUN, Corrupt, body_digest, sidecar_rows
+from memory.persistence.vectors import VectorFile, row_digests
+
+
+def sidecar_findings(store_path: str) -> list[str]:
+    """What is wrong with the vectors sidecar the store's runs point into (read-only; [] when nothing).
+
+    The sidecar is derived data: a row that is missing or fails its digest is recomputed on
+    read, so these are notes for `python -m memory verify`, not corruption of the memory.
+    """
+    uri = f"file:{quote(str(Path(store_path).resolve()))}?mode=ro"
+    db = sqlite3.connect(uri, uri=True)
+    files: dict[int, VectorFile] = {}  # by row width
+    checked = bad = 0
+    try:
+        for meta_text, body in db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (RUN,)):
+            try:
+                meta = json.loads(meta_text)
+                if meta.get("format") not in (2, 3) or body_digest(body) != meta["digest"]:
+                    continue  # a run without sidecar rows, or one that opening ignores anyway
+                dim = int(meta["dim"])
+                file = files.setdefault(dim, VectorFile(f"{store_path}-vectors", dim))
+                sections = {name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
+                            for name, (offset, length, dtype, shape) in meta["sections"].items()
+                            if name.startswith(("digests:", "counts:"))}
+                for principal in meta["vectors"]:
+                    digests = sections[f"digests:{principal}"]
+                    checked += len(digests)
+                    rows = file.read(*sidecar_rows(meta, principal, sections, dim))
+                    bad += int((row_digests(rows) != digests).any(axis=1).sum())
+            except (Corrupt, KeyError, TypeError, ValueError):
+                continue
+    except sqlite3.Error:
+        return []
+    finally:
+        db.close()
+        for file in files.values():
+            file.close()
+    if not bad:
+        return []
+    return [f"vectors sidecar: {bad:,} of the {checked:,} rows state runs point to are missing or fail their digest "
+            f"(derived data: recall recomputes them from the entries; delete {store_path}-vectors to have the runs "
+            "written again)"]
