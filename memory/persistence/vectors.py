@@ -101,19 +101,19 @@ def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray]:
     return out.tobytes(), counts.astype(np.uint32)
 
 
-def unpack_rows(buffer: np.ndarray, starts: np.ndarray, counts: np.ndarray, dim: int) -> np.ndarray:
-    """Dense float32 rows from sparse rows at `starts` of a uint8 `buffer`; a row whose bitmap does
-    not hold `counts` bits (damage) reads as NaN."""
-    starts = np.asarray(starts, dtype=np.int64)
+def unpack_rows(bitmaps: np.ndarray, counts: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:
+    """Dense float32 rows from sparse ones: their bitmaps (one row of `bitmap_bytes` each), float
+    counts and floats (concatenated in row order). A row whose bitmap does not hold `counts` bits
+    (damage) reads as NaN."""
     counts = np.asarray(counts, dtype=np.int64)
-    width = bitmap_bytes(dim)
-    present = np.unpackbits(buffer[starts[:, None] + np.arange(width)], axis=1, count=dim, bitorder="little").view(bool)
-    out = np.zeros((len(starts), dim), dtype=np.float32)
+    present = np.unpackbits(bitmaps, axis=1, count=dim, bitorder="little").view(bool)
+    out = np.zeros((len(counts), dim), dtype=np.float32)
     fits = present.sum(axis=1) == counts
     if not fits.all():
         present[~fits] = False
         out[~fits] = np.nan
-    out[present] = buffer[_ranges(starts[fits] + width, 4 * counts[fits])].view("<f4")
+        values = values[np.repeat(fits, counts)]
+    out.reshape(-1)[np.flatnonzero(present)] = values  # twice as fast as a boolean assignment
     return out
 
 
@@ -161,9 +161,10 @@ class VectorFile:
         """Dense rows stored at byte `offsets` with `counts` floats each (negative: a dense row),
         as a copy; a row past the end or unreadable reads as NaN (it fails its checksum).
 
-        Each row is one ``preadv``: the rows come through the page cache without being
-        mapped into this process, so reading a few rows of a large sidecar adds only them
-        to its resident memory (a memory map faults in whole folios).
+        Each row is one ``preadv`` straight into place (a sparse row's bitmap and floats into
+        two arrays): the rows come through the page cache without being mapped into this
+        process, so reading a few rows of a large sidecar adds only them to its resident
+        memory (a memory map faults in whole folios).
         """
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
         counts = np.asarray(counts, dtype=np.int64).reshape(-1)
@@ -172,24 +173,28 @@ class VectorFile:
         if fd is None:
             out.fill(np.nan)
             return out
-        sizes = row_sizes(self.dim, counts)
-        starts = np.cumsum(sizes) - sizes
-        buffer = bytearray(int(sizes.sum()))
-        view = memoryview(buffer)
-        whole = np.zeros(len(offsets), dtype=bool)
-        for n, (offset, start, size) in enumerate(zip(offsets.tolist(), starts.tolist(), sizes.tolist())):
+        whole = (offsets >= 0) & (counts <= self.dim)
+        sparse = np.flatnonzero(whole & (counts >= 0))
+        width = bitmap_bytes(self.dim)
+        bitmaps = np.empty((len(sparse), width), dtype=np.uint8)
+        values = np.empty(int(counts[sparse].sum()), dtype=np.float32)
+        rows, bits, floats = (memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, values))
+        rb, place, n = self.row_bytes, 0, 0
+        for row, (offset, count) in enumerate(zip(offsets.tolist(), counts.tolist())):
+            if not whole[row]:
+                continue
+            if count < 0:  # a dense row of an earlier version
+                parts, size = [rows[row * rb : (row + 1) * rb]], rb
+            else:
+                parts, size = [bits[n * width : (n + 1) * width], floats[4 * place : 4 * (place + count)]], width + 4 * count
+                place, n = place + count, n + 1
             try:
-                whole[n] = offset >= 0 and os.preadv(fd, [view[start : start + size]], offset) == size
+                whole[row] = os.preadv(fd, parts, offset) == size
             except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
-                pass
-        data = np.frombuffer(buffer, dtype=np.uint8)
-        dense = counts < 0
-        if dense.any():
-            out[dense] = data[_ranges(starts[dense], sizes[dense])].view("<f4").reshape(-1, self.dim)
-        sparse = ~dense & (counts <= self.dim)
-        if sparse.any():
-            out[sparse] = unpack_rows(data, starts[sparse], counts[sparse], self.dim)
-        out[~whole | (counts > self.dim)] = np.nan
+                whole[row] = False
+        if len(sparse):
+            out[sparse] = unpack_rows(bitmaps, counts[sparse], values, self.dim)
+        out[~whole] = np.nan
         return out
 
     def read_dense(self, rows: np.ndarray) -> np.ndarray:
