@@ -398,7 +398,7 @@ def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemor
 
 
 def replayed_records(memory: EpisodicMemory, erase: Collection[int]) -> list[tuple[str, str, str]]:
-    """(kind, id, body as stored) of every record a replay of `memory`'s timeline with `erase` erased writes."""
+    """(kind, id, body JSON text) of every record a replay of `memory`'s timeline with `erase` erased writes."""
     with replay(memory, erase) as fresh:
         return [(kind, record_id, body) for _, kind, record_id, body in
                 fresh.store.record_rows(0, fresh.store.last_record())]

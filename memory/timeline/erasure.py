@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from memory.errors import StoreError
+from memory.timeline import record_body
 from memory.timeline.entries import Entry
 from memory.timeline.validation import check_label
 
@@ -47,7 +48,7 @@ class ErasurePlan(NamedTuple):
     record_id: str  # id of the erasure record
     record: dict[str, Any]  # its body (no content)
     entries: list[tuple[int, str]]  # (seq, id) of the entries to erase, in timeline order
-    records: list[tuple[str, str, str]]  # (kind, id, body as stored) of the re-derived records, in order
+    records: list[tuple[str, str, str]]  # (kind, id, body JSON text) of the re-derived records, in order
     head: int  # the last timeline seq the replay read (the store must not have grown since)
     last_record: int  # the last record seq when the plan was made
 
@@ -182,7 +183,8 @@ def apply_sqlite(db: Any, plan: ErasurePlan) -> None:
         # a marker keeps snapshot seqs growing past the deleted ones (their digests stay)
         db.execute("INSERT INTO snapshots (seq, kind, id, meta, body) VALUES (?,?,?,?,X'')",
                    (upto + 1, ERASURE, plan.record_id, "{}"))
-    db.executemany("INSERT INTO records (kind, id, body) VALUES (?,?,?)", plan.records)
+    db.executemany("INSERT INTO records (kind, id, body) VALUES (?,?,?)",
+                   [(kind, record_id, record_body.pack(body)) for kind, record_id, body in plan.records])
 
 
 def _check_unchanged(head: int, last_record: int, plan: ErasurePlan) -> None:

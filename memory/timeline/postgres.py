@@ -294,7 +294,7 @@ class PostgresStore:
         return self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
 
     def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
-        """(seq, kind, id, body as stored) of the records with ``after < seq <= upto``, in order."""
+        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order."""
         return self._rows("SELECT seq, kind, id, body FROM records WHERE seq > %s AND seq <= %s ORDER BY seq",
                           (after, upto))
 

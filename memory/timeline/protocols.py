@@ -117,7 +117,7 @@ class RecordLog(Protocol):
         ...
 
     def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
-        """(seq, kind, id, body as stored) of the records with ``after < seq <= upto``, in order."""
+        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order."""
         ...
 
 

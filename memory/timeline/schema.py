@@ -33,12 +33,12 @@ from memory.timeline.entries import (
 
 APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
 # Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`, schema 3 its
-# derived layout (the vector recomputed from the entry's text); each reads the stores of the
-# schemas before it. An older store is marked with the current version by the first
-# transaction that writes entries into it, so older code refuses it with a clear message
-# instead of misreading a blob.
-SCHEMA_VERSION = 3
-READABLE_SCHEMAS = (1, 2, 3)
+# derived layout (the vector recomputed from the entry's text), schema 4 compressed record
+# bodies (`memory.timeline.record_body`); each reads the stores of the schemas before it. An
+# older store is marked with the current version by the first transaction that writes entries
+# or records into it, so older code refuses it with a clear message instead of misreading it.
+SCHEMA_VERSION = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS timeline (

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
-from memory.timeline import erasure, portable
+from memory.timeline import erasure, portable, record_body
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -216,22 +216,24 @@ class SQLiteStore:
         (checked under the write lock; `HeadMoved` otherwise), e.g. a flush point other writers must see.
         """
         kind = kind_text(kind)
-        rows = [(kind, record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-                for record_id, body in records]
+        texts = [(record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+                 for record_id, body in records]
+        rows, added = [(kind, record_id, record_body.pack(text)) for record_id, text in texts], 0
         if not rows:
             return 0
-        added = 0
         with self._write():
             if head is not None and self._head()[0] - 1 != head:
                 raise HeadMoved(f"{self.path}: the timeline moved past seq {head}")
-            for row in rows:
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # older code cannot read packed bodies
+            for row, (_, text) in zip(rows, texts):
                 cursor = self._db.execute("INSERT OR IGNORE INTO records (kind, id, body) VALUES (?,?,?)", row)
                 if cursor.rowcount:
                     added += 1
                 else:
                     stored = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", row[:2]).fetchone()
-                    if stored[0] != row[2]:
+                    if record_body.unpack(stored[0]) != text:
                         raise IntegrityError(f"{kind} record {row[1]} already stored with different content")
+        self._schema = SCHEMA_VERSION
         return added
 
     def others_wrote(self) -> bool:
@@ -243,7 +245,7 @@ class SQLiteStore:
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind, in insertion order."""
         for record_id, body in self._in_order(kind, "id, body"):
-            yield record_id, json.loads(body)
+            yield record_id, json.loads(record_body.unpack(body))
 
     def _in_order(self, kind: RecordKind | str, columns: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Rows of one record kind in insertion order, read along the primary key.
@@ -257,10 +259,6 @@ class SQLiteStore:
             return self._db.execute("SELECT NULL WHERE 0")
         return self._db.execute(f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? ORDER BY seq",
                                 (*params, low, high, kind))
-
-    def record_field(self, kind: RecordKind | str, field: str) -> Iterator[tuple[str, Any]]:
-        """(id, body[field]) of each record of one kind, in insertion order, parsed by SQLite."""
-        yield from self._in_order(kind, "id, json_extract(body, ?)", (f"$.{field}",))
 
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a derived binary snapshot (ignored when one with this kind and id exists); whether it was new."""
@@ -283,7 +281,7 @@ class SQLiteStore:
         kind = kind_text(kind)
         for record_id, body in self._db.execute(
                 "SELECT id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
-            yield record_id, json.loads(body)
+            yield record_id, json.loads(record_body.unpack(body))
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
@@ -292,7 +290,7 @@ class SQLiteStore:
             row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
         except sqlite3.ProgrammingError as exc:
             raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
-        return json.loads(row[0]) if row else None
+        return json.loads(record_body.unpack(row[0])) if row else None
 
     def record_at(self, seq: int) -> tuple[str, str] | None:
         """(kind, id) of the record stored at `seq`, or None."""
@@ -304,9 +302,10 @@ class SQLiteStore:
         return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
 
     def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
-        """(seq, kind, id, body as stored) of the records with ``after < seq <= upto``, in order."""
-        return self._db.execute("SELECT seq, kind, id, body FROM records WHERE seq > ? AND seq <= ? ORDER BY seq",
-                                (after, upto)).fetchall()
+        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order."""
+        unpack = record_body.unpack
+        return [(seq, kind, record_id, unpack(body)) for seq, kind, record_id, body in self._db.execute(
+            "SELECT seq, kind, id, body FROM records WHERE seq > ? AND seq <= ? ORDER BY seq", (after, upto))]
 
     def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
         """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
@@ -384,7 +383,8 @@ class SQLiteStore:
         try:
             with self._write():
                 anchors.seal(self._db)  # rows of a store written before digests get theirs before any is deleted
-                erasure.apply_sqlite(self._db, plan)
+                erasure.apply_sqlite(self._db, plan)  # the re-derived records are stored packed
+                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         finally:
             self._db.execute("PRAGMA secure_delete = OFF")
         if self.vectors_path:  # no run refers to it now, and it may hold vectors of the erased text
