@@ -105,6 +105,7 @@ def normalize_term(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=8192)  # the graph rules and lessons read the same recent texts for every new episode
 def terms(text: str) -> frozenset[str]:
     """Normalized content terms of a text: alphabetic words of 3+ letters, no stop words."""
     found = _TERM_WORD.findall(text.lower())
@@ -168,6 +169,7 @@ def split_negation(text: str) -> tuple[str, str]:
         part.strip() for part in denied if part.strip())
 
 
+@lru_cache(maxsize=8192)
 def affirmed_clauses(text: str) -> str:
     """The clauses of `text` that state something as present: no negation cue, no normal-state report.
 
