@@ -179,6 +179,17 @@ def test_a_cached_store_is_built_once_and_reused(tmp_path):
     assert footprint.store_bytes(built.path) >= built.path.stat().st_size > 0
 
 
+def test_a_store_has_state_runs_only_once_it_was_opened(tmp_path):
+    from memory import EpisodicMemory
+    from memory.persistence import Persistence
+
+    built, _ = footprint.cached_store(tmp_path, 300, seed=4, cache=True)
+    assert not footprint.has_state_runs(built.path)  # as built: a reused copy still needs its first open measured
+    EpisodicMemory(built.path, principal=built.largest, persistence=Persistence(open_run_min=16)).close()
+    assert footprint.has_state_runs(built.path)
+    assert not footprint.has_state_runs(tmp_path / "missing.sqlite")
+
+
 def test_million_needs_a_store_cache_and_adds_the_size(tmp_path, capsys):
     assert cli.main(["--million"]) == 2
     assert "--store-cache" in capsys.readouterr().err

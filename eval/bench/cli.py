@@ -222,11 +222,12 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
         built, reused = footprint.cached_store(plan.cache or directory, size, seed=plan.seed,
                                                cache=plan.cache is not None, progress=progress)
         largest = size == max(plan.sizes)
-        written = footprint.footprint(built.path, built.entries) if not reused else None
+        as_built = not footprint.has_state_runs(built.path)  # built now, or reused before its first open
+        written = footprint.footprint(built.path, built.entries) if as_built else None
         child = lambda: footprint.resident_after_open(built.path, built.largest, queries[0],  # noqa: E731
                                                       situation=SITUATION, k=measure.RECALL_K)
         first = None
-        if not reused:  # a store built without state runs writes them on its first open
+        if as_built:  # a store without state runs writes them on its first open
             progress(f"first open of the store of {size:,} episodes in a fresh process (writes its state runs)")
             first = child()
         progress(f"opening the store of {size:,} episodes in a fresh process (resident memory)")

@@ -48,6 +48,22 @@ def footprint(path: Path, entries: int) -> dict[str, Any]:
             "tables": breakdown(path)}
 
 
+def has_state_runs(path: Path) -> bool:
+    """Whether a store holds state runs (read-only: opening a memory would write them)."""
+    from memory.persistence.runs import RUN
+
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:  # no such file
+        return False
+    try:
+        return db.execute("SELECT 1 FROM snapshots WHERE kind = ? LIMIT 1", (RUN,)).fetchone() is not None
+    except sqlite3.Error:  # no snapshots table yet
+        return False
+    finally:
+        db.close()
+
+
 class Resident(NamedTuple):
     """A fresh process that opened a store and recalled once."""
 
