@@ -57,7 +57,8 @@ def _contents(store):
     kinds = (RecordKind.EPISODE, RecordKind.EDGE)
     return ([(e.id, e.seq, e.text, e.metadata, e.embedding.tolist()) for e in store.entries()],
             {k: list(store.records(k)) for k in kinds}, list(store.snapshots("vectors")),
-            store.record_rows(0, store.last_record()), store.stats()._replace(first=None, last=None),
+            store.record_rows(0, store.last_record()), store.record_rows(0, store.last_record(), bodies=("edge",)),
+            store.record_rows(1, store.last_record(), bodies=()), store.stats()._replace(first=None, last=None),
             [e.id for e in store.tail("team-1", 2)], store.principals())
 
 

@@ -51,6 +51,7 @@ def test_records_are_stored_packed_and_read_as_written(tmp_path):
         assert store.record("episode", "e1") == body and dict(store.records("episode"))["e2"] == {"seq": 3}
         assert [row[3] for row in store.record_rows(0, 2)] == [json.dumps(body, sort_keys=True, separators=(",", ":")),
                                                              '{"seq":3}']
+        assert [row[3] for row in store.record_rows(0, 2, bodies=("note",))] == [None, None]  # bodies not read
         assert store.add_records("episode", [("e1", body)]) == 0  # the same record again: skipped
         with pytest.raises(IntegrityError, match="already stored with different content"):
             store.add_records("episode", [("e1", {**body, "outcome": "FAILURE"})])

@@ -58,8 +58,8 @@ class FlushPoints:
         if top <= self.after:
             return
         flush = RecordKind.FLUSH.value
-        points = {int(json.loads(body)["seq"]) for _, kind, _, body in self.store.record_rows(self.after, top)
-                  if kind == flush}
+        rows = self.store.record_rows(self.after, top, bodies=(flush,))
+        points = {int(json.loads(body)["seq"]) for _, kind, _, body in rows if kind == flush}
         self.after = top
         self.pending = sorted(set(self.pending) | {p for p in points if p > self.applied})
 

@@ -166,7 +166,7 @@ class StoredEpisodes(Sequence):
         self.ids: list[str] = []
         last = store.last_record()
         while after < last:
-            for seq, kind, record_id, _ in store.record_rows(after, after + window):
+            for seq, kind, record_id, _ in store.record_rows(after, after + window, bodies=()):
                 if kind == RecordKind.EPISODE:
                     self.seqs.append(seq)
                     self.ids.append(record_id)
@@ -183,5 +183,5 @@ class StoredEpisodes(Sequence):
             raise ValueError("stored episodes are read in storing order (step 1)")
         if start >= stop:
             return []
-        rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1])
+        rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1], bodies=(RecordKind.EPISODE.value,))
         return [Episode.from_record(json.loads(body)) for _, kind, _, body in rows if kind == RecordKind.EPISODE]

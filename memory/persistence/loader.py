@@ -32,6 +32,7 @@ from memory.retrieval import Bounds, RetrieverConfig
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
 
+RUN_BODIES = (RecordKind.EDGE.value, RecordKind.FACT.value, RecordKind.MARK.value)  # what writing a run reads
 PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
 # Opening a store whose episodes no state run covers reads them all from their records: for
 # this many or more, progress is logged (INFO, logger "memory.persistence.loader") every
@@ -319,7 +320,7 @@ class StoredState:
         if self.store.path == ":memory:" or self.uncovered < least:
             return
         self.uncovered = 0
-        rows = self.store.record_rows(self.covered, self.store.last_record())
+        rows = self.store.record_rows(self.covered, self.store.last_record(), bodies=RUN_BODIES)
         chunk: list[tuple[int, str, str, str]] = []
         count = 0
         for row in rows:
@@ -344,12 +345,11 @@ class StoredState:
             self.uncovered -= size
 
     def _run_rows(self, episodes: int) -> list[tuple[int, str, str, str]] | None:
-        """The records after the last run holding `episodes` episodes, up to the next episode record
-        (None when the store ends first: the last run is written once opening is over)."""
+        """The records after the last run up to its `episodes`-th episode's (None: the store ends before)."""
         rows: list[tuple[int, str, str, str]] = []
         after, window, last, count = self.covered, 4 * episodes, self.store.last_record(), 0
         while after < last:
-            for row in self.store.record_rows(after, after + window):
+            for row in self.store.record_rows(after, after + window, bodies=RUN_BODIES):
                 if row[1] == RecordKind.EPISODE:
                     if count == episodes:
                         return rows

@@ -58,13 +58,6 @@ def row_digests(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions ``start, …, start + length - 1`` of each pair, concatenated."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    before = np.cumsum(lengths) - lengths  # positions emitted before each range
-    return np.repeat(np.asarray(starts, dtype=np.int64) - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
-
-
 def bitmap_bytes(dim: int) -> int:
     """Bytes of a sparse row's bitmap."""
     return (dim + 7) // 8
@@ -89,16 +82,12 @@ def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray]:
     ``i // 8``), then those floats in order. `unpack_rows` restores every bit.
     """
     data = np.ascontiguousarray(rows, dtype="<f4")
-    dim = data.shape[1]
     present = data.view("<u4") != 0
-    counts = present.sum(axis=1).astype(np.int64)
-    width = bitmap_bytes(dim)
-    sizes = width + 4 * counts
-    starts = np.cumsum(sizes) - sizes
-    out = np.empty(int(sizes.sum()), dtype=np.uint8)
-    out[starts[:, None] + np.arange(width)] = np.packbits(present, axis=1, bitorder="little")
-    out[_ranges(starts + width, 4 * counts)] = data[present].view(np.uint8)
-    return out.tobytes(), counts.astype(np.uint32)
+    counts = present.sum(axis=1)
+    bitmaps = np.packbits(present, axis=1, bitorder="little")
+    values = np.split(data[present], np.cumsum(counts)[:-1]) if len(data) else []
+    packed = b"".join(part for bitmap, floats in zip(bitmaps, values) for part in (bitmap.tobytes(), floats.tobytes()))
+    return packed, counts.astype(np.uint32)
 
 
 def unpack_rows(bitmaps: np.ndarray, counts: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from memory.errors import StoreError
 from memory.timeline import record_body
+from memory.timeline.schema import SCHEMA_VERSION
 from memory.timeline.entries import Entry
 from memory.timeline.validation import check_label
 
@@ -185,6 +186,7 @@ def apply_sqlite(db: Any, plan: ErasurePlan) -> None:
                    (upto + 1, ERASURE, plan.record_id, "{}"))
     db.executemany("INSERT INTO records (kind, id, body) VALUES (?,?,?)",
                    [(kind, record_id, record_body.pack(body)) for kind, record_id, body in plan.records])
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # packed bodies: older code must refuse the file
 
 
 def _check_unchanged(head: int, last_record: int, plan: ErasurePlan) -> None:

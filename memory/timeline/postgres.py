@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import psycopg
@@ -293,10 +293,15 @@ class PostgresStore:
         """The seq of the last stored record (0 when there is none)."""
         return self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
 
-    def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
-        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order."""
-        return self._rows("SELECT seq, kind, id, body FROM records WHERE seq > %s AND seq <= %s ORDER BY seq",
-                          (after, upto))
+    def record_rows(self, after: int, upto: int, *,
+                    bodies: Collection[str] | None = None) -> list[tuple[int, str, str, str | None]]:
+        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order; with
+        `bodies`, only records of those kinds come with their body (the others' is None, and not read)."""
+        if bodies is None:
+            return self._rows("SELECT seq, kind, id, body FROM records WHERE seq > %s AND seq <= %s ORDER BY seq",
+                              (after, upto))
+        return self._rows("SELECT seq, kind, id, CASE WHEN kind = ANY(%s) THEN body END FROM records "
+                          "WHERE seq > %s AND seq <= %s ORDER BY seq", (list(bodies), after, upto))
 
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a snapshot unless one with this kind and id exists; whether it was new."""

@@ -10,7 +10,7 @@ the implementation; these protocols list every method the rest of the code calls
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence
 
 import numpy as np
 
@@ -116,8 +116,10 @@ class RecordLog(Protocol):
         """The seq of the last stored record (0 when there is none)."""
         ...
 
-    def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
-        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order."""
+    def record_rows(self, after: int, upto: int, *,
+                    bodies: Collection[str] | None = None) -> list[tuple[int, str, str, str | None]]:
+        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order; with
+        `bodies`, only records of those kinds come with their body (the others' is None, and not read)."""
         ...
 
 

@@ -13,7 +13,7 @@ import json
 import sqlite3
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
@@ -233,7 +233,6 @@ class SQLiteStore:
                     stored = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", row[:2]).fetchone()
                     if record_body.unpack(stored[0]) != text:
                         raise IntegrityError(f"{kind} record {row[1]} already stored with different content")
-        self._schema = SCHEMA_VERSION
         return added
 
     def others_wrote(self) -> bool:
@@ -301,11 +300,13 @@ class SQLiteStore:
         """The seq of the last stored record (0 when there is none)."""
         return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
 
-    def record_rows(self, after: int, upto: int) -> list[tuple[int, str, str, str]]:
-        """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order."""
-        unpack = record_body.unpack
-        return [(seq, kind, record_id, unpack(body)) for seq, kind, record_id, body in self._db.execute(
-            "SELECT seq, kind, id, body FROM records WHERE seq > ? AND seq <= ? ORDER BY seq", (after, upto))]
+    def record_rows(self, after: int, upto: int, *,
+                    bodies: Collection[str] | None = None) -> list[tuple[int, str, str, str | None]]:
+        """(seq, kind, id, body JSON text) of the records ``after < seq <= upto``; only kinds in `bodies` read theirs."""
+        wanted = "1" if bodies is None else f"kind IN ({','.join('?' * len(bodies))})" if bodies else "0"
+        rows = self._db.execute(f"SELECT seq, kind, id, CASE WHEN {wanted} THEN body END FROM records "
+                                "WHERE seq > ? AND seq <= ? ORDER BY seq", (*(bodies or ()), after, upto))
+        return [(seq, kind, i, None if body is None else record_body.unpack(body)) for seq, kind, i, body in rows]
 
     def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
         """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
@@ -383,8 +384,7 @@ class SQLiteStore:
         try:
             with self._write():
                 anchors.seal(self._db)  # rows of a store written before digests get theirs before any is deleted
-                erasure.apply_sqlite(self._db, plan)  # the re-derived records are stored packed
-                self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                erasure.apply_sqlite(self._db, plan)
         finally:
             self._db.execute("PRAGMA secure_delete = OFF")
         if self.vectors_path:  # no run refers to it now, and it may hold vectors of the erased text
