@@ -35,10 +35,10 @@ def test_a_body_packed_with_another_dictionary_or_cut_short_is_refused():
     text = json.dumps({"summary": "disk full on db-1 → Decision: rotate logs → resolved" * 3})
     stored = record_body.pack(text)
     assert isinstance(stored, bytes)
-    with pytest.raises(zlib.error):
+    with pytest.raises(IntegrityError, match="damaged"):
         record_body.unpack(stored[:-6])
     other = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS, 9, zlib.Z_DEFAULT_STRATEGY, b"another dictionary")
-    with pytest.raises(zlib.error):
+    with pytest.raises(IntegrityError, match="damaged"):
         record_body.unpack(other.compress(text.encode()) + other.flush())
 
 

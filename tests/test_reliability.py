@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from memory.__main__ import main as cli
 from memory.agent_memory import EpisodicMemory
-from memory.errors import InvalidEntry, StoreError
+from memory.errors import IntegrityError, InvalidEntry, StoreError
 from memory.timeline import SQLiteStore, audit
 from tests.builders import INCIDENTS, T0, play_incidents as play
 
@@ -206,15 +206,37 @@ def test_verify_is_read_only_on_a_store(tmp_path):
 
 
 def test_an_episode_outcome_rewritten_with_triggers_dropped_is_seen(tmp_path, capsys):
+    from memory.timeline import record_body
+
     path = tmp_path / "m.db"
     _store(path, episodes=True)
-    _raw(path, "DROP TRIGGER records_no_update",
-         """UPDATE records SET body = replace(body, '"outcome":"FAILURE"', '"outcome":"SUCCESS"') """
-         "WHERE kind = 'episode'",
-         "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    db = sqlite3.connect(path)
+    rewritten = [(record_body.pack(text.replace('"outcome":"FAILURE"', '"outcome":"SUCCESS"')), seq)
+                 for seq, stored in db.execute("SELECT seq, body FROM records WHERE kind = 'episode'")
+                 if '"outcome":"FAILURE"' in (text := record_body.unpack(stored))]
+    db.close()
+    assert rewritten  # a body as this version stores it, decompressed, edited and compressed again
+    _raw(path, "DROP TRIGGER records_no_update")
+    db = sqlite3.connect(path)
+    db.executemany("UPDATE records SET body = ? WHERE seq = ?", rewritten)
+    db.commit()
+    db.close()
+    _raw(path, "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT RAISE(ABORT, 'refused'); END")
     assert cli(["verify", str(path)]) == 1
     out = capsys.readouterr().out
     assert "kind=episode" in out and "content does not match its digest" in out
+
+
+def test_a_damaged_record_body_is_reported_by_verify_and_refused_by_name_on_read(tmp_path, capsys):
+    path = tmp_path / "m.db"
+    _store(path, episodes=True)
+    _raw(path, "DROP TRIGGER records_no_update",
+         "UPDATE records SET body = substr(body, 1, length(body) - 8) WHERE kind = 'episode'",
+         "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    assert cli(["verify", str(path)]) == 1
+    assert "content does not match its digest" in capsys.readouterr().out
+    with SQLiteStore(path) as store, pytest.raises(IntegrityError, match="record body is damaged"):
+        list(store.records("episode"))
 
 
 def test_a_dropped_trigger_is_reported_and_the_store_refuses_to_open(tmp_path, capsys):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import zlib
 
+from memory.errors import IntegrityError
+
 # Least useful first: zlib finds the end of the dictionary cheapest to refer to.
 DICTIONARY = (
     '{"conclusion":"","condition":[],"confidence":0.5,"contradict":[],"created_at":"","fact_id":"fact-",'
@@ -47,12 +49,15 @@ def pack(text: str) -> str | bytes:
 def unpack(stored: str | bytes | memoryview) -> str:
     """A body's JSON text from its stored form (compressed bytes, or the text of older stores).
 
-    Raises `zlib.error` for bytes that are not a body packed with `DICTIONARY` (damage).
+    Raises `IntegrityError` for bytes that are not a whole body packed with `DICTIONARY` (damage).
     """
     if isinstance(stored, str):
         return stored
-    unpacker = zlib.decompressobj(zlib.MAX_WBITS, DICTIONARY)
-    data = unpacker.decompress(stored) + unpacker.flush()
-    if not unpacker.eof:
-        raise zlib.error("a stored record body ends early")
-    return data.decode("utf-8")
+    try:
+        unpacker = zlib.decompressobj(zlib.MAX_WBITS, DICTIONARY)
+        data = unpacker.decompress(stored) + unpacker.flush()
+        if not unpacker.eof:
+            raise zlib.error("it ends early")
+        return data.decode("utf-8")
+    except (zlib.error, UnicodeDecodeError) as exc:
+        raise IntegrityError(f"a stored record body is damaged ({exc}); `python -m memory verify` names it") from exc
