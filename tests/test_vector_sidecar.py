@@ -342,6 +342,11 @@ def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monke
         archive.extractall(tmp_path, filter="data")
     path = tmp_path / "m.sqlite"
     assert {meta["format"] for meta in stored_metas(path)} == {2}
+    from memory.graph import GraphConfig
+    assert {meta["config"] for meta in stored_metas(path)} == {snapshot.config_digest(GraphConfig())}, (
+        "the graph rules' configuration changed since the fixture was written, so its runs are (rightly) "
+        "unusable; the problem vectors depend on it: check they are unchanged, then set the runs' meta "
+        "'config' to the new digest (the meta is outside the body digest)")
     dense_bytes = os.path.getsize(sidecar(path))
     expected = exact(path)
     counts_read = []
