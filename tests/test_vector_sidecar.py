@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memory.persistence import runs as snapshot
 from memory.persistence.vectors import (DIGEST_BYTES, StoredRows, VectorFile, bitmap_bytes, pack_rows, row_checksums,
-                                        row_digests, row_offsets, unpack_rows)
+                                        row_digests, row_offsets, row_sizes)
 from tests.test_open_snapshot import exact, opened, runs_of, state
 from tests.test_retriever_bounds import play
 
@@ -38,18 +38,23 @@ def sidecar(path) -> str:
     return f"{path}-vectors"
 
 
-def every_row(path, dim: int = 1024) -> np.ndarray:
-    """Every row of a sidecar written whole in the sparse layout, walked from the start (each
-    row's bitmap says how many floats follow)."""
-    data = np.fromfile(path, dtype=np.uint8)
-    rows, at = [], 0
-    while at < len(data):
-        count = int(np.unpackbits(data[at : at + bitmap_bytes(dim)]).sum())
-        width = bitmap_bytes(dim)
-        rows.append(unpack_rows(data[None, at : at + width], [count],
-                                data[at + width : at + width + 4 * count].view("<f4"), dim)[0])
-        at += bitmap_bytes(dim) + 4 * count
-    return np.array(rows, dtype=np.float32).reshape(-1, dim)
+def rows_of_runs(path) -> tuple[np.ndarray, int]:
+    """Every sidecar row the stored runs point to (read as opening reads them), and the bytes those rows take."""
+    db = sqlite3.connect(path)
+    rows, size = [np.zeros((0, 1024), np.float32)], 0
+    try:
+        for meta_text, body in db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (snapshot.RUN,)):
+            meta = json.loads(meta_text)
+            sections = {name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
+                        for name, (offset, length, dtype, shape) in meta["sections"].items()
+                        if name.startswith(("counts:", "palettes:"))}
+            for principal in meta.get("vectors", {}):
+                offsets, counts, palettes = snapshot.sidecar_rows(meta, principal, sections, int(meta["dim"]))
+                rows.append(VectorFile(sidecar(path), int(meta["dim"])).read(offsets, counts, palettes))
+                size += int(row_sizes(int(meta["dim"]), counts, palettes).sum())
+    finally:
+        db.close()
+    return np.concatenate(rows), size
 
 
 def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(tmp_path):
@@ -64,12 +69,13 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
         expected = state(live)
     assert all(n > 0 for n in held_live.values())  # rows written to runs were released while recording
     metas = [meta for _, _, meta in runs_of(path)]
-    assert metas and all(meta["format"] == 3 and not any(n.startswith("vectors:") for n in meta["sections"])
+    assert metas and all(meta["format"] == snapshot.FORMAT and not any(n.startswith("vectors:") for n in meta["sections"])
                          for meta in metas)
     rows = sum(int(k) for meta in metas for k in meta["rows"].values())
-    stored = every_row(sidecar(path))
-    assert len(stored) == rows  # one row per episode of a run, nothing else
-    assert os.path.getsize(sidecar(path)) < 0.6 * rows * 1024 * 4  # sparse: well under the dense size
+    stored, size = rows_of_runs(path)
+    assert len(stored) == rows and not np.isnan(stored).any()
+    assert os.path.getsize(sidecar(path)) == size  # one row per episode of a run, nothing else
+    assert size < 0.2 * rows * 1024 * 4  # sparse, and most rows as palettes: well under the dense size
     with opened(path) as reopened:
         for who in ("p0", "p1"):
             part = reopened.index.partition(who)
@@ -122,7 +128,7 @@ def test_runs_of_the_first_format_are_still_read(tmp_path):
     with opened(path) as reopened:  # runs of both formats from now on: the rest is written to the sidecar
         assert reopened.stored.covered == reopened.store.last_record()
         assert state(reopened) == expected
-    assert {meta["format"] for meta in stored_metas(path)} == {1, 3}
+    assert {meta["format"] for meta in stored_metas(path)} == {1, snapshot.FORMAT}
     assert_reopens_from_the_sidecar(path, expected)
 
 
@@ -134,24 +140,26 @@ def test_forgetting_a_principal_leaves_none_of_its_vectors_in_the_sidecar(tmp_pa
         kept = live.index.partition("p0").matrix.copy()
     with opened(path) as memory:
         memory.forget(principal="p1")
-    stored = {r.tobytes() for r in every_row(sidecar(path))} if os.path.exists(sidecar(path)) else set()
-    assert not any(r.tobytes() in stored for r in gone)
+    data = open(sidecar(path), "rb").read() if os.path.exists(sidecar(path)) else b""
+    assert not any(pack_rows(r[None])[0] in data for r in gone)  # not one of its rows, byte for byte
+    stored = {r.tobytes() for r in rows_of_runs(path)[0]}
     assert sum(r.tobytes() in stored for r in kept) > 0  # the other principal's runs were written again
 
 
 def test_vector_file_appends_after_torn_bytes_and_reads_past_the_end_as_nan(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=4)
     a = np.array([[0, 1, 0, 2], [3, 0, 0, 0]], dtype=np.float32)
-    first, counts = file.append(a)
-    assert first == 0 and counts.tolist() == [2, 1]
+    first, counts, palettes = file.append(a)
+    assert first == 0 and counts.tolist() == [2, 1] and palettes.tolist() == [0, 0]  # a palette would not be smaller
     with open(file.path, "ab") as f:
         f.write(b"\1\2\3")  # a row cut short by a crash
     size = file.size()
-    again, counts_again = file.append(a + 10)
+    again, counts_again, palettes_again = file.append(a + 10)
     assert again == size  # the torn bytes are skipped, not overwritten
-    offsets = np.concatenate([row_offsets(first, 4, counts), row_offsets(again, 4, counts_again)])
-    counts = np.concatenate([counts, counts_again])
-    got = file.read(offsets[[1, 2, 3, 3]] + np.array([0, 0, 0, 100]), counts[[1, 2, 3, 3]])
+    assert palettes_again.tolist() == [3, 2]  # rows repeating 10.0: palettes are smaller
+    offsets = np.concatenate([row_offsets(first, 4, counts), row_offsets(again, 4, counts_again, palettes_again)])
+    counts, palettes = np.concatenate([counts, counts_again]), np.concatenate([palettes, palettes_again])
+    got = file.read(offsets[[1, 2, 3, 3]] + np.array([0, 0, 0, 100]), counts[[1, 2, 3, 3]], palettes[[1, 2, 3, 3]])
     assert np.array_equal(got[:3], np.stack([a[1], a[0] + 10, a[1] + 10]))
     assert np.isnan(got[3]).all()
 
@@ -160,10 +168,11 @@ def test_a_sidecar_row_whose_bitmap_is_damaged_reads_as_nan(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=16)
     rows = np.zeros((2, 16), dtype=np.float32)
     rows[:, [1, 5, 9]] = 1.5
-    first, counts = file.append(rows)
+    first, counts, palettes = file.append(rows)
+    assert palettes.tolist() == [1, 1]  # one value: a palette of one float, and no index bits
     with open(file.path, "r+b") as f:  # one more bit in the first row's bitmap
         f.write(bytes([0b00100011]))
-    got = file.read(row_offsets(first, 16, counts), counts)
+    got = file.read(row_offsets(first, 16, counts, palettes), counts, palettes)
     assert np.isnan(got[0]).all() and np.array_equal(got[1], rows[1])
 
 
@@ -175,13 +184,16 @@ floats = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnorma
     st.lists(st.one_of(st.just(0.0), st.just(-0.0), floats), min_size=dim, max_size=dim), min_size=1, max_size=6)))
 def test_packed_rows_restore_every_bit(tmp_path_factory, rows):
     data = np.array(rows, dtype=np.float32)
-    packed, counts = pack_rows(data)
+    packed, counts, palettes = pack_rows(data)
     dim = data.shape[1]
-    assert len(packed) == len(data) * bitmap_bytes(dim) + 4 * int(counts.sum())
+    assert len(packed) == int(row_sizes(dim, counts, palettes).sum())
+    assert len(packed) <= len(data) * bitmap_bytes(dim) + 4 * int(counts.sum())  # a palette only where it is smaller
     assert counts.tolist() == (data.view("<u4") != 0).sum(axis=1).tolist()
+    distinct = [len(set(row[row != 0].tolist())) for row in data.view("<u4")]
+    assert all(k in (0, d) for k, d in zip(palettes.tolist(), distinct))
     file = tmp_path_factory.mktemp("packed") / "v"
     file.write_bytes(packed)
-    back = VectorFile(str(file), dim).read(row_offsets(0, dim, counts), counts)
+    back = VectorFile(str(file), dim).read(row_offsets(0, dim, counts, palettes), counts, palettes)
     assert back.view("<u4").tobytes() == data.view("<u4").tobytes()  # -0.0, NaN payloads and all
 
 
@@ -192,8 +204,8 @@ def test_stored_rows_read_across_segments_in_the_order_asked(tmp_path):
     on_disk[1, 2] = 0.0
     rows = StoredRows(3)
     rows.add_array(held)
-    first, counts = file.append(on_disk)
-    rows.add_file(file, row_offsets(first, 3, counts), counts, row_checksums(on_disk))
+    first, counts, palettes = file.append(on_disk)
+    rows.add_file(file, row_offsets(first, 3, counts, palettes), counts, row_checksums(on_disk), palettes)
     every = np.concatenate([held, on_disk])
     order = np.array([8, 0, 4, 3, 5, 8])
     assert len(rows) == 9 and np.array_equal(rows.read(order), every[order])
@@ -206,7 +218,7 @@ def test_dense_rows_of_earlier_versions_are_read_beside_sparse_ones(tmp_path):
     with open(file.path, "wb") as f:  # how format 2 runs wrote their rows
         f.write(dense.tobytes())
     sparse = np.array([[0, 0, 7, 0]], dtype=np.float32)
-    first, counts = file.append(sparse)
+    first, counts, _ = file.append(sparse)
     rows = StoredRows(4)
     rows.add_file(file, np.array([0, 16]), np.array([-1, -1]), row_checksums(dense))
     rows.add_file(file, row_offsets(first, 4, counts), counts, row_checksums(sparse))
@@ -218,8 +230,8 @@ def test_a_failing_row_without_a_way_to_recompute_it_is_an_error(tmp_path):
     file = VectorFile(str(tmp_path / "v"), dim=2)
     data = np.ones((2, 2), dtype=np.float32)
     rows = StoredRows(2)
-    first, counts = file.append(data)
-    rows.add_file(file, row_offsets(first, 2, counts), counts, row_checksums(data + 1))
+    first, counts, palettes = file.append(data)
+    rows.add_file(file, row_offsets(first, 2, counts, palettes), counts, row_checksums(data + 1), palettes)
     try:
         rows.read(np.array([1]))
     except ValueError as exc:
@@ -257,9 +269,10 @@ def test_concurrent_appends_each_get_the_rows_they_wrote(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         written = list(pool.map(write, blocks))
     reader = VectorFile(path, dim=8)
-    for (first, counts), block in zip(written, blocks):
-        assert np.array_equal(reader.read(row_offsets(first, 8, counts), counts), block)
-    assert len(every_row(path, 8)) == sum(len(b) for b in blocks)  # no bytes written twice or lost
+    for (first, counts, palettes), block in zip(written, blocks):
+        assert np.array_equal(reader.read(row_offsets(first, 8, counts, palettes), counts, palettes), block)
+    sizes = sum(int(row_sizes(8, counts, palettes).sum()) for _, counts, palettes in written)
+    assert os.path.getsize(path) == sizes  # no bytes written twice or lost
 
 
 def test_a_sidecar_that_cannot_be_written_leaves_the_vectors_in_the_runs(tmp_path, caplog):
@@ -318,8 +331,8 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
         assert reopened.stored.covered == reopened.store.last_record()  # runs cover every record now
     reads = []
     original = VectorFile.read
-    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts: (reads.append(len(offsets)),
-                                                                         original(self, offsets, counts))[1])
+    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, *layout: (reads.append(len(offsets)),
+                                                                          original(self, offsets, *layout))[1])
     with EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=unpruned) as reopened:
         part = reopened.index.partition("p0")
         assert part.stored == 0 and len(part.spare) == len(part)  # read once while opening, held since
@@ -332,31 +345,61 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
                          for q in QUERIES]
 
 
-def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monkeypatch):
-    """tests/golden/store-run-format-2.tar.gz: 24 episodes recorded by the version that wrote runs of
-    format 2 (dense float32 sidecar rows, documents not compressed; runs of 16 episodes)."""
+def golden_store(tmp_path, name: str):
+    """A golden store unpacked into `tmp_path`; its runs must be usable under today's graph rules."""
     import tarfile
     from pathlib import Path
 
-    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-2.tar.gz") as archive:
+    from memory.graph import GraphConfig
+
+    with tarfile.open(Path(__file__).parent / "golden" / name) as archive:
         archive.extractall(tmp_path, filter="data")
     path = tmp_path / "m.sqlite"
-    assert {meta["format"] for meta in stored_metas(path)} == {2}
-    from memory.graph import GraphConfig
     assert {meta["config"] for meta in stored_metas(path)} == {snapshot.config_digest(GraphConfig())}, (
         "the graph rules' configuration changed since the fixture was written, so its runs are (rightly) "
         "unusable; the problem vectors depend on it: check they are unchanged, then set the runs' meta "
         "'config' to the new digest (the meta is outside the body digest)")
+    return path
+
+
+def test_a_store_written_with_sparse_rows_without_palettes_opens_as_before(tmp_path, monkeypatch, caplog):
+    """tests/golden/store-run-format-3.tar.gz: 24 episodes recorded by the version that wrote runs of
+    format 3 (sparse rows of floats, no palettes; runs of 16 episodes)."""
+    path = golden_store(tmp_path, "store-run-format-3.tar.gz")
+    assert {meta["format"] for meta in stored_metas(path)} == {3}
+    before = os.path.getsize(sidecar(path))
+    expected = exact(path)
+    read = []
+    original = VectorFile.read
+    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts, palettes=None: (
+        read.append(None if palettes is None else np.asarray(palettes).tolist()), original(self, offsets, counts, palettes))[1])
+    with caplog.at_level(logging.WARNING, logger="memory.persistence.vectors"), opened(path) as reopened:
+        assert state(reopened) == expected
+    assert not any("checksum" in r.getMessage() for r in caplog.records)  # its rows were read, not recomputed
+    assert {meta["format"] for meta in stored_metas(path)} == {3, snapshot.FORMAT}  # the other 8 episodes: a new run
+    assert os.path.getsize(sidecar(path)) > before
+    read.clear()
+    with opened(path) as again:
+        assert state(again) == expected
+    palettes = [k for call in read if call for k in call]
+    assert palettes.count(0) == 16 and len(palettes) == 24  # the old rows as floats, the new ones as palettes
+
+
+def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monkeypatch):
+    """tests/golden/store-run-format-2.tar.gz: 24 episodes recorded by the version that wrote runs of
+    format 2 (dense float32 sidecar rows, documents not compressed; runs of 16 episodes)."""
+    path = golden_store(tmp_path, "store-run-format-2.tar.gz")
+    assert {meta["format"] for meta in stored_metas(path)} == {2}
     dense_bytes = os.path.getsize(sidecar(path))
     expected = exact(path)
     counts_read = []
     original = VectorFile.read
-    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts: (counts_read.extend(np.asarray(counts).tolist()),
-                                                                         original(self, offsets, counts))[1])
+    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts, *palettes: (
+        counts_read.extend(np.asarray(counts).tolist()), original(self, offsets, counts, *palettes))[1])
     with opened(path) as reopened:
         assert state(reopened) == expected
     assert counts_read.count(-1) == 16  # the format 2 run's dense rows were read, not recomputed
-    assert {meta["format"] for meta in stored_metas(path)} == {2, 3}  # the other 8 episodes went to a new run
+    assert {meta["format"] for meta in stored_metas(path)} == {2, snapshot.FORMAT}  # the other 8 episodes went to a new run
     assert os.path.getsize(sidecar(path)) > dense_bytes  # appended after the dense rows
     counts_read.clear()
     with opened(path) as again:

@@ -27,13 +27,13 @@ def sidecar_findings(store_path: str) -> list[str]:
         for meta_text, body in db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (RUN,)):
             try:
                 meta = json.loads(meta_text)
-                if meta.get("format") not in (2, 3) or body_digest(body) != meta["digest"]:
+                if meta.get("format") not in (2, 3, 4) or body_digest(body) != meta["digest"]:
                     continue  # a run without sidecar rows, or one that opening ignores anyway
                 dim = int(meta["dim"])
                 file = files.setdefault(dim, VectorFile(f"{store_path}-vectors", dim))
                 sections = {name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
                             for name, (offset, length, dtype, shape) in meta["sections"].items()
-                            if name.startswith(("digests:", "counts:"))}
+                            if name.startswith(("digests:", "counts:", "palettes:"))}
                 for principal in meta["vectors"]:
                     digests = sections[f"digests:{principal}"]
                     checked += len(digests)

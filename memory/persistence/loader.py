@@ -389,26 +389,25 @@ class StoredState:
             name += "+"
         self.store.add_snapshot(snapshot.RUN, name, meta, body)
         self.covered = rows[-1][0]
-        for who, (first, counts, _, checksums) in (sidecar or {}).items():
-            self._release(who, [ep.id for ep in episodes if ep.principal == who], first, counts, checksums)
+        for who, (first, counts, palettes, _, checksums) in (sidecar or {}).items():
+            self._release(who, [ep.id for ep in episodes if ep.principal == who], first, counts, palettes, checksums)
         return True
 
     def _to_sidecar(self, episodes: list[Episode], problems: list[Problem]) -> dict[str, tuple] | None:
-        """Append the episodes' vectors to the sidecar, durably: principal → (first byte, counts, digests, checksums);
+        """Append the episodes' vectors to the sidecar, durably: principal → `VectorFile.append` + (digests, checksums);
         None without one, or when it cannot be written (the run keeps its vectors, as format 1 does)."""
-        if self.sidecar is None:
-            return None
-        written = {}
+        written: dict[str, tuple] = {}
         try:
-            for who in dict.fromkeys(ep.principal for ep in episodes):
+            for who in dict.fromkeys(ep.principal for ep in episodes) if self.sidecar is not None else ():
                 vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
                 written[who] = (*self.sidecar.append(vectors), row_digests(vectors), row_checksums(vectors))
         except OSError as exc:
             log.warning("%s: cannot write the vectors sidecar (%s); this run keeps its vectors", self.sidecar.path, exc)
             return None
-        return written
+        return written if self.sidecar is not None else None
 
-    def _release(self, principal: str, ids: list[str], first: int, counts: np.ndarray, checksums: np.ndarray) -> None:
+    def _release(self, principal: str, ids: list[str], first: int, counts: np.ndarray, palettes: np.ndarray,
+                 checksums: np.ndarray) -> None:
         """The rows just written to the sidecar are read from there from now on, and no longer held here."""
         part = self.state.index.partition(principal)
         source = part.spare if isinstance(part.spare, StoredRows) else None
@@ -418,7 +417,7 @@ class StoredState:
             source = StoredRows(self.dim, lambda row, who=principal: self._recompute(who, row))
         if [part.position.get(i) for i in ids] != list(range(len(source), len(source) + len(ids))):
             return  # not the partition's next rows (episodes another process stored): they stay held here
-        source.add_file(self.sidecar, row_offsets(first, self.dim, counts), counts, checksums, checked=True)  # type: ignore
+        source.add_file(self.sidecar, row_offsets(first, self.dim, counts, palettes), counts, checksums, palettes, checked=True)
         part.adopt(source)
         problems, episodes = self.state.problems, self.state.episodes
         if hasattr(problems, "defer") and hasattr(episodes, "defer"):

@@ -22,8 +22,9 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
                cites: Mapping[str, list[str]], edges: Sequence[tuple[str, dict[str, Any]]],
                facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]],
                projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
-               sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray]] | None = None) -> tuple[dict[str, Any], bytes]:
-    """Meta and body of a run (format 3 with `sidecar`, else format 1).
+               sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
+               ) -> tuple[dict[str, Any], bytes]:
+    """Meta and body of a run (format 4 with `sidecar`, else format 1).
 
     Args:
         after, upto: the records range the run stands for.
@@ -38,8 +39,8 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         marks: (mark id, episode id) of the reinforcement marks, in storing order.
         projections: principal → (basis digest, projections, residual norms) of the rows of
             that principal's episodes (in storing order), for principals with a basis.
-        sidecar: principal → (first byte, float counts (`VectorFile.append`), `vectors.row_digests`,
-            `vectors.row_checksums`) of its episodes' vectors, written to the store's vectors sidecar
+        sidecar: principal → (first byte, float counts and palette sizes (`VectorFile.append`),
+            `vectors.row_digests`, `vectors.row_checksums`) of its episodes' vectors, written to the store's vectors sidecar
             beforehand; without it the vectors are kept in the body (and the documents are not compressed).
     """
     out = _Sections(packed=sidecar is not None)
@@ -48,8 +49,9 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         if sidecar is None:
             out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
         else:
-            _, counts, digests, checksums = sidecar[principal]
+            _, counts, palettes, digests, checksums = sidecar[principal]
             out.array(f"counts:{principal}", counts, "<u4")
+            out.array(f"palettes:{principal}", palettes, "<u2")
             out.array(f"digests:{principal}", digests, "u1")
             out.array(f"checksums:{principal}", checksums, "<u4")
     out.document("texts", [t for t, _ in problems])

@@ -3,10 +3,10 @@
 A *run* stands for the derived records stored in one contiguous range of the records
 table (``after < seq <= upto``): the episodes (as columns), their problem vectors, texts
 and citations, the edges, fact versions and reinforcement marks, plus the relevance-bound
-projections of the vectors when their partition had a bounding basis. A run of format 3
-keeps where its vectors are in the store's vectors sidecar (sparse rows), with their
-checksums and digests (`memory.persistence.vectors`), and its JSON documents compressed
-with zlib; format 2 (still read) points to dense sidecar rows and keeps its documents as
+projections of the vectors when their partition had a bounding basis. A run of format 4
+keeps where its vectors are in the store's vectors sidecar (sparse rows, most of them as
+palettes), with their checksums and digests (`memory.persistence.vectors`), and its JSON
+documents compressed with zlib; format 3 (still read) has no palette rows; format 2 (still read) points to dense sidecar rows and keeps its documents as
 they are; format 1 (still read) keeps the vectors in the body. Runs are stored in
 the insert-only snapshots table (kind `RUN`), each in its own transaction; the timeline
 and the records are never touched, so a crash while writing one leaves a valid store.
@@ -47,8 +47,8 @@ from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row
 
 RUN = "open_state/1"  # snapshot kind of runs
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
-FORMAT = 3  # layout version inside the kind (see the module docstring)
-READ_FORMATS = (1, 2, 3)
+FORMAT = 4  # layout version inside the kind (see the module docstring)
+READ_FORMATS = (1, 2, 3, 4)
 
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
 OUTCOME_NAMES = tuple(o.value for o in OUTCOMES)  # the same, as the strings graph nodes hold
@@ -74,10 +74,10 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-_BULK = ("vectors:", "digests:", "checksums:", "counts:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
+_BULK = ("vectors:", "digests:", "checksums:", "counts:", "palettes:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
 
 
-PACKED = "zlib"  # the dtype of a JSON section compressed with zlib (in a run of format 3, and in memory)
+PACKED = "zlib"  # the dtype of a JSON section compressed with zlib (in a run of format 3 or 4, and in memory)
 _PACKED_DOCUMENTS = ("texts",)  # kept after opening, read on demand if ever, and compress well (7×)
 
 
@@ -312,11 +312,12 @@ class RunReader:
         return None
 
     def _in_sidecar(self, meta: Mapping[str, Any], sections: Mapping[str, np.ndarray]) -> dict[str, tuple]:
-        """principal → (byte offsets, float counts) of a run's sidecar rows; `Corrupt` unless the sidecar holds them."""
+        """principal → (byte offsets, float counts, palette sizes) of a run's sidecar rows; `Corrupt` unless the
+        sidecar holds them."""
         dim = int(meta["dim"])
         where = {p: sidecar_rows(meta, p, sections, dim) for p in meta["rows"]}
-        if any(len(offsets) and int((offsets + row_sizes(dim, counts)).max()) > self.sidecar.size()  # type: ignore[union-attr]
-               for offsets, counts in where.values()):
+        if any(len(offsets) and int((offsets + row_sizes(dim, counts, palettes)).max()) > self.sidecar.size()  # type: ignore[union-attr]
+               for offsets, counts, palettes in where.values()):
             raise Corrupt("the vectors sidecar does not hold the run's rows")
         return where
 
@@ -332,13 +333,7 @@ class RunReader:
         if not isinstance(layout, dict) or sum(rows.values()) != n:
             raise Corrupt("no section table, or rows disagree with the episodes")
         in_sidecar = meta["format"] >= 2
-        vectors = {**{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
-                   **{f"checksums:{p}": [k] for p, k in rows.items()},
-                   **({f"counts:{p}": [k] for p, k in rows.items()} if meta["format"] >= 3 else {})} if in_sidecar else \
-            {f"vectors:{p}": [k, dim] for p, k in rows.items()}
-        expected = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
-                    "end_us": [n], "choice": [n], "seqs": [n, 2], **vectors}
-        for name, shape in expected.items():
+        for name, shape in _expected_shapes(int(meta["format"]), rows, dim).items():
             if name not in layout or list(layout[name][3]) != shape:
                 raise Corrupt(f"section {name} is missing or has another shape")
         if in_sidecar and (self.sidecar is None or not isinstance(meta["vectors"], dict)
@@ -365,8 +360,12 @@ class RunReader:
         where = self._in_sidecar(meta, bulk) if in_sidecar else {}
         for principal, k in rows.items():
             at = self.filled[principal]
-            run.vectors.append((self.source(principal), (self.sidecar, *where[principal],
-                                bulk[f"checksums:{principal}"].copy()) if in_sidecar else bulk[f"vectors:{principal}"].copy()))
+            if in_sidecar:
+                offsets, counts, palettes = where[principal]
+                segment: Any = (self.sidecar, offsets, counts, bulk[f"checksums:{principal}"].copy(), palettes)
+            else:
+                segment = bulk[f"vectors:{principal}"].copy()
+            run.vectors.append((self.source(principal), segment))
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
             target = self.proj.get(principal)
@@ -382,20 +381,33 @@ class RunReader:
         return run
 
 
+def _expected_shapes(run_format: int, rows: Mapping[str, int], dim: int) -> dict[str, list[int]]:
+    """The sections a run of this format must hold, and their shapes, for `rows` episodes per principal."""
+    n = sum(rows.values())
+    named = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
+             "end_us": [n], "choice": [n], "seqs": [n, 2]}
+    if run_format < 2:
+        return {**named, **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
+    per_row = ["checksums"] + (["counts"] if run_format >= 3 else []) + (["palettes"] if run_format >= 4 else [])
+    return {**named, **{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
+            **{f"{name}:{p}": [k] for name in per_row for p, k in rows.items()}}
+
+
 def sidecar_rows(meta: Mapping[str, Any], principal: str, sections: Mapping[str, np.ndarray],
-                 dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where a principal's rows of a format 2 or 3 run are in the sidecar: byte offsets and float counts
-    (-1: dense rows). Raises `Corrupt` for a first row that is not a non-negative integer, or a count
-    larger than a row."""
+                 dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where a principal's rows of a format 2 to 4 run are in the sidecar: byte offsets, float counts
+    (-1: dense rows) and palette sizes (0: the floats as they are). Raises `Corrupt` for a first row
+    that is not a non-negative integer, or a count or palette larger than a row holds."""
     first, k = meta["vectors"][principal], int(meta["rows"][principal])
     if not isinstance(first, int) or isinstance(first, bool) or first < 0:
         raise Corrupt("a run's first sidecar row is not a non-negative integer")
     if meta["format"] == 2:  # dense rows, numbered
-        return (first + np.arange(k, dtype=np.int64)) * (4 * dim), np.full(k, -1, dtype=np.int64)
+        return (first + np.arange(k, dtype=np.int64)) * (4 * dim), np.full(k, -1, dtype=np.int64), np.zeros(k, np.int64)
     counts = np.asarray(sections[f"counts:{principal}"], dtype=np.int64)
-    if len(counts) != k or (counts > dim).any():
-        raise Corrupt("a run's row counts do not fit its rows")
-    return row_offsets(first, dim, counts), counts
+    palettes = np.asarray(sections[f"palettes:{principal}"], dtype=np.int64) if meta["format"] >= 4 else np.zeros(k, np.int64)
+    if len(counts) != k or (counts > dim).any() or len(palettes) != k or (palettes > np.minimum(counts, 256)).any():
+        raise Corrupt("a run's row counts or palette sizes do not fit its rows")
+    return row_offsets(first, dim, counts, palettes), counts, palettes
 
 
 def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:

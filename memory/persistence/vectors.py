@@ -3,13 +3,15 @@ hold every episode's vector in memory.
 
 A file store has a sidecar, ``<store>-vectors``, only ever appended (`VectorFile`). Each
 row is stored sparse and exact: a bitmap of which floats are non-zero (by their bits, so
--0.0 and NaN are kept), then those floats as little-endian float32 (`pack_rows`). Hashing
-vectors have about a third of their buckets set, so a row takes about 40 % of its dense
-size; a dense encoder's row costs its bitmap more than dense (dim / 8 bytes). Rows written
-by earlier versions are dense float32 rows at multiples of the row size, and are still read.
+-0.0 and NaN are kept), then those floats as little-endian float32, or, when smaller, the
+row's distinct floats and a few bits per float indexing them (`pack_rows`). Hashing vectors
+have about a third of their buckets set and repeat a few dozen values, so a row takes about
+14 % of its dense size; a dense encoder's row costs its bitmap more than dense (dim / 8
+bytes). Rows written by earlier versions are stored without palettes, or dense at multiples
+of the row size, and are still read.
 
 A state run (`memory.persistence.runs`) records, per principal, where its episodes'
-rows begin, how many floats each holds (the row sizes follow), a CRC-32 of every row
+rows begin, how many floats each holds and its palette size (the row sizes follow), a CRC-32 of every row
 (checked on read: damage, a torn write, a wrong file) and a truncated SHA-256 (checked by
 ``python -m memory verify``, whose digest chain covers the runs: a row altered on purpose);
 both are of the dense float32 row, whichever way it is stored. The sidecar is derived
@@ -63,31 +65,59 @@ def bitmap_bytes(dim: int) -> int:
     return (dim + 7) // 8
 
 
-def row_sizes(dim: int, counts: np.ndarray) -> np.ndarray:
-    """Bytes each stored row takes: a sparse row with `counts` floats, or a dense one where the count is negative."""
+def index_bits(palettes: np.ndarray) -> np.ndarray:
+    """Bits of each palette index of rows with `palettes` distinct values (0 for one value)."""
+    return np.frexp(np.maximum(np.asarray(palettes, dtype=np.int64) - 1, 0))[1].astype(np.int64)
+
+
+def row_sizes(dim: int, counts: np.ndarray, palettes: np.ndarray | None = None) -> np.ndarray:
+    """Bytes each stored row takes: a sparse row with `counts` floats (as `palettes` distinct values
+    and indices into them, or the floats themselves where the palette size is 0), or a dense one
+    where the count is negative."""
     counts = np.asarray(counts, dtype=np.int64)
-    return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + 4 * counts)
+    if palettes is None:
+        return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + 4 * counts)
+    palettes = np.asarray(palettes, dtype=np.int64)
+    indexed = 4 * palettes + (counts * index_bits(palettes) + 7) // 8
+    return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + np.where(palettes > 0, indexed, 4 * counts))
 
 
-def row_offsets(first: int, dim: int, counts: np.ndarray) -> np.ndarray:
+def row_offsets(first: int, dim: int, counts: np.ndarray, palettes: np.ndarray | None = None) -> np.ndarray:
     """Where each of a block of sparse rows written together begins, the first at byte `first`."""
-    sizes = row_sizes(dim, counts)
+    sizes = row_sizes(dim, counts, palettes)
     return int(first) + np.cumsum(sizes) - sizes
 
 
-def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """float32 rows in the sidecar's sparse layout, and how many floats each row keeps.
+def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """float32 rows in the sidecar's sparse layout, how many floats each row keeps, and the size
+    of each row's palette (0: the floats are stored as they are).
 
     Per row: a bitmap of the floats whose bits are not all zero (bit ``i % 8`` of byte
-    ``i // 8``), then those floats in order. `unpack_rows` restores every bit.
+    ``i // 8``), then either those floats in order or, when it is smaller, the row's distinct
+    floats (its palette, by their bits, so nothing is rounded) followed by one index into the
+    palette per float, packed little-endian with as few bits as the palette needs (at most 8).
+    Hashing vectors repeat a few dozen values (log counts over one norm), so a palette row takes
+    about a third of the floats' bytes. `unpack_rows` restores every bit.
     """
     data = np.ascontiguousarray(rows, dtype="<f4")
-    present = data.view("<u4") != 0
+    bits = data.view("<u4")
+    present = bits != 0
     counts = present.sum(axis=1)
     bitmaps = np.packbits(present, axis=1, bitorder="little")
-    values = np.split(data[present], np.cumsum(counts)[:-1]) if len(data) else []
-    packed = b"".join(part for bitmap, floats in zip(bitmaps, values) for part in (bitmap.tobytes(), floats.tobytes()))
-    return packed, counts.astype(np.uint32)
+    palettes = np.zeros(len(data), dtype=np.uint32)
+    parts: list[bytes] = []
+    for n, (bitmap, row) in enumerate(zip(bitmaps, bits)):
+        values = row[present[n]]
+        palette, index = np.unique(values, return_inverse=True)
+        width = index_bits(np.array([len(palette)]))[0]
+        parts.append(bitmap.tobytes())
+        if width <= 8 and 4 * len(palette) + (len(values) * width + 7) // 8 < 4 * len(values):
+            palettes[n] = len(palette)
+            spread = (index.reshape(-1, 1) >> np.arange(width)) & 1
+            parts += [palette.astype("<u4").tobytes(), np.packbits(spread.astype(np.uint8), bitorder="little").tobytes()]
+        else:
+            parts.append(values.tobytes())
+    return b"".join(parts), counts.astype(np.uint32), palettes
 
 
 def unpack_rows(bitmaps: np.ndarray, counts: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:
@@ -103,6 +133,32 @@ def unpack_rows(bitmaps: np.ndarray, counts: np.ndarray, values: np.ndarray, dim
         out[~fits] = np.nan
         values = values[np.repeat(fits, counts)]
     out.reshape(-1)[np.flatnonzero(present)] = values  # twice as fast as a boolean assignment
+    return out
+
+
+def palette_values(floats: np.ndarray, starts: np.ndarray, counts: np.ndarray, palettes: np.ndarray,
+                   indexes: np.ndarray, index_starts: np.ndarray) -> np.ndarray:
+    """The floats of sparse rows, in row order, from what was read of them: `floats` holds each
+    row's floats or palette from `starts`, `indexes` each palette row's packed indices from byte
+    `index_starts` (followed by two spare bytes). A damaged index reads some other float, which
+    the row's checksum then catches."""
+    counts = np.asarray(counts, dtype=np.int64)
+    palettes = np.asarray(palettes, dtype=np.int64)
+    starts = np.asarray(starts, dtype=np.int64)
+    firsts = np.cumsum(counts) - counts  # each row's first float in the output
+    width = index_bits(palettes)
+    # The bit of float number i (counted over all rows) is i * width + base, per row.
+    base = np.asarray(index_starts, dtype=np.int64) * 8 - firsts * width
+    total = int(counts.sum())
+    small = 8 * (len(indexes) + 8 * total + len(floats)) < 2**31  # 32-bit arithmetic is exact: half the memory traffic
+    per_float = np.repeat(np.stack([width, base, (1 << width) - 1, starts]).astype(np.int32 if small else np.int64),
+                          counts, axis=1)
+    bit = np.arange(total, dtype=per_float.dtype) * per_float[0] + per_float[1]
+    pairs = indexes[:-1].astype(np.uint16) | (indexes[1:].astype(np.uint16) << 8)  # the two bytes from each byte
+    index = (pairs[bit >> 3] >> (bit & 7).astype(np.uint16)).astype(per_float.dtype) & per_float[2]
+    out = floats[np.minimum(index + per_float[3], len(floats) - 1)] if len(floats) else np.zeros(0, np.float32)
+    for row in np.flatnonzero(palettes == 0).tolist():  # rows stored as their floats
+        out[firsts[row] : firsts[row] + counts[row]] = floats[starts[row] : starts[row] + counts[row]]
     return out
 
 
@@ -128,15 +184,15 @@ class VectorFile:
         except OSError:
             return 0
 
-    def append(self, rows: np.ndarray) -> tuple[int, np.ndarray]:
+    def append(self, rows: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
         """Write rows sparse at the end (after anything a crash left), flushed to disk.
 
-        Returns the byte where the first row begins and each row's count of floats
-        (`row_offsets` gives where every row begins). An exclusive ``flock`` on the file
-        covers finding the end and writing, so processes writing runs of one store at once
-        never record the same bytes.
+        Returns the byte where the first row begins, each row's count of floats and its palette
+        size (`pack_rows`; `row_offsets` gives where every row begins). An exclusive ``flock`` on
+        the file covers finding the end and writing, so processes writing runs of one store at
+        once never record the same bytes.
         """
-        packed, counts = pack_rows(np.asarray(rows, dtype=np.float32).reshape(-1, self.dim))
+        packed, counts, palettes = pack_rows(np.asarray(rows, dtype=np.float32).reshape(-1, self.dim))
         with self._lock, open(self.path, "ab") as out:
             if fcntl is not None:
                 fcntl.flock(out.fileno(), fcntl.LOCK_EX)  # released when the file is closed
@@ -144,44 +200,54 @@ class VectorFile:
             out.write(packed)
             out.flush()
             os.fsync(out.fileno())
-        return first, counts
+        return first, counts, palettes
 
-    def read(self, offsets: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        """Dense rows stored at byte `offsets` with `counts` floats each (negative: a dense row),
-        as a copy; a row past the end or unreadable reads as NaN (it fails its checksum).
+    def read(self, offsets: np.ndarray, counts: np.ndarray, palettes: np.ndarray | None = None) -> np.ndarray:
+        """Dense rows stored at byte `offsets` with `counts` floats each (negative: a dense row) and
+        `palettes` distinct values (0 or None: the floats as they are), as a copy; a row past the
+        end or unreadable reads as NaN (it fails its checksum).
 
-        Each row is one ``preadv`` straight into place (a sparse row's bitmap and floats into
-        two arrays): the rows come through the page cache without being mapped into this
-        process, so reading a few rows of a large sidecar adds only them to its resident
-        memory (a memory map faults in whole folios).
+        Each row is one ``preadv`` straight into place (a sparse row's bitmap, floats or palette,
+        and indices into three arrays): the rows come through the page cache without being
+        mapped into this process, so reading a few rows of a large sidecar adds only them to its
+        resident memory (a memory map faults in whole folios).
         """
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
         counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+        palettes = np.zeros(len(counts), dtype=np.int64) if palettes is None else \
+            np.asarray(palettes, dtype=np.int64).reshape(-1)
         out = np.empty((len(offsets), self.dim), dtype=np.float32)
         fd = self._descriptor() if len(offsets) else None
         if fd is None:
             out.fill(np.nan)
             return out
-        whole = (offsets >= 0) & (counts <= self.dim)
+        whole = (offsets >= 0) & (counts <= self.dim) & (palettes >= 0) & (palettes <= np.clip(counts, 0, 256))
         sparse = np.flatnonzero(whole & (counts >= 0))
         width = bitmap_bytes(self.dim)
+        kept = np.where(palettes > 0, palettes, counts)[sparse]  # floats stored per sparse row
+        index_sizes = np.where(palettes[sparse] > 0, (counts[sparse] * index_bits(palettes[sparse]) + 7) // 8, 0)
         bitmaps = np.empty((len(sparse), width), dtype=np.uint8)
-        values = np.empty(int(counts[sparse].sum()), dtype=np.float32)
-        rows, bits, floats = (memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, values))
-        rb, place, n = self.row_bytes, 0, 0
+        floats = np.empty(int(kept.sum()), dtype=np.float32)
+        indexes = np.zeros(int(index_sizes.sum()) + 2, dtype=np.uint8)  # two spare bytes (`palette_values`)
+        rows, bits, kept_floats, index_bytes = (memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, floats, indexes))
+        rb, place, at, n = self.row_bytes, 0, 0, 0
         for row, (offset, count) in enumerate(zip(offsets.tolist(), counts.tolist())):
             if not whole[row]:
                 continue
             if count < 0:  # a dense row of an earlier version
                 parts, size = [rows[row * rb : (row + 1) * rb]], rb
             else:
-                parts, size = [bits[n * width : (n + 1) * width], floats[4 * place : 4 * (place + count)]], width + 4 * count
-                place, n = place + count, n + 1
+                stored, extra = int(kept[n]), int(index_sizes[n])
+                parts = [bits[n * width : (n + 1) * width], kept_floats[4 * place : 4 * (place + stored)],
+                         index_bytes[at : at + extra]]
+                size, place, at, n = width + 4 * stored + extra, place + stored, at + extra, n + 1
             try:
                 whole[row] = os.preadv(fd, parts, offset) == size
             except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
                 whole[row] = False
         if len(sparse):
+            values = floats if not palettes.any() else palette_values(
+                floats, np.cumsum(kept) - kept, counts[sparse], palettes[sparse], indexes, np.cumsum(index_sizes) - index_sizes)
             out[sparse] = unpack_rows(bitmaps, counts[sparse], values, self.dim)
         out[~whole] = np.nan
         return out
@@ -228,10 +294,11 @@ class StoredRows:
         self.file: VectorFile | None = None  # the sidecar of every file segment
         self._starts = np.zeros(0, dtype=np.intp)  # first partition row of each segment
         self._size = 0
-        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, bool]] = []  # segments added since the last read
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []  # segments added since the last read
         self._arrays: list[np.ndarray | None] = []  # each segment's rows when held in memory
         self._offsets = np.zeros(0, dtype=np.int64)  # sidecar byte of each partition row (-1: held in memory)
         self._counts = np.zeros(0, dtype=np.int32)  # floats of each sidecar row (-1: a dense row)
+        self._palettes = np.zeros(0, dtype=np.int16)  # distinct values of each sidecar row stored as a palette
         self._sums = np.zeros(0, dtype=np.uint32)  # CRC-32 of each partition row
         self._checked = np.zeros(0, dtype=bool)  # rows whose checksum matched (or held in memory)
         self._fixed: dict[int, np.ndarray] = {}  # rows recomputed after failing their checksum
@@ -244,26 +311,29 @@ class StoredRows:
         """Rows held in memory (a run of format 1)."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1, self.dim)
         none = np.full(len(vectors), -1)
-        self._add(vectors, none, none, np.zeros(len(vectors), np.uint32), True)
+        self._add(vectors, none, none, np.zeros(len(vectors), np.int16), np.zeros(len(vectors), np.uint32), True)
 
-    def add_file(self, file: VectorFile, offsets: np.ndarray, counts: np.ndarray, checksums: np.ndarray, *,
-                 checked: bool = False) -> None:
-        """Sidecar rows at byte `offsets` with `counts` floats each (`VectorFile.read`), and their
-        checksums (`row_checksums`)."""
+    def add_file(self, file: VectorFile, offsets: np.ndarray, counts: np.ndarray, checksums: np.ndarray,
+                 palettes: np.ndarray | None = None, *, checked: bool = False) -> None:
+        """Sidecar rows at byte `offsets` with `counts` floats and `palettes` distinct values each
+        (`VectorFile.read`), and their checksums (`row_checksums`)."""
         if self.file is not None and file is not self.file and file.path != self.file.path:
             raise ValueError("all sidecar rows of a partition come from one sidecar")
         self.file = file
         checksums = np.asarray(checksums, dtype=np.uint32).reshape(-1)
-        self._add(None, np.asarray(offsets).reshape(-1), np.asarray(counts).reshape(-1), checksums, checked)
+        counts = np.asarray(counts).reshape(-1)
+        palettes = np.zeros(len(counts), np.int16) if palettes is None else np.asarray(palettes).reshape(-1)
+        self._add(None, np.asarray(offsets).reshape(-1), counts, palettes, checksums, checked)
 
-    def _add(self, array: np.ndarray | None, offsets: np.ndarray, counts: np.ndarray, sums: np.ndarray,
-             checked: bool) -> None:
-        if not len(offsets) == len(counts) == len(sums):
-            raise ValueError("every row needs its offset, count and checksum")
+    def _add(self, array: np.ndarray | None, offsets: np.ndarray, counts: np.ndarray, palettes: np.ndarray,
+             sums: np.ndarray, checked: bool) -> None:
+        if not len(offsets) == len(counts) == len(palettes) == len(sums):
+            raise ValueError("every row needs its offset, count, palette size and checksum")
         with self._lock:
             self._starts = np.append(self._starts, self._size)
             self._arrays.append(array)
-            self._pending.append((offsets.astype(np.int64), counts.astype(np.int32), sums, checked))
+            self._pending.append((offsets.astype(np.int64), counts.astype(np.int32), palettes.astype(np.int16), sums,
+                                  checked))
             self._size += len(offsets)
 
     def _columns(self) -> None:
@@ -272,10 +342,11 @@ class StoredRows:
         with self._lock:
             if self._pending:
                 self._offsets = np.concatenate([self._offsets, *(offsets for offsets, *_ in self._pending)])
-                self._counts = np.concatenate([self._counts, *(counts for _, counts, _, _ in self._pending)])
-                self._sums = np.concatenate([self._sums, *(sums for _, _, sums, _ in self._pending)])
+                self._counts = np.concatenate([self._counts, *(counts for _, counts, *_ in self._pending)])
+                self._palettes = np.concatenate([self._palettes, *(palettes for _, _, palettes, *_ in self._pending)])
+                self._sums = np.concatenate([self._sums, *(sums for *_, sums, _ in self._pending)])
                 self._checked = np.concatenate([self._checked, *(np.full(len(offsets), checked)
-                                                                 for offsets, _, _, checked in self._pending)])
+                                                                 for offsets, *_, checked in self._pending)])
                 self._pending = []
 
     def resident_bytes(self) -> int:
@@ -298,7 +369,7 @@ class StoredRows:
                 out[at] = self._arrays[s][rows[at] - self._starts[s]]  # type: ignore[index]
         if on_file.any():
             at = np.flatnonzero(on_file) if not on_file.all() else np.arange(len(rows))
-            out[at] = self.file.read(offsets[at], self._counts[rows[at]])  # type: ignore[union-attr]
+            out[at] = self.file.read(offsets[at], self._counts[rows[at]], self._palettes[rows[at]])  # type: ignore[union-attr]
             self._check(rows[at], out, at)
         return out
 
