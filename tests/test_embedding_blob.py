@@ -17,6 +17,7 @@ from memory.timeline import audit
 from memory.timeline import blob as embedding_blob
 from memory.errors import StoreError
 from memory.timeline.entries import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
+from memory.timeline.schema import SCHEMA_VERSION
 from tests.builders import T0
 
 
@@ -154,7 +155,7 @@ def test_schema_1_store_with_dense_blobs_reads_verifies_and_keeps_growing(tmp_pa
     assert all(np.array_equal(parts[e.id].embedding, e.embedding) for e in written)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
     timeline.append("one more", kind="note", role="system", timestamp=T0, situation="s")
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 4  # older code now refuses the file
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # older code now refuses the file
     assert store.verify() is None and len(store) == 5
 
 
@@ -250,9 +251,9 @@ def test_entry_id_equals_the_reference_definition(text, principal, situation, me
 def test_a_newer_schema_is_refused_by_name(tmp_path):
     SQLiteStore(tmp_path / "m.db").close()
     raw = sqlite3.connect(tmp_path / "m.db")
-    raw.execute("PRAGMA user_version = 5")
+    raw.execute("PRAGMA user_version = 6")
     raw.commit()
-    with pytest.raises(StoreError, match=r"store schema version 5, this code reads 1, 2, 3, 4"):
+    with pytest.raises(StoreError, match=r"store schema version 6, this code reads 1, 2, 3, 4, 5"):
         SQLiteStore(tmp_path / "m.db")
 
 

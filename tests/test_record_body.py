@@ -59,7 +59,7 @@ def test_records_are_stored_packed_and_read_as_written(tmp_path):
     stored = dict(raw.execute("SELECT id, body FROM records"))
     assert isinstance(stored["e1"], bytes) and len(stored["e1"]) < len(json.dumps(body)) / 2
     assert stored["e2"] == '{"seq":3}'  # too short to gain: kept as text
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
 
 
 def test_a_store_with_text_bodies_reads_them_and_is_marked_when_written(tmp_path):
@@ -76,4 +76,4 @@ def test_a_store_with_text_bodies_reads_them_and_is_marked_when_written(tmp_path
         assert all(store.record(kind, record_id) == json.loads(body) for kind, record_id, body in texts)
         store.add_records("note", [("n1", {"text": "a longer note that compresses well " * 5})])
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == 4  # older code now refuses the file
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # older code now refuses the file

@@ -112,7 +112,8 @@ def test_records_are_insert_only_and_idempotent():
 
 
 @pytest.mark.parametrize("column,value", [("text", "pool exhausteD"), ("metadata", '{"service":"X"}'),
-                                          ("timestamp", format_timestamp(at(seconds=1))), ("principal", "evil")])
+                                          ("timestamp", format_timestamp(at(seconds=1))), ("principal", "evil"),
+                                          ("prev_id", "f" * 64)])
 def test_tampering_one_row_names_that_entry(tmp_path, column, value):
     timeline = open_timeline(tmp_path / "m.db")
     entries = [timeline.append(f"entry {i} pool exhausted", kind="observation", role="environment",
@@ -127,6 +128,43 @@ def test_tampering_one_row_names_that_entry(tmp_path, column, value):
     assert "trigger timeline_no_update is missing" in report.findings[0]
     with pytest.raises(StoreError, match="tampered with: trigger.s. timeline_no_update missing"):
         SQLiteStore(tmp_path / "m.db")
+
+
+def test_a_row_stores_its_previous_id_only_when_it_is_not_the_row_before(tmp_path):
+    timeline = open_timeline(tmp_path / "m.db")
+    entries = [timeline.append(f"entry {i}", kind="note", role="system", timestamp=at(minutes=i), situation="s")
+               for i in range(3)]
+    entries += timeline.append_many([dict(text=f"batch {i}", kind="note", role="system", timestamp=at(hours=1),
+                                          situation="s") for i in range(3)])
+    raw = sqlite3.connect(tmp_path / "m.db")
+    assert [p for (p,) in raw.execute("SELECT prev_id FROM timeline ORDER BY seq")] == [GENESIS_ID] + [""] * 5
+    timeline.store.close()
+    reopened = open_timeline(tmp_path / "m.db")
+    assert [reopened.store.get(e.id).prev_id for e in entries] == [GENESIS_ID] + [e.id for e in entries[:-1]]
+    assert reopened.store.verify() is None and audit(tmp_path / "m.db").findings == []
+    raw.execute("DROP TRIGGER timeline_no_delete")
+    raw.execute("DELETE FROM timeline WHERE seq = 2")  # the row a linked id would be read from
+    raw.commit()
+    assert any(f.startswith("timeline seq=3 ") and "rows missing" in f for f in audit(tmp_path / "m.db").findings)
+
+
+def test_a_store_of_schema_4_keeps_its_rows_and_links_the_rows_appended_after_them(tmp_path):
+    import tarfile
+    from pathlib import Path
+
+    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-3.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")  # written by the version that stored every previous id
+    path = tmp_path / "m.sqlite"
+    raw = sqlite3.connect(path)
+    old = raw.execute("SELECT seq, id, prev_id FROM timeline ORDER BY seq").fetchall()
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 4 and all(prev for _, _, prev in old)
+    timeline = open_timeline(path, dim=1024)
+    new = timeline.append("one more", kind="note", role="system", timestamp=at(days=400), situation="s")
+    assert new.prev_id == old[-1][1] and timeline.store.verify() is None
+    assert raw.execute("SELECT prev_id FROM timeline WHERE seq = ?", (new.seq,)).fetchone()[0] == ""
+    assert raw.execute("SELECT seq, id, prev_id FROM timeline WHERE seq < ? ORDER BY seq", (new.seq,)).fetchall() == old
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 5  # older code now refuses the file
+    assert [e.prev_id for e in timeline.store.entries()][1:] == [e.id for e in timeline.store.entries()][:-1]
 
 
 def test_flipping_one_embedding_byte_is_detected(tmp_path):

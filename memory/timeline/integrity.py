@@ -24,7 +24,7 @@ from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline import erasure
 from memory.timeline.connection import missing_triggers
 from memory.timeline.entries import GENESIS_ID, Entry, entry_id
-from memory.timeline.schema import APPLICATION_ID, COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
+from memory.timeline.schema import APPLICATION_ID, READ_COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
 
 _DERIVED_COLUMNS = {"records": "seq, kind, id, body", "snapshots": "seq, kind, id, meta, body"}
 MAX_FINDINGS = 20  # a badly damaged file is summarised, not listed row by row
@@ -178,7 +178,7 @@ def _chain(db: sqlite3.Connection, erased: dict[int, str]) -> tuple[int, str, li
     id covers its id.
     """
     prev_id, expected, count = GENESIS_ID, 0, 0
-    cursor = db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq")
+    cursor = db.execute(f"SELECT {READ_COLUMNS} FROM timeline ORDER BY seq")
     while rows := cursor.fetchmany(256):
         readable = [row for row in rows if row[0] not in erased]
         try:  # derived vectors are recomputed a batch at a time; a damaged batch is read row by row

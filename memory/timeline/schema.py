@@ -34,11 +34,12 @@ from memory.timeline.entries import (
 APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
 # Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`, schema 3 its
 # derived layout (the vector recomputed from the entry's text), schema 4 compressed record
-# bodies (`memory.timeline.record_body`); each reads the stores of the schemas before it. An
+# bodies (`memory.timeline.record_body`), schema 5 linked previous ids (`LINKED`); each reads
+# the stores of the schemas before it. An
 # older store is marked with the current version by the first transaction that writes entries
 # or records into it, so older code refuses it with a clear message instead of misreading it.
-SCHEMA_VERSION = 4
-READABLE_SCHEMAS = (1, 2, 3, 4)
+SCHEMA_VERSION = 5
+READABLE_SCHEMAS = (1, 2, 3, 4, 5)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS timeline (
@@ -107,6 +108,13 @@ BEGIN SELECT RAISE(ABORT, 'digests are insert-only: DELETE refused'); END;
 """
 
 COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, metadata, encoder, embedding"
+# A row whose previous id is the id of the row before it (every row an append writes after the
+# first) stores LINKED instead: the chain already says it, and the 64 characters were a sixth of
+# the row. Reads put the id back (`READ_COLUMNS`), so an entry reads exactly as it was written,
+# and `python -m memory verify` still recomputes every id from the one before it.
+LINKED = ""
+READ_COLUMNS = COLUMNS.replace("prev_id", f"CASE WHEN prev_id <> '{LINKED}' THEN prev_id ELSE "
+                               "(SELECT before.id FROM timeline AS before WHERE before.seq = timeline.seq - 1) END")
 
 
 class RecordKind(str, Enum):
@@ -183,6 +191,16 @@ def vectors_of(blobs: Sequence[bytes], texts: Sequence[str], encoders: Sequence[
         for index, vector in zip(indexes, matrix):
             out[index] = vector.copy() if writable or len(indexes) > 1 else vector
     return out  # type: ignore[return-value]
+
+
+def linked_rows(rows: Sequence[tuple[Any, ...]], before: str | None) -> list[tuple[Any, ...]]:
+    """Timeline rows (in `COLUMNS` order, consecutive) as stored: `LINKED` for each previous id that is the
+    id of the row before (`before`: the id of the row preceding the first, None when there is none)."""
+    stored = []
+    for row in rows:
+        stored.append((row[0], row[1], LINKED, *row[3:]) if before is not None and row[2] == before else tuple(row))
+        before = row[1]
+    return stored
 
 
 def entry_to_row(entry: Entry, blob: bytes | None = None, timestamp: str | None = None,

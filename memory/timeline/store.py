@@ -29,21 +29,9 @@ from memory.timeline.entries import (
     verify_chain,
 )
 from memory.timeline.protocols import EntryParts, StoreStats
-from memory.timeline.schema import (
-    chain_rows,
-    prepare,
-    COLUMNS,
-    SCHEMA_VERSION,
-    RecordKind,
-    entry_to_row,
-    imported_blobs,
-    kind_text,
-    pack_embeddings,
-    row_to_entry,
-    rows_to_entries,
-    stream_entries,
-    vectors_of,
-)
+from memory.timeline.schema import (COLUMNS, READ_COLUMNS, SCHEMA_VERSION, RecordKind, chain_rows, entry_to_row,
+                                    imported_blobs, kind_text, linked_rows, pack_embeddings, prepare, row_to_entry,
+                                    rows_to_entries, stream_entries, vectors_of)
 
 
 class SQLiteStore:
@@ -107,6 +95,8 @@ class SQLiteStore:
         """
         if self._schema != SCHEMA_VERSION:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        before = self._db.execute("SELECT id FROM timeline WHERE seq = ?", (rows[0][0] - 1,)).fetchone() if rows else None
+        rows = linked_rows(rows, before[0] if before else None)
         self._db.executemany(f"INSERT INTO timeline ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def entry_rows(self) -> list[tuple[Any, ...]]:
@@ -129,7 +119,7 @@ class SQLiteStore:
 
     def get(self, entry_id: str) -> Entry | None:
         """The entry with this id, or None."""
-        row = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE id = ?", (entry_id,)).fetchone()
+        row = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline WHERE id = ?", (entry_id,)).fetchone()
         return row_to_entry(row) if row else None
 
     def get_many(self, entry_ids: Sequence[str]) -> list[Entry]:
@@ -138,7 +128,7 @@ class SQLiteStore:
         for start in range(0, len(entry_ids), 500):
             chunk = list(entry_ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE id IN ({marks})", chunk).fetchall()
+            rows = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline WHERE id IN ({marks})", chunk).fetchall()
             found.update((entry.id, entry) for entry in rows_to_entries(rows))
         return [found[i] for i in entry_ids if i in found]
 
@@ -155,7 +145,7 @@ class SQLiteStore:
         if situation is not None:
             clauses.append("situation = ?")
             params.append(situation)
-        query = f"SELECT {COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
+        query = f"SELECT {READ_COLUMNS} FROM timeline WHERE {' AND '.join(clauses)} ORDER BY seq"
         yield from stream_entries(self._db.execute(query, params))
 
     def __len__(self) -> int:
@@ -183,7 +173,7 @@ class SQLiteStore:
         if not last:
             return []
         marks = ",".join("?" * len(last))
-        rows = self._db.execute(f"SELECT {COLUMNS} FROM timeline WHERE seq IN ({marks}) ORDER BY seq", last)
+        rows = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline WHERE seq IN ({marks}) ORDER BY seq", last)
         return rows_to_entries(rows.fetchall())
 
     def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, EntryParts]:
@@ -355,7 +345,7 @@ class SQLiteStore:
         unreadable: list[ChainBreak] = []
 
         def readable() -> Iterator[Entry]:
-            cursor = self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq")
+            cursor = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline ORDER BY seq")
             while rows := cursor.fetchmany(256):
                 try:  # derived vectors are recomputed a batch at a time
                     converted: list[Entry] | None = rows_to_entries(rows)
