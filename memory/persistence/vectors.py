@@ -149,14 +149,16 @@ def palette_values(floats: np.ndarray, starts: np.ndarray, counts: np.ndarray, p
     width = index_bits(palettes)
     # The bit of float number i (counted over all rows) is i * width + base, per row.
     base = np.asarray(index_starts, dtype=np.int64) * 8 - firsts * width
-    total = int(counts.sum())
-    small = 8 * (len(indexes) + 8 * total + len(floats)) < 2**31  # 32-bit arithmetic is exact: half the memory traffic
-    per_float = np.repeat(np.stack([width, base, (1 << width) - 1, starts]).astype(np.int32 if small else np.int64),
-                          counts, axis=1)
-    bit = np.arange(total, dtype=per_float.dtype) * per_float[0] + per_float[1]
+    per_float = np.repeat(np.stack([width, base, (1 << width) - 1, starts]), counts, axis=1)  # intp: gathers need no copy
+    bit = np.arange(int(counts.sum()), dtype=np.int64)
+    bit *= per_float[0]
+    bit += per_float[1]
     pairs = indexes[:-1].astype(np.uint16) | (indexes[1:].astype(np.uint16) << 8)  # the two bytes from each byte
-    index = (pairs[bit >> 3] >> (bit & 7).astype(np.uint16)).astype(per_float.dtype) & per_float[2]
-    out = floats[np.minimum(index + per_float[3], len(floats) - 1)] if len(floats) else np.zeros(0, np.float32)
+    index = pairs[bit >> 3].astype(np.int64)
+    index >>= bit & 7
+    index &= per_float[2]
+    index += per_float[3]
+    out = floats[np.minimum(index, len(floats) - 1, out=index)] if len(floats) else np.zeros(0, np.float32)
     for row in np.flatnonzero(palettes == 0).tolist():  # rows stored as their floats
         out[firsts[row] : firsts[row] + counts[row]] = floats[starts[row] : starts[row] + counts[row]]
     return out
