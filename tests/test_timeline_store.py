@@ -167,6 +167,35 @@ def test_a_store_of_schema_4_keeps_its_rows_and_links_the_rows_appended_after_th
     assert [e.prev_id for e in timeline.store.entries()][1:] == [e.id for e in timeline.store.entries()][:-1]
 
 
+def test_derived_digests_are_stored_as_bytes_and_older_stores_keep_text_until_they_are_marked(tmp_path):
+    import tarfile
+    from pathlib import Path
+
+    with SQLiteStore(tmp_path / "new.db") as store:
+        store.add_records("edge", [("a", {"w": 1}), ("b", {"w": 2})])
+    raw = sqlite3.connect(tmp_path / "new.db")
+    assert [type(d) for (d,) in raw.execute("SELECT digest FROM digests")] == [bytes, bytes]
+    assert audit(tmp_path / "new.db").findings == []
+    raw.execute("DROP TRIGGER digests_no_update")
+    raw.execute("UPDATE digests SET digest = ? WHERE seq = 1", (bytes(32),))
+    raw.commit()
+    assert any("records seq=1" in f and "does not match its digest" in f for f in audit(tmp_path / "new.db").findings)
+
+    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-3.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")  # schema 4: digests as hex text
+    path = tmp_path / "m.sqlite"
+    with SQLiteStore(path) as store:
+        store.add_snapshot("note", "n1", {"k": 1}, b"body")  # no entries or records: the store stays 4
+    old = sqlite3.connect(path)
+    assert old.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert {type(d) for (d,) in old.execute("SELECT digest FROM digests")} == {str}
+    with SQLiteStore(path) as store:
+        store.add_records("edge", [("z", {"w": 9})])  # marks it 5: from now on digests as bytes
+    assert old.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert type(old.execute("SELECT digest FROM digests ORDER BY tbl, seq DESC LIMIT 1").fetchone()[0]) is bytes
+    assert audit(path).findings == []
+
+
 def test_flipping_one_embedding_byte_is_detected(tmp_path):
     timeline = open_timeline(tmp_path / "m.db")
     # drafts not marked as made from their text: the store keeps their vectors

@@ -39,9 +39,12 @@ class Audit(NamedTuple):
     notes: list[str]  # facts worth knowing that are not damage (e.g. no anchor file)
 
 
+# Digests are stored as their 32 bytes from schema 5 on (as 64 hex characters before), and read as hex.
+BINARY_DIGESTS = 5
+_HEX = "CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END"
 _STATE = ("SELECT (SELECT MAX(seq) FROM records), (SELECT MAX(seq) FROM snapshots), "
-          "(SELECT seq || ' ' || digest FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), "
-          "(SELECT seq || ' ' || digest FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1), "
+          f"(SELECT seq || ' ' || {_HEX} FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), "
+          f"(SELECT seq || ' ' || {_HEX} FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1), "
           "(SELECT seq || ' ' || id FROM timeline ORDER BY seq DESC LIMIT 1)")
 
 
@@ -60,6 +63,8 @@ def seal(db: sqlite3.Connection) -> Anchor:
                 prev = row_digest(prev, tuple(row[1:]))
                 new.append((table, row[0], prev))
                 seq = row[0]
+            if db.execute("PRAGMA user_version").fetchone()[0] >= BINARY_DIGESTS:  # else older code reads the store
+                new = [(tbl, seq, bytes.fromhex(digest)) for tbl, seq, digest in new]
             db.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (?,?,?)", new)
         derived[table] = (seq, prev)
     if head is None:
@@ -69,7 +74,7 @@ def seal(db: sqlite3.Connection) -> Anchor:
 
 
 def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:
-    row = db.execute("SELECT seq, digest FROM digests WHERE tbl = ? ORDER BY seq DESC LIMIT 1", (table,)).fetchone()
+    row = db.execute(f"SELECT seq, {_HEX} FROM digests WHERE tbl = ? ORDER BY seq DESC LIMIT 1", (table,)).fetchone()
     return (row[0], row[1]) if row else (0, GENESIS)
 
 
@@ -236,7 +241,7 @@ def _derived(db: sqlite3.Connection, table: str, erased_upto: int) -> list[str]:
 
 
 def _digest_rows(db: sqlite3.Connection, table: str) -> Iterator[tuple[int, str]]:
-    rows = db.execute("SELECT seq, digest FROM digests WHERE tbl = ? ORDER BY seq", (table,)).fetchall()
+    rows = db.execute(f"SELECT seq, {_HEX} FROM digests WHERE tbl = ? ORDER BY seq", (table,)).fetchall()
     return iter([(row[0], row[1]) for row in rows])
 
 
@@ -252,7 +257,7 @@ def _against_anchor(db: sqlite3.Connection, anchor: Anchor, count: int, tables: 
     for table, (seq, digest) in anchor.derived.items():
         if not seq:
             continue
-        row = db.execute("SELECT digest FROM digests WHERE tbl = ? AND seq = ?", (table, seq)).fetchone() \
+        row = db.execute(f"SELECT {_HEX} FROM digests WHERE tbl = ? AND seq = ?", (table, seq)).fetchone() \
             if "digests" in tables else None
         if row is None or row[0] != digest:
             findings.append(f"{table} seq={seq}: the anchored digest {digest[:16]}… is "
