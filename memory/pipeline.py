@@ -177,7 +177,7 @@ def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revise
     latest.update((v.fact_id, v) for v in revised if v.kind == LESSON)
     made = []
     for fact in sorted(latest.values(), key=lambda f: f.fact_id):
-        supporting = [ev.terms for ev in map(evidence.find, fact.support) if ev is not None]
+        supporting = lambda fact=fact: [ev.terms for ev in map(evidence.find, fact.support) if ev is not None]  # noqa: E731
         version = update_lesson(fact, incident, supporting, config=learning.facts)
         if version is not None:
             made.append(version)

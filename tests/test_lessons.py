@@ -56,11 +56,13 @@ def test_a_detail_earlier_incidents_showed_with_other_causes_makes_no_lesson():
 def test_confirmed_then_narrowed_then_revised_with_history():
     lesson = learn_lesson(incident(), rarity={})
     again = ("payments: queue depth high", "A restart of the batch relay shows up right before the alerts")
-    confirmed = update_lesson(lesson, incident(again, (), (), "ledger_lock", "ep-2", 60), [])
+    confirmed = update_lesson(lesson, incident(again, (), (), "ledger_lock", "ep-2", 60), lambda: 1 / 0)
     assert confirmed.version == 2 and confirmed.confidence > lesson.confidence and "ep-2" in confirmed.support
     odd = ("search: queue depth high", "The batch relay was bounced during the canary drill")
+    asked = []
     narrowed = update_lesson(confirmed, incident(odd, (), (), "queue_backlog", "ep-3", 120),
-                             [terms(" ".join(LESSON_SYMPTOMS)), terms(" ".join(again))])
+                             lambda: asked.append(1) or [terms(" ".join(LESSON_SYMPTOMS)), terms(" ".join(again))])
+    assert asked == [1]  # the supporting incidents are read only to narrow (a confirmation did not ask for them)
     assert narrowed.status == ACTIVE and {"canary", "drill"} <= set(narrowed.unless)
     assert not lesson_applies(narrowed, affirmed_lines(odd)) and lesson_applies(narrowed, affirmed_lines(again))
     drift = incident(again, ("This time it really was the queue; the batch relay was fixed and is no longer "

@@ -165,12 +165,15 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
                     at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}")
 
 
-def update_lesson(fact: FactVersion, incident: LessonIncident, supporting_terms: Sequence[frozenset[str]], *,
+def update_lesson(fact: FactVersion, incident: LessonIncident,
+                  supporting_terms: Sequence[frozenset[str]] | Callable[[], Sequence[frozenset[str]]], *,
                   config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
     """The next version of a lesson after a resolved incident, or None when it says nothing about it.
 
     Args:
-        supporting_terms: observation terms of the incidents that support the lesson (for narrowing).
+        supporting_terms: observation terms of the incidents that support the lesson (for narrowing),
+            or a function giving them (called only when the lesson is narrowed: a lesson's support
+            grows with the memory, and most incidents say nothing about most lessons).
     """
     lines = affirmed_lines(incident.symptoms)
     if fact.status != ACTIVE or incident.episode_id in fact.support + fact.contradict or not lesson_applies(fact, lines):
@@ -200,7 +203,8 @@ def update_lesson(fact: FactVersion, incident: LessonIncident, supporting_terms:
                         reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}",
                         **common)
     matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
-    seen = set().union(*supporting_terms) if supporting_terms else set()
+    supporting = supporting_terms() if callable(supporting_terms) else supporting_terms
+    seen = set().union(*supporting) if supporting else set()
     novel = sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[
         :MAX_UNLESS_TERMS] if matched else []
     contradict.add(incident.episode_id)
