@@ -80,8 +80,10 @@ def test_stream_is_seeded_and_realistic():
 
 @pytest.mark.parametrize("episodes", [1, 17, 60])
 def test_built_store_holds_the_claimed_episodes(tmp_path, episodes):
-    built = build_store(tmp_path / "s.sqlite", episodes, seed=5)
+    lines = []
+    built = build_store(tmp_path / "s.sqlite", episodes, seed=5, progress=lines.append)
     assert built.episodes == episodes and sum(built.principals.values()) == episodes
+    assert lines and lines[-1].startswith(f"{episodes:,} of {episodes:,} episodes written")
     with SQLiteStore(built.path, create=False) as store:
         assert sum(1 for _ in store.records(RecordKind.EPISODE)) == episodes
         assert len(store) == built.entries and store.verify() is None

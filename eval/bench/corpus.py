@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -260,7 +260,8 @@ class _Projector:
 
 
 def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 5000,
-                principals: Sequence[tuple[str, float]] = PRINCIPALS) -> BuiltStore:
+                principals: Sequence[tuple[str, float]] = PRINCIPALS,
+                progress: Callable[[str], None] = lambda message: None) -> BuiltStore:
     """Write a store holding `episodes` closed episodes of seeded incidents (see `BUILD_METHOD`).
 
     Args:
@@ -270,6 +271,7 @@ def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 
         seed: stream seed.
         batch: entries per `Timeline.append_many` call.
         principals: tenant names and their shares of the episodes.
+        progress: called with a line every twentieth of the episodes (a large build takes hours).
     """
     started = time.perf_counter()
     store = SQLiteStore(path)
@@ -278,6 +280,8 @@ def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 
         projector = _Projector(store)
         stream = incident_stream(seed, principals=principals)
         made, buffer, entries = 0, [], 0
+        every = max(episodes // 20, 1)
+        report = every
         while made < episodes:
             count, block = next(stream)
             if made + count > episodes:  # a retried incident would overshoot: the next block is drawn
@@ -288,6 +292,10 @@ def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 
                 projector.feed(timeline.append_many(buffer))
                 entries += len(buffer)
                 buffer = []
+                if made >= report:
+                    progress(f"{made:,} of {episodes:,} episodes written and projected "
+                             f"({time.perf_counter() - started:,.0f} s)")
+                    report += every
         projector.finish()
         per_principal: dict[str, int] = {}
         for episode in projector.episodes.values():

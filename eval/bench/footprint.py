@@ -120,7 +120,7 @@ def cached_store(directory: Path, episodes: int, *, seed: int, cache: bool,
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     card.unlink(missing_ok=True)
     progress(f"building a store of {episodes:,} episodes" + (f" (kept in {directory})" if cache else ""))
-    built = build_store(path, episodes, seed=seed)
+    built = build_store(path, episodes, seed=seed, progress=progress)
     if cache:
         card.write_text(json.dumps({**asdict(built), "path": str(path)}), encoding="utf-8")
     return built, False
