@@ -232,21 +232,23 @@ class VectorFile:
         floats = np.empty(int(kept.sum()), dtype=np.float32)
         indexes = np.zeros(int(index_sizes.sum()) + 2, dtype=np.uint8)  # two spare bytes (`palette_values`)
         rows, bits, kept_floats, index_bytes = (memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, floats, indexes))
-        rb, place, at, n = self.row_bytes, 0, 0, 0
-        for row, (offset, count) in enumerate(zip(offsets.tolist(), counts.tolist())):
-            if not whole[row]:
+        ok, stored_floats, index_lengths = whole.tolist(), kept.tolist(), index_sizes.tolist()  # plain ints: a fast loop
+        rb, place, at, n, preadv = self.row_bytes, 0, 0, 0, os.preadv
+        for row, offset, count in zip(range(len(ok)), offsets.tolist(), counts.tolist()):
+            if not ok[row]:
                 continue
             if count < 0:  # a dense row of an earlier version
                 parts, size = [rows[row * rb : (row + 1) * rb]], rb
             else:
-                stored, extra = int(kept[n]), int(index_sizes[n])
+                stored, extra = stored_floats[n], index_lengths[n]
                 parts = [bits[n * width : (n + 1) * width], kept_floats[4 * place : 4 * (place + stored)],
                          index_bytes[at : at + extra]]
                 size, place, at, n = width + 4 * stored + extra, place + stored, at + extra, n + 1
             try:
-                whole[row] = os.preadv(fd, parts, offset) == size
+                ok[row] = preadv(fd, parts, offset) == size
             except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
-                whole[row] = False
+                ok[row] = False
+        whole = np.array(ok, dtype=bool)
         if len(sparse):
             values = floats if not palettes.any() else palette_values(
                 floats, np.cumsum(kept) - kept, counts[sparse], palettes[sparse], indexes, np.cumsum(index_sizes) - index_sizes)
