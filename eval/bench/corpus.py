@@ -15,6 +15,7 @@ re-reads all of a principal's evidence): see `BUILD_METHOD`.
 from __future__ import annotations
 
 import time
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -27,7 +28,7 @@ from memory.episodes import Episode, Segmenter
 from memory.facts import extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG
 from memory.pipeline import Learning
-from memory.state import MemoryState
+from memory.state import MemoryState, Problem
 from memory.timeline import Entry, HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
 from simulator import families as fam
 from simulator import outcomes
@@ -203,13 +204,44 @@ class _NoIndex:
         pass
 
 
+class _ProblemTexts(MutableMapping):
+    """The builder's problems: their texts, without their vectors (a 4 KB array per episode).
+
+    Nothing the builder stores reads a problem's vector (the index is `_NoIndex`, and opening
+    the store recomputes every vector from the entries), so a problem reads back with a zero
+    vector of the same length.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._zero = np.zeros(0, dtype=np.float32)
+
+    def __getitem__(self, episode_id: str) -> Problem:
+        return Problem(self._texts[episode_id], self._zero)
+
+    def __setitem__(self, episode_id: str, problem: Problem) -> None:
+        if len(self._zero) != len(problem.vector):
+            self._zero = np.zeros(len(problem.vector), dtype=np.float32)
+            self._zero.flags.writeable = False
+        self._texts[episode_id] = problem.text
+
+    def __delitem__(self, episode_id: str) -> None:
+        del self._texts[episode_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+
 class _Projector:
     """Streaming projection of appended entries into stored records, by the memory's own pipeline."""
 
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
         self.segmenter = Segmenter()
-        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG)
+        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG, problems=_ProblemTexts())
         self.learning = Learning(extract=False)  # facts once per principal at the end (see BUILD_METHOD)
         self.open: dict[str, Entry] = {}  # entries of the episodes still open, by id
         self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {
