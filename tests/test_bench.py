@@ -92,6 +92,30 @@ def test_built_store_holds_the_claimed_episodes(tmp_path, episodes):
         assert len(memory.episodes()) == built.principals[built.largest]
 
 
+def test_a_builder_holding_few_episodes_in_memory_builds_the_same_store(tmp_path, monkeypatch):
+    import sqlite3
+
+    from eval.bench import corpus
+
+    def records(path):
+        db = sqlite3.connect(path)
+        try:
+            return db.execute("SELECT kind, id FROM records ORDER BY seq").fetchall()
+        finally:
+            db.close()
+
+    held = build_store(tmp_path / "held.sqlite", 80, seed=3, batch=20)  # many writes: episodes deferred as it goes
+    monkeypatch.setattr(corpus, "HELD_EPISODES_PER_PRINCIPAL", 2)  # nearly every episode read back from its record
+    reads = []
+    original = corpus._Projector._stored_episode
+    monkeypatch.setattr(corpus._Projector, "_stored_episode",
+                        lambda self, i, source: reads.append(i) or original(self, i, source))
+    lean = build_store(tmp_path / "lean.sqlite", 80, seed=3, batch=20)
+    assert reads and records(lean.path) == records(held.path)
+    assert (lean.episodes, lean.edges, lean.facts, lean.principals) == (held.episodes, held.edges, held.facts,
+                                                                         held.principals)
+
+
 def test_built_store_equals_recording_through_the_facade(tmp_path):
     built = build_store(tmp_path / "s.sqlite", 40, seed=2)
     live = EpisodicMemory(None)

@@ -15,6 +15,7 @@ re-reads all of a principal's evidence): see `BUILD_METHOD`.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -27,6 +28,7 @@ from memory import pipeline
 from memory.episodes import Episode, Segmenter
 from memory.facts import extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG
+from memory.persistence.lazy import LazyMap
 from memory.pipeline import Learning
 from memory.state import MemoryState, Problem
 from memory.timeline import Entry, HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
@@ -204,6 +206,9 @@ class _NoIndex:
         pass
 
 
+HELD_EPISODES_PER_PRINCIPAL = 10 * DEFAULT_GRAPH_CONFIG.window  # closed episodes the builder keeps in memory
+
+
 class _ProblemTexts(MutableMapping):
     """The builder's problems: their texts, without their vectors (a 4 KB array per episode).
 
@@ -241,7 +246,11 @@ class _Projector:
     def __init__(self, store: SQLiteStore) -> None:
         self.store = store
         self.segmenter = Segmenter()
-        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG, problems=_ProblemTexts())
+        # Episodes closed long ago are read back from their records when asked for (seldom: the graph
+        # rules read each principal's last `window`), so the builder's memory does not grow with them.
+        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG, episodes=LazyMap(self._stored_episode),
+                                 problems=_ProblemTexts())
+        self.held: deque[str] = deque()  # ids of the closed episodes held in memory, oldest first
         self.learning = Learning(extract=False)  # facts once per principal at the end (see BUILD_METHOD)
         self.open: dict[str, Entry] = {}  # entries of the episodes still open, by id
         self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {
@@ -249,9 +258,13 @@ class _Projector:
         self.counts = {RecordKind.EPISODE: 0, RecordKind.EDGE: 0, RecordKind.MARK: 0, RecordKind.FACT: 0}
 
     @property
-    def episodes(self) -> dict[str, Episode]:
-        """Closed episodes by id."""
-        return dict(self.state.episodes)
+    def principals(self) -> dict[str, int]:
+        """Closed episodes per principal."""
+        return {principal: len(ids) for principal, ids in self.state.order.items()}
+
+    def _stored_episode(self, episode_id: str, source: Any) -> Episode | None:
+        record = self.store.record(RecordKind.EPISODE, episode_id)
+        return None if record is None else Episode.from_record(record)
 
     def feed(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
@@ -278,6 +291,7 @@ class _Projector:
     def _close(self, episode: Episode) -> None:
         entries = [self.open.pop(i) for i in episode.entry_ids]
         self.pending[RecordKind.EPISODE].append((episode.id, episode.to_record()))
+        self.held.append(episode.id)
         problem = pipeline.problem_of(self.state, episode, entries)
         self.state.index_episode(episode, problem, pipeline.cited_facts(entries))
         changes = pipeline.close_episode(self.state, episode, entries, learning=self.learning)
@@ -289,6 +303,9 @@ class _Projector:
         for kind, rows in self.pending.items():
             self.counts[kind] += self.store.add_records(kind, rows)
             self.pending[kind] = []
+        keep = HELD_EPISODES_PER_PRINCIPAL * max(1, len(self.state.order))
+        if len(self.held) > keep:  # stored now: the oldest are read back from their records if asked for
+            self.state.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
 
 
 def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 5000,
@@ -329,9 +346,7 @@ def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 
                              f"({time.perf_counter() - started:,.0f} s)")
                     report += every
         projector.finish()
-        per_principal: dict[str, int] = {}
-        for episode in projector.episodes.values():
-            per_principal[episode.principal] = per_principal.get(episode.principal, 0) + 1
+        per_principal = projector.principals
     finally:
         store.close()
     counts = projector.counts
