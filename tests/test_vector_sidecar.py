@@ -345,6 +345,20 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
                          for q in QUERIES]
 
 
+def recorded_reads(monkeypatch) -> list[tuple[list[int], list[int]]]:
+    """Each `VectorFile.read` from now on, as (float counts, palette sizes) of the rows it read."""
+    calls: list[tuple[list[int], list[int]]] = []
+    original = VectorFile.read
+
+    def read(self, offsets, counts, palettes=None):
+        counts = np.asarray(counts).reshape(-1)
+        calls.append((counts.tolist(), [0] * len(counts) if palettes is None else np.asarray(palettes).tolist()))
+        return original(self, offsets, counts, palettes)
+
+    monkeypatch.setattr(VectorFile, "read", read)
+    return calls
+
+
 def golden_store(tmp_path, name: str):
     """A golden store unpacked into `tmp_path`; its runs must be usable under today's graph rules."""
     import tarfile
@@ -369,10 +383,7 @@ def test_a_store_written_with_sparse_rows_without_palettes_opens_as_before(tmp_p
     assert {meta["format"] for meta in stored_metas(path)} == {3}
     before = os.path.getsize(sidecar(path))
     expected = exact(path)
-    read = []
-    original = VectorFile.read
-    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts, palettes=None: (
-        read.append(None if palettes is None else np.asarray(palettes).tolist()), original(self, offsets, counts, palettes))[1])
+    read = recorded_reads(monkeypatch)
     with caplog.at_level(logging.WARNING, logger="memory.persistence.vectors"), opened(path) as reopened:
         assert state(reopened) == expected
     assert not any("checksum" in r.getMessage() for r in caplog.records)  # its rows were read, not recomputed
@@ -381,7 +392,7 @@ def test_a_store_written_with_sparse_rows_without_palettes_opens_as_before(tmp_p
     read.clear()
     with opened(path) as again:
         assert state(again) == expected
-    palettes = [k for call in read if call for k in call]
+    palettes = [k for _, call in read for k in call]
     assert palettes.count(0) == 16 and len(palettes) == 24  # the old rows as floats, the new ones as palettes
 
 
@@ -392,16 +403,15 @@ def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monke
     assert {meta["format"] for meta in stored_metas(path)} == {2}
     dense_bytes = os.path.getsize(sidecar(path))
     expected = exact(path)
-    counts_read = []
-    original = VectorFile.read
-    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, counts, *palettes: (
-        counts_read.extend(np.asarray(counts).tolist()), original(self, offsets, counts, *palettes))[1])
+    read = recorded_reads(monkeypatch)
     with opened(path) as reopened:
         assert state(reopened) == expected
+    counts_read = [c for counts, _ in read for c in counts]
     assert counts_read.count(-1) == 16  # the format 2 run's dense rows were read, not recomputed
     assert {meta["format"] for meta in stored_metas(path)} == {2, snapshot.FORMAT}  # the other 8 episodes went to a new run
     assert os.path.getsize(sidecar(path)) > dense_bytes  # appended after the dense rows
-    counts_read.clear()
+    read.clear()
     with opened(path) as again:
         assert state(again) == expected
+    counts_read = [c for counts, _ in read for c in counts]
     assert counts_read.count(-1) == 16 and len(counts_read) == 24  # both formats read from one sidecar
