@@ -16,6 +16,7 @@ from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, St
 from memory.timeline import audit
 from memory.timeline.connection import WriteTransaction
 from memory.timeline.entries import GENESIS_ID, entry_id, format_timestamp
+from memory.timeline.schema import READ_COLUMNS
 from tests.builders import T0, at, open_timeline
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), st.text(max_size=20),
@@ -146,6 +147,8 @@ def test_a_row_stores_its_previous_id_only_when_it_is_not_the_row_before(tmp_pat
     raw.execute("DELETE FROM timeline WHERE seq = 2")  # the row a linked id would be read from
     raw.commit()
     assert any(f.startswith("timeline seq=3 ") and "rows missing" in f for f in audit(tmp_path / "m.db").findings)
+    row = raw.execute(f"SELECT {READ_COLUMNS} FROM timeline WHERE seq = 3").fetchone()
+    assert row[1] == entries[3].id and row[2] == ""  # nothing to link to: an empty link, read as damage
 
 
 def test_a_store_of_schema_4_keeps_its_rows_and_links_the_rows_appended_after_them(tmp_path):

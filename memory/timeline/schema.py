@@ -34,8 +34,8 @@ from memory.timeline.entries import (
 APPLICATION_ID = 0x45504D31  # "EPM1": marks a file as a store of this project
 # Schema 2 adds the compact (sparse) embedding layout of `memory.timeline.blob`, schema 3 its
 # derived layout (the vector recomputed from the entry's text), schema 4 compressed record
-# bodies (`memory.timeline.record_body`), schema 5 linked previous ids (`LINKED`); each reads
-# the stores of the schemas before it. An
+# bodies (`memory.timeline.record_body`), schema 5 linked previous ids (`LINKED`) and digests
+# as bytes (`memory.timeline.integrity`); each reads the stores of the schemas before it. An
 # older store is marked with the current version by the first transaction that writes entries
 # or records into it, so older code refuses it with a clear message instead of misreading it.
 SCHEMA_VERSION = 5
@@ -113,8 +113,9 @@ COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, 
 # the row. Reads put the id back (`READ_COLUMNS`), so an entry reads exactly as it was written,
 # and `python -m memory verify` still recomputes every id from the one before it.
 LINKED = ""
-READ_COLUMNS = COLUMNS.replace("prev_id", f"CASE WHEN prev_id <> '{LINKED}' THEN prev_id ELSE "
-                               "(SELECT before.id FROM timeline AS before WHERE before.seq = timeline.seq - 1) END")
+READ_COLUMNS = COLUMNS.replace("prev_id", f"CASE WHEN prev_id <> '{LINKED}' THEN prev_id ELSE COALESCE("
+                               "(SELECT before.id FROM timeline AS before WHERE before.seq = timeline.seq - 1), "
+                               f"'{LINKED}') END")  # a missing row before (damage) leaves the link empty
 
 
 class RecordKind(str, Enum):
