@@ -303,6 +303,9 @@ class _Projector:
         for kind, rows in self.pending.items():
             self.counts[kind] += self.store.add_records(kind, rows)
             self.pending[kind] = []
+        # Lesson versions the pipeline makes while closing stay current only: the builder stores
+        # facts once at the end (see BUILD_METHOD), and every version holds its whole support.
+        self.state.versions.clear()
         keep = HELD_EPISODES_PER_PRINCIPAL * max(1, len(self.state.order))
         if len(self.held) > keep:  # stored now: the oldest are read back from their records if asked for
             self.state.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
