@@ -48,7 +48,8 @@ BUILD_METHOD = (
     "write path: memory.episodes.Segmenter.feed → memory.pipeline.close_episode per closed episode (graph "
     "rules over each principal's last {window} episodes, reinforcement edges and marks), with fact extraction "
     "deferred to once per principal at the end (memory.facts.extract_facts; the facade extracts on every "
-    "close, so its fact history would hold more versions); then opened with EpisodicMemory, which rebuilds "
+    "close, and stores the lesson versions each close makes, which the builder does not, so its fact history "
+    "would hold more versions); then opened with EpisodicMemory, which rebuilds "
     "its index, graph and facts from those records"
 )
 
