@@ -75,9 +75,7 @@ def row_sizes(dim: int, counts: np.ndarray, palettes: np.ndarray | None = None) 
     and indices into them, or the floats themselves where the palette size is 0), or a dense one
     where the count is negative."""
     counts = np.asarray(counts, dtype=np.int64)
-    if palettes is None:
-        return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + 4 * counts)
-    palettes = np.asarray(palettes, dtype=np.int64)
+    palettes = np.zeros_like(counts) if palettes is None else np.asarray(palettes, dtype=np.int64)
     indexed = 4 * palettes + (counts * index_bits(palettes) + 7) // 8
     return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + np.where(palettes > 0, indexed, 4 * counts))
 

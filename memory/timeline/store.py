@@ -83,20 +83,22 @@ class SQLiteStore:
         # Everything but the chain links is computed before the write lock is taken.
         prepared = prepare(drafts, derive=self._derive)
         with self._write():
-            entries, rows = chain_rows(prepared, *self._head())
-            self._insert_rows(rows)
+            seq, prev_id = self._head()
+            entries, rows = chain_rows(prepared, seq, prev_id)
+            self._insert_rows(rows, head=(seq, prev_id))
         self._schema = SCHEMA_VERSION
         return entries
 
-    def _insert_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert timeline rows inside the caller's write transaction, marking a schema 1 store as 2.
+    def _insert_rows(self, rows: Sequence[tuple[Any, ...]], head: tuple[int, str] | None = None) -> None:
+        """Insert timeline rows inside the caller's write transaction, marking an older store with this schema.
 
-        The caller sets ``self._schema`` once the transaction committed (a rollback undoes the mark).
+        `head` is `_head()` when the caller has read it (else it is read here). The caller sets
+        ``self._schema`` once the transaction committed (a rollback undoes the mark).
         """
         if self._schema != SCHEMA_VERSION:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        before = self._db.execute("SELECT id FROM timeline WHERE seq = ?", (rows[0][0] - 1,)).fetchone() if rows else None
-        rows = linked_rows(rows, before[0] if before else None)
+        seq, head_id = head or self._head()
+        rows = linked_rows(rows, head_id if rows and seq > 0 and rows[0][0] == seq else None)
         self._db.executemany(f"INSERT INTO timeline ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def entry_rows(self) -> list[tuple[Any, ...]]:
@@ -406,7 +408,7 @@ class SQLiteStore:
             if brk is not None:
                 raise ImportFailed(str(source), line_of[consumed[0]], f"entry {brk.id[:12]}…: {brk.reason}")
             blobs = imported_blobs(parsed) if self._derive else pack_embeddings([e.embedding for e in parsed])
-            self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)])
+            self._insert_rows([entry_to_row(entry, blob) for entry, blob in zip(parsed, blobs)], head=(seq, prev_id))
         self._schema = SCHEMA_VERSION
         return len(parsed)
 
