@@ -142,6 +142,9 @@ _NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok
                       r"within limits|as usual)\b", re.I)
 # Clause breaks: punctuation and generic English contrastive conjunctions.
 _CLAUSE = re.compile(r"[.;:!?,]\s+|\s+(?:but|while|whereas|although)\s+|\n")
+# Where a negation's scope ends inside a clause: a conjunction that starts another statement
+# ("the exchanger gave no cooling *and* the milk arrived warm": the milk arriving warm is affirmed).
+_SCOPE_END = re.compile(r"\s+(?:and|so|because|until|then)\s+", re.I)
 
 
 def split_negation(text: str) -> tuple[str, str]:
@@ -159,12 +162,12 @@ def split_negation(text: str) -> tuple[str, str]:
         if _NOMINAL.search(clause):
             denied.append(clause)
             continue
-        match = _NEGATION.search(clause)
-        if match:
+        while (match := _NEGATION.search(clause)) is not None:
             affirmed.append(clause[: match.start()])
-            denied.append(clause[match.end():])
-        else:
-            affirmed.append(clause)
+            end = _SCOPE_END.search(clause, match.end())
+            denied.append(clause[match.end(): end.start() if end else len(clause)])
+            clause = clause[end.end():] if end else ""
+        affirmed.append(clause)
     return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
         part.strip() for part in denied if part.strip())
 

@@ -123,6 +123,20 @@ def test_negation_split_and_stems():
     assert "exhaus" in stems("Exhausted") and "exhaus" in stems("exhaustion") and "the" not in stems("the pool")
 
 
+def test_a_negation_stops_where_the_next_statement_starts():
+    """A correction that denies one thing and then states another must not deny both."""
+    assert split_negation("the exchanger gave no cooling and the milk arrived warm") == (
+        "the exchanger gave the milk arrived warm", "cooling")
+    assert split_negation("no errors and no warnings, so the disk filled") == ("so the disk filled", "errors warnings")
+    assert split_negation("it was not the pool because the release broke it") == ("it was the release broke it",
+                                                                                 "the pool")
+
+
+def test_a_correction_that_names_the_cause_after_a_denial_votes_for_it():
+    problem = _problem("requests time out", feedback=("The pool was not full and the release broke the config",))
+    assert REASONER.mentions(problem.feedback[0], problem.candidates)["bad_release"] > 0
+
+
 def test_deterministic():
     problem = _problem("pool exhausted right after deploy")
     assert REASONER.decide(problem, []) == REASONER.decide(problem, [])

@@ -34,6 +34,13 @@ def test_a_correction_teaches_the_detail_it_points_at():
     assert learn_lesson(incident(failed=()), rarity={}) is None  # right first time: nothing to learn
 
 
+def test_one_shared_word_is_not_a_telling_detail():
+    """"The cold washes left it dirty" shares only "wash" with the symptoms: a coincidence of words, no lesson."""
+    assert learn_lesson(incident(corrections=("it was the ledger lock, see the queue",)), rarity={}) is None
+    assert learn_lesson(incident(corrections=("it was the ledger lock, see the queue depth",)), rarity={}).condition == (
+        "depth", "queue")
+
+
 def test_a_lesson_applies_only_where_its_detail_is_affirmed():
     lesson = learn_lesson(incident(), rarity={})
     assert lesson_applies(lesson, affirmed_lines(["Someone says the batch relay restarted an hour ago"]))
@@ -140,12 +147,12 @@ def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_f
 def test_equally_scored_lessons_come_in_the_same_order_whatever_the_principal_is_called():
     """A replay runs under another principal name; the facts it is shown must keep their order."""
 
-    line = terms("the batch relay was redeployed while the ledger lock queue grew")
+    line = terms("the batch relay was redeployed while the ledger lock queue depth grew")
     orders = []
     for principal in [f"team-run-{n}" for n in range(12)]:
         made = [learn_lesson(incident(corrections=(text,)), rarity={})
                 for text in ("it was the ledger lock, set off by the batch relay",
-                             "it was the ledger lock, see the queue grew")]
+                             "it was the ledger lock, see the queue depth")]
         facts = [lesson.__class__(**{**lesson.__dict__, "principal": principal,
                                      "fact_id": sha256(f"{principal}{lesson.condition}".encode()).hexdigest()})
                  for lesson in made]

@@ -36,6 +36,12 @@ def test_shipped_scenario_loads_and_validates(name, capsys):
     assert capsys.readouterr().out == f"OK {name} ({s.source})\n"
 
 
+@pytest.mark.parametrize("path", sorted(str(p) for folder in ("heldout", "dev")
+                                         for p in (Path(scenarios.__file__).parent / folder).glob("*.yaml")))
+def test_held_out_and_development_files_validate(path, capsys):
+    assert main([path]) == 0 and capsys.readouterr().out.startswith("OK ")
+
+
 def test_at_least_four_shipped_scenarios_with_twelve_rounds_beyond_the_canonical_one():
     names = scenarios.shipped()
     assert "pool-vs-deploy" in names

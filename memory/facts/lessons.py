@@ -42,6 +42,7 @@ from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulne
 from memory.text import TIME_WORDS, affirmed_clauses, split_negation, terms
 
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
+MIN_CONDITION_TERMS = 2  # one shared word is a coincidence, not a telling detail
 MAX_UNLESS_TERMS = 3  # a narrowing adds at most this many exception terms
 
 
@@ -87,7 +88,7 @@ def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float]) -> t
         weight = sum(rarity.get(t, top) for t in shared)
         if weight > best[0]:
             best = (weight, tuple(sorted(shared)))
-    return best[1]
+    return best[1] if len(best[1]) >= MIN_CONDITION_TERMS else ()
 
 
 def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
