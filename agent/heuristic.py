@@ -34,8 +34,9 @@ decisions where a fact applied and where none did (`situation_key`). Feedback in
 is direct evidence (``r = FEEDBACK_RELIABILITY``). No weight is fitted to any scenario.
 
 Choices already tried and failed in this round are excluded while others remain. Ties go
-to the candidate listed first. Nothing here depends on any particular scenario's words:
-the only vocabulary is generic English (stop words, negation cues), all of it in
+to the runbook's favourite (when the record has zeroed every kind's weight, the runbook still
+reads the observations), then to the candidate listed first. Nothing here depends on any
+particular scenario's words: the only vocabulary is generic English (stop words, negation cues), all of it in
 `memory.text`.
 """
 
@@ -217,7 +218,7 @@ class HeuristicReasoner:
         for cid in ids:
             parts[cid]["total"] = round(scores[cid], 6)
         allowed = [cid for cid in ids if cid not in problem.tried] or ids
-        choice = max(allowed, key=lambda cid: (scores[cid], -ids.index(cid)))
+        choice = max(allowed, key=lambda cid: (scores[cid], votes["prior"][cid], -ids.index(cid)))
         exps = {cid: math.exp(scores[cid] - scores[choice]) for cid in allowed}
         confidence = exps[choice] / sum(exps.values())
         # an item counts as relied on only when its kind carried weight in this decision

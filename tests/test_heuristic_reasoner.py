@@ -140,3 +140,12 @@ def test_a_correction_that_names_the_cause_after_a_denial_votes_for_it():
 def test_deterministic():
     problem = _problem("pool exhausted right after deploy")
     assert REASONER.decide(problem, []) == REASONER.decide(problem, [])
+
+
+def test_when_the_record_zeroes_every_weight_the_runbook_still_breaks_the_tie():
+    """One miss of the runbook among two candidates leaves its reliability at chance (weight 0)."""
+    problem = replace(_problem("errors began right after deploy of the new version"),
+                      record={"prior": (0, 1), "memory": (0, 1), "facts": (0, 1), "graph": (0, 1)})
+    decision = REASONER.decide(problem, [])
+    assert decision.scores["pool_exhaustion"] == decision.scores["bad_release"] == 0
+    assert decision.choice == "bad_release"  # listed second: the runbook's favourite, not the list order
