@@ -176,8 +176,10 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
             or a function giving them (called only when the lesson is narrowed: a lesson's support
             grows with the memory, and most incidents say nothing about most lessons).
     """
+    # the cheap test first: a lesson's support grows with the memory, and most incidents do not match it
     lines = affirmed_lines(incident.symptoms)
-    if fact.status != ACTIVE or incident.episode_id in fact.support + fact.contradict or not lesson_applies(fact, lines):
+    if (fact.status != ACTIVE or not lesson_applies(fact, lines) or incident.episode_id in fact.support
+            or incident.episode_id in fact.contradict):
         return None
     common = dict(fact_id=fact.fact_id, principal=fact.principal, condition=fact.condition, at=incident.at,
                   config=config)
