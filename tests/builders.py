@@ -99,10 +99,12 @@ def evidence_of(ep: Episode, text: str) -> EpisodeEvidence:
 
 
 # (observations, truth, first guess); each incident is corrected when the guess is wrong
-INCIDENTS = [
-    (["spool directory full on the print servers", "jobs stuck in the spool queue"], "spool", "driver"),
+INCIDENTS = [  # (observations, truth, first guess[, what the correction says after a wrong guess])
+    (["spool directory full on the print servers", "jobs stuck in the spool queue"], "spool", "driver",
+     "the jobs were stuck in the spool queue"),
     (["print jobs stuck, spool partition at 100%", "spool cleanup cron missing"], "spool", "spool"),
-    (["garbled output after the driver update", "driver version changed on the print servers"], "driver", "spool"),
+    (["garbled output after the driver update", "driver version changed on the print servers"], "driver", "spool",
+     "the driver update garbled the output"),
     (["new driver package rolled out, pages print garbled", "driver checksum differs"], "driver", "driver"),
     (["spool queue growing, jobs stuck for hours"], "spool", "spool"),
 ]
@@ -111,7 +113,7 @@ INCIDENTS = [
 def play_incidents(memory, incidents=INCIDENTS, *, principal=None, start=T0) -> None:
     """Plays incidents through the facade like an agent loop (recall → decide → outcome → correction → retry)."""
     clock = start
-    for observations, truth, guess in incidents:
+    for observations, truth, guess, *said in incidents:
         for text in observations:
             clock += timedelta(minutes=2)
             memory.observe(text, timestamp=clock, situation="support", metadata={"service": "print"},
@@ -130,7 +132,8 @@ def play_incidents(memory, incidents=INCIDENTS, *, principal=None, start=T0) -> 
                            metadata={"service": "print"}, principal=principal)
             if not ok:
                 clock += timedelta(minutes=2)
-                memory.correct(f"Not {choice}: it was the {truth}", timestamp=clock, situation="support",
+                memory.correct(f"Not {choice}: {said[0] if said else f'it was the {truth}'}", timestamp=clock,
+                               situation="support",
                                metadata={"service": "print"}, principal=principal)
         clock += timedelta(days=1)
 

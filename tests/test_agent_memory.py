@@ -37,7 +37,7 @@ def test_facts_are_learned_and_their_history_is_queryable():
         history = memory.fact_history(spool.id)
         assert history[0].version == 1 and history[-1] == spool
         assert all(b.supersedes == a.version for a, b in zip(history, history[1:]))
-        context = memory.recall("jobs stuck in the spool")
+        context = memory.recall("jobs stuck in the spool queue")  # the lesson's detail, in full
         assert any(r.fact.conclusion == "spool" for r in context.facts)
         assert "spool" in context.render(1500)
 
