@@ -36,8 +36,8 @@ is direct evidence (``r = FEEDBACK_RELIABILITY``). No weight is fitted to any sc
 Choices already tried and failed in this round are excluded while others remain. Ties go
 to the runbook's favourite (when the record has zeroed every kind's weight, the runbook still
 reads the observations), then to the candidate listed first. Nothing here depends on any
-particular scenario's words: the only vocabulary is generic English (stop words, negation cues), all of it in
-`memory.text`.
+particular scenario's words: the only vocabulary is generic English (stop words, negation
+cues), all of it in `memory.text`.
 """
 
 from __future__ import annotations

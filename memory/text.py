@@ -151,8 +151,9 @@ def split_negation(text: str) -> tuple[str, str]:
     """Split text into what it affirms and what it denies, clause by clause.
 
     Within a clause (split at punctuation and contrastive conjunctions) the words after a
-    negation cue ("not", "no", "without", "rather than", …) are denied, the words before it
-    affirmed; a clause that reports a normal state ("quiet", "healthy", "idle", …) is denied
+    negation cue ("not", "no", "without", "rather than", …) are denied, up to a conjunction
+    that starts another statement ("and", "so", "because", …); the words before the cue and
+    after that conjunction are affirmed; a clause that reports a normal state ("quiet", "healthy", "idle", …) is denied
     as a whole: "database idle, no lock waits" reports the absence of those symptoms.
     """
     affirmed, denied = [], []

@@ -8,7 +8,9 @@ resolved; every rule below is generic English and a pure function of plain data.
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
   minus the terms the correction denies, the incident's own subject (a service name is
-  where it happened, not why) and words for when (`memory.text.TIME_WORDS`). Of the lines, the one whose
+  where it happened, not why) and words for when (`memory.text.TIME_WORDS`); at least two
+  terms (one shared word is a coincidence: "the cold washes left it dirty" and "the wash
+  controller failed" share only *wash*). Of the lines, the one whose
   shared terms are rarest in the principal's history wins, so the condition is the telling
   detail the correction pointed at, not a symptom every incident shares.
 - **Applies** (`lesson_applies`) only on a full match: every condition term affirmed in one
@@ -86,9 +88,9 @@ def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float]) -> t
     for line in affirmed_lines(incident.symptoms):
         shared = sorted((line & said) - excluded, key=lambda t: (-rarity.get(t, top), t))[:MAX_CONDITION_TERMS]
         weight = sum(rarity.get(t, top) for t in shared)
-        if weight > best[0]:
+        if len(shared) >= MIN_CONDITION_TERMS and weight > best[0]:
             best = (weight, tuple(sorted(shared)))
-    return best[1] if len(best[1]) >= MIN_CONDITION_TERMS else ()
+    return best[1]
 
 
 def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
