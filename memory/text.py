@@ -145,6 +145,7 @@ _CLAUSE = re.compile(r"[.;:!?,]\s+|\s+(?:but|while|whereas|although)\s+|\n")
 # Where a negation's scope ends inside a clause: a conjunction that starts another statement
 # ("the exchanger gave no cooling *and* the milk arrived warm": the milk arriving warm is affirmed).
 _SCOPE_END = re.compile(r"\s+(?:and|so|because|until|then)\s+", re.I)
+_PRONOUN = re.compile(r"nothing|none|nobody", re.I)  # negation cues that are a whole phrase of their own
 
 
 def split_negation(text: str) -> tuple[str, str]:
@@ -165,12 +166,26 @@ def split_negation(text: str) -> tuple[str, str]:
             continue
         while (match := _NEGATION.search(clause)) is not None:
             affirmed.append(clause[: match.start()])
-            end = _SCOPE_END.search(clause, match.end())
+            end = _scope_end(clause, match)
             denied.append(clause[match.end(): end.start() if end else len(clause)])
             clause = clause[end.end():] if end else ""
         affirmed.append(clause)
     return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
         part.strip() for part in denied if part.strip())
+
+
+def _scope_end(clause: str, negation: re.Match[str]) -> re.Match[str] | None:
+    """The conjunction that ends a negation's scope in `clause`, or None when it runs to the end.
+
+    A particle needs a denied word before it ("not so bad" is one idiom); a cue that is a
+    phrase of its own ends at the next conjunction ("did nothing and the milk arrived warm").
+    """
+    end = _SCOPE_END.search(clause, negation.end())
+    if _PRONOUN.fullmatch(negation.group()):
+        return end
+    while end is not None and not clause[negation.end(): end.start()].strip():
+        end = _SCOPE_END.search(clause, end.end())
+    return end
 
 
 @lru_cache(maxsize=8192)

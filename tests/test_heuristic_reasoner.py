@@ -130,6 +130,8 @@ def test_a_negation_stops_where_the_next_statement_starts():
     assert split_negation("no errors and no warnings, so the disk filled") == ("so the disk filled", "errors warnings")
     assert split_negation("it was not the pool because the release broke it") == ("it was the release broke it",
                                                                                  "the pool")
+    assert split_negation("latency not so bad") == ("latency", "so bad")  # the conjunction must follow a denied word
+    assert split_negation("the plates did nothing and warm milk went in") == ("the plates did warm milk went in", "")
 
 
 def test_a_correction_that_names_the_cause_after_a_denial_votes_for_it():
