@@ -2,6 +2,9 @@
 
 from dataclasses import replace
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agent.heuristic import HeuristicReasoner
 from memory.text import split_negation, stems
 from agent.reasoner import CauseInfo, Evidence, Problem
@@ -151,3 +154,18 @@ def test_when_the_record_zeroes_every_weight_the_runbook_still_breaks_the_tie():
     decision = REASONER.decide(problem, [])
     assert decision.scores["pool_exhaustion"] == decision.scores["bad_release"] == 0
     assert decision.choice == "bad_release"  # listed second: the runbook's favourite, not the list order
+
+
+_CUES = ["not", "no", "never", "without", "nothing", "none", "nobody"]
+_JOINS = ["and", "so", "because", "until", "then"]
+
+
+@given(st.lists(st.sampled_from(["pump", "milk", "warm", "tank", "cooling", "fault", *_CUES, *_JOINS]), max_size=14),
+       st.sampled_from([" ", ", ", "; "]))
+def test_splitting_by_negation_keeps_every_word_on_one_side(words, sep):
+    """Whatever the order of cues and conjunctions, each content word is affirmed or denied, never lost."""
+    text = sep.join(words)
+    affirmed, denied = split_negation(text)
+    kept = affirmed.replace(",", " ").split() + denied.replace(",", " ").split()
+    content = [w for w in words if w not in _CUES and w not in _JOINS]
+    assert sorted(w for w in kept if w not in _CUES and w not in _JOINS) == sorted(content)
