@@ -372,7 +372,8 @@ class EpisodicAgent(_LoopAgent):
 
     def _sequence(self, episode_id: str) -> int:
         """1 + the episode's place in its principal's closing order (0 when unknown)."""
-        return self.memory.state.position.get(episode_id, -1) + 1
+        place = self.memory.state.index.place(episode_id)
+        return 0 if place is None else place + 1
 
     def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
         """Negation-aware closeness of past symptoms to the current ones, each term weighted by how

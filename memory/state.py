@@ -115,7 +115,6 @@ class MemoryState:
         self.episodes: MutableMapping[str, Episode] = episodes if episodes is not None else {}
         self.problems: MutableMapping[str, Problem] = problems if problems is not None else {}
         self.order: dict[str, list[str]] = {}  # principal → episode ids in closing order
-        self.position: dict[str, int] = {}  # episode id → its place in its principal's closing order
         self.closed_seq: dict[str, int] = {}  # principal → last seq of its closed episodes
         self.cites: dict[str, list[str]] = {}  # episode id → fact ids its decisions cited (when any)
         self.edge_ids: MutableSet[str] = edge_ids if edge_ids is not None else set()
@@ -134,7 +133,11 @@ class MemoryState:
     def prior(self, episode: Episode) -> list[Episode]:
         """The principal's episodes closed before `episode`, at most the graph rules' window of them."""
         ids = self.order.get(episode.principal, [])
-        end = self.position.get(episode.id, len(ids))
+        if ids and ids[-1] == episode.id:  # the episode just closed
+            end = len(ids) - 1
+        else:  # the index keeps the places in the closing order (None: not closed yet)
+            place = self.index.place(episode.id)
+            end = len(ids) if place is None else place
         return [self.episodes[i] for i in ids[max(0, end - self.graph_config.window) : end]]
 
     def facts_of(self, principal: str, retired: bool = False) -> list[FactVersion]:
@@ -162,7 +165,6 @@ class MemoryState:
         """Add a closed episode: closing order, graph node, recall index, problem, citations, evidence."""
         self.episodes[episode.id] = episode
         order = self.order.setdefault(episode.principal, [])
-        self.position.setdefault(episode.id, len(order))
         order.append(episode.id)
         self.closed_seq[episode.principal] = max(self.closed_seq.get(episode.principal, -1), episode.last_seq)
         add_episode(self.graph, episode)

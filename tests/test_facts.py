@@ -1,5 +1,6 @@
 """Fact rules on hand-made evidence: extraction, usefulness, confidence, revision and drift."""
 
+import sys
 from datetime import timedelta
 
 import pytest
@@ -133,6 +134,15 @@ def test_record_round_trip_and_version_id():
     assert FactVersion.from_record(fact.to_record()) == FactVersion.from_record(fact.to_record())
     back = FactVersion.from_record(fact.to_record())
     assert back.condition == fact.condition and back.usefulness.passed and back.id == f"{fact.fact_id}@1"
+
+
+def test_a_read_version_names_its_episodes_with_the_shared_id_strings():
+    """A fact's support can hold most of a principal's episodes: reading it back must not copy
+    every id the graph already holds (the decoded JSON makes a new string per occurrence)."""
+    record = extracted()[ALPHA].to_record()
+    record["support"] = ["".join(["e", str(n)]) for n in range(3)]  # fresh strings, like a JSON decoder's
+    back = FactVersion.from_record(record)
+    assert all(i is sys.intern(f"e{n}") for n, i in enumerate(back.support))
 
 
 def test_evidence_from_episode_needs_a_choice_and_a_verdict():

@@ -95,6 +95,21 @@ def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path):
     assert exact(path) == expected
 
 
+def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path):
+    """Edge evidence repeats: a reopened memory shares those strings instead of holding a copy
+    per edge (a million-episode store holds over a hundred MB of them)."""
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 90)
+    with opened(path) as again:
+        assert not list(again.store.records_after("episode", again.stored.covered))  # from runs only
+        texts = [d["evidence"] for _, _, d in again.state.graph.edges(data=True)]
+        assert len(set(texts)) < len(texts)
+        assert len({id(t) for t in texts}) == len(set(texts))
+        episode = again.episodes()[-1]
+        assert again.state.prior(episode)[-1].id == again.episodes()[-2].id  # places still known
+
+
 def test_runs_then_more_records_then_reopen(tmp_path):
     path = tmp_path / "m.sqlite"
     with opened(path) as first:

@@ -206,6 +206,11 @@ class _NoIndex:
     def add(self, episode: Episode, vector: np.ndarray) -> None:
         pass
 
+    def place(self, episode_id: str) -> int | None:
+        """Unknown: the builder only asks about the episode it is closing, before or just after
+        it joins its principal's closing order (`MemoryState.prior` knows the latter)."""
+        return None
+
 
 HELD_EPISODES_PER_PRINCIPAL = 10 * DEFAULT_GRAPH_CONFIG.window  # closed episodes the builder keeps in memory
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
@@ -76,7 +77,8 @@ class FactVersion:
         return cls(
             fact_id=data["fact_id"], version=int(data["version"]), principal=data["principal"], text=data["text"],
             condition=tuple(data["condition"]), conclusion=data["conclusion"], confidence=float(data["confidence"]),
-            support=tuple(data["support"]), contradict=tuple(data["contradict"]),
+            # episode ids: the strings the graph already holds, not copies (a support list can be long)
+            support=tuple(map(sys.intern, data["support"])), contradict=tuple(map(sys.intern, data["contradict"])),
             created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
             reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
             since=parse_timestamp(data["since"]) if data.get("since") else None,

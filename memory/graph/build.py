@@ -6,6 +6,7 @@ value and carry ``type``, ``weight`` and ``evidence``.
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Sequence
 
 import networkx as nx
@@ -65,7 +66,8 @@ def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, f
     add = G.add_edge  # one call per edge: cheaper than add_edges_from, which builds a view per edge
     for source, target, kind, weight, evidence in rows:
         name = _NAMES[kind]
-        add(source, target, name, type=name, weight=weight, evidence=evidence)
+        # evidence texts repeat (a third are distinct in the bench's store): the graph holds each once
+        add(source, target, name, type=name, weight=weight, evidence=sys.intern(evidence))
 
 
 _NAMES = {kind: kind.value for kind in EdgeType}  # edge type → the plain string the graph holds

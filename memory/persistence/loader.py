@@ -200,7 +200,6 @@ class StoredState:
                 late.extend(edges)
         for who, ids in columns.order.items():
             self.state.order[who] = ids
-            self.state.position.update(zip(ids, range(len(ids))))
             self.state.index.load(who, EpisodeList(ids, self.state.episodes), ids,
                                   reader.source(who), np.concatenate([e for e, _ in columns.flags[who]]),
                                   columns.outcomes[who], np.concatenate([c for _, c in columns.flags[who]]),

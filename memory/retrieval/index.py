@@ -232,6 +232,11 @@ class EpisodeIndex:
         part = self._parts[self._owner[episode_id]]
         return part.vectors(np.array([part.position[episode_id]]))[0]
 
+    def place(self, episode_id: str) -> int | None:
+        """An indexed episode's row in its principal's partition: its place in the principal's closing order."""
+        owner = self._owner.get(episode_id)
+        return None if owner is None else self._parts[owner].position[episode_id]
+
     def partition(self, principal: str) -> Partition:
         """The principal's partition (empty when unknown)."""
         return self._parts.get(principal) or Partition(self.dim)
