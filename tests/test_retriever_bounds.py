@@ -7,10 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory.agent_memory import EpisodicMemory
 from memory.timeline import HashingEncoder
 from memory.retrieval import DEFAULT, Bounds, ranking
+from memory.retrieval import bounds as bounds_module
 from memory.retrieval.ranking import top
 from tests.test_retriever import build, synthetic_texts
 
@@ -91,6 +94,25 @@ def test_first_pass_and_refined_bounds_both_contain_the_exact_cosine(rank):
         assert np.all(probe.high[some] - probe.low[some] <= first[some] + 1e-6)  # refined bounds are no looser
         full_low, full_high = bounds.relevance(query)
         assert np.array_equal(full_low[some], probe.low[some]) and np.array_equal(full_high[some], probe.high[some])
+
+
+@given(seed=st.integers(0, 2**32 - 1), scale=st.sampled_from([1e-6, 1e-3, 1.0]))
+@settings(max_examples=25, deadline=None)
+def test_refined_bounds_stay_exact_with_second_halves_in_half_precision(seed, scale):
+    """Without the slack that covers float32 sums, refined bounds still contain the cosine: the
+    bound accounts for what rounding the second halves to float16 lost (tiny values included)."""
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((120, 32)) * np.where(rng.random(32) < 0.5, scale, 1.0)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    bounds = Bounds(rows[:60], rank=16)
+    bounds.extend(rows)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bounds_module, "BOUND_SLACK", 0.0)
+        for query in (rows[5], rng.standard_normal(32)):
+            query = (query / np.linalg.norm(query)).astype(np.float32)
+            exact = np.clip(rows @ query.astype(np.float64), 0.0, 1.0)
+            low, high = bounds.relevance(query)
+            assert np.all(low <= exact + 1e-6) and np.all(exact <= high + 1e-6)
 
 
 def test_top_breaks_ties_by_lower_index_also_at_the_cut():

@@ -373,8 +373,10 @@ class StoredState:
             if bounds is not None:
                 digest = snapshot.basis_digest(bounds.basis)
                 self._store_basis(who, digest, bounds.basis)
-                picked = np.array([part.position[ep.id] for ep in episodes if ep.principal == who], dtype=np.intp)
-                projections[who] = (digest, *bounds.rows(picked))
+                # projected again from the vectors: the bounds keep second halves rounded (`Bounds`)
+                vectors = np.stack([state.problems[ep.id].vector for ep in episodes if ep.principal == who])
+                proj, resid = bounds.split(vectors)
+                projections[who] = (digest, proj, resid.astype(np.float32))
         problems = [state.problems[ep.id] for ep in episodes]
         sidecar = self._to_sidecar(episodes, problems)
         meta, body = encode_run(

@@ -172,7 +172,8 @@ class Run:
     def edges(self) -> list[tuple[str, str, EdgeType, float, str]]:
         """(source, target, type, weight, evidence) of each edge record, in storing order."""
         weights = self._array("weights").tolist()
-        return [(sys.intern(s), sys.intern(t), EDGE_TYPES[k], w, ev)
+        # evidence texts repeat: interned as they are decoded, or the copies' freed memory stays resident
+        return [(sys.intern(s), sys.intern(t), EDGE_TYPES[k], w, sys.intern(ev))
                 for (s, t, k, ev), w in zip(self._document("edges"), weights)]
 
     @cached_property

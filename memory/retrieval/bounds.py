@@ -30,6 +30,11 @@ class Bounds:
     The same split works on the leading ``r/2`` basis vectors alone (the rest of the
     projection joins the residual), so a `Probe` first bounds every row from the first half
     of the projection, then refines only the rows a recall still needs with the second half.
+
+    The second halves are held in half precision (half the memory of the largest array after
+    the first halves). Each row keeps the norm ``e`` of what that rounding lost, so a refined
+    bound adds ``‖q₂‖·e`` (``q₂``: the query's second half) and stays exact. The first pass's
+    norms are taken before rounding.
     """
 
     def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
@@ -40,7 +45,8 @@ class Bounds:
         # first halves one per column (BLAS's matrix-vector product is fastest in this layout),
         # second halves one per row (a few rows are gathered at a time)
         self._head = np.zeros((self.head, 16), dtype=np.float32)
-        self._tail = np.zeros((16, self.basis.shape[1] - self.head), dtype=np.float32)
+        self._tail = np.zeros((16, self.basis.shape[1] - self.head), dtype=np.float16)
+        self._tail_lost = np.zeros(16, dtype=np.float32)  # norm of what rounding each second half lost
         self._resid = np.zeros(16, dtype=np.float32)  # norm of the residual outside the basis
         self._outside = np.zeros(16, dtype=np.float32)  # norm of everything outside the first half
         self.size = 0
@@ -63,10 +69,11 @@ class Bounds:
                 head[:, : self.size] = self._head[:, : self.size]
                 self._head = head
                 grow = lambda a: np.concatenate([a, np.zeros((cap - len(a), *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
-                self._tail, self._resid, self._outside = grow(self._tail), grow(self._resid), grow(self._outside)
+                self._tail, self._tail_lost = grow(self._tail), grow(self._tail_lost)
+                self._resid, self._outside = grow(self._resid), grow(self._outside)
             tail = proj[:, self.head :].astype(np.float64)
             self._head[:, self.size : end] = proj[:, : self.head].T
-            self._tail[self.size : end] = proj[:, self.head :]
+            self._tail[self.size : end], self._tail_lost[self.size : end] = _halved(tail)
             self._resid[self.size : end] = resid
             self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
             self.size = end
@@ -77,25 +84,26 @@ class Bounds:
 
     @classmethod
     def from_parts(cls, basis: np.ndarray, proj: np.ndarray, resid: np.ndarray) -> "Bounds":
-        """Bounds over stored rows (bulk loading): a basis and the rows' `split` parts (see `rows`)."""
+        """Bounds over stored rows (bulk loading): a basis and the rows' `split` parts (projections
+        in float32, residual norms)."""
         bounds = cls.__new__(cls)
         bounds.basis = np.ascontiguousarray(basis, dtype=np.float64)
         rank = bounds.basis.shape[1]
         bounds.head = (rank + 1) // 2
         proj = np.asarray(proj, dtype=np.float32).reshape(-1, rank)
         bounds._head = np.ascontiguousarray(proj[:, : bounds.head].T)
-        bounds._tail = np.ascontiguousarray(proj[:, bounds.head :])
         bounds._resid = np.ascontiguousarray(resid, dtype=np.float32).reshape(-1)
-        tail = bounds._tail.astype(np.float64)
-        resid64 = bounds._resid.astype(np.float64)
-        bounds._outside = np.sqrt(resid64**2 + np.einsum("ij,ij->i", tail, tail)).astype(np.float32)
-        bounds.size = len(bounds._resid)
+        n = len(bounds._resid)
+        bounds._tail = np.zeros((n, rank - bounds.head), dtype=np.float16)
+        bounds._tail_lost, bounds._outside = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
+        for start in range(0, n, 65536):  # in chunks: float64 temporaries of a million rows take GBs
+            rows = slice(start, start + 65536)
+            tail = proj[rows, bounds.head :].astype(np.float64)
+            bounds._tail[rows], bounds._tail_lost[rows] = _halved(tail)
+            resid64 = bounds._resid[rows].astype(np.float64)
+            bounds._outside[rows] = np.sqrt(resid64**2 + np.einsum("ij,ij->i", tail, tail))
+        bounds.size = n
         return bounds
-
-    def rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The projections (float32) and residual norms of some rows (to persist them)."""
-        proj = np.concatenate([self._head[:, : self.size][:, rows].T, self._tail[: self.size][rows]], axis=1)
-        return proj, self._resid[: self.size][rows]
 
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
@@ -116,7 +124,8 @@ class Probe:
             self._dot = proj[0, : bounds.head] @ bounds._head[:, : bounds.size]  # float32: rounding ≪ BOUND_SLACK
         self._tail = proj[0, bounds.head :]
         self._resid = np.float32(resid[0])
-        outside = np.float32(np.sqrt(resid[0] ** 2 + float(np.dot(self._tail.astype(np.float64), self._tail))))
+        self._tail_norm = np.float32(np.sqrt(float(np.dot(self._tail.astype(np.float64), self._tail))))
+        outside = np.float32(np.sqrt(resid[0] ** 2 + float(self._tail_norm) ** 2))
         radius = bounds._outside[: bounds.size] * outside
         radius += np.float32(BOUND_SLACK)
         low = self._dot - radius
@@ -131,11 +140,19 @@ class Probe:
         if not len(todo):
             return
         b = self._bounds
-        dot = self._dot[todo] + np.einsum("ij,j->i", b._tail[todo], self._tail)
-        radius = b._resid[todo] * self._resid + np.float32(BOUND_SLACK)
+        dot = self._dot[todo] + np.einsum("ij,j->i", b._tail[todo].astype(np.float32), self._tail)
+        radius = b._resid[todo] * self._resid + b._tail_lost[todo] * self._tail_norm + np.float32(BOUND_SLACK)
         self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
         self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
         self._fine[todo] = True
+
+
+def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Second halves (float64 rows) in half precision, and the norm of what rounding lost per row
+    (rounded up to the next float32, so it never falls short)."""
+    half = tail.astype(np.float16)
+    lost = np.sqrt(np.einsum("ij,ij->i", tail - half, tail - half)).astype(np.float32)
+    return half, np.nextafter(lost, np.float32(np.inf))
 
 
 _BLAS: ThreadpoolController | None = None
