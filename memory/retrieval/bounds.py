@@ -151,7 +151,8 @@ def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Second halves (float64 rows) in half precision, and the norm of what rounding lost per row
     (rounded up to the next float32, so it never falls short)."""
     half = tail.astype(np.float16)
-    lost = np.sqrt(np.einsum("ij,ij->i", tail - half, tail - half)).astype(np.float32)
+    diff = tail - half
+    lost = np.sqrt(np.einsum("ij,ij->i", diff, diff)).astype(np.float32)
     return half, np.nextafter(lost, np.float32(np.inf))
 
 
