@@ -73,7 +73,7 @@ class Bounds:
                 self._resid, self._outside = grow(self._resid), grow(self._outside)
             tail = proj[:, self.head :].astype(np.float64)
             self._head[:, self.size : end] = proj[:, : self.head].T
-            self._tail[self.size : end], self._tail_lost[self.size : end] = _halved(tail)
+            self._tail[self.size : end], self._tail_lost[self.size : end] = _halved(proj[:, self.head :])
             self._resid[self.size : end] = resid
             self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
             self.size = end
@@ -98,8 +98,8 @@ class Bounds:
         bounds._tail_lost, bounds._outside = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
         for start in range(0, n, 65536):  # in chunks: float64 temporaries of a million rows take GBs
             rows = slice(start, start + 65536)
+            bounds._tail[rows], bounds._tail_lost[rows] = _halved(proj[rows, bounds.head :])
             tail = proj[rows, bounds.head :].astype(np.float64)
-            bounds._tail[rows], bounds._tail_lost[rows] = _halved(tail)
             resid64 = bounds._resid[rows].astype(np.float64)
             bounds._outside[rows] = np.sqrt(resid64**2 + np.einsum("ij,ij->i", tail, tail))
         bounds.size = n
@@ -148,12 +148,15 @@ class Probe:
 
 
 def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Second halves (float64 rows) in half precision, and the norm of what rounding lost per row
-    (rounded up to the next float32, so it never falls short)."""
+    """Second halves (float32 rows) in half precision, and the norm of what rounding lost per row.
+
+    A float32 minus its float16 rounding is exact in float32; the norm is raised by 1e-5 of
+    itself, more than float32 summation of 64 squares can lose, so it never falls short.
+    """
+    tail = np.asarray(tail, dtype=np.float32)
     half = tail.astype(np.float16)
     diff = tail - half
-    lost = np.sqrt(np.einsum("ij,ij->i", diff, diff)).astype(np.float32)
-    return half, np.nextafter(lost, np.float32(np.inf))
+    return half, np.sqrt(np.einsum("ij,ij->i", diff, diff)) * np.float32(1 + 1e-5)
 
 
 _BLAS: ThreadpoolController | None = None
