@@ -148,6 +148,22 @@ _SCOPE_END = re.compile(r"\s+(?:and|so|because|until|then)\s+", re.I)
 _PRONOUN = re.compile(r"nothing|none|nobody", re.I)  # negation cues that are a whole phrase of their own
 
 
+def _clauses(text: str) -> list[tuple[str, bool]]:
+    """The clauses of `text` (split at punctuation and contrastive conjunctions), each with whether
+    it reports a normal state: it says so itself ("pressure normal"), or it is the label of a
+    report whose status does ("borehole pump checked: running, pressure normal" reports the
+    pump normal, though the label has no such word)."""
+    out: list[tuple[str, bool]] = []
+    for line in text.split("\n"):
+        label, colon, status = line.partition(": ")
+        statuses = [c for c in _CLAUSE.split(status) if c.strip()] if colon else []
+        heads = [c for c in _CLAUSE.split(label if colon else line) if c.strip()]
+        reported = any(_NOMINAL.search(c) for c in statuses)
+        out += [(c, reported and i == len(heads) - 1 or bool(_NOMINAL.search(c))) for i, c in enumerate(heads)]
+        out += [(c, bool(_NOMINAL.search(c))) for c in statuses]
+    return out
+
+
 def split_negation(text: str) -> tuple[str, str]:
     """Split text into what it affirms and what it denies, clause by clause.
 
@@ -158,10 +174,8 @@ def split_negation(text: str) -> tuple[str, str]:
     as a whole: "database idle, no lock waits" reports the absence of those symptoms.
     """
     affirmed, denied = [], []
-    for clause in _CLAUSE.split(text):
-        if not clause.strip():
-            continue
-        if _NOMINAL.search(clause):
+    for clause, normal in _clauses(text):
+        if normal:
             denied.append(clause)
             continue
         while (match := _NEGATION.search(clause)) is not None:
@@ -198,8 +212,7 @@ def affirmed_clauses(text: str) -> str:
     conditions, incident closeness); corrections, which reject one thing and affirm another,
     are read with `split_negation`.
     """
-    kept = [clause for clause in _CLAUSE.split(text)
-            if clause.strip() and not _NOMINAL.search(clause) and not _NEGATION.search(clause)]
+    kept = [clause for clause, normal in _clauses(text) if not normal and not _NEGATION.search(clause)]
     return " ".join(clause.strip() for clause in kept)
 
 

@@ -137,6 +137,19 @@ def test_a_negation_stops_where_the_next_statement_starts():
     assert split_negation("the plates did nothing and warm milk went in") == ("the plates did warm milk went in", "")
 
 
+def test_a_report_whose_status_is_normal_denies_what_it_reports_on():
+    """"X checked: running, pressure normal" says X is fine: X's words must not count as a
+    symptom (a lesson about X would fire on its own all-clear). A status without a normal-state
+    word leaves the label a symptom."""
+    from memory.text import affirmed_clauses
+    line = "Borehole pump checked: running, pressure normal, the pre-cooler output 15 C"
+    assert split_negation(line) == ("running the pre-cooler output 15 C", "Borehole pump checked pressure normal")
+    assert "pump" not in affirmed_clauses(line)
+    assert split_negation("Redis: 9% CPU, 180 connected clients") == ("Redis 9% CPU 180 connected clients", "")
+    # one line's report does not reach the next line
+    assert split_negation("pump: normal\nvalve stuck") == ("valve stuck", "pump normal")
+
+
 def test_a_correction_that_names_the_cause_after_a_denial_votes_for_it():
     problem = _problem("requests time out", feedback=("The pool was not full and the release broke the config",))
     assert REASONER.mentions(problem.feedback[0], problem.candidates)["bad_release"] > 0
