@@ -58,7 +58,9 @@ def change_attributes(ep: Episode) -> dict[str, str]:
 
 def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:
     """Add edges keyed by type; a later record of the same key replaces the weight."""
-    add_edge_rows(G, ((edge.source, edge.target, edge.type, edge.weight, edge.evidence) for edge in edges))
+    # evidence texts repeat (a third are distinct in the bench's store): the graph holds each once
+    # (rows from state runs come interned as they are decoded)
+    add_edge_rows(G, ((edge.source, edge.target, edge.type, edge.weight, sys.intern(edge.evidence)) for edge in edges))
 
 
 def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, float, str]]) -> None:
@@ -66,8 +68,7 @@ def add_edge_rows(G: nx.MultiDiGraph, rows: Iterable[tuple[str, str, EdgeType, f
     add = G.add_edge  # one call per edge: cheaper than add_edges_from, which builds a view per edge
     for source, target, kind, weight, evidence in rows:
         name = _NAMES[kind]
-        # evidence texts repeat (a third are distinct in the bench's store): the graph holds each once
-        add(source, target, name, type=name, weight=weight, evidence=sys.intern(evidence))
+        add(source, target, name, type=name, weight=weight, evidence=evidence)
 
 
 _NAMES = {kind: kind.value for kind in EdgeType}  # edge type → the plain string the graph holds
