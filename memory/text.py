@@ -171,7 +171,8 @@ def split_negation(text: str) -> tuple[str, str]:
     negation cue ("not", "no", "without", "rather than", …) are denied, up to a conjunction
     that starts another statement ("and", "so", "because", …); the words before the cue and
     after that conjunction are affirmed; a clause that reports a normal state ("quiet", "healthy", "idle", …) is denied
-    as a whole: "database idle, no lock waits" reports the absence of those symptoms.
+    as a whole: "database idle, no lock waits" reports the absence of those symptoms, and so
+    is the label of a report whose status does ("pump checked: running, pressure normal").
     """
     affirmed, denied = [], []
     for clause, normal in _clauses(text):
