@@ -100,7 +100,7 @@ def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path):
     per edge (a million-episode store holds over a hundred MB of them)."""
     path = tmp_path / "m.sqlite"
     with opened(path) as live:
-        play(live, 90)
+        play(live, 40)
     with opened(path) as again:
         assert not list(again.store.records_after("episode", again.stored.covered))  # from runs only
         texts = [d["evidence"] for _, _, d in again.state.graph.edges(data=True)]
