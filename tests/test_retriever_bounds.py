@@ -115,6 +115,17 @@ def test_refined_bounds_stay_exact_with_second_halves_in_half_precision(seed, sc
             assert np.all(low <= exact + 1e-6) and np.all(exact <= high + 1e-6)
 
 
+def test_only_a_large_first_pass_runs_on_more_than_one_blas_thread():
+    from threadpoolctl import threadpool_info
+    blas = lambda: [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]  # noqa: E731
+    outside = blas()
+    with bounds_module.blas_threads(1 << 20):
+        assert blas() and set(blas()) == {1}
+    with bounds_module.blas_threads(bounds_module.PARALLEL_PASS_BYTES + 1):
+        assert blas() == outside
+    assert blas() == outside
+
+
 def test_top_breaks_ties_by_lower_index_also_at_the_cut():
     values = np.array([0.5, 0.9, 0.5, 0.5, 0.1, 0.9])
     assert top(values, 3).tolist() == [1, 5, 0]
