@@ -170,8 +170,8 @@ def blas_threads(read_bytes: int) -> Any:
     A small pass runs on the calling thread only: its product is bound by memory, so more
     threads barely help, and on a busy machine their synchronisation made it several times
     slower. A large one (a partition of a million episodes reads 179 MB) keeps BLAS's threads:
-    there, on this 2-core machine under load, two threads took the recall's p50 from 47–56 ms
-    to 34 ms.
+    there, on this 2-core machine, two threads took the recall's p50 from 30–33 ms to 24–27 ms
+    (three alternating runs of 300 recalls each).
     """
     if read_bytes > PARALLEL_PASS_BYTES:
         return contextlib.nullcontext()
