@@ -156,11 +156,12 @@ def _clauses(text: str) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     for line in text.split("\n"):
         label, colon, status = line.partition(": ")
-        statuses = [c for c in _CLAUSE.split(status) if c.strip()] if colon else []
+        statuses = [(c, bool(_NOMINAL.search(c))) for c in _CLAUSE.split(status) if c.strip()] if colon else []
         heads = [c for c in _CLAUSE.split(label if colon else line) if c.strip()]
-        reported = any(_NOMINAL.search(c) for c in statuses)
-        out += [(c, reported and i == len(heads) - 1 or bool(_NOMINAL.search(c))) for i, c in enumerate(heads)]
-        out += [(c, bool(_NOMINAL.search(c))) for c in statuses]
+        reported = any(normal for _, normal in statuses)
+        last = len(heads) - 1
+        out += [(c, (reported and i == last) or bool(_NOMINAL.search(c))) for i, c in enumerate(heads)]
+        out += statuses
     return out
 
 
