@@ -36,7 +36,7 @@ from memory.episodes import Edge, Episode, Outcome
 from memory.facts import (ACTIVE, DEFAULT_FACTS, LESSON, EvidenceLog, FactConfig, FactVersion, LessonIncident,
                           ProposalHook, affirmed_lines, extract_facts, learn_lesson, propose_fact, rarity,
                           update_lesson)
-from memory.graph import attempt_chain, causes_among, infer_edges
+from memory.graph import attempt_chain, cause_links, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retrieval import episode_vector
 from memory.state import MemoryState, Problem
@@ -113,7 +113,7 @@ def close_episode(state: MemoryState, episode: Episode, entries: Sequence[Entry]
     """The edges, fact versions and marks one closed (and indexed) episode implies."""
     who = episode.principal
     prior = state.prior(episode)
-    caused = causes_among(state.graph, [ep.id for ep in prior])
+    caused = cause_links(state.graph, [ep.id for ep in prior], state.episodes_lookup)
     linked = state.new_edges(infer_edges(episode, prior, config=state.graph_config, caused=caused))
     evidence = state.evidence.get(who, EvidenceLog())
     current = state.facts_of(who)

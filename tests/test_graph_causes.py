@@ -6,6 +6,7 @@ from memory.episodes import Edge, EdgeType, Outcome
 from memory.graph import (
     ChangeLink,
     build_graph,
+    cause_links,
     change_record,
     edge_history,
     infer_edges,
@@ -167,3 +168,37 @@ def test_the_failing_service_s_own_change_named_after_the_noun_is_linked() -> No
     for wording in ("the billing-worker change", "yesterday's change to billing-worker"):
         new = incident("new", 30, "billing-worker", f"timeouts since {wording}")
         assert caused(infer_edges(new, [earlier])) == [("new", "mine")], wording
+
+
+def test_what_changes_of_a_kind_led_to_tells_apart_two_fixes_the_text_names_alike() -> None:
+    # Two fixes on billing, both named by "the fix to billing"; the earlier one resolved as "pool",
+    # the later one as "cache". As many earlier changes of each kind were linked as causes, but those
+    # resolving "pool" led to incidents resolved as "db_overload", those resolving "cache" to "disk_full".
+    older = fixed("older", 0, "billing", "Restarted the billing workers", choice="pool")
+    newer = fixed("newer", 20, "billing", "Restarted the billing workers", choice="cache")
+    past = [fixed(f"{kind}{i}", -200 + 10 * i, "search", "Restarted the search workers", choice=kind)
+            for i in range(3) for kind in ("pool", "cache")]
+    new = episode("new", OK, "db_overload", hours=30, subject="orders", summary="orders slow",
+                  observations=("This began soon after yesterday's fix to billing went live",))
+    history = [*past, older, newer]
+    resolved = {f"{kind}{i}": (answer,) for i in range(3) for kind, answer in (("pool", "db_overload"),
+                                                                              ("cache", "disk_full"))}
+    assert caused(infer_edges(new, history, caused=resolved)) == [("new", "older")]
+    assert caused(infer_edges(new, history, caused=frozenset(resolved))) == [("new", "newer")]  # no resolutions
+    unresolved = episode("new", Outcome.UNKNOWN, None, hours=30, subject="orders", summary="orders slow",
+                         observations=new.observations)
+    assert caused(infer_edges(unresolved, history, caused=resolved)) == [("new", "newer")]  # nothing known yet
+    link = next(e for e in infer_edges(new, history, caused=resolved) if e.type == EdgeType.CAUSED_BY)
+    assert "led to" in link.evidence
+
+
+def test_cause_links_give_each_linked_change_what_its_incidents_were_resolved_as() -> None:
+    change = fixed("chg", 0, "payments", "Enabled aggressive retries in the payments client", choice="retries")
+    opener = episode("inc", Outcome.FAILURE, "wrong", hours=5, subject="orders", summary="orders errors",
+                     observations=("orders errors since the payments retry change",))
+    fix = episode("fix", OK, "retry_storm", hours=6, subject="orders", summary="Decision: retry_storm → ok")
+    G = build_graph([change, opener, fix], [Edge("inc", "chg", EdgeType.CAUSED_BY, 0.9, "named"),
+                                            Edge("fix", "inc", EdgeType.RETRY_OF, 1.0, "retry")])
+    lookup = {ep.id: ep for ep in (change, opener, fix)}.get
+    assert cause_links(G, ["chg", "inc", "fix"], lookup) == {"chg": ("retry_storm",)}
+    assert cause_links(G, ["chg"], lookup, min_weight=0.95) == {}

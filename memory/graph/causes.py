@@ -24,6 +24,10 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``learned``: the share of earlier changes resolving the same choice that the memory already
   linked as causes (what past changes led to), for a hypothesis the text already supports
   (named, described or on the same service): it tells apart changes the text names alike;
+- ``led_to``: once the incident is resolved, the share of the incidents already linked to changes
+  resolving the same choice that were resolved the same way (what such changes led to), for a
+  hypothesis the text already supports: a fix of one kind tends to leave the same kind of
+  trouble behind;
 - ``age``: older changes are less likely, per day.
 
 Scores become probabilities by a softmax over the hypotheses and the null (`rank_causes`);
@@ -85,6 +89,7 @@ class CauseWeights:
     acted_here: float = 4.5  # an explicit action (a recorded change) on the failing service within ``acted_within_s``
     acted_within_s: float = 12 * 3600.0  # how recent that action must be
     learned: float = 3.0  # times the share of same-choice changes already linked as causes
+    led_to: float = 3.0  # times the share of their linked incidents resolved as this one was
     age_per_day: float = -0.15  # per day between the change and the incident
     link_at: float = 0.5  # probability that some earlier change caused the incident, to link the best one
     lead_at: float = 0.4  # share of that probability the best hypothesis must hold
@@ -119,6 +124,7 @@ def referring(sentence: str) -> bool:
 
 def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
                 terms: TermWeights, fixes: Sequence[str] = (), learned: Callable[[Episode], float] = lambda ep: 0.0,
+                led_to: Callable[[Episode], float] = lambda ep: 0.0,
                 weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
     """Every candidate change as the cause of an incident, most probable first (pure).
 
@@ -130,6 +136,8 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         candidates: earlier changes that stayed in place.
         terms: term weights over the principal's recent episodes.
         learned: share of changes like this one already linked as causes (0 when unknown).
+        led_to: share of the incidents linked to changes like this one that were resolved as this
+            one was (0 while the incident is not resolved).
         weights: the log-odds contributions.
     """
     sentences = [s for text in observations for s in split_sentences(text) if s.strip()]
@@ -153,7 +161,7 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
                            (refs_name_other and not own_described, own_described),
                            (described, ref_terms, other_terms),
-                           denied_terms, terms, learned, weights)
+                           denied_terms, terms, (learned, led_to), weights)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
     top = max((s for _, s, _ in scored), default=0.0)
     norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
@@ -188,14 +196,16 @@ def names_subject(sentence: str, reference: re.Match[str], subject: str | None) 
 
 def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
              named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str]],
-             denied_terms: frozenset[str], terms: TermWeights, learned: Callable[[Episode], float],
-             w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
+             denied_terms: frozenset[str], terms: TermWeights,
+             record: tuple[Callable[[Episode], float], Callable[[Episode], float]], w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
     """The log-odds contributions for one candidate: (name, value, shared terms).
 
     `named_refs`: whether the references name another service (and not the failing one), and
     whether they name the failing one. `said` holds the observations' terms: describing a
-    referred change, in referring sentences, elsewhere.
+    referred change, in referring sentences, elsewhere. `record`: the learned share and the
+    led-to share (`rank_causes`).
     """
+    learned, led_to = record
     described, ref_terms, other_terms = said
     refs_name_other, own_phrase = named_refs
     ep = c.episode
@@ -217,13 +227,16 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
     denied = w.denied if (other_service and name_terms(ep.subject) and name_terms(ep.subject) <= denied_terms) else 0.0
     days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
+    supported = bool(named or same or in_words)  # the record only tells apart changes the text points to
     acted = w.acted_here if ep.actions and ep.subject == subject and subject and \
         days * 86400.0 <= w.acted_within_s else 0.0
     return [("prior", w.prior, ()), ("named", named, ()), ("reference", w.reference if refs else 0.0, ()),
             ("described", w.described * min(in_words, 1.0), shared_words),
             ("same subject", same, ()), ("overlap", overlap, shared_refs + shared_rest), ("denied", denied, ()),
             ("acted here", acted, ()),
-            ("attempts", w.attempts * max(0, c.attempts - 1), ()), ("learned", w.learned * learned(ep) if named or same or in_words else 0.0, ()),
+            ("attempts", w.attempts * max(0, c.attempts - 1), ()),
+            ("learned", w.learned * learned(ep) if supported else 0.0, ()),
+            ("led to", w.led_to * led_to(ep) if supported else 0.0, ()),
             ("age", w.age_per_day * days, ())]
 
 

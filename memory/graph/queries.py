@@ -201,6 +201,24 @@ def causes_among(G: nx.MultiDiGraph, episode_ids: Iterable[str], *, min_weight: 
     return frozenset(found)
 
 
+def cause_links(G: nx.MultiDiGraph, episode_ids: Iterable[str], lookup: Callable[[str], Episode | None], *,
+                min_weight: float = 0.5) -> dict[str, tuple[str, ...]]:
+    """The episodes among `episode_ids` that a CAUSED_BY edge of at least `min_weight` points to, each
+    with what the incidents linked to it were finally resolved as (what the change led to; an
+    incident not resolved yet adds nothing). Its keys are `causes_among`'s."""
+    kind = EdgeType.CAUSED_BY.value
+    pred = G.pred
+    found: dict[str, tuple[str, ...]] = {}
+    for i in episode_ids:
+        incoming = pred[i] if i in pred else None
+        if not incoming:
+            continue
+        sources = [u for u, keyed in incoming.items() if kind in keyed and keyed[kind].get("weight", 0.0) >= min_weight]
+        if sources:
+            found[i] = tuple(answer for u in sorted(sources) if (answer := resolution(G, u, lookup)) is not None)
+    return found
+
+
 def edge_history(edges: Iterable[Edge], source: str, target: str, kind: EdgeType) -> list[Edge]:
     """Every record of one edge, in storing order: its versions (the last is current)."""
     return [e for e in edges if e.source == source and e.target == target and e.type == kind]

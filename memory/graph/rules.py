@@ -42,7 +42,7 @@ from collections import deque
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Container, Sequence
+from typing import Callable, Container, Mapping, Sequence
 
 from memory.episodes import Edge, EdgeType, Episode, Outcome
 from memory.graph.causes import (
@@ -211,8 +211,33 @@ def learned_share(history: Sequence[Episode], caused: Container[str]) -> Callabl
     return lambda ep: linked.get(ep.choices[-1], 0) / (made.get(ep.choices[-1], 0) + 2) if ep.choices else 0.0
 
 
+def led_to_share(history: Sequence[Episode], caused: Container[str], resolved_as: str | None
+                 ) -> Callable[[Episode], float]:
+    """Share of the resolved incidents linked to changes resolving a choice that were resolved as
+    `resolved_as` (0 for every change while the incident is not resolved).
+
+    `caused` maps each change already linked as a cause to what its incidents were resolved as
+    (`memory.graph.queries.cause_links`); a plain set of ids carries no resolutions and gives 0.
+    """
+    if resolved_as is None or not isinstance(caused, Mapping):
+        return lambda ep: 0.0
+    linked: dict[str, int] = {}
+    alike: dict[str, int] = {}
+    for ep in history:
+        answers = caused.get(ep.id, ()) if ep.choices else ()
+        if answers:
+            linked[ep.choices[-1]] = linked.get(ep.choices[-1], 0) + len(answers)
+            alike[ep.choices[-1]] = alike.get(ep.choices[-1], 0) + sum(a == resolved_as for a in answers)
+    return lambda ep: alike.get(ep.choices[-1], 0) / (linked.get(ep.choices[-1], 0) + 2) if ep.choices else 0.0
+
+
+def resolved_choice(ep: Episode) -> str | None:
+    """What an attempt resolved its incident as: its last choice when it succeeded, else None."""
+    return ep.choices[-1] if ep.outcome is Outcome.SUCCESS and ep.choices else None
+
+
 def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corrections: Sequence[str] = (),
-                         fixes: Sequence[str] = (),
+                         fixes: Sequence[str] = (), resolved_as: str | None = None,
                          caused: Container[str] = (), config: GraphConfig = DEFAULT_GRAPH_CONFIG,
                          weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
     """The earlier changes that may have caused `incident`, most probable first (see `memory.graph.causes`).
@@ -222,14 +247,17 @@ def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corre
         history: the principal's episodes before it, in time order.
         corrections: corrections the incident received, read with the observations.
         fixes: what the incident's fixes did (read for shared terms only).
-        caused: ids of episodes already linked as causes (for the learned share).
+        resolved_as: what the incident was finally resolved as, once known.
+        caused: ids of episodes already linked as causes (for the learned share); a mapping
+            from those ids to what their incidents were resolved as (`cause_links`) adds the
+            led-to share.
     """
     candidates = change_candidates(incident.start, history, config)
     if not candidates:
         return []
     return rank_causes([*incident.observations, *corrections], incident.subject, incident.start, candidates,
                        terms=TermWeights([*history, incident]), fixes=fixes, learned=learned_share(history, caused),
-                       weights=weights)
+                       led_to=led_to_share(history, caused, resolved_as), weights=weights)
 
 
 def _caused_edges(incident: Episode, best: Hypothesis, note: str) -> list[Edge]:
@@ -252,7 +280,7 @@ def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig, caused
     if not new.observations:
         return []
     ranked = rank_incident_causes(new, history, corrections=_corrections([new]), fixes=_fixes([new]),
-                                  caused=caused, config=config, weights=weights)
+                                  resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights)
     best = best_cause(ranked, weights)
     return _caused_edges(new, best, "") if best is not None else []
 
@@ -274,7 +302,7 @@ def _later_evidence(new: Episode, chain: Sequence[Episode], history: Sequence[Ep
     before = rank_incident_causes(opener, before_history, corrections=_corrections([opener]),
                                   fixes=_fixes([opener]), caused=caused, config=config, weights=weights)
     after = rank_incident_causes(opener, before_history, corrections=_corrections(attempts), fixes=_fixes(attempts),
-                                 caused=caused, config=config, weights=weights)
+                                 resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights)
     if not after:
         return []
     edges: list[Edge] = []
@@ -335,7 +363,8 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
             ``config.window`` of `new`'s principal are considered.
         config: windows and thresholds.
         caused: ids of earlier episodes already linked as causes (CAUSED_BY targets), for the
-            learned share of `memory.graph.causes`.
+            learned share of `memory.graph.causes`; a mapping from them to what their incidents
+            were resolved as (`memory.graph.queries.cause_links`) adds the led-to share.
         weights: the cause hypotheses' log-odds contributions.
     """
     recent = [ep for ep in history if ep.principal == new.principal and ep.last_seq < new.first_seq]
@@ -362,11 +391,14 @@ def link_episodes(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_
     """Batch linking: each episode's edges against its principal's earlier episodes (by first seq)."""
     histories: dict[str, deque[Episode]] = {}
     edges: list[Edge] = []
-    caused: set[str] = set()
+    caused: dict[str, tuple[str, ...]] = {}  # change → what the incidents linked to it were resolved as
     for ep in sorted(episodes, key=lambda e: e.first_seq):
         history = histories.setdefault(ep.principal, deque(maxlen=max(config.window, 1)))
         found = infer_edges(ep, history, config=config, caused=caused)
         edges.extend(found)
-        caused.update(e.target for e in found if e.type == EdgeType.CAUSED_BY and e.weight >= 0.5)
+        answer = resolved_choice(ep)
+        for e in found:
+            if e.type == EdgeType.CAUSED_BY and e.weight >= 0.5:
+                caused[e.target] = caused.get(e.target, ()) + ((answer,) if answer else ())
         history.append(ep)
     return edges
