@@ -202,3 +202,15 @@ def test_cause_links_give_each_linked_change_what_its_incidents_were_resolved_as
     lookup = {ep.id: ep for ep in (change, opener, fix)}.get
     assert cause_links(G, ["chg", "inc", "fix"], lookup) == {"chg": ("retry_storm",)}
     assert cause_links(G, ["chg"], lookup, min_weight=0.95) == {}
+
+
+def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
+    regulator = fixed("reg", 0, "parlour", "Replaced the sticking vacuum regulator and set the system to 44 kPa")
+    lights = fixed("lights", 60, "parlour", "Cleaned the pulsator air inlets; clusters stayed on")
+    new = incident("new", 200, "parlour", "Teat ends are swollen after milking",
+                   "Since the new regulator went in, the gauge sits at 50 kPa")
+    edges = infer_edges(new, [regulator, lights])
+    assert caused(edges) == [("new", "reg")]
+    assert "described" in next(e for e in edges if e.type == EdgeType.CAUSED_BY).evidence
+    undated = incident("new", 200, "parlour", "Teat ends are swollen after milking", "The gauge sits at 50 kPa")
+    assert caused(infer_edges(undated, [regulator, lights])) == []

@@ -48,7 +48,7 @@ from typing import Callable, NamedTuple, Sequence
 
 from memory.episodes import Episode
 from memory.graph.changes import TermWeights, change_terms, entity_terms, incident_terms, name_terms
-from memory.text import CAUSAL_CUE, mentions, split_negation, split_sentences
+from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, split_negation, split_sentences
 
 # Generic English: a definite or dated reference to a change or an incident ("the last cache fix",
 # "since the kernel-patch change", "yesterday's hotfix", "the earlier outage"). A release or rollout
@@ -65,9 +65,13 @@ ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
 UNDO = re.compile(r"\b(?:revert\w*|roll(?:ed|ing)? ?back|rollbacks?|undo|undid|removed|backed out|(?:moved|switched|"
                   r"went|set|changed) back|disabled|restored)\b", re.IGNORECASE)
+# A change word of `CAUSAL_CUE` (what remains of a dated reference describes what was changed).
+CHANGE_WORD = re.compile(rf"\b{CHANGE_WORDS}\b", re.IGNORECASE)
 # Generic English past-tense verbs of a change (with `CAUSAL_CUE`, a dated change: "was replaced on Monday").
 CHANGE_VERBS = re.compile(r"\b(?:moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
-                          r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned)\b", re.IGNORECASE)
+                          r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned|installed|fitted|"
+                          r"swapped|repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|"
+                          r"went in|put in)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,8 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     refs = [s for s in sentences if referring(s)]
     own = name_terms(subject)
     matches = [(s, m) for s in refs for m in PAST_REFERENCE.finditer(s)]
-    described = frozenset().union(*(entity_terms(m.group(1)) for _, m in matches), frozenset()) - own
+    dated = [CHANGE_WORD.sub(" ", m.group(0)) for s in refs for m in CAUSAL_CUE.finditer(s)]  # "since the X was replaced"
+    described = frozenset().union(*(entity_terms(m.group(1)) for _, m in matches), *map(entity_terms, dated)) - own
     own_described = any(names_subject(s, m, subject) for s, m in matches)
     ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
     undoing = [f for f in fixes if UNDO.search(f)]
