@@ -214,3 +214,28 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
     assert "described" in next(e for e in edges if e.type == EdgeType.CAUSED_BY).evidence
     undated = incident("new", 200, "parlour", "Teat ends are swollen after milking", "The gauge sits at 50 kPa")
     assert caused(infer_edges(undated, [regulator, lights])) == []
+
+
+def test_a_term_only_the_two_compared_episodes_hold_weighs_fully() -> None:
+    from memory.graph.changes import TermWeights
+    change = fixed("chg", 0, "dryer", "Replaced the failed thermostat")
+    others = [fixed(f"o{i}", i + 1, "dryer", "Cleaned the lint filter") for i in range(10)]
+    new = incident("new", 20, "dryer", "Since the thermostat was replaced the burner cuts out")
+    episodes = [change, *others, new]
+    assert TermWeights(episodes, compared=2).weight("thermo") == 1.0  # nowhere else: as specific as a term gets
+    assert TermWeights(episodes).weight("thermo") < 0.7  # counting the pair itself made it look common
+    assert TermWeights(episodes, compared=2).weight("lint") < TermWeights(episodes, compared=2).weight("thermo")
+
+
+def test_a_correction_that_clears_the_linked_change_withdraws_the_link() -> None:
+    from memory.graph import DEFAULT_CAUSE_WEIGHTS
+    change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client")
+    first = episode("new", Outcome.FAILURE, "retries", hours=10, subject="orders",
+                    observations=("orders errors since the payments retry change",), summary="orders errors")
+    cleared = episode("retry", OK, "other", hours=11, subject="orders",
+                      corrections=("The payments retry change had nothing to do with it",),
+                      summary="Decision: other → Rolled back the orders schema migration")
+    linked = infer_edges(first, [change])
+    later = [e for e in infer_edges(cleared, [change, first]) if e.type == EdgeType.CAUSED_BY]
+    assert caused(linked) == [("new", "pay")] and linked[0].weight > 0.9
+    assert len(later) == 1 and later[0].weight < DEFAULT_CAUSE_WEIGHTS.link_at and "denied" in later[0].evidence

@@ -17,7 +17,9 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``overlap``: the IDF-weighted terms the observations share with what the change did (its
   actions and fix), counted more in referring sentences, where terms of the incident the
   change resolved count half; a later fix that undoes something (`UNDO`) is read too;
-- ``denied``: a sentence denies the change's service ("X was not touched");
+- ``denied``: a sentence denies the change's service ("X was not touched", "the X change was not
+  involved"); ``retracted`` when a correction the incident received says so (the site's verdict
+  after the fact outweighs what the symptoms suggested);
 - ``acted_here``: the change is an explicit action recorded on the failing service itself a
   few hours before (no words needed: the memory saw the change being made);
 - ``attempts``: every extra attempt of the earlier incident left one more change behind;
@@ -89,6 +91,7 @@ class CauseWeights:
     overlap_other: float = 1.5  # per unit of IDF-weighted shared terms, in the other observations
     overlap_cap: float = 1.5  # at most this many units of overlap count, per kind of sentence
     denied: float = -3.0  # a sentence denies the change's service or terms ("X has not been touched")
+    retracted: float = -8.0  # a correction the incident received denies it
     attempts: float = 0.5  # per extra attempt at the earlier incident
     acted_here: float = 4.5  # an explicit action (a recorded change) on the failing service within ``acted_within_s``
     acted_within_s: float = 12 * 3600.0  # how recent that action must be
@@ -120,6 +123,24 @@ class Candidate(NamedTuple):
     corrected: tuple[Episode, ...]  # its earlier attempts (their corrections describe the change)
 
 
+# Generic English: a sentence whose subject is cleared ("the payments retry change was not involved",
+# "X had nothing to do with it"); the subject is what the sentence denies.
+EXONERATION = re.compile(
+    r"^(?P<subject>.{1,120}?)\s+(?:(?:was|were|is|are|has been|have been)\s+(?:not|never)\s+(?:involved|the cause|"
+    r"to blame|related|responsible|at fault|the problem|the culprit)\b|(?:had|has|have)\s+nothing to do with\b)",
+    re.IGNORECASE)
+
+
+def exonerated(sentence: str) -> tuple[str, str] | None:
+    """(affirmed, denied) of a sentence that clears its subject, or None: the subject is denied and
+    what follows the clearing predicate is read as usual."""
+    found = EXONERATION.match(sentence.strip())
+    if found is None:
+        return None
+    rest = split_negation(sentence.strip()[found.end():])
+    return rest[0], " ".join(part for part in (found.group("subject"), rest[1]) if part)
+
+
 def referring(sentence: str) -> bool:
     """Whether a sentence refers to a past change or incident (generic English)."""
     return bool(PAST_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
@@ -127,13 +148,14 @@ def referring(sentence: str) -> bool:
 
 
 def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
-                terms: TermWeights, fixes: Sequence[str] = (), learned: Callable[[Episode], float] = lambda ep: 0.0,
+                terms: TermWeights, corrections: Sequence[str] = (), fixes: Sequence[str] = (), learned: Callable[[Episode], float] = lambda ep: 0.0,
                 led_to: Callable[[Episode], float] = lambda ep: 0.0,
                 weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
     """Every candidate change as the cause of an incident, most probable first (pure).
 
     Args:
-        observations: what the incident showed, and the corrections it received.
+        observations: what the incident showed.
+        corrections: the corrections it received (read like observations; a denial there is a retraction).
         fixes: what its own fixes did; one that undoes something (`UNDO`) is read for shared terms.
         subject: the failing service (its name is never evidence).
         at: when the incident started.
@@ -144,7 +166,8 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
             one was (0 while the incident is not resolved).
         weights: the log-odds contributions.
     """
-    sentences = [s for text in observations for s in split_sentences(text) if s.strip()]
+    corrected = [s for text in corrections for s in split_sentences(text) if s.strip()]
+    sentences = [s for text in observations for s in split_sentences(text) if s.strip()] + corrected
     refs = [s for s in sentences if referring(s)]
     own = name_terms(subject)
     matches = [(s, m) for s in refs for m in PAST_REFERENCE.finditer(s)]
@@ -154,10 +177,11 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
     undoing = [f for f in fixes if UNDO.search(f)]
     other_terms = frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
-    split = {s: split_negation(s) for s in sentences}
+    split = {s: exonerated(s) or split_negation(s) for s in sentences}
     affirmed = {s: split[s][0] for s in sentences}
     denied = [split[s][1] for s in sentences]
     denied_terms = frozenset().union(*(entity_terms(d) for d in denied if d)) - own if any(denied) else frozenset()
+    retracted = frozenset().union(*(entity_terms(split[s][1]) for s in corrected)) - own
     others = {c.episode.subject for c in candidates if c.episode.subject and c.episode.subject != subject}
     refs_name_other = any(mentions(affirmed[s], name) for s in refs for name in others)
     named_in = _Mentions([affirmed[s] for s in refs], [affirmed[s] for s in sentences])
@@ -166,7 +190,7 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
                            (refs_name_other and not own_described, own_described),
                            (described, ref_terms, other_terms),
-                           denied_terms, terms, (learned, led_to), weights)
+                           (denied_terms, retracted), terms, (learned, led_to), weights)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
     top = max((s for _, s, _ in scored), default=0.0)
     norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
@@ -201,7 +225,7 @@ def names_subject(sentence: str, reference: re.Match[str], subject: str | None) 
 
 def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
              named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str]],
-             denied_terms: frozenset[str], terms: TermWeights,
+             denials: tuple[frozenset[str], frozenset[str]], terms: TermWeights,
              record: tuple[Callable[[Episode], float], Callable[[Episode], float]], w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
     """The log-odds contributions for one candidate: (name, value, shared terms).
 
@@ -211,6 +235,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     led-to share (`rank_causes`).
     """
     learned, led_to = record
+    denied_terms, retracted_terms = denials
     described, ref_terms, other_terms = said
     refs_name_other, own_phrase = named_refs
     ep = c.episode
@@ -230,7 +255,8 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     in_refs += 0.5 * in_incident
     in_rest, shared_rest = terms.overlap(other_terms, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
-    denied = w.denied if (other_service and name_terms(ep.subject) and name_terms(ep.subject) <= denied_terms) else 0.0
+    name = name_terms(ep.subject) if other_service else frozenset()
+    denied = w.retracted if name and name <= retracted_terms else w.denied if name and name <= denied_terms else 0.0
     days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
     supported = bool(named or same or in_words)  # the record only tells apart changes the text points to
     acted = w.acted_here if ep.actions and ep.subject == subject and subject and \

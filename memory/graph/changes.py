@@ -148,17 +148,18 @@ class TermWeights:
 
     background = 10  # documents assumed to hold none of the terms: a short history does not make every term common
 
-    def __init__(self, episodes: Iterable[Episode]) -> None:
+    def __init__(self, episodes: Iterable[Episode], *, compared: int = 0) -> None:
         self.documents = [episode_terms(ep) for ep in episodes]
         self.n = len(self.documents)
+        self.compared = compared  # documents that are the two sides being compared: not evidence of a common term
         self.df: dict[str, int] = {}
 
     def weight(self, term: str) -> float:
         """Scaled IDF of `term` (1.0 for a term no episode holds)."""
         df = self.df.get(term)
         if df is None:
-            df = self.df[term] = sum(1 for doc in self.documents if term in doc)
-        n = self.n + self.background
+            df = self.df[term] = max(0, sum(1 for doc in self.documents if term in doc) - self.compared)
+        n = self.n - self.compared + self.background
         return max(0.0, math.log((n + 1) / (df + 1)) / math.log(n + 1)) ** 2
 
     def overlap(self, a: frozenset[str], b: frozenset[str]) -> tuple[float, tuple[str, ...]]:

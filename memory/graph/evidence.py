@@ -92,7 +92,7 @@ def recent_changes(observations: Sequence[str], subject: str | None, at: datetim
     candidates = change_candidates(at, history, config)
     if not candidates or not observations:
         return []
-    ranked = rank_causes(list(observations), subject, at, candidates, terms=TermWeights(history),
+    ranked = rank_causes(list(observations), subject, at, candidates, terms=TermWeights(history, compared=1),
                          learned=learned_share(history, caused), weights=weights)
     by_id = {c.episode.id: c.episode for c in candidates}
     out = []

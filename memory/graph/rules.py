@@ -255,8 +255,8 @@ def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corre
     candidates = change_candidates(incident.start, history, config)
     if not candidates:
         return []
-    return rank_causes([*incident.observations, *corrections], incident.subject, incident.start, candidates,
-                       terms=TermWeights([*history, incident]), fixes=fixes, learned=learned_share(history, caused),
+    return rank_causes(list(incident.observations), incident.subject, incident.start, candidates,
+                       terms=TermWeights([*history, incident], compared=2), corrections=corrections, fixes=fixes, learned=learned_share(history, caused),
                        led_to=led_to_share(history, caused, resolved_as), weights=weights)
 
 
