@@ -239,3 +239,16 @@ def test_a_correction_that_clears_the_linked_change_withdraws_the_link() -> None
     later = [e for e in infer_edges(cleared, [change, first]) if e.type == EdgeType.CAUSED_BY]
     assert caused(linked) == [("new", "pay")] and linked[0].weight > 0.9
     assert len(later) == 1 and later[0].weight < DEFAULT_CAUSE_WEIGHTS.link_at and "denied" in later[0].evidence
+
+
+def test_an_earlier_incident_s_own_reference_to_a_change_shares_no_symptom() -> None:
+    from memory.graph.rules import rank_incident_causes
+    fix = fixed("fix", 0, "billing", "Restarted the billing workers")
+    earlier = fixed("earlier", 20, "billing", "Restarted the billing workers",
+                    observations=("The timing lines up with the change made to search earlier this week",
+                                  "billing queue depth at 4,000"))
+    new = incident("new", 30, "orders", "The timing lines up with the change made to billing earlier this week",
+                   "orders p99 latency up 40%")
+    ranked = {h.episode_id: h for h in rank_incident_causes(new, [fix, earlier])}
+    overlap = {key: dict(h.factors).get("overlap", 0.0) for key, h in ranked.items()}
+    assert overlap["earlier"] == overlap["fix"]  # "the timing lines up" is how both refer to a change, no symptom

@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime
 from typing import Callable, NamedTuple, Sequence
 
@@ -145,6 +146,14 @@ def referring(sentence: str) -> bool:
     """Whether a sentence refers to a past change or incident (generic English)."""
     return bool(PAST_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
                                                     and bool(CHANGE_VERBS.search(sentence)))
+
+
+@lru_cache(maxsize=65536)
+def not_referring(observation: str) -> bool:
+    """Whether an earlier incident's observation tells what that incident was, not what caused it:
+    a sentence referring to a yet earlier change describes that change, and two incidents that
+    both refer to past changes in the same words share no symptom by it."""
+    return not any(referring(s) for s in split_sentences(observation))
 
 
 def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
@@ -248,7 +257,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     if refs and ep.subject == subject and subject and not refs_name_other:
         same = w.named_own if own_phrase else w.same_subject
     changed = change_terms(ep, c.corrected)
-    about = incident_terms(ep, c.corrected) | changed
+    about = incident_terms(ep, c.corrected, keep=not_referring) | changed
     in_words, shared_words = terms.overlap(described, about)
     in_refs, shared_refs = terms.overlap(ref_terms, changed)
     in_incident, _ = terms.overlap(ref_terms - changed, about)

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from memory.episodes import Episode, Outcome
 from memory.text import TERM_STOP_WORDS, normalize_term
@@ -182,9 +182,11 @@ def episode_terms(ep: Episode) -> frozenset[str]:
     return found
 
 
-def incident_terms(ep: Episode, chain: Sequence[Episode] = ()) -> frozenset[str]:
-    """Terms of the incident a change resolved: the observations of its attempts and its subject's name."""
-    return _terms_of(tuple(o for other in (*chain, ep) for o in other.observations)) | name_terms(ep.subject)
+def incident_terms(ep: Episode, chain: Sequence[Episode] = (), *,
+                   keep: Callable[[str], bool] = lambda observation: True) -> frozenset[str]:
+    """Terms of the incident a change resolved: the observations of its attempts (those `keep` accepts)
+    and its subject's name."""
+    return _terms_of(tuple(o for other in (*chain, ep) for o in other.observations if keep(o))) | name_terms(ep.subject)
 
 
 def change_terms(ep: Episode, chain: Sequence[Episode] = ()) -> frozenset[str]:
