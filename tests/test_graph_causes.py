@@ -85,15 +85,19 @@ def test_no_reference_and_no_shared_terms_links_nothing() -> None:
     assert caused(infer_edges(new, [earlier])) == []
 
 
-def test_later_evidence_gives_the_edge_a_new_version_and_standing_drops_a_withdrawn_one() -> None:
+def corrected_incident(correction: str) -> tuple[list[Edge], list[Edge]]:
+    """An orders incident linked to the payments retry change, then retried after `correction`:
+    the edges its first attempt made, and those of the retry."""
     change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client")
     first = episode("new", Outcome.FAILURE, "retries", hours=10, subject="orders",
                     observations=("orders errors since the payments retry change",), summary="orders errors")
-    retry = episode("retry", OK, "other", hours=11, subject="orders",
-                    corrections=("The payments retry change was not involved; the payments client was idle",),
+    retry = episode("retry", OK, "other", hours=11, subject="orders", corrections=(correction,),
                     summary="Decision: other → Rolled back the orders schema migration")
-    linked = infer_edges(first, [change])
-    later = infer_edges(retry, [change, first])
+    return infer_edges(first, [change]), infer_edges(retry, [change, first])
+
+
+def test_later_evidence_gives_the_edge_a_new_version_and_standing_drops_a_withdrawn_one() -> None:
+    linked, later = corrected_incident("The payments retry change was not involved; the payments client was idle")
     history = edge_history([*linked, *later], "new", "pay", EdgeType.CAUSED_BY)
     assert len(history) == 2 and history[1].weight < history[0].weight
     assert history[1].evidence.startswith("weakened by later evidence")
@@ -229,14 +233,8 @@ def test_a_term_only_the_two_compared_episodes_hold_weighs_fully() -> None:
 
 def test_a_correction_that_clears_the_linked_change_withdraws_the_link() -> None:
     from memory.graph import DEFAULT_CAUSE_WEIGHTS
-    change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client")
-    first = episode("new", Outcome.FAILURE, "retries", hours=10, subject="orders",
-                    observations=("orders errors since the payments retry change",), summary="orders errors")
-    cleared = episode("retry", OK, "other", hours=11, subject="orders",
-                      corrections=("The payments retry change had nothing to do with it",),
-                      summary="Decision: other → Rolled back the orders schema migration")
-    linked = infer_edges(first, [change])
-    later = [e for e in infer_edges(cleared, [change, first]) if e.type == EdgeType.CAUSED_BY]
+    linked, retried = corrected_incident("The payments retry change had nothing to do with it")
+    later = [e for e in retried if e.type == EdgeType.CAUSED_BY]
     assert caused(linked) == [("new", "pay")] and linked[0].weight > 0.9
     assert len(later) == 1 and later[0].weight < DEFAULT_CAUSE_WEIGHTS.link_at and "denied" in later[0].evidence
 
