@@ -45,8 +45,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime
+from functools import lru_cache
 from typing import Callable, NamedTuple, Sequence
 
 from memory.episodes import Episode
@@ -157,8 +157,8 @@ def not_referring(observation: str) -> bool:
 
 
 def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
-                terms: TermWeights, corrections: Sequence[str] = (), fixes: Sequence[str] = (), learned: Callable[[Episode], float] = lambda ep: 0.0,
-                led_to: Callable[[Episode], float] = lambda ep: 0.0,
+                terms: TermWeights, corrections: Sequence[str] = (), fixes: Sequence[str] = (),
+                learned: Callable[[Episode], float] = lambda ep: 0.0, led_to: Callable[[Episode], float] = lambda ep: 0.0,
                 weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
     """Every candidate change as the cause of an incident, most probable first (pure).
 
@@ -235,7 +235,8 @@ def names_subject(sentence: str, reference: re.Match[str], subject: str | None) 
 def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
              named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str]],
              denials: tuple[frozenset[str], frozenset[str]], terms: TermWeights,
-             record: tuple[Callable[[Episode], float], Callable[[Episode], float]], w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
+             record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
+             w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
     """The log-odds contributions for one candidate: (name, value, shared terms).
 
     `named_refs`: whether the references name another service (and not the failing one), and
