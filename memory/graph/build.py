@@ -28,9 +28,16 @@ class EpisodeGraph(nx.MultiDiGraph):
 
 def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequence[str], situations: Sequence[str],
                      subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[str]) -> None:
-    """Add episode nodes in bulk from columns, with the attributes `add_episode` sets (outcomes as their values)."""
-    G.add_nodes_from((i, {"principal": who, "situation": sit, "subject": sub, "first_seq": seq, "outcome": out})
-                     for i, who, sit, sub, seq, out in zip(ids, principals, situations, subjects, first_seqs, outcomes))
+    """Add episode nodes in bulk from columns, with the attributes `add_episode` sets (outcomes as their values).
+
+    The nodes go in by id and their attributes are filled after: `add_nodes_from` given
+    ``(id, attributes)`` pairs takes an exception per node to tell a pair from a node, and each
+    pair is one more container for the cycle collector to count.
+    """
+    G.add_nodes_from(ids)
+    data = G.nodes
+    for i, who, sit, sub, seq, out in zip(ids, principals, situations, subjects, first_seqs, outcomes):
+        data[i].update(principal=who, situation=sit, subject=sub, first_seq=seq, outcome=out)
 
 
 def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
