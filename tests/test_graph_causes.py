@@ -38,6 +38,12 @@ def caused(edges):
     return [(e.source, e.target) for e in edges if e.type == EdgeType.CAUSED_BY]
 
 
+def linked(new, history):
+    """The CAUSED_BY pairs the rules make for `new`, and the first such edge (None when none)."""
+    edges = infer_edges(new, history)
+    return caused(edges), next((e for e in edges if e.type == EdgeType.CAUSED_BY), None)
+
+
 def test_change_record_names_kind_and_specific_words() -> None:
     ep = fixed("a", 0, "checkout", "Raised maximumPoolSize on checkout from 20 to 60; errors gone")
     record = change_record(ep)
@@ -59,9 +65,8 @@ def test_an_incident_naming_another_service_s_change_is_caused_by_that_change_no
     other = fixed("pay", 20, "payments", "Enabled aggressive retries in the payments client")
     new = incident("new", 30, "orders", "orders 5xx at 9% since the payments retry change",
                    "orders logs show bursts of retried calls")
-    edges = infer_edges(new, [own, other])
-    assert caused(edges) == [("new", "pay")]
-    link = next(e for e in edges if e.type == EdgeType.CAUSED_BY)
+    pairs, link = linked(new, [own, other])
+    assert pairs == [("new", "pay")]
     assert 0.5 <= link.weight <= 1.0 and "named" in link.evidence
 
 
@@ -213,9 +218,9 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
     lights = fixed("lights", 60, "parlour", "Cleaned the pulsator air inlets; clusters stayed on")
     new = incident("new", 200, "parlour", "Teat ends are swollen after milking",
                    "Since the new regulator went in, the gauge sits at 50 kPa")
-    edges = infer_edges(new, [regulator, lights])
-    assert caused(edges) == [("new", "reg")]
-    assert "described" in next(e for e in edges if e.type == EdgeType.CAUSED_BY).evidence
+    pairs, link = linked(new, [regulator, lights])
+    assert pairs == [("new", "reg")]
+    assert "described" in link.evidence
     undated = incident("new", 200, "parlour", "Teat ends are swollen after milking", "The gauge sits at 50 kPa")
     assert caused(infer_edges(undated, [regulator, lights])) == []
 
