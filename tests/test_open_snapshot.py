@@ -19,7 +19,10 @@ from memory.errors import StoreError
 from memory.graph import GraphConfig
 from memory.persistence import Persistence
 from memory.persistence import runs as snapshot
+from memory.persistence import stored_bounds
 from memory.persistence.loader import PROBLEMS
+from memory.persistence.vectors import StoredRows
+from memory.timeline import SQLiteStore
 from tests.test_retriever import synthetic_texts
 from tests.test_retriever_bounds import play
 
@@ -146,6 +149,65 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage):
         assert state(reopened) == expected
     with opened(path) as again:
         assert state(again) == expected
+
+
+def bounds_of(memory: EpisodicMemory, who: str = "p0") -> list[bytes]:
+    bounds = memory.index.partition(who).bounds
+    arrays = (bounds.basis, bounds._head[:, : bounds.size], bounds._tail[: bounds.size], bounds._tail_lost[: bounds.size],
+              bounds._resid[: bounds.size], bounds._outside[: bounds.size])
+    return [a.tobytes() for a in arrays]
+
+
+def vectors_read_while_opening(path, monkeypatch) -> tuple[int, list[bytes]]:
+    """Rows read from the vectors sidecar by an open (no recall), and the bounds it installed."""
+    read = []
+    original = StoredRows.read
+    monkeypatch.setattr(StoredRows, "read", lambda self, rows: read.append(len(rows)) or original(self, rows))
+    with opened(path) as memory:
+        found = bounds_of(memory)
+    monkeypatch.undo()
+    return sum(read), found
+
+
+def test_rows_projected_on_a_later_basis_are_stored_once_and_read_after(tmp_path, monkeypatch):
+    """The first runs of a partition are written before its basis exists. The open that projects
+    their rows stores the projections; later opens read them, not the rows' vectors, and install the
+    same bounds."""
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 90)
+        live.stored.write_runs(1)  # runs cover every episode: each open below installs the same rows the same way
+    expected = exact(path)
+    projected, first = vectors_read_while_opening(path, monkeypatch)
+    assert projected >= SMALL.run_episodes // 2  # p0's rows of the run before its basis
+    stored = {name for _, name, _ in runs_store(path).snapshot_index(stored_bounds.PROJECTIONS)}
+    assert stored and all(name.startswith("p0:") or name.startswith("p1:") for name in stored)
+    read, second = vectors_read_while_opening(path, monkeypatch)
+    assert read == 0
+    assert second == first
+    with opened(path) as again:
+        assert state(again) == expected
+    assert {name for _, name, _ in runs_store(path).snapshot_index(stored_bounds.PROJECTIONS)} == stored  # nothing more
+
+
+def test_damaged_stored_projections_are_ignored_and_stored_again(tmp_path, monkeypatch):
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 90)
+        live.stored.write_runs(1)
+    _, first = vectors_read_while_opening(path, monkeypatch)
+    seq, name, meta = runs_store(path).snapshot_index(stored_bounds.PROJECTIONS)[0]
+    raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, 9) || x'7f' || substr(body, 11) AS BLOB) WHERE seq = ?",
+        seq)  # one byte of a projection
+    read, second = vectors_read_while_opening(path, monkeypatch)
+    assert read > 0 and second == first
+    assert name + "+" in {n for _, n, _ in runs_store(path).snapshot_index(stored_bounds.PROJECTIONS)}
+    read, third = vectors_read_while_opening(path, monkeypatch)
+    assert read == 0 and third == first
+
+
+def runs_store(path):
+    return SQLiteStore(path)
 
 
 def test_runs_of_another_store_are_ignored(tmp_path):

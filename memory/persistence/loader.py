@@ -25,6 +25,7 @@ from memory.facts import resolve_records, stored_records
 from memory.graph import add_edge_rows, add_edges, add_episode_rows
 from memory import pipeline
 from memory.persistence import runs as snapshot
+from memory.persistence import stored_bounds
 from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.lazy import EpisodeList, LazyMap, LazySet, StoredEpisodes
 from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests, row_offsets
@@ -112,6 +113,7 @@ class StoredState:
         self.covered = 0  # records (by seq) that stored state runs stand for
         self.uncovered = 0  # episodes indexed since the last run
         self.loading = True  # no runs are written while the store is being opened
+        self.projected: list[tuple[str, np.ndarray, np.ndarray]] = []  # rows of runs projected on a later basis
         self.config = snapshot.config_digest(state.graph_config)
         path = getattr(store, "vectors_path", None)  # file stores keep run vectors in a sidecar
         self.sidecar = VectorFile(path, dim) if path else None
@@ -144,8 +146,10 @@ class StoredState:
         return Opened(unlearned, self._resume_from())
 
     def opened(self) -> None:
-        """Opening is over: write the runs it found missing."""
+        """Opening is over: write the runs it found missing, and the projections it had to compute."""
         self.loading = False
+        stored_bounds.store_projections(self.store, self.projected)
+        self.projected = []
         self.write_runs(self.persistence.open_run_min)
 
     def _resume_from(self) -> int:
@@ -247,7 +251,7 @@ class StoredState:
         """
         part = self.state.index.partition(principal)
         digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
-        basis = snapshot.read_basis(self.store, principal, digest) if digest is not None else None
+        basis = stored_bounds.read_basis(self.store, principal, digest) if digest is not None else None
         proj, resid = reader.proj.get(principal), reader.resid.get(principal)
         if basis is None or proj is None or basis.shape != (self.dim, proj.shape[1]) \
                 or len(part) < max(self.retriever.prune_from, 1):
@@ -255,10 +259,16 @@ class StoredState:
                 part.adopt(part.source)  # no bounds: its rows come back into memory, the source kept as spare
             return
         empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
+        stored = stored_bounds.StoredProjections(self.store)
         for run in runs:
             if run.bases[principal] != digest:
                 rows = slice(run.offsets[principal], run.offsets[principal] + run.rows[principal])
-                proj[rows], resid[rows] = empty.split(part.vectors(np.arange(rows.start, rows.stop)))
+                name = stored_bounds.projections_id(principal, digest, run)
+                found = stored.read(name, rows.stop - rows.start, basis.shape[1])
+                if found is None:  # projected here, and stored once opening is over
+                    found = empty.split(part.vectors(np.arange(rows.start, rows.stop)))
+                    self.projected.append((name, found[0], found[1].astype(np.float32)))
+                proj[rows], resid[rows] = found
         part.bounds = Bounds.from_parts(basis, proj[: len(part)], resid[: len(part)])
 
     def _index_records(self, stored: list[Episode], before: int, index_stored: Any) -> None:
@@ -371,8 +381,8 @@ class StoredState:
             part = state.index.partition(who)
             bounds = part.bounded(self.retriever.prune_from)
             if bounds is not None:
-                digest = snapshot.basis_digest(bounds.basis)
-                self._store_basis(who, digest, bounds.basis)
+                digest = stored_bounds.basis_digest(bounds.basis)
+                stored_bounds.store_basis(self.store, who, digest, bounds.basis)
                 # projected again from the vectors: the bounds keep second halves rounded (`Bounds`)
                 vectors = np.stack([state.problems[ep.id].vector for ep in episodes if ep.principal == who])
                 proj, resid = bounds.split(vectors)
@@ -427,17 +437,6 @@ class StoredState:
             episodes.defer(ids)  # and the episodes from their records
             if not isinstance(part.episodes, EpisodeList):
                 part.episodes = EpisodeList([ep.id for ep in part.episodes], episodes)
-
-    def _store_basis(self, principal: str, digest: str, basis: np.ndarray) -> None:
-        if snapshot.read_basis(self.store, principal, digest) is not None:
-            return
-        data = np.ascontiguousarray(basis, dtype="<f8")
-        name = f"{principal}:{digest}"
-        known = {i for _, i, _ in self.store.snapshot_index(snapshot.BASIS)}
-        while name in known:  # a damaged copy holds the name
-            name += "+"
-        self.store.add_snapshot(snapshot.BASIS, name, {"principal": principal, "digest": digest,
-                                                      "shape": list(data.shape)}, data.tobytes())
 
 
 class _Columns:

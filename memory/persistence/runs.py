@@ -23,6 +23,7 @@ Opening reads only the columns recall needs: episodes are read from their record
 use (`memory.persistence.lazy`), problem texts, edge ids and mark ids when first asked for,
 vectors row by row when recall scores them (`memory.persistence.vectors.StoredRows`).
 `run_encoding` writes runs.
+The bounding bases the projections were made with are stored apart (`stored_bounds`).
 
 No pickle: bodies are raw little-endian arrays and UTF-8 JSON.
 """
@@ -46,7 +47,6 @@ from memory.episodes import EdgeType, Outcome
 from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_offsets, row_sizes
 
 RUN = "open_state/1"  # snapshot kind of runs
-BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
 FORMAT = 4  # layout version inside the kind (see the module docstring)
 READ_FORMATS = (1, 2, 3, 4)
 
@@ -409,20 +409,3 @@ def sidecar_rows(meta: Mapping[str, Any], principal: str, sections: Mapping[str,
     if len(counts) != k or (counts > dim).any() or len(palettes) != k or (palettes > np.minimum(counts, 256)).any():
         raise Corrupt("a run's row counts or palette sizes do not fit its rows")
     return row_offsets(first, dim, counts, palettes), counts, palettes
-
-
-def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
-    """The bounding basis of `principal` with this digest, when stored intact."""
-    for seq, _, meta in store.snapshot_index(BASIS):
-        if meta.get("principal") == principal and meta.get("digest") == digest:
-            body = store.snapshot_body(seq)
-            if body_digest(body) == digest:
-                try:
-                    return np.frombuffer(body, dtype="<f8").reshape(meta["shape"])
-                except (ValueError, TypeError):
-                    continue
-    return None
-
-
-def basis_digest(basis: np.ndarray) -> str:
-    return body_digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())
