@@ -276,3 +276,23 @@ def test_the_bench_says_why_it_skips_the_server(monkeypatch, tmp_path):
     assert bench_server.measure_server(TINY, tmp_path, None, print) == {"skipped": "no binaries here"}
     assert bench_server.measure_server(TINY, tmp_path, "off", print) == {"skipped": "--server off"}
     assert "skipped — no binaries here" in bench_server.table({"skipped": "no binaries here"})
+
+
+def test_projections_of_runs_before_a_basis_are_stored_on_the_server_and_read_back(url):
+    from memory.persistence import stored_bounds
+    from tests.test_open_snapshot import PRUNED, SMALL, bounds_of
+    from tests.test_retriever_bounds import play
+
+    def opened():
+        return EpisodicMemory(url, principal="p0", persistence=SMALL, retriever=PRUNED)
+
+    with opened() as live:
+        play(live, 60)
+        live.stored.write_runs(1)
+    with opened() as first:
+        projected = list(first.store.snapshot_index(stored_bounds.PROJECTIONS))
+        installed = bounds_of(first)
+    assert projected  # the first runs preceded the basis: their projections were stored
+    with opened() as second:
+        assert second.store.snapshot_index(stored_bounds.PROJECTIONS) == projected  # read, not stored again
+        assert bounds_of(second) == installed
