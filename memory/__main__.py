@@ -11,6 +11,7 @@ from typing import Sequence
 
 from memory.errors import MemoryError_
 from memory.persistence.audit import sidecar_findings
+from memory.persistence.progress import shown_on_stderr
 from memory.timeline import Store, audit, open_store
 
 _EXAMPLES = """examples:
@@ -121,7 +122,9 @@ def _erase(args: argparse.Namespace) -> int:
         return 2
     encoder = HashingEncoder(int(match[1]), float(match[2])) if match else HashingEncoder()
     principal = entry.principal if entry is not None else args.principal
-    with EpisodicMemory(args.store, principal=principal, encoder=encoder) as memory:
+    with shown_on_stderr():  # a store without state runs indexes its episodes first
+        memory = EpisodicMemory(args.store, principal=principal, encoder=encoder)
+    with memory:
         done = memory.forget(entry_id=args.entry, principal=None if args.entry else principal, reason=args.reason,
                              requested_by=args.by)
     noun = "entry" if done.entries == 1 else "entries"

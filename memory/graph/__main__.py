@@ -16,6 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memory.agent_memory import EpisodicMemory
     from memory.errors import MemoryError_
     from memory.graph import causal_chain, render_graph
+    from memory.persistence.progress import shown_on_stderr
 
     parser = argparse.ArgumentParser(prog="python -m memory.graph", description="Draw a store's episode graph.",
                                      epilog="example: python -m memory.graph runs/memory.sqlite --principal team-a "
@@ -33,7 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no store at {args.store}", file=sys.stderr)
         return 2
     try:
-        with EpisodicMemory(args.store, principal=args.principal) as memory:
+        with shown_on_stderr():  # a store without state runs indexes its episodes first
+            memory = EpisodicMemory(args.store, principal=args.principal)
+        with memory:
             graph = memory.graph_of(args.principal)
             nodes = None
             if args.chain:

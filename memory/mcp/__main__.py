@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from memory import EpisodicMemory
     from memory.errors import MemoryError_
+    from memory.persistence.progress import shown_on_stderr
     from memory.timeline.stores import is_server_url
 
     try:
@@ -53,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             target = Path(args.store).expanduser()
             target.parent.mkdir(parents=True, exist_ok=True)
-        memory = EpisodicMemory(target, principal=args.principal, encoder=named_encoder(args.encoder))
+        with shown_on_stderr():  # stdout is the protocol's; a store without state runs indexes its episodes first
+            memory = EpisodicMemory(target, principal=args.principal, encoder=named_encoder(args.encoder))
     except (OSError, MemoryError_) as exc:
         print(f"error: {args.store}: {exc}", file=sys.stderr)
         return 2

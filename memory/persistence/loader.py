@@ -37,7 +37,8 @@ RUN_BODIES = (RecordKind.EDGE.value, RecordKind.FACT.value, RecordKind.MARK.valu
 PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
 # Opening a store whose episodes no state run covers reads them all from their records: for
 # this many or more, progress is logged (INFO, logger "memory.persistence.loader") every
-# PROGRESS_EVERY episodes, so a long first open says how far it is.
+# PROGRESS_EVERY episodes, so a long first open says how far it is; each record carries
+# ``indexed`` and ``total`` (`memory.persistence.progress` draws them as a bar).
 PROGRESS_FROM, PROGRESS_EVERY = 20_000, 10_000
 log = logging.getLogger(__name__)
 
@@ -305,7 +306,7 @@ class StoredState:
                 done = max(start - before, 0) + part + len(chunk)
                 if len(stored) >= PROGRESS_FROM and (done % PROGRESS_EVERY < len(chunk) or done == len(stored)):
                     log.info("%s: indexed %s of %s episodes from their records (no state runs cover them yet)",
-                             self.store.path, f"{done:,}", f"{len(stored):,}")
+                             self.store.path, f"{done:,}", f"{len(stored):,}", extra={"indexed": done, "total": len(stored)})
 
     def persist(self, changes: Any) -> None:
         """Store what closing an episode changed (`memory.pipeline.Changes`), before the state applies it."""
