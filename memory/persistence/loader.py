@@ -396,9 +396,7 @@ class StoredState:
             cites={ep.id: state.cites[ep.id] for ep in episodes if ep.id in state.cites}, edges=edges, facts=facts,
             marks=marks, projections=projections, sidecar=sidecar)
         name = run_id(meta)
-        known = {i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}
-        while name in known:  # a damaged copy holds the name: store this one beside it
-            name += "+"
+        name = snapshot.free_id({i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}, name)
         self.store.add_snapshot(snapshot.RUN, name, meta, body)
         self.covered = rows[-1][0]
         for who, (first, counts, palettes, _, checksums) in (sidecar or {}).items():

@@ -67,6 +67,14 @@ def body_digest(data: bytes | memoryview) -> str:
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def free_id(known: set[str] | frozenset[str], name: str) -> str:
+    """`name`, or `name` with as many ``+`` as make it one no stored snapshot holds (a damaged copy
+    keeps its id: the copy that replaces it is stored beside it)."""
+    while name in known:
+        name += "+"
+    return name
+
+
 # -- reading -------------------------------------------------------------------------------
 
 

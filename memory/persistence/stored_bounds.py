@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from memory.persistence.runs import Run, body_digest
+from memory.persistence.runs import Run, body_digest, free_id
 
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
 PROJECTIONS = "bounds_rows/1"  # snapshot kind of one run's rows of a principal projected on a later basis
@@ -82,10 +82,7 @@ def store_basis(store: Any, principal: str, digest: str, basis: np.ndarray) -> N
     if read_basis(store, principal, digest) is not None:
         return
     data = np.ascontiguousarray(basis, dtype="<f8")
-    name = f"{principal}:{digest}"
-    known = {i for _, i, _ in store.snapshot_index(BASIS)}
-    while name in known:  # a damaged copy holds the name
-        name += "+"
+    name = free_id({i for _, i, _ in store.snapshot_index(BASIS)}, f"{principal}:{digest}")
     store.add_snapshot(BASIS, name, {"principal": principal, "digest": digest, "shape": list(data.shape)},
                        data.tobytes())
 
@@ -98,6 +95,4 @@ def store_projections(store: Any, projected: Sequence[tuple[str, np.ndarray, np.
     known = {name for _, name, _ in store.snapshot_index(PROJECTIONS)}
     for name, proj, resid in projected:
         meta, body = projections_body(proj, resid)
-        while name in known:  # a damaged copy holds the name: store this one beside it
-            name += "+"
-        store.add_snapshot(PROJECTIONS, name, meta, body)
+        store.add_snapshot(PROJECTIONS, free_id(known, name), meta, body)
