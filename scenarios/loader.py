@@ -136,13 +136,27 @@ def load(ref: str | Path) -> Scenario:
 
 
 def load_all(refs: Sequence[str | Path]) -> tuple[list[Scenario], list[str]]:
-    """Loads every scenario `refs` name; returns those that loaded and every problem found in the others."""
+    """Loads every scenario `refs` name; returns those that loaded and every problem found in the others.
+
+    Scenarios loaded together are played and reported together, and every result is kept under
+    its scenario's name: a name that two of them share is a problem of the second.
+    """
     loaded, problems = [], []
+    named: dict[str, Scenario] = {}
     for ref in refs:
         try:
-            loaded.append(load(ref))
+            scenario = load(ref)
         except ScenarioError as exc:
             problems.extend(exc.problems)
+            continue
+        first = named.setdefault(scenario.name, scenario)
+        if first is scenario:
+            loaded.append(scenario)
+        elif Path(first.source).resolve() == Path(scenario.source).resolve():
+            problems.append(f"{scenario.source}: (file): listed twice; expected each scenario once")
+        else:
+            problems.append(f"{scenario.source}: name: {scenario.name!r} is also the name of {first.source}; "
+                            "expected distinct names (results are kept by scenario name)")
     return loaded, problems
 
 

@@ -76,6 +76,19 @@ def test_unknown_agent_and_missing_scenario_exit_2(capsys):
     assert main(["no-such-scenario"]) == 2
 
 
+def test_two_scenarios_of_one_name_or_one_file_listed_twice_exit_2_before_any_run(tmp_path, capsys):
+    shipped = scenarios.load("pool-vs-deploy")
+    copy = tmp_path / "renamed-copy.yaml"
+    copy.write_text(open(shipped.source).read().replace("truth: deployment_config_error", "truth: database_overload", 1))
+    log = tmp_path / "log.json"
+    assert main(["pool-vs-deploy", str(copy), "--json", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert f"{copy}: name: 'pool-vs-deploy' is also the name of {shipped.source}" in err and "Traceback" not in err
+    assert not log.exists()  # nothing was played: rounds of two files would be counted as one scenario's
+    assert main(["pool-vs-deploy", shipped.source]) == 2
+    assert f"{shipped.source}: (file): listed twice" in capsys.readouterr().err
+
+
 def test_failure_midway_keeps_completed_rounds(tmp_path, monkeypatch):
     from agent.heuristic import HeuristicReasoner
 
