@@ -99,6 +99,10 @@ def test_episode_round_trips_through_its_record() -> None:
     ("Degraded but serving", Outcome.PARTIAL),
     ("Rolled back; errors stopped within a minute. 3.8.0 had the same key mismatch.", Outcome.SUCCESS),
     ("We looked at the dashboards", Outcome.UNKNOWN),
+    # a relative clause in the past perfect tells the state before the fix, not how it ended
+    ("Replaced the pump that had been failing and the flow is back to normal", Outcome.SUCCESS),
+    ("Replaced the alternator, whose regulator had failed; charging at 28.2 V since", Outcome.UNKNOWN),
+    ("The rollback, which had no effect, was undone", Outcome.FAILURE),
 ])
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
     assert classify_text(text).outcome == outcome

@@ -47,6 +47,9 @@ _STATUS_VALUES = {
 
 _CLAUSES = re.compile(r"[;.!?:]\s+|[;!?]|\bbut\b|\n")
 _NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?:{SYMPTOM_NOUNS})\b")
+# "the alternator, whose regulator had failed" / "the test that had been failing": a relative
+# clause in the past perfect describes the state before, not how the attempt ended
+_EARLIER_STATE = re.compile(r"\b(?:whose|which|that|who)\s+(?:[\w-]+\s+){0,3}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b")
 
 
 def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
@@ -67,7 +70,9 @@ def _blank(text: str, match: re.Match[str]) -> str:
 def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
     masked = clause
-    for match in _NEGATED_SYMPTOM.finditer(clause):
+    for match in _EARLIER_STATE.finditer(clause):
+        masked = _blank(masked, match)
+    for match in _NEGATED_SYMPTOM.finditer(masked):
         found.append((Outcome.SUCCESS, match.group(0)))
         masked = _blank(masked, match)
     for polarity, pattern in _CUES:
