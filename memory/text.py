@@ -253,7 +253,8 @@ SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|in
 # Generic English nouns and verbs for a change someone made.
 CHANGE_WORDS = (r"(?:fix|fixes|change|changes|changed|hotfix|workaround|remediation|mitigation|adjustment|moved|switched|"
                 r"replaced|raised|lowered|introduced|added|removed|upgraded|migrated|installed|fitted|swapped|"
-                r"repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|went in|put in)")
+                r"repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|went in|put in|"
+                r"repair|repairs|replacement|upgrade|overhaul|installation|retrofit|recalibration)")
 # Generic English ways to trace a symptom to an earlier change: a causal connective before a
 # change ("since the change", "caused by the config change"), a reference to an earlier fix, change
 # or incident ("the earlier fix", "last week's change", "yesterday's hotfix"), or a change

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memory.episodes import Edge, EdgeType, Outcome
 from memory.graph import (
     ChangeLink,
@@ -223,6 +225,19 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
     assert "described" in link.evidence
     undated = incident("new", 200, "parlour", "Teat ends are swollen after milking", "The gauge sits at 50 kPa")
     assert caused(infer_edges(undated, [regulator, lights])) == []
+
+
+@pytest.mark.parametrize("reference", ["Temperature up to 104 C on the first run after the pump repair",
+                                       "Since the pump replacement the engine runs at 104 C",
+                                       "Running at 104 C since last week's pump overhaul"])
+def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -> None:
+    pump = fixed("pump", 0, "bus-1121", "Replaced the coolant pump and refilled the circuit")
+    filters = fixed("filters", 60, "bus-1121", "Drained the water trap and changed the fuel filters")
+    new = incident("new", 200, "bus-1121", "Saloon heaters blow cold", reference)
+    pairs, link = linked(new, [pump, filters])
+    assert pairs == [("new", "pump")] and "reference" in link.evidence
+    unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", "The engine runs at 104 C on the pump")
+    assert caused(infer_edges(unreferred, [pump, filters])) == []
 
 
 def test_a_term_only_the_two_compared_episodes_hold_weighs_fully() -> None:

@@ -57,7 +57,7 @@ from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, split_negation, spli
 # "since the kernel-patch change", "yesterday's hotfix", "the earlier outage"). A release or rollout
 # is a change of its own, not the fix of an earlier incident, and is not such a reference.
 CHANGE_NOUNS = (r"fix|fixes|hotfix|hotfixes|workaround|remediation|mitigation|change|changes|patch|incident|outage|"
-                r"revert|rollback")
+                r"revert|rollback|repair|repairs|replacement|upgrade|overhaul|installation|retrofit|recalibration")
 PAST_REFERENCE = re.compile(
     rf"\b(?:the|that|those|last|previous|earlier|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){{0,4}}?)(?:{CHANGE_NOUNS})\b"
     r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
