@@ -185,9 +185,10 @@ def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revise
     taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
     if not taught:
         words = set().union(*affirmed_lines(incident.symptoms))
+        common = {w for w in words if 2 * evidence.frequency(w) > len(evidence)} if len(evidence) >= 4 else set()
         lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)),
                               lambda condition: (evidence[p] for p in evidence.matching(condition)),
-                              config=learning.facts)
+                              common=common, config=learning.facts)
         if lesson is not None and lesson.fact_id not in latest:
             made.append(lesson)
     return made

@@ -160,3 +160,39 @@ def test_equally_scored_lessons_come_in_the_same_order_whatever_the_principal_is
         assert len(found) == 2 and found[0].score == found[1].score
         orders.append([r.fact.condition for r in found])
     assert all(order == orders[0] for order in orders)
+
+
+def _lessons_after(history: list[str]) -> list[tuple[str, ...]]:
+    """Conditions of the lessons a memory holds after resolved `history` lines, then one corrected incident."""
+    from memory.agent_memory import EpisodicMemory
+
+    with EpisodicMemory() as memory:
+        clock = T0
+        for n, line in enumerate(history):
+            clock += timedelta(days=1)
+            memory.observe(line, timestamp=clock, situation="s")
+            memory.decide(f"Decision: cause_{n}", choice=f"cause_{n}", timestamp=clock + timedelta(minutes=5),
+                          situation="s")
+            memory.outcome("gone", status="success", timestamp=clock + timedelta(minutes=6), situation="s")
+        clock += timedelta(days=1)
+        memory.observe("Drawer failed to open on drawers 2 and 3 of the surgical cabinet", timestamp=clock,
+                       situation="s")
+        memory.decide("Decision: drawer_fault", choice="drawer_fault", timestamp=clock + timedelta(minutes=5),
+                      situation="s")
+        memory.outcome("no change", status="failure", timestamp=clock + timedelta(minutes=6), situation="s")
+        memory.correct("Not the drawers: the supply switch makes every cabinet drawer fail together",
+                       timestamp=clock + timedelta(minutes=7), situation="s")
+        memory.decide("Decision: power", choice="power", timestamp=clock + timedelta(minutes=10), situation="s")
+        memory.outcome("gone", status="success", timestamp=clock + timedelta(minutes=11), situation="s")
+        memory.flush()
+        return [f.condition for f in memory.facts() if f.kind == LESSON]
+
+
+def test_a_term_most_episodes_affirm_tells_no_incident_apart_and_makes_no_lesson():
+    assert _lessons_after([]) == [("cabinet", "fail")]  # nothing seen before: both words may be telling
+    everywhere = ["The ward cabinet shows a fridge alarm", "Count discrepancy on a cabinet pocket",
+                  "Fingerprint sign-in rejected at the cabinet", "Orders missing on the oncology cabinet"]
+    assert _lessons_after(everywhere) == []  # every incident here is at a cabinet; "fail" alone is one word
+    elsewhere = ["Fridge alarm on ward 5", "Count discrepancy on a pocket", "Fingerprint sign-in rejected",
+                 "Orders missing for ward 3"]
+    assert _lessons_after(elsewhere) == [("cabinet", "fail")]

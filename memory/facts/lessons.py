@@ -8,7 +8,9 @@ resolved; every rule below is generic English and a pure function of plain data.
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
   minus the terms the correction denies, the incident's own subject (a service name is
-  where it happened, not why) and words for when (`memory.text.TIME_WORDS`); at least two
+  where it happened, not why), words for when (`memory.text.TIME_WORDS`) and the terms most
+  of the principal's episodes affirm (``common``: in a pharmacy's incidents "cabinet" tells
+  none apart; the pipeline passes them once it holds four episodes); at least two
   terms (one shared word is a coincidence: "the cold washes left it dirty" and "the wash
   controller failed" share only *wash*). Of the lines, the one whose
   shared terms are rarest in the principal's history wins, so the condition is the telling
@@ -70,19 +72,21 @@ def _name_terms(names: Collection[str | None]) -> set[str]:
     return {t for name in names if name for t in terms(name.replace("_", " ").replace("-", " "))}
 
 
-def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float]) -> tuple[str, ...]:
+def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float],
+                     common: Collection[str] = ()) -> tuple[str, ...]:
     """The telling detail the correction points at (see the module docstring); () when none.
 
     Args:
         rarity: term → weight (e.g. inverse document frequency over the principal's incidents);
             unknown terms count as rare.
+        common: terms most of the principal's episodes affirm; they tell no incident apart.
     """
     said, denied = set(), set()
     for text in incident.corrections:
         affirmed, negated = split_negation(text)
         said |= terms(affirmed)
         denied |= terms(negated)
-    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS
+    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS | set(common)
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
     for line in affirmed_lines(incident.symptoms):
@@ -140,7 +144,7 @@ def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
 
 def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
                  history: Callable[[Sequence[str]], Iterable[EpisodeEvidence]] = lambda condition: (), *,
-                 config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+                 common: Collection[str] = (), config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
     """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none.
 
     The condition is checked against the principal's earlier resolved episodes (`history`):
@@ -152,7 +156,7 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
     """
     if not incident.corrections or not incident.failed or incident.resolution is None:
         return None
-    condition = lesson_condition(incident, rarity)
+    condition = lesson_condition(incident, rarity, common)
     if not condition:
         return None
     support, contradict = {incident.episode_id}, set()
