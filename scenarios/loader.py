@@ -222,6 +222,8 @@ def _yaml_problem(source: str, exc: yaml.MarkedYAMLError) -> str:
     mark = exc.problem_mark or exc.context_mark
     where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
     what = "; ".join(str(x) for x in (exc.context, exc.problem) if x)
+    if "'\\t'" in what:  # PyYAML's wording names the tab but not the rule
+        what += " (YAML indents with spaces only: replace the tab with spaces)"
     return f"{source}: {where}: could not parse YAML: {what}"
 
 
