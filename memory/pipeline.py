@@ -36,6 +36,7 @@ from memory.episodes import Edge, Episode, Outcome
 from memory.facts import (ACTIVE, DEFAULT_FACTS, LESSON, EvidenceLog, FactConfig, FactVersion, LessonIncident,
                           ProposalHook, affirmed_lines, extract_facts, learn_lesson, propose_fact, rarity,
                           update_lesson)
+from memory.facts.lessons import common_terms
 from memory.graph import attempt_chain, cause_links, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retrieval import episode_vector
@@ -185,10 +186,9 @@ def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revise
     taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
     if not taught:
         words = set().union(*affirmed_lines(incident.symptoms))
-        common = {w for w in words if 2 * evidence.frequency(w) > len(evidence)} if len(evidence) >= 4 else set()
         lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)),
                               lambda condition: (evidence[p] for p in evidence.matching(condition)),
-                              common=common, config=learning.facts)
+                              common=common_terms(words, evidence.frequency, len(evidence)), config=learning.facts)
         if lesson is not None and lesson.fact_id not in latest:
             made.append(lesson)
     return made

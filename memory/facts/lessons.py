@@ -10,7 +10,7 @@ resolved; every rule below is generic English and a pure function of plain data.
   minus the terms the correction denies, the incident's own subject (a service name is
   where it happened, not why), words for when (`memory.text.TIME_WORDS`) and the terms most
   of the principal's episodes affirm (``common``: in a pharmacy's incidents "cabinet" tells
-  none apart; the pipeline passes them once it holds four episodes); at least two
+  none apart; `common_terms`); at least two
   terms (one shared word is a coincidence: "the cold washes left it dirty" and "the wash
   controller failed" share only *wash*). Of the lines, the one whose
   shared terms are rarest in the principal's history wins, so the condition is the telling
@@ -48,6 +48,7 @@ from memory.text import TIME_WORDS, affirmed_clauses, split_negation, terms
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
 MIN_CONDITION_TERMS = 2  # one shared word is a coincidence, not a telling detail
 MAX_UNLESS_TERMS = 3  # a narrowing adds at most this many exception terms
+COMMON_FROM = 4  # episodes a principal must hold before "most of them affirm it" says anything
 
 
 class LessonIncident(NamedTuple):
@@ -227,6 +228,11 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
                     contradict=contradict, since=fact.since, status=status,
                     reason=f"contradicted by episode {incident.episode_id} ({incident.resolution})"
                            + ("; retired" if status == RETIRED else ""), **common)
+
+
+def common_terms(words: Collection[str], frequency: Callable[[str], int], documents: int) -> set[str]:
+    """The words most of a principal's episodes affirm (none while it holds fewer than ``COMMON_FROM``)."""
+    return {word for word in words if 2 * frequency(word) > documents} if documents >= COMMON_FROM else set()
 
 
 def rarity(words: Collection[str], frequency: Callable[[str], int], documents: int) -> dict[str, float]:
