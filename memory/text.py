@@ -245,7 +245,7 @@ PARTIAL_CUES = (
 )
 # Generic nouns for a symptom; negated ("no errors", "zero alerts") they report success.
 SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|incidents?|issues?|problems?|alarms?"
-                 "|crash(?:es)?|restarts?|kills?|leaks?")
+                 "|crash(?:es)?|restarts?|kills?|leaks?|trips?|jams?|faults?|outages?|complaints?|stoppages?|breakdowns?")
 
 
 # -- causal cues ----------------------------------------------------------------------------
@@ -258,13 +258,14 @@ CHANGE_WORDS = (r"(?:fix|fixes|change|changes|changed|hotfix|workaround|remediat
 # Generic English ways to trace a symptom to an earlier change: a causal connective before a
 # change ("since the change", "caused by the config change"), a reference to an earlier fix, change
 # or incident ("the earlier fix", "last week's change", "yesterday's hotfix"), or a change
-# dated in the past ("was raised two days ago").
+# dated in the past ("was raised two days ago", "got the new motor last week").
 CAUSAL_CUE = re.compile(
     r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"
     rf"following|started with)\b(?:\W+\w+){{0,5}}?\W+{CHANGE_WORDS}\b"
     r"|\b(?:last|previous|earlier|recent|(?:yesterday|today|tonight|this (?:morning|afternoon|evening|week))'s)\b"
     r"(?:\W+\w+){0,3}?\W+(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
-    rf"|\b(?:was|were|got|been)\s+{CHANGE_WORDS}\b(?:\W+\w+){{0,6}}?\W+(?:yesterday|last|earlier|ago)\b",
+    rf"|\b(?:was|were|got|been)\s+(?:{CHANGE_WORDS}\b|(?:a|an|the|its|their)\s+new\b(?!\s+(?:{SYMPTOM_NOUNS})\b))(?:\W+\w+){{0,6}}?\W+"
+    r"(?:yesterday|last|earlier|ago)\b",
     re.IGNORECASE)
 
 

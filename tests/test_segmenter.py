@@ -103,6 +103,15 @@ def test_episode_round_trips_through_its_record() -> None:
     ("Replaced the pump that had been failing and the flow is back to normal", Outcome.SUCCESS),
     ("Replaced the alternator, whose regulator had failed; charging at 28.2 V since", Outcome.UNKNOWN),
     ("The rollback, which had no effect, was undone", Outcome.FAILURE),
+    # a hyphen makes "no-reads" a noun (failed reads), not a negation of what follows
+    ("Re-tensioned the encoder arm; no-reads back to 2%", Outcome.SUCCESS),
+    ("No further false jams through the morning peak", Outcome.SUCCESS),
+    # the fault found before the fix, then the fix: the fault is not how the attempt ended
+    ("The return spring was broken, so the arm hung open. Replaced the spring; drops on target again", Outcome.UNKNOWN),
+    ("Found the tracking still using the old constant. Updated the constant; misses under 1%", Outcome.UNKNOWN),
+    ("Replaced the dryer's failed thermostat; towels came out soft", Outcome.UNKNOWN),
+    ("Re-timed the offset; the arm still hung half out", Outcome.FAILURE),
+    ("Still failing after the restart. Escalated to the vendor", Outcome.FAILURE),
 ])
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
     assert classify_text(text).outcome == outcome

@@ -50,6 +50,17 @@ _NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?
 # "the alternator, whose regulator had failed" / "the test that had been failing": a relative
 # clause in the past perfect describes the state before, not how the attempt ended
 _EARLIER_STATE = re.compile(r"\b(?:whose|which|that|who)\s+(?:[\w-]+\s+){0,3}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b")
+# "replaced the failed thermostat": a cue word used as an adjective names the part, not how the attempt ended
+_ATTRIBUTIVE = re.compile(r"\b(?:the|a|an|its|their|[a-z]+'s)\s+(?:failed|broken|failing)\s+(?=[a-z])")
+# "no-reads", "non-zero": a negator joined to its word by a hyphen makes a noun or adjective, not a negation
+_NEGATOR_COMPOUND = re.compile(r"\b(?:no|non|not)-(?=[a-z0-9])")
+# A fault found before the fix: a clause stating what was or had been wrong ("the spring was broken",
+# "found the tracking still using the old constant") ...
+_FOUND_STATE = re.compile(r"\b(?:was|were|had been|found|turned out)\b")
+# ... followed by a later clause that reports the next action in the subjectless style of a log
+# ("Replaced the spring", "Re-tensioned the arm", "Took two turns on the take-up")
+_ACTION_START = re.compile(r"^\s*(?:(?:re-?)?[a-z]+ed|took|put|set|reset|rebuilt|rewound|cut|made|gave|ran|re-ran|"
+                           r"brought|refit)\b")
 
 
 def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
@@ -69,9 +80,10 @@ def _blank(text: str, match: re.Match[str]) -> str:
 
 def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
-    masked = clause
-    for match in _EARLIER_STATE.finditer(clause):
-        masked = _blank(masked, match)
+    masked = _NEGATOR_COMPOUND.sub(lambda m: " " * len(m.group(0)), clause)
+    for pattern in (_EARLIER_STATE, _ATTRIBUTIVE):
+        for match in pattern.finditer(clause):
+            masked = _blank(masked, match)
     for match in _NEGATED_SYMPTOM.finditer(masked):
         found.append((Outcome.SUCCESS, match.group(0)))
         masked = _blank(masked, match)
@@ -106,11 +118,16 @@ def _clauses(lowered: str) -> list[tuple[str, bool]]:
 def classify_text(text: str) -> OutcomeVerdict:
     """Outcome of one outcome or correction text through the cue lexicon."""
     clauses = _clauses(text.lower())
+    acted = False  # whether a later clause reported an action (see `_FOUND_STATE`)
     for index in range(len(clauses) - 1, -1, -1):
-        cues = _clause_cues(clauses[index][0])
+        clause = clauses[index][0]
+        cues = _clause_cues(clause)
         if not cues:
+            acted = acted or bool(_ACTION_START.match(clause))
             continue
         verdict = _clause_verdict(cues)
+        if verdict == Outcome.FAILURE and acted and _FOUND_STATE.search(clause):
+            continue  # the fault the later action addressed, not how the attempt ended
         shown = ", ".join(f"'{phrase}'" for _, phrase in cues)
         later = clauses[index + 1] if index + 1 < len(clauses) else None
         if verdict == Outcome.SUCCESS and later is not None and later[1]:
