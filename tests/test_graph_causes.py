@@ -229,15 +229,25 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
 
 @pytest.mark.parametrize("reference", ["Temperature up to 104 C on the first run after the pump repair",
                                        "Since the pump replacement the engine runs at 104 C",
-                                       "Running at 104 C since last week's pump overhaul"])
+                                       "Running at 104 C since last week's pump overhaul",
+                                       # work named by a connective, and a part dated as new
+                                       "First complaint was the morning after the pump work",
+                                       "The engine that got the new pump last week runs at 104 C"])
 def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -> None:
     pump = fixed("pump", 0, "bus-1121", "Replaced the coolant pump and refilled the circuit")
     filters = fixed("filters", 60, "bus-1121", "Drained the water trap and changed the fuel filters")
     new = incident("new", 200, "bus-1121", "Saloon heaters blow cold", reference)
     pairs, link = linked(new, [pump, filters])
     assert pairs == [("new", "pump")] and "reference" in link.evidence
-    unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", "The engine runs at 104 C on the pump")
-    assert caused(infer_edges(unreferred, [pump, filters])) == []
+    for plain in ("The engine runs at 104 C on the pump", "The pump work area is clear; engine at 104 C"):
+        unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", plain)
+        assert caused(infer_edges(unreferred, [pump, filters])) == []
+
+
+def test_a_generic_verb_is_no_term_a_symptom_shares_with_a_change() -> None:
+    from memory.graph.changes import entity_terms
+    assert entity_terms("Took two turns on the take-up") == entity_terms("two turns on the take-up")
+    assert "pump" in entity_terms("Took the pump offline")
 
 
 def test_a_term_only_the_two_compared_episodes_hold_weighs_fully() -> None:

@@ -63,6 +63,11 @@ PAST_REFERENCE = re.compile(
     r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
     r"board|management|schedule|train|pipeline|team|owner))",
     re.IGNORECASE)
+# Work done on something, dated by a connective ("the morning after the discharge work", "since last
+# week's maintenance"): without the connective, "the work" is too often something else ("the work area").
+WORK_REFERENCE = re.compile(
+    r"\b(?:since|after|following)\s+(?:the|that|this|last|previous|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){0,3}?)"
+    r"(?:work|works|maintenance|servicing)\b", re.IGNORECASE)
 # What a past reference is attached to after its noun ("the fix to billing", "yesterday's workaround on auth").
 ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\s+)?[\w\-.]+)", re.IGNORECASE)
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
@@ -74,7 +79,7 @@ CHANGE_WORD = re.compile(rf"\b{CHANGE_WORDS}\b", re.IGNORECASE)
 CHANGE_VERBS = re.compile(r"\b(?:moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
                           r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned|installed|fitted|"
                           r"swapped|repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|"
-                          r"went in|put in)\b", re.IGNORECASE)
+                          r"went in|put in|(?:got|given|received) (?:a|an|the|its|their) new)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,7 @@ def exonerated(sentence: str) -> tuple[str, str] | None:
 
 def referring(sentence: str) -> bool:
     """Whether a sentence refers to a past change or incident (generic English)."""
-    return bool(PAST_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
+    return bool(PAST_REFERENCE.search(sentence) or WORK_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
                                                     and bool(CHANGE_VERBS.search(sentence)))
 
 
@@ -179,7 +184,7 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     sentences = [s for text in observations for s in split_sentences(text) if s.strip()] + corrected
     refs = [s for s in sentences if referring(s)]
     own = name_terms(subject)
-    matches = [(s, m) for s in refs for m in PAST_REFERENCE.finditer(s)]
+    matches = [(s, m) for s in refs for pattern in (PAST_REFERENCE, WORK_REFERENCE) for m in pattern.finditer(s)]
     dated = [CHANGE_WORD.sub(" ", m.group(0)) for s in refs for m in CAUSAL_CUE.finditer(s)]  # "since the X was replaced"
     described = frozenset().union(*(entity_terms(m.group(1)) for _, m in matches), *map(entity_terms, dated)) - own
     own_described = any(names_subject(s, m, subject) for s, m in matches)
@@ -224,7 +229,7 @@ class _Mentions:
 
 
 def names_subject(sentence: str, reference: re.Match[str], subject: str | None) -> bool:
-    """Whether a past reference (a `PAST_REFERENCE` match in `sentence`) names the failing service:
+    """Whether a past reference (a `PAST_REFERENCE` or `WORK_REFERENCE` match in `sentence`) names the failing service:
     before its noun ("the billing fix") or attached after it ("the fix to billing")."""
     if mentions(reference.group(1), subject):
         return True

@@ -54,7 +54,9 @@ GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later ear
     seconds time times every many much few less least several some none whole half usual usually again once twice
     first last next previous recent recently new old same other another
     error errors failure failures fail fails failed failing alert alerts incident incidents issue issues problem
-    problems symptom symptoms fixed fix fixes works worked working started start starts began begin begins""".split())
+    problems symptom symptoms fixed fix fixes works worked working started start starts began begin begins
+    took take takes made make makes got get gets went goes came come comes gave give put kept keep keeps left
+    brought found find saw seen held told said seemed""".split())
 
 
 @dataclass(frozen=True)
