@@ -232,6 +232,8 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
                                        "Running at 104 C since last week's pump overhaul",
                                        # work named by a connective, and a part dated as new
                                        "First complaint was the morning after the pump work",
+                                       "Temperature up to 104 C on the first run after the pump job",
+                                       "Red tag on the valve dated from the pump clean-out last week",
                                        "The engine that got the new pump last week runs at 104 C"])
 def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -> None:
     pump = fixed("pump", 0, "bus-1121", "Replaced the coolant pump and refilled the circuit")
@@ -239,9 +241,22 @@ def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -
     new = incident("new", 200, "bus-1121", "Saloon heaters blow cold", reference)
     pairs, link = linked(new, [pump, filters])
     assert pairs == [("new", "pump")] and "reference" in link.evidence
-    for plain in ("The engine runs at 104 C on the pump", "The pump work area is clear; engine at 104 C"):
+    for plain in ("The engine runs at 104 C on the pump", "The pump work area is clear; engine at 104 C",
+                  "The change calendar lists maintenance on the pump after lunch"):
         unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", plain)
         assert caused(infer_edges(unreferred, [pump, filters])) == []
+
+
+def test_a_setting_dated_in_the_log_links_the_fix_that_set_it() -> None:
+    dancer = fixed("dancer", 0, "press-1", "Fitter set the dancer air to 2.8 bar; splices clean")
+    rollers = fixed("rollers", 30, "press-1", "Re-set the ink roller stripes to 4 mm")
+    new = incident("new", 150, "press-1", "Web breaks three times tonight in the middle of reels",
+                   "Log book: dancer air was set to 2.8 bar on the 12th and nobody brought it back")
+    pairs, link = linked(new, [dancer, rollers])
+    assert pairs == [("new", "dancer")] and "reference" in link.evidence
+    undated = incident("new", 150, "press-1", "Web breaks three times tonight in the middle of reels",
+                       "Dancer air is 2.8 bar")
+    assert caused(infer_edges(undated, [dancer, rollers])) == []
 
 
 def test_a_generic_verb_is_no_term_a_symptom_shares_with_a_change() -> None:

@@ -57,17 +57,19 @@ from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, split_negation, spli
 # "since the kernel-patch change", "yesterday's hotfix", "the earlier outage"). A release or rollout
 # is a change of its own, not the fix of an earlier incident, and is not such a reference.
 CHANGE_NOUNS = (r"fix|fixes|hotfix|hotfixes|workaround|remediation|mitigation|change|changes|patch|incident|outage|"
-                r"revert|rollback|repair|repairs|replacement|upgrade|overhaul|installation|retrofit|recalibration")
+                r"revert|rollback|repair|repairs|replacement|upgrade|overhaul|installation|retrofit|recalibration|"
+                r"clean-out|cleanout")
 PAST_REFERENCE = re.compile(
     rf"\b(?:the|that|those|last|previous|earlier|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){{0,4}}?)(?:{CHANGE_NOUNS})\b"
     r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
     r"board|management|schedule|train|pipeline|team|owner))",
     re.IGNORECASE)
-# Work done on something, dated by a connective ("the morning after the discharge work", "since last
-# week's maintenance"): without the connective, "the work" is too often something else ("the work area").
+# Work done on something, dated by a connective ("the morning after the discharge work", "since the
+# pump job"): without the connective, "the work" or "the job" is too often something else ("the work
+# area", a batch or CI job).
 WORK_REFERENCE = re.compile(
     r"\b(?:since|after|following)\s+(?:the|that|this|last|previous|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){0,3}?)"
-    r"(?:work|works|maintenance|servicing)\b", re.IGNORECASE)
+    r"(?:work|works|maintenance|servicing|job)\b", re.IGNORECASE)
 # What a past reference is attached to after its noun ("the fix to billing", "yesterday's workaround on auth").
 ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\s+)?[\w\-.]+)", re.IGNORECASE)
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
@@ -79,7 +81,8 @@ CHANGE_WORD = re.compile(rf"\b{CHANGE_WORDS}\b", re.IGNORECASE)
 CHANGE_VERBS = re.compile(r"\b(?:moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
                           r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned|installed|fitted|"
                           r"swapped|repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|"
-                          r"went in|put in|(?:got|given|received) (?:a|an|the|its|their) new)\b", re.IGNORECASE)
+                          r"went in|put in|set to|set at|turned up|turned down|"
+                          r"(?:got|given|received) (?:a|an|the|its|their) new)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
