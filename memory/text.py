@@ -245,13 +245,13 @@ PARTIAL_CUES = (
 )
 # Generic nouns for a symptom; negated ("no errors", "zero alerts") they report success.
 SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|incidents?|issues?|problems?|alarms?"
-                 "|crash(?:es)?|restarts?|kills?|leaks?|trips?|jams?|faults?|outages?|complaints?|stoppages?|breakdowns?")
+                 "|crash(?:es)?|restarts?|kills?|leaks?|trips?|jams?|faults?|outages?|complaints?|stops?|stoppages?|breakdowns?")
 
 
 # -- causal cues ----------------------------------------------------------------------------
 
 # Generic English nouns and verbs for a change someone made.
-CHANGE_WORDS = (r"(?:fix|fixes|change|changes|changed|hotfix|workaround|remediation|mitigation|adjustment|moved|switched|"
+CHANGE_WORDS = (r"(?:fix|fixes|fixed|change|changes|changed|hotfix|workaround|remediation|mitigation|adjustment|moved|switched|"
                 r"replaced|raised|lowered|introduced|added|removed|upgraded|migrated|installed|fitted|swapped|"
                 r"repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|went in|put in|set to|set at|"
                 r"turned up|turned down|"

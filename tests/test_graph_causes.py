@@ -234,7 +234,10 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
                                        "First complaint was the morning after the pump work",
                                        "Temperature up to 104 C on the first run after the pump job",
                                        "Red tag on the valve dated from the pump clean-out last week",
-                                       "The engine that got the new pump last week runs at 104 C"])
+                                       "The engine that got the new pump last week runs at 104 C",
+                                       "The gap starts on the day of the pump job",
+                                       "The hose fitted during last week's pump flush runs hot at 104 C",
+                                       "Nobody reset the thermostat after the pump was fixed"])
 def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -> None:
     pump = fixed("pump", 0, "bus-1121", "Replaced the coolant pump and refilled the circuit")
     filters = fixed("filters", 60, "bus-1121", "Drained the water trap and changed the fuel filters")
@@ -242,7 +245,8 @@ def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -
     pairs, link = linked(new, [pump, filters])
     assert pairs == [("new", "pump")] and "reference" in link.evidence
     for plain in ("The engine runs at 104 C on the pump", "The pump work area is clear; engine at 104 C",
-                  "The change calendar lists maintenance on the pump after lunch"):
+                  "The change calendar lists maintenance on the pump after lunch",
+                  "Last pump change 14 months ago; engine at 104 C", "Nothing before the pump maintenance window"):
         unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", plain)
         assert caused(infer_edges(unreferred, [pump, filters])) == []
 

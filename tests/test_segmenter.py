@@ -112,6 +112,11 @@ def test_episode_round_trips_through_its_record() -> None:
     ("Replaced the dryer's failed thermostat; towels came out soft", Outcome.UNKNOWN),
     ("Re-timed the offset; the arm still hung half out", Outcome.FAILURE),
     ("Still failing after the restart. Escalated to the vendor", Outcome.FAILURE),
+    # a stop is a symptom noun ("without a stop"), and what was not needed says nothing of how it ended
+    ("Fitted a card from stores; WTG-21 ran the rest of the week without a stop", Outcome.SUCCESS),
+    ("Moved the amplifier to the UPS rail. No imbalance stops over the next three evenings", Outcome.SUCCESS),
+    ("WTG-18 reset and ran; no converter work needed", Outcome.UNKNOWN),
+    ("The fan did not work", Outcome.FAILURE),
 ])
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
     assert classify_text(text).outcome == outcome

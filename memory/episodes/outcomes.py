@@ -52,6 +52,7 @@ _NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?
 _EARLIER_STATE = re.compile(r"\b(?:whose|which|that|who)\s+(?:[\w-]+\s+){0,3}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b")
 # "replaced the failed thermostat": a cue word used as an adjective names the part, not how the attempt ended
 _ATTRIBUTIVE = re.compile(r"\b(?:the|a|an|its|their|[a-z]+'s)\s+(?:failed|broken|failing)\s+(?=[a-z])")
+_NOT_NEEDED = re.compile(r"\s+(?:was\s+|were\s+)?(?:needed|required|necessary)\b")
 # "no-reads", "non-zero": a negator joined to its word by a hyphen makes a noun or adjective, not a negation
 _NEGATOR_COMPOUND = re.compile(r"\b(?:no|non|not)-(?=[a-z0-9])")
 # A fault found before the fix: a clause stating what was or had been wrong ("the spring was broken",
@@ -91,6 +92,9 @@ def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
         for match in pattern.finditer(masked):
             before = words(masked[: match.start()])[-3:]
             negated = any(word in NEGATORS or word.endswith("n't") for word in before)
+            if negated and _NOT_NEEDED.match(masked, match.end()):
+                masked = _blank(masked, match)  # "no converter work needed": what was not needed, not how it ended
+                continue
             phrase = " ".join(before[-1:] + [match.group(0)]) if negated else match.group(0)
             found.append((_FLIP[polarity] if negated else polarity, phrase))
             masked = _blank(masked, match)

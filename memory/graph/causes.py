@@ -65,11 +65,16 @@ PAST_REFERENCE = re.compile(
     r"board|management|schedule|train|pipeline|team|owner))",
     re.IGNORECASE)
 # Work done on something, dated by a connective ("the morning after the discharge work", "since the
-# pump job"): without the connective, "the work" or "the job" is too often something else ("the work
-# area", a batch or CI job).
+# pump job", "during last week's flush"): without the connective, "the work" or "the job" is too often
+# something else ("the work area", a batch or CI job).
 WORK_REFERENCE = re.compile(
-    r"\b(?:since|after|following)\s+(?:the|that|this|last|previous|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){0,3}?)"
-    r"(?:work|works|maintenance|servicing|job)\b", re.IGNORECASE)
+    r"\b(?:since|after|following|during|from|before|on the day of)\s+"
+    r"(?:the|that|this|last|previous|recent|(?:last|this|that)\s+(?:week|month|night)'s|[a-z]+'s)\s+"
+    r"((?:[\w\-]+\s+){0,3}?)(?:work|works|maintenance|servicing|job|flush)\b"
+    r"(?!\s+(?:window|windows|schedule|plan|request|requests|ticket|tickets|queue|team|order|orders))", re.IGNORECASE)
+# A change dated long before any change recall looks back on ("last oil change 14 months ago")
+LONG_AGO = re.compile(r"\b(?:\d+|a few|several|many|two|three|four|five|six)\s+(?:months|years)\s+ago\b|\ba year ago\b",
+                      re.IGNORECASE)
 # What a past reference is attached to after its noun ("the fix to billing", "yesterday's workaround on auth").
 ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\s+)?[\w\-.]+)", re.IGNORECASE)
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
@@ -78,7 +83,7 @@ UNDO = re.compile(r"\b(?:revert\w*|roll(?:ed|ing)? ?back|rollbacks?|undo|undid|r
 # A change word of `CAUSAL_CUE` (what remains of a dated reference describes what was changed).
 CHANGE_WORD = re.compile(rf"\b{CHANGE_WORDS}\b", re.IGNORECASE)
 # Generic English past-tense verbs of a change (with `CAUSAL_CUE`, a dated change: "was replaced on Monday").
-CHANGE_VERBS = re.compile(r"\b(?:moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
+CHANGE_VERBS = re.compile(r"\b(?:fixed|moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
                           r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned|installed|fitted|"
                           r"swapped|repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|"
                           r"went in|put in|set to|set at|turned up|turned down|"
@@ -151,7 +156,10 @@ def exonerated(sentence: str) -> tuple[str, str] | None:
 
 
 def referring(sentence: str) -> bool:
-    """Whether a sentence refers to a past change or incident (generic English)."""
+    """Whether a sentence refers to a recent past change or incident (generic English); one dated
+    months or years ago (`LONG_AGO`) is older than any change recall looks back on."""
+    if LONG_AGO.search(sentence):
+        return False
     return bool(PAST_REFERENCE.search(sentence) or WORK_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
                                                     and bool(CHANGE_VERBS.search(sentence)))
 
