@@ -259,14 +259,17 @@ CHANGE_WORDS = (r"(?:fix|fixes|fixed|change|changes|changed|hotfix|workaround|re
 # Generic English ways to trace a symptom to an earlier change: a causal connective before a
 # change ("since the change", "caused by the config change"), a reference to an earlier fix, change
 # or incident ("the earlier fix", "last week's change", "yesterday's hotfix"), or a change
-# dated in the past ("was raised two days ago", "got the new motor last week", "was set to 2.8 bar on the 12th").
+# dated in the past ("was raised two days ago", "got the new motor last week", "was set to 2.8 bar on the 12th",
+# "the pool raised to 64 yesterday", "the thing we shipped for the registry mess last week").
 CAUSAL_CUE = re.compile(
     r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"
     rf"following|started with)\b(?:\W+\w+){{0,5}}?\W+{CHANGE_WORDS}\b"
     r"|\b(?:last|previous|earlier|recent|(?:yesterday|today|tonight|this (?:morning|afternoon|evening|week))'s)\b"
     r"(?:\W+\w+){0,3}?\W+(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
     rf"|\b(?:was|were|got|been)\s+(?:{CHANGE_WORDS}\b|(?:a|an|the|its|their)\s+new\b(?!\s+(?:{SYMPTOM_NOUNS})\b))(?:\W+\w+){{0,6}}?\W+"
-    r"(?:yesterday|last|earlier|ago|on (?:the )?\d{1,2}(?:st|nd|rd|th)|on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b",
+    r"(?:yesterday|last|earlier|ago|on (?:the )?\d{1,2}(?:st|nd|rd|th)|on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+    rf"|(?<!n't )(?<!not )(?<!never )\b{CHANGE_WORDS}\s+(?:[\w\-]+\s+){{0,6}}?(?:yesterday|last (?:week|night)|\d+ days ago|"
+    r"earlier today)\b",
     re.IGNORECASE)
 
 

@@ -237,7 +237,8 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
                                        "The engine that got the new pump last week runs at 104 C",
                                        "The gap starts on the day of the pump job",
                                        "The hose fitted during last week's pump flush runs hot at 104 C",
-                                       "Nobody reset the thermostat after the pump was fixed"])
+                                       "Nobody reset the thermostat after the pump was fixed",
+                                       "With the pump flow raised to 64 yesterday, the engine runs at 104 C"])
 def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -> None:
     pump = fixed("pump", 0, "bus-1121", "Replaced the coolant pump and refilled the circuit")
     filters = fixed("filters", 60, "bus-1121", "Drained the water trap and changed the fuel filters")
@@ -246,7 +247,8 @@ def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -
     assert pairs == [("new", "pump")] and "reference" in link.evidence
     for plain in ("The engine runs at 104 C on the pump", "The pump work area is clear; engine at 104 C",
                   "The change calendar lists maintenance on the pump after lunch",
-                  "Last pump change 14 months ago; engine at 104 C", "Nothing before the pump maintenance window"):
+                  "Last pump change 14 months ago; engine at 104 C", "Nothing before the pump maintenance window",
+                  "The pump gauge hasn't moved since yesterday; engine at 104 C"):
         unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", plain)
         assert caused(infer_edges(unreferred, [pump, filters])) == []
 

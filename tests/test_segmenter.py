@@ -117,6 +117,12 @@ def test_episode_round_trips_through_its_record() -> None:
     ("Moved the amplifier to the UPS rail. No imbalance stops over the next three evenings", Outcome.SUCCESS),
     ("WTG-18 reset and ran; no converter work needed", Outcome.UNKNOWN),
     ("The fan did not work", Outcome.FAILURE),
+    # what a new safeguard does, and a fault found before an action whose result is reported after it
+    ("Added a schema check that fails loudly on unknown fields. The rerun went through at 11:02", Outcome.UNKNOWN),
+    ("Added a guard that blocks the load when fewer than 95% of files are present", Outcome.UNKNOWN),
+    ("The solver still said nginx. Pointed the solver at nginx-public, new cert in 90s. Added an alert",
+     Outcome.UNKNOWN),
+    ("Restarted the job; it still failed. Escalated to the vendor", Outcome.FAILURE),
 ])
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
     assert classify_text(text).outcome == outcome

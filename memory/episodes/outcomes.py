@@ -14,7 +14,13 @@ Outcomes are detected in this order of precedence:
    success ↔ failure ("not fixed", "did not help", "no longer failing"); a negated symptom
    noun is a success cue ("no errors", "no more failures"). A success clause
    undercut by "but" and a clause without a success cue ("green, but stale prices
-   reported") is a FAILURE, or PARTIAL when that clause holds a partial cue;
+   reported") is a FAILURE, or PARTIAL when that clause holds a partial cue. What describes
+   the state before the fix holds no cue: a past-perfect relative clause ("whose regulator had
+   failed"), a cue word used as an adjective ("the failed thermostat"), what a new thing does
+   ("added a schema check that fails loudly …"), and a failure clause before a later action
+   whose result is reported after it, or that says what was or had been wrong ("the spring was
+   broken, so … Replaced the spring; drops on target again"). "no-reads" is a noun, not a
+   negation, and "no … work needed" says what was not needed;
 4. an outcome report with no cue at all after a decision or action in the same episode
    (a change reported without any problem) ⇒ SUCCESS, marked as such in the evidence;
 5. nothing ⇒ UNKNOWN.
@@ -52,6 +58,7 @@ _NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?
 _EARLIER_STATE = re.compile(r"\b(?:whose|which|that|who)\s+(?:[\w-]+\s+){0,3}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b")
 # "replaced the failed thermostat": a cue word used as an adjective names the part, not how the attempt ended
 _ATTRIBUTIVE = re.compile(r"\b(?:the|a|an|its|their|[a-z]+'s)\s+(?:failed|broken|failing)\s+(?=[a-z])")
+# "no converter work needed": a negated cue followed by this says what was not needed, not how it ended
 _NOT_NEEDED = re.compile(r"\s+(?:was\s+|were\s+)?(?:needed|required|necessary)\b")
 # "no-reads", "non-zero": a negator joined to its word by a hyphen makes a noun or adjective, not a negation
 _NEGATOR_COMPOUND = re.compile(r"\b(?:no|non|not)-(?=[a-z0-9])")
@@ -61,7 +68,10 @@ _FOUND_STATE = re.compile(r"\b(?:was|were|had been|found|turned out)\b")
 # ... followed by a later clause that reports the next action in the subjectless style of a log
 # ("Replaced the spring", "Re-tensioned the arm", "Took two turns on the take-up")
 _ACTION_START = re.compile(r"^\s*(?:(?:re-?)?[a-z]+ed|took|put|set|reset|rebuilt|rewound|cut|made|gave|ran|re-ran|"
-                           r"brought|refit)\b")
+                           r"brought|refit|after (?:a|an|the)|once (?:it|the))\b")
+# "added a schema check that fails loudly", "a guard that blocks the load when fewer than 95% …":
+# what a new thing does, not how the attempt ended
+_DESCRIBED = re.compile(r"\b(?:a|an)\s+(?:[\w-]+\s+){0,3}?(?:that|which)\s.*$")
 
 
 def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
@@ -82,7 +92,7 @@ def _blank(text: str, match: re.Match[str]) -> str:
 def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
     masked = _NEGATOR_COMPOUND.sub(lambda m: " " * len(m.group(0)), clause)
-    for pattern in (_EARLIER_STATE, _ATTRIBUTIVE):
+    for pattern in (_EARLIER_STATE, _ATTRIBUTIVE, _DESCRIBED):
         for match in pattern.finditer(clause):
             masked = _blank(masked, match)
     for match in _NEGATED_SYMPTOM.finditer(masked):
@@ -93,7 +103,7 @@ def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
             before = words(masked[: match.start()])[-3:]
             negated = any(word in NEGATORS or word.endswith("n't") for word in before)
             if negated and _NOT_NEEDED.match(masked, match.end()):
-                masked = _blank(masked, match)  # "no converter work needed": what was not needed, not how it ended
+                masked = _blank(masked, match)
                 continue
             phrase = " ".join(before[-1:] + [match.group(0)]) if negated else match.group(0)
             found.append((_FLIP[polarity] if negated else polarity, phrase))
@@ -123,14 +133,16 @@ def classify_text(text: str) -> OutcomeVerdict:
     """Outcome of one outcome or correction text through the cue lexicon."""
     clauses = _clauses(text.lower())
     acted = False  # whether a later clause reported an action (see `_FOUND_STATE`)
+    reported = False  # whether a later action was followed by what came of it
     for index in range(len(clauses) - 1, -1, -1):
         clause = clauses[index][0]
         cues = _clause_cues(clause)
         if not cues:
-            acted = acted or bool(_ACTION_START.match(clause))
+            if _ACTION_START.match(clause):
+                acted, reported = True, reported or index < len(clauses) - 1
             continue
         verdict = _clause_verdict(cues)
-        if verdict == Outcome.FAILURE and acted and _FOUND_STATE.search(clause):
+        if verdict == Outcome.FAILURE and (reported or (acted and _FOUND_STATE.search(clause))):
             continue  # the fault the later action addressed, not how the attempt ended
         shown = ", ".join(f"'{phrase}'" for _, phrase in cues)
         later = clauses[index + 1] if index + 1 < len(clauses) else None

@@ -72,9 +72,10 @@ WORK_REFERENCE = re.compile(
     r"(?:the|that|this|last|previous|recent|(?:last|this|that)\s+(?:week|month|night)'s|[a-z]+'s)\s+"
     r"((?:[\w\-]+\s+){0,3}?)(?:work|works|maintenance|servicing|job|flush)\b"
     r"(?!\s+(?:window|windows|schedule|plan|request|requests|ticket|tickets|queue|team|order|orders))", re.IGNORECASE)
-# A change dated long before any change recall looks back on ("last oil change 14 months ago")
-LONG_AGO = re.compile(r"\b(?:\d+|a few|several|many|two|three|four|five|six)\s+(?:months|years)\s+ago\b|\ba year ago\b",
-                      re.IGNORECASE)
+# A change dated months or years back ("last oil change 14 months ago"): far beyond the look-back of
+# the cause rules (`GraphConfig.cause_window_s`, 14 days), so not one of the changes they rank
+LONG_AGO = re.compile(r"\b(?:\d+|a few|several|many|some|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+                      r"\s+(?:months|years)\s+ago\b|\ba year ago\b", re.IGNORECASE)
 # What a past reference is attached to after its noun ("the fix to billing", "yesterday's workaround on auth").
 ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\s+)?[\w\-.]+)", re.IGNORECASE)
 # Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
@@ -157,7 +158,7 @@ def exonerated(sentence: str) -> tuple[str, str] | None:
 
 def referring(sentence: str) -> bool:
     """Whether a sentence refers to a recent past change or incident (generic English); one dated
-    months or years ago (`LONG_AGO`) is older than any change recall looks back on."""
+    months or years ago (`LONG_AGO`) does not."""
     if LONG_AGO.search(sentence):
         return False
     return bool(PAST_REFERENCE.search(sentence) or WORK_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
