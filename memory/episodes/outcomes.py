@@ -16,10 +16,10 @@ Outcomes are detected in this order of precedence:
    undercut by "but" and a clause without a success cue ("green, but stale prices
    reported") is a FAILURE, or PARTIAL when that clause holds a partial cue. What describes
    the state before the fix holds no cue: a past-perfect relative clause ("whose regulator had
-   failed"), a cue word used as an adjective ("the failed thermostat"), what a new thing does
-   ("added a schema check that fails loudly …"), and a failure clause before a later action
-   whose result is reported after it, or that says what was or had been wrong ("the spring was
-   broken, so … Replaced the spring; drops on target again"). "no-reads" is a noun, not a
+   failed"), a cue word used as an adjective ("the failed disk"), what a new thing does
+   ("added a check that fails the deploy on …"), and a failure clause before a later action
+   whose result is reported after it, or that says what was or had been wrong ("the seal was
+   broken, so … Replaced the seal; pressure holds at 4 bar"). "no-reads" is a noun, not a
    negation, and "no … work needed" says what was not needed;
 4. an outcome report with no cue at all after a decision or action in the same episode
    (a change reported without any problem) ⇒ SUCCESS, marked as such in the evidence;
@@ -56,20 +56,20 @@ _NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?
 # "the alternator, whose regulator had failed" / "the test that had been failing": a relative
 # clause in the past perfect describes the state before, not how the attempt ended
 _EARLIER_STATE = re.compile(r"\b(?:whose|which|that|who)\s+(?:[\w-]+\s+){0,3}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b")
-# "replaced the failed thermostat": a cue word used as an adjective names the part, not how the attempt ended
+# "replaced the failed disk": a cue word used as an adjective names the part, not how the attempt ended
 _ATTRIBUTIVE = re.compile(r"\b(?:the|a|an|its|their|[a-z]+'s)\s+(?:failed|broken|failing)\s+(?=[a-z])")
-# "no converter work needed": a negated cue followed by this says what was not needed, not how it ended
+# "no further work needed": a negated cue followed by this says what was not needed, not how it ended
 _NOT_NEEDED = re.compile(r"\s+(?:was\s+|were\s+)?(?:needed|required|necessary)\b")
 # "no-reads", "non-zero": a negator joined to its word by a hyphen makes a noun or adjective, not a negation
 _NEGATOR_COMPOUND = re.compile(r"\b(?:no|non|not)-(?=[a-z0-9])")
-# A fault found before the fix: a clause stating what was or had been wrong ("the spring was broken",
-# "found the tracking still using the old constant") ...
+# A fault found before the fix: a clause stating what was or had been wrong ("the seal was broken",
+# "found the job still reading the old path") ...
 _FOUND_STATE = re.compile(r"\b(?:was|were|had been|found|turned out)\b")
 # ... followed by a later clause that reports the next action in the subjectless style of a log
-# ("Replaced the spring", "Re-tensioned the arm", "Took two turns on the take-up")
+# ("Replaced the seal", "Re-seated the card", "Took the node out of the pool")
 _ACTION_START = re.compile(r"^\s*(?:(?:re-?)?[a-z]+ed|took|put|set|reset|rebuilt|rewound|cut|made|gave|ran|re-ran|"
                            r"brought|refit|after (?:a|an|the)|once (?:it|the))\b")
-# "added a schema check that fails loudly", "a guard that blocks the load when fewer than 95% …":
+# "added an alert that fires when the queue passes 1,000", "a check that stops the deploy when fewer than …":
 # what a new thing does, not how the attempt ended
 _DESCRIBED = re.compile(r"\b(?:a|an)\s+(?:[\w-]+\s+){0,3}?(?:that|which)\s.*$")
 

@@ -64,8 +64,8 @@ PAST_REFERENCE = re.compile(
     r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
     r"board|management|schedule|train|pipeline|team|owner))",
     re.IGNORECASE)
-# Work done on something, dated by a connective ("the morning after the discharge work", "since the
-# pump job", "during last week's flush"): without the connective, "the work" or "the job" is too often
+# Work done on something, dated by a connective ("the day after the valve work", "since the pump
+# job", "during last month's coolant flush"): without the connective, "the work" or "the job" is too often
 # something else ("the work area", a batch or CI job).
 WORK_REFERENCE = re.compile(
     r"\b(?:since|after|following|during|from|before|on the day of)\s+"
