@@ -245,7 +245,8 @@ PARTIAL_CUES = (
 )
 # Generic nouns for a symptom; negated ("no errors", "zero alerts") they report success.
 SYMPTOM_NOUNS = ("errors?|failures?|timeouts?|exceptions?|alerts?|spikes?|5xx|incidents?|issues?|problems?|alarms?"
-                 "|crash(?:es)?|restarts?|kills?|leaks?|trips?|jams?|faults?|outages?|complaints?|stops?|stoppages?|breakdowns?")
+                 "|crash(?:es)?|restarts?|kills?|leaks?|trips?|jams?|faults?|outages?|complaints?|stops?|stoppages?"
+                 "|breakdowns?")
 
 
 # -- causal cues ----------------------------------------------------------------------------
@@ -266,7 +267,8 @@ CAUSAL_CUE = re.compile(
     rf"following|started with)\b(?:\W+\w+){{0,5}}?\W+{CHANGE_WORDS}\b"
     r"|\b(?:last|previous|earlier|recent|(?:yesterday|today|tonight|this (?:morning|afternoon|evening|week))'s)\b"
     r"(?:\W+\w+){0,3}?\W+(?:fix|fixes|change|changes|hotfix|workaround|incident)\b"
-    rf"|\b(?:was|were|got|been)\s+(?:{CHANGE_WORDS}\b|(?:a|an|the|its|their)\s+new\b(?!\s+(?:{SYMPTOM_NOUNS})\b))(?:\W+\w+){{0,6}}?\W+"
+    rf"|\b(?:was|were|got|been)\s+(?:{CHANGE_WORDS}\b|(?:a|an|the|its|their)\s+new\b(?!\s+(?:{SYMPTOM_NOUNS})\b))"
+    r"(?:\W+\w+){0,6}?\W+"
     r"(?:yesterday|last|earlier|ago|on (?:the )?\d{1,2}(?:st|nd|rd|th)|on (?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
     rf"|(?<!n't )(?<!not )(?<!never )\b{CHANGE_WORDS}\s+(?:[\w\-]+\s+){{0,6}}?(?:yesterday|last (?:week|night)|\d+ days ago|"
     r"earlier today)\b",

@@ -161,8 +161,9 @@ def referring(sentence: str) -> bool:
     months or years ago (`LONG_AGO`) does not."""
     if LONG_AGO.search(sentence):
         return False
-    return bool(PAST_REFERENCE.search(sentence) or WORK_REFERENCE.search(sentence)) or (bool(CAUSAL_CUE.search(sentence))
-                                                    and bool(CHANGE_VERBS.search(sentence)))
+    if PAST_REFERENCE.search(sentence) or WORK_REFERENCE.search(sentence):
+        return True
+    return bool(CAUSAL_CUE.search(sentence)) and bool(CHANGE_VERBS.search(sentence))
 
 
 @lru_cache(maxsize=65536)
