@@ -260,7 +260,7 @@ CHANGE_WORDS = (r"(?:fix|fixes|fixed|change|changes|changed|hotfix|workaround|re
 # Generic English ways to trace a symptom to an earlier change: a causal connective before a
 # change ("since the change", "caused by the config change"), a reference to an earlier fix, change
 # or incident ("the earlier fix", "last week's change", "yesterday's hotfix"), or a change
-# dated in the past ("was raised two days ago", "got a new gearbox last week", "was set to 40 on the 3rd",
+# dated in the past ("was raised two days ago", "got a new valve last week", "was set to 40 on the 3rd",
 # "the worker pool raised to 32 yesterday").
 CAUSAL_CUE = re.compile(
     r"\b(?:caused by|because of|due to|triggered by|introduced (?:by|in|with)|added (?:by|in|with)|since|after|"

@@ -238,7 +238,9 @@ def test_a_dated_reference_to_what_a_fix_installed_links_that_fix() -> None:
                                        "The gap starts on the day of the pump job",
                                        "The hose fitted during last week's pump flush runs hot at 104 C",
                                        "Nobody reset the thermostat after the pump was fixed",
-                                       "With the pump flow raised to 64 yesterday, the engine runs at 104 C"])
+                                       "With the pump flow raised to 64 yesterday, the engine runs at 104 C",
+                                       # a setting dated in the log
+                                       "Log book: pump flow was set to 64 on the 12th and nobody brought it back"])
 def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -> None:
     pump = fixed("pump", 0, "bus-1121", "Replaced the coolant pump and refilled the circuit")
     filters = fixed("filters", 60, "bus-1121", "Drained the water trap and changed the fuel filters")
@@ -251,18 +253,6 @@ def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -
                   "The pump gauge hasn't moved since yesterday; engine at 104 C"):
         unreferred = incident("new", 200, "bus-1121", "Saloon heaters blow cold", plain)
         assert caused(infer_edges(unreferred, [pump, filters])) == []
-
-
-def test_a_setting_dated_in_the_log_links_the_fix_that_set_it() -> None:
-    dancer = fixed("dancer", 0, "press-1", "Fitter set the dancer air to 2.8 bar; splices clean")
-    rollers = fixed("rollers", 30, "press-1", "Re-set the ink roller stripes to 4 mm")
-    new = incident("new", 150, "press-1", "Web breaks three times tonight in the middle of reels",
-                   "Log book: dancer air was set to 2.8 bar on the 12th and nobody brought it back")
-    pairs, link = linked(new, [dancer, rollers])
-    assert pairs == [("new", "dancer")] and "reference" in link.evidence
-    undated = incident("new", 150, "press-1", "Web breaks three times tonight in the middle of reels",
-                       "Dancer air is 2.8 bar")
-    assert caused(infer_edges(undated, [dancer, rollers])) == []
 
 
 def test_a_generic_verb_is_no_term_a_symptom_shares_with_a_change() -> None:
