@@ -137,6 +137,18 @@ def test_cueless_outcome_after_a_change_is_success_but_not_without_one() -> None
     assert detect_outcome(alone).outcome == Outcome.UNKNOWN
 
 
+def test_an_outcome_the_summary_trims_is_kept_whole_and_a_short_one_is_not_stored_twice() -> None:
+    report = "Swapped the seal. " + "The genuine part is on back-order, so a pattern seal went in for now. " * 3
+    long, short = (entries_from([{"at": 0, "kind": "observation", "text": "Leak test failed"},
+                                 {"at": 2, "kind": "decision", "text": "Decision: seal", "metadata": {"choice": "seal"}},
+                                 {"at": 9, "kind": "outcome", "text": text}]) for text in (report, "Swapped the seal."))
+    (kept,), (plain,) = segment(long), segment(short)
+    assert kept.outcome_text == report and report not in kept.summary  # the summary keeps a trimmed part
+    assert plain.outcome_text == "" and "outcome_text" not in plain.to_record()  # the summary holds it whole
+    assert Episode.from_record(kept.to_record()) == kept
+    assert Episode.from_record(plain.to_record()) == plain  # a record written before the field reads as ""
+
+
 # -- property: batch == incremental ---------------------------------------------------------
 
 _KINDS = ["observation", "decision", "action", "outcome", "correction", "note"]

@@ -48,10 +48,13 @@ class Episode:
     corrections: tuple[str, ...] = ()  # texts of correction entries
     actions: tuple[str, ...] = ()  # texts of action entries (changes made: deploys, config edits)
     observations: tuple[str, ...] = ()  # texts of observation entries (what was seen), in order
+    outcome_text: str = ""  # the last outcome entry's whole text when the summary trims it, else ""
 
     def to_record(self) -> dict[str, Any]:
-        """JSON form for the store."""
+        """JSON form for the store (``outcome_text`` only when there is one)."""
         data = asdict(self)
+        if not self.outcome_text:
+            del data["outcome_text"]
         data["start"] = format_timestamp(self.start)
         data["end"] = format_timestamp(self.end)
         data["outcome"] = self.outcome.value

@@ -189,6 +189,7 @@ def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CO
     ids = tuple(e.id for e in entries)
     verdict = detect_outcome(entries)
     decisions = [e for e in entries if e.kind == Kind.DECISION]
+    outcome = next((e.text for e in reversed(entries) if e.kind == Kind.OUTCOME), "")
     return Episode(
         id=episode_id(ids),
         entry_ids=ids,
@@ -208,6 +209,7 @@ def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CO
         corrections=tuple(e.text for e in entries if e.kind == Kind.CORRECTION),
         actions=tuple(e.text for e in entries if e.kind == Kind.ACTION),
         observations=tuple(e.text for e in entries if e.kind == Kind.OBSERVATION),
+        outcome_text=outcome if len(outcome) > config.summary_part_chars else "",
     )
 
 

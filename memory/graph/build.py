@@ -53,14 +53,18 @@ def change_attributes(ep: Episode) -> dict[str, str]:
     nodes they read (the stored graph keeps the columns a store can reload without the episodes).
 
     ``change_kind`` (version, capacity, parameter, configuration, schedule or component),
-    ``change_what`` (its most specific terms), ``change_where`` (the service) and ``change_at``
-    (ISO time the change was in place).
+    ``change_what`` (its most specific terms), ``change_where`` (the service), ``change_at``
+    (ISO time the change was in place) and, for a stopgap, ``change_stopgap`` (what its fix said
+    was left in place only for now).
     """
     record = change_record(ep)
     if record is None:
         return {}
-    return {"change_kind": record.kind, "change_what": record.what, "change_where": record.where or "",
-            "change_at": record.at.isoformat()}
+    attributes = {"change_kind": record.kind, "change_what": record.what, "change_where": record.where or "",
+                  "change_at": record.at.isoformat()}
+    if record.stopgap:
+        attributes["change_stopgap"] = record.stopgap
+    return attributes
 
 
 def add_edges(G: nx.MultiDiGraph, edges: Iterable[Edge]) -> None:

@@ -30,6 +30,11 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
   resolving the same choice that were resolved the same way (what such changes led to), for a
   hypothesis the text already supports: a fix of one kind tends to leave the same kind of
   trouble behind;
+- ``provisional``: the change left a stopgap in place (`memory.graph.changes.stopgap_terms`: the
+  sentences of its fix that say so, "fitted the spare until a replacement arrives", "the genuine
+  part is on back-order", "for now") and the observations share two or more of that sentence's
+  terms, per unit of their IDF weight (at most one): what was meant to be temporary and stayed is a
+  standing suspect, referred to or not;
 - ``age``: older changes are less likely, per day.
 
 Scores become probabilities by a softmax over the hypotheses and the null (`rank_causes`);
@@ -37,7 +42,8 @@ Scores become probabilities by a softmax over the hypotheses and the null (`rank
 incident reaches ``link_at`` and the best holds at least ``lead_at`` of it. The weights were
 set by hand and checked on the generator's train families (`python -m simulator.generate
 --lessons --families train`), never on the shipped scenarios or the test families; every rule
-reads generic English.
+reads generic English. No generated family leaves a stopgap in place, so ``provisional`` (set
+equal to ``described``) was checked on the development files (`scenarios/dev/`) instead.
 """
 
 from __future__ import annotations
@@ -50,7 +56,8 @@ from functools import lru_cache
 from typing import Callable, NamedTuple, Sequence
 
 from memory.episodes import Episode
-from memory.graph.changes import TermWeights, change_terms, entity_terms, incident_terms, name_terms
+from memory.graph.changes import (TermWeights, change_terms, entity_terms, incident_terms, name_terms,
+                                   stopgap_terms)
 from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, split_negation, split_sentences
 
 # Generic English: a definite or dated reference to a change or an incident ("the last cache fix",
@@ -91,6 +98,9 @@ CHANGE_VERBS = re.compile(r"\b(?:fixed|moved|switched|replaced|raised|lowered|in
                           r"(?:got|given|received) (?:a|an|the|its|their) new)\b", re.IGNORECASE)
 
 
+STOPGAP_SHARED = 2  # terms an incident must share with a stopgap (one shared word is a coincidence)
+
+
 @dataclass(frozen=True)
 class CauseWeights:
     """Log-odds contributions of the evidence for one hypothesis (see the module docstring)."""
@@ -112,6 +122,7 @@ class CauseWeights:
     acted_within_s: float = 12 * 3600.0  # how recent that action must be
     learned: float = 3.0  # times the share of same-choice changes already linked as causes
     led_to: float = 3.0  # times the share of their linked incidents resolved as this one was
+    provisional: float = 3.0  # per unit (at most one) of IDF-weighted terms shared with a stopgap
     age_per_day: float = -0.15  # per day between the change and the incident
     link_at: float = 0.5  # probability that some earlier change caused the incident, to link the best one
     lead_at: float = 0.4  # share of that probability the best hypothesis must hold
@@ -283,6 +294,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     in_refs += 0.5 * in_incident
     in_rest, shared_rest = terms.overlap(other_terms, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
+    in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap_terms(ep))
     name = name_terms(ep.subject) if other_service else frozenset()
     denied = w.retracted if name and name <= retracted_terms else w.denied if name and name <= denied_terms else 0.0
     days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
@@ -293,6 +305,8 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
             ("described", w.described * min(in_words, 1.0), shared_words),
             ("same subject", same, ()), ("overlap", overlap, shared_refs + shared_rest), ("denied", denied, ()),
             ("acted here", acted, ()),
+            ("provisional", w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0,
+             shared_stopgap),
             ("attempts", w.attempts * max(0, c.attempts - 1), ()),
             ("learned", w.learned * learned(ep) if supported else 0.0, ()),
             ("led to", w.led_to * led_to(ep) if supported else 0.0, ()),

@@ -11,6 +11,9 @@ An episode *made a change* when it decided or acted and the problem then went aw
   generic English); ``component`` when none matches.
 - ``what``: the change's most specific terms (identifiers, numbers, rare words), for display.
 - ``where``: the episode's subject (service), ``at``: when the episode ended.
+- ``stopgap``: what the fix said it left in place only until a proper fix ("fitted the coarse
+  spare until a replacement arrives", "the genuine part is on back-order"; `PROVISIONAL`, generic
+  English), read from the outcome's whole text; empty for a change meant to last.
 
 The change text is the episode's own: its actions, the closing outcome sentence of its
 summary (what the fix did) and its corrections. `entity_terms` reads the terms an incident's
@@ -28,7 +31,7 @@ from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from memory.episodes import Episode, Outcome
-from memory.text import TERM_STOP_WORDS, normalize_term
+from memory.text import TERM_STOP_WORDS, normalize_term, split_sentences
 
 # Generic English word classes of a change (regexes over lower-case text, word-bounded).
 CHANGE_KINDS: dict[str, str] = {
@@ -59,6 +62,36 @@ GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later ear
     brought found find saw seen held told said seemed""".split())
 
 
+# Generic English for a fix meant to hold only until a proper one is in place: a stopgap ("fitted the
+# spare until a replacement arrives", "the genuine part is on back-order", "left at 24 for now"). What
+# was meant to be temporary and stayed is a standing suspect when trouble that touches it follows.
+PROVISIONAL = re.compile(
+    r"\b(?:temporar(?:y|ily)|stop-?gaps?|interim|makeshift|provisional(?:ly)?|for now|for the time being|"
+    r"short[- ]term|as an? (?:temporary |quick )?(?:workaround|bodge)|"
+    r"until (?:a|an|the|our|its|their)\s+(?:[\w\-]+\s+){0,2}?(?:replacement|proper|genuine|permanent|real|"
+    r"new one|new part|right one|right part)s?\b|"
+    r"until (?:things|it|they|everything|traffic|the [\w\-]+) (?:is|are|has|have|gets?|settles?|calms?)"
+    r"(?: been| down| back)? ?(?:stable|settled|down|fixed|repaired|replaced|normal|over)\b|"
+    r"(?:on|put on|placed on|still on) (?:an? )?(?:[\w\-]+ )?(?:order|back-?order)\b|back-?ordered|out of stock|"
+    r"(?:was|were|ran|are|is) out of (?:the |our |its |their )?(?:usual|normal|standard|proper|genuine|right)\b|"
+    r"left (?:[\w\-]+ ){0,4}?(?:in place|in|on|at [\w.%]+(?: [\w\-]+)?) (?:until|for now|for the rest of|"
+    r"for the time being))",
+    re.IGNORECASE)
+
+
+def stopgap_sentences(ep: Episode) -> list[str]:
+    """The sentences of an episode's actions and whole fix that say it left something in place only for
+    now (`PROVISIONAL`); none when the change was meant to last."""
+    texts = (*ep.actions, fix_text(ep, whole=True))
+    return [s for text in texts if text for s in split_sentences(text) if PROVISIONAL.search(s)]
+
+
+def stopgap_terms(ep: Episode) -> frozenset[str]:
+    """Terms of what an episode's change left in place as a stopgap (`stopgap_sentences`), its service's
+    name left out."""
+    return _terms_of(tuple(stopgap_sentences(ep))) - name_terms(ep.subject)
+
+
 @dataclass(frozen=True)
 class ChangeRecord:
     """What one episode's fix changed."""
@@ -69,6 +102,7 @@ class ChangeRecord:
     where: str | None  # the service or subject changed
     at: datetime  # when the change was in place (the episode's end)
     text: str  # the change text the record was read from
+    stopgap: str = ""  # the sentences saying what it left in place only for now ("" when meant to last)
 
 
 @lru_cache(maxsize=65536)
@@ -95,11 +129,20 @@ def name_terms(name: str | None) -> frozenset[str]:
     return entity_terms(name) if name else frozenset()
 
 
-def fix_text(ep: Episode) -> str:
+def fix_text(ep: Episode, whole: bool = False) -> str:
     """What an episode's fix did: the closing outcome sentence of its summary when the fix worked
-    (SUCCESS or PARTIAL), else '' (a failed attempt's outcome tells what did not help, not what changed)."""
+    (SUCCESS or PARTIAL), else '' (a failed attempt's outcome tells what did not help, not what changed).
+
+    With `whole`, the outcome entry's whole text where the summary trims it (`Episode.outcome_text`).
+    The terms a change shares with later symptoms are read from the summary's part, where a report
+    says first what was done: the rest of a long report (readings, results, who did what) shares
+    words with later incidents by chance. What a report says was left only for now often comes
+    last, so stopgaps are read from the whole text (`stopgap_sentences`).
+    """
     if not (ep.decisions or ep.actions) or ep.outcome not in (Outcome.SUCCESS, Outcome.PARTIAL):
         return ""
+    if ep.outcome_text and whole:
+        return ep.outcome_text
     parts = ep.summary.split(" → ")
     return parts[-1] if len(parts) > 1 else ""
 
@@ -123,7 +166,8 @@ def change_record(ep: Episode, *, limit: int = 5) -> ChangeRecord | None:
         return None
     text = " ".join([*ep.actions, fix_text(ep), *ep.corrections]).strip()
     return ChangeRecord(ep.id, change_kind(text), " ".join(specific_words(" ".join([*ep.actions, fix_text(ep)]),
-                                                                          ep.subject)[:limit]), ep.subject, ep.end, text)
+                                                                          ep.subject)[:limit]), ep.subject, ep.end, text,
+                        " ".join(stopgap_sentences(ep)))
 
 
 _WORD_AS_WRITTEN = re.compile(r"[A-Za-z0-9][\w.%\-]*[\w%]|[0-9]")
