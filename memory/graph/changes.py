@@ -82,8 +82,12 @@ PROVISIONAL = re.compile(
 def stopgap_sentences(ep: Episode) -> list[str]:
     """The sentences of an episode's actions and whole fix that say it left something in place only for
     now (`PROVISIONAL`); none when the change was meant to last."""
-    texts = (*ep.actions, fix_text(ep, whole=True))
-    return [s for text in texts if text for s in split_sentences(text) if PROVISIONAL.search(s)]
+    return list(_stopgaps(tuple(t for t in (*ep.actions, fix_text(ep, whole=True)) if t)))
+
+
+@lru_cache(maxsize=16384)
+def _stopgaps(texts: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(s for text in texts if PROVISIONAL.search(text) for s in split_sentences(text) if PROVISIONAL.search(s))
 
 
 def stopgap_terms(ep: Episode) -> frozenset[str]:
