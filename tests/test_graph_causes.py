@@ -293,21 +293,21 @@ def test_an_earlier_incident_s_own_reference_to_a_change_shares_no_symptom() -> 
     assert overlap["earlier"] == overlap["fix"]  # "the timing lines up" is how both refer to a change, no symptom
 
 
-STOPGAP_REPORT = ("Raked the ice off the intake and restarted both pumps; suction back to normal within the hour. "
-                  "The fine intake screen was torn, so the crew fitted the coarse spare screen and left it in until "
-                  "a replacement arrives.")
+STOPGAP_REPORT = ("Reset the drive and cleared the jam at the transfer chute; the belt ran again within ten minutes. "
+                  "The drive's 16 A fuse had blown and stores had none left, so the electrician fitted a 25 A fuse "
+                  "for now.")
 
 
-def intake_fix(eid: str, report: str):
-    """A pump-station fix whose summary keeps only the start of its long report (as the segmenter trims it)."""
-    return fixed(eid, 0, "pump-station", report[:120] + "…", outcome_text=report)
+def drive_fix(eid: str, report: str):
+    """A conveyor-drive fix whose summary keeps only the start of its long report (as the segmenter trims it)."""
+    return fixed(eid, 0, "conveyor-3", report[:120] + "…", outcome_text=report)
 
 
 @pytest.mark.parametrize("text", [
-    "Fitted the spare until a replacement arrives", "The genuine part is on back-order, so we fitted a pattern seal",
-    "Stores were out of our usual grade", "Left the new client settings in place until things are stable",
-    "Left at 24 replicas for the rest of the week", "Bypassed the float switch for now",
-    "Put in a temporary jumper", "Short term we added the credentials by hand", "The proper ones are on order",
+    "Fitted the loan pump until a replacement arrives", "The genuine valve is on back-order, so a generic one went in",
+    "We were out of the standard filters", "Left the relaxed limits in place until things are stable",
+    "Left the fan at 80% for the rest of the shift", "Bypassed the float switch for now",
+    "Put in a temporary jumper", "Short term we added the credentials by hand", "The proper brackets are on order",
 ])
 def test_provisional_reads_a_fix_meant_to_hold_only_for_now(text: str) -> None:
     from memory.graph.changes import PROVISIONAL
@@ -325,21 +325,22 @@ def test_provisional_leaves_a_fix_meant_to_last_alone(text: str) -> None:
 
 
 def test_a_stopgap_left_in_place_is_a_suspect_when_trouble_touches_it_unreferred() -> None:
-    stopgap = intake_fix("stopgap", STOPGAP_REPORT)
-    meant_to_last = intake_fix("lasting", STOPGAP_REPORT.replace(" and left it in until a replacement arrives", ""))
-    other = fixed("other", 10, "hydrants", "Reset the hydrant controller")
-    observations = ("Hydrant strainers full of grit and sand", "Every affected hydrant draws through the coarse screen")
-    new = incident("new", 40, "hydrants", *observations)
+    stopgap = drive_fix("stopgap", STOPGAP_REPORT)
+    meant_to_last = drive_fix("lasting", STOPGAP_REPORT.replace("stores had none left, so the electrician fitted a 25 A "
+                                                                "fuse for now", "the electrician fitted a 25 A fuse"))
+    other = fixed("other", 10, "motor-room", "Reset the motor-room controller")
+    observations = ("Drive motor windings smell burnt after an hour of overload", "The drive cabinet carries a 25 A fuse")
+    new = incident("new", 40, "motor-room", *observations)
     pairs, link = linked(new, [stopgap, other])
     assert pairs == [("new", "stopgap")] and "provisional" in link.evidence
-    assert change_record(stopgap).stopgap.startswith("The fine intake screen was torn")
-    assert caused(infer_edges(incident("new", 40, "hydrants", *observations), [meant_to_last, other])) == []
+    assert change_record(stopgap).stopgap.startswith("The drive's 16 A fuse had blown")
+    assert caused(infer_edges(incident("new", 40, "motor-room", *observations), [meant_to_last, other])) == []
     assert change_record(meant_to_last).stopgap == ""
-    one_term = incident("new", 40, "hydrants", "Hydrant strainers full of grit", "The coarse sand came with the melt")
+    one_term = incident("new", 40, "motor-room", "Motor windings smell burnt", "Overload relay set to 25")
     assert caused(infer_edges(one_term, [stopgap, other])) == []  # one shared word is a coincidence
 
 
 def test_a_stopgap_is_an_attribute_of_the_change_in_the_exports() -> None:
     from memory.graph.build import change_attributes
-    assert change_attributes(intake_fix("s", STOPGAP_REPORT))["change_stopgap"].endswith("until a replacement arrives.")
+    assert change_attributes(drive_fix("s", STOPGAP_REPORT))["change_stopgap"].endswith("a 25 A fuse for now.")
     assert "change_stopgap" not in change_attributes(fixed("f", 0, "api", "Rolled api back to v2.13.2"))

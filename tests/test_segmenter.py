@@ -138,7 +138,7 @@ def test_cueless_outcome_after_a_change_is_success_but_not_without_one() -> None
 
 
 def test_an_outcome_the_summary_trims_is_kept_whole_and_a_short_one_is_not_stored_twice() -> None:
-    report = "Swapped the seal. " + "The genuine part is on back-order, so a pattern seal went in for now. " * 3
+    report = "Swapped the seal. " + "The right size is on order, so a close match went in for now. " * 3
     long, short = (entries_from([{"at": 0, "kind": "observation", "text": "Leak test failed"},
                                  {"at": 2, "kind": "decision", "text": "Decision: seal", "metadata": {"choice": "seal"}},
                                  {"at": 9, "kind": "outcome", "text": text}]) for text in (report, "Swapped the seal."))
