@@ -31,8 +31,8 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
   hypothesis the text already supports: a fix of one kind tends to leave the same kind of
   trouble behind;
 - ``provisional``: the change left a stopgap in place (`memory.graph.changes.stopgap_terms`: the
-  sentences of its fix that say so, "fitted the spare until a replacement arrives", "the genuine
-  part is on back-order", "for now") and the observations share two or more of that sentence's
+  sentences of its fix that say so, "fitted the loan pump until a replacement arrives", "the
+  right valve is on back-order", "for now") and the observations share two or more of that sentence's
   terms, per unit of their IDF weight (at most one): what was meant to be temporary and stayed is a
   standing suspect, referred to or not;
 - ``age``: older changes are less likely, per day.

@@ -11,8 +11,8 @@ An episode *made a change* when it decided or acted and the problem then went aw
   generic English); ``component`` when none matches.
 - ``what``: the change's most specific terms (identifiers, numbers, rare words), for display.
 - ``where``: the episode's subject (service), ``at``: when the episode ended.
-- ``stopgap``: what the fix said it left in place only until a proper fix ("fitted the coarse
-  spare until a replacement arrives", "the genuine part is on back-order"; `PROVISIONAL`, generic
+- ``stopgap``: what the fix said it left in place only until a proper fix ("fitted the loan
+  pump until a replacement arrives", "the right valve is on back-order"; `PROVISIONAL`, generic
   English), read from the outcome's whole text; empty for a change meant to last.
 
 The change text is the episode's own: its actions, the closing outcome sentence of its
@@ -63,8 +63,8 @@ GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later ear
 
 
 # Generic English for a fix meant to hold only until a proper one is in place: a stopgap ("fitted the
-# spare until a replacement arrives", "the genuine part is on back-order", "left at 24 for now"). What
-# was meant to be temporary and stayed is a standing suspect when trouble that touches it follows.
+# loan pump until a replacement arrives", "the right valve is on back-order", "left the limit raised
+# for now"). What was meant to be temporary and stayed is a standing suspect when trouble touching it follows.
 PROVISIONAL = re.compile(
     r"\b(?:temporar(?:y|ily)|stop-?gaps?|interim|makeshift|provisional(?:ly)?|for now|for the time being|"
     r"short[- ]term|as an? (?:temporary |quick )?(?:workaround|bodge)|"
