@@ -294,7 +294,8 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     in_refs += 0.5 * in_incident
     in_rest, shared_rest = terms.overlap(other_terms, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
-    in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap_terms(ep))
+    stopgap = stopgap_terms(ep)
+    in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())
     name = name_terms(ep.subject) if other_service else frozenset()
     denied = w.retracted if name and name <= retracted_terms else w.denied if name and name <= denied_terms else 0.0
     days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
