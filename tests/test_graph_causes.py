@@ -340,6 +340,15 @@ def test_a_stopgap_left_in_place_is_a_suspect_when_trouble_touches_it_unreferred
     assert caused(infer_edges(one_term, [stopgap, other])) == []  # one shared word is a coincidence
 
 
+def test_a_context_s_change_line_says_when_the_change_was_a_stopgap() -> None:
+    observations = ["Drive motor windings smell burnt after an hour of overload", "The drive cabinet carries a 25 A fuse"]
+    (link,) = recent_changes(observations, "motor-room", T0.replace(hour=20), [drive_fix("stopgap", STOPGAP_REPORT)])
+    assert 'a stopgap left in place: "The drive\'s 16 A fuse had blown' in link.chain
+    lasting = fixed("lasting", 0, "conveyor-3", "Fitted a 25 A fuse to the drive")
+    (plain,) = recent_changes(observations, "motor-room", T0.replace(hour=20), [lasting], min_probability=0.0)
+    assert "stopgap" not in plain.chain and "after the" in plain.chain
+
+
 def test_a_stopgap_is_an_attribute_of_the_change_in_the_exports() -> None:
     from memory.graph.build import change_attributes
     assert change_attributes(drive_fix("s", STOPGAP_REPORT))["change_stopgap"].endswith("a 25 A fuse for now.")

@@ -19,6 +19,9 @@ from memory.episodes import EdgeType, Episode
 from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, explain, rank_causes
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates, learned_share
+from memory.text import trim
+
+STOPGAP_CHARS = 120  # a chain line quotes at most this much of what a change left in place for now
 
 
 class ChangeLink(NamedTuple):
@@ -103,8 +106,9 @@ def recent_changes(observations: Sequence[str], subject: str | None, at: datetim
             continue
         resolved = ep.choices[-1] if ep.choices else None
         what = f" ({record.what})" if record.what else ""
+        stopgap = f", a stopgap left in place: \"{trim(record.stopgap, STOPGAP_CHARS)}\"" if record.stopgap else ""
         chain = (f"this started {_age(at, record.at)} after the {record.kind} change on {record.where or 'another service'}"
-                 f"{what} (episode {ep.id[:10]}{f', resolved as {resolved}' if resolved else ''})")
+                 f"{what}{stopgap} (episode {ep.id[:10]}{f', resolved as {resolved}' if resolved else ''})")
         out.append(ChangeLink(ep.id, round(h.probability, 3), record, resolved,
                               led_to(graph, history, resolved) if graph is not None else (), chain, explain(h)))
     return out
