@@ -79,10 +79,10 @@ PROVISIONAL = re.compile(
     re.IGNORECASE)
 
 
-def stopgap_sentences(ep: Episode) -> list[str]:
+def stopgap_sentences(ep: Episode) -> tuple[str, ...]:
     """The sentences of an episode's actions and whole fix that say it left something in place only for
     now (`PROVISIONAL`); none when the change was meant to last."""
-    return list(_stopgaps(tuple(t for t in (*ep.actions, fix_text(ep, whole=True)) if t)))
+    return _stopgaps(tuple(t for t in (*ep.actions, fix_text(ep, whole=True)) if t))
 
 
 @lru_cache(maxsize=16384)
@@ -93,7 +93,7 @@ def _stopgaps(texts: tuple[str, ...]) -> tuple[str, ...]:
 def stopgap_terms(ep: Episode) -> frozenset[str]:
     """Terms of what an episode's change left in place as a stopgap (`stopgap_sentences`), its service's
     name left out."""
-    return _terms_of(tuple(stopgap_sentences(ep))) - name_terms(ep.subject)
+    return _terms_of(stopgap_sentences(ep)) - name_terms(ep.subject)
 
 
 @dataclass(frozen=True)
