@@ -17,6 +17,7 @@ import os
 import re
 import threading
 from array import array
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Protocol, Sequence
 
@@ -165,54 +166,62 @@ class HashingEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
-        if len(texts) > 256:  # bounded scratch memory for large batches
-            return np.concatenate([self.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)])
-        with self._lock:
-            return self._encode_chunk(texts)
+        if len(texts) == 1:
+            with self._lock:
+                self._bound_caches()
+                return self._encode_one(texts[0])
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), 256):  # bounded scratch memory for large batches
+            with self._lock:
+                self._bound_caches()
+                self._encode_chunk(texts[start : start + 256], out[start : start + 256])
+        return out
 
-    def _encode_chunk(self, texts: list[str]) -> np.ndarray:
+    def _bound_caches(self) -> None:
         if max(len(self._token_ids), len(self._bigram_cache)) > self.cache_limit:  # bound memory on adversarial input
             self._reset_caches()  # the caches only remember a pure function
-        if len(texts) == 1:
-            return self._encode_one(texts[0])
-        token_get = self._token_ids.get
-        bigram_get = self._bigram_cache.get
-        tokens_of: list[int] = []  # token numbers of every text, in order
-        bigrams_of: list[int] = []  # bigram buckets of every text, in order
-        token_counts: list[int] = []  # per text
-        bigram_counts: list[int] = []
-        for text in texts:
-            tokens = TOKEN.findall(text.lower())
-            numbers = list(map(token_get, tokens))
-            if None in numbers:
-                numbers = [self._token_number(token) for token in tokens]
-            keys = list(map(" ".join, zip(tokens, tokens[1:])))
-            buckets = list(map(bigram_get, keys))
-            if None in buckets:
-                buckets = [self._bigram_bucket(key) for key in keys]
-            tokens_of += numbers
-            bigrams_of += buckets
-            token_counts.append(len(numbers))
-            bigram_counts.append(len(buckets))
-        size = len(texts) * self.dim
-        if tokens_of:
-            # Gather each token's feature run from the CSR table. Per text, the contributions
-            # keep their order (tokens in order, then bigrams), so every float sum is the same.
-            numbers = np.asarray(tokens_of, dtype=np.int64)
-            starts = self._starts[numbers]
-            lengths = self._starts[numbers + 1] - starts
-            offsets = np.cumsum(lengths)
-            gather = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - (offsets - lengths), lengths)
-            row_base = np.arange(0, size, self.dim, dtype=np.int64)
-            index = np.concatenate([np.repeat(np.repeat(row_base, token_counts), lengths) + self._buckets[gather],
-                                    np.repeat(row_base, bigram_counts) + np.asarray(bigrams_of, dtype=np.int64)])
-            weight = np.concatenate([self._weights[gather], np.ones(len(bigrams_of))])
-            flat = np.bincount(index, weight, minlength=size)
-            hit = np.flatnonzero(flat != 0.0)
-            flat[hit] = np.log1p(flat[hit])  # log1p(0) is 0: only the non-zero counts need it
-        else:
-            flat = np.zeros(size, dtype=np.float64)
-        return _normalize_rows(flat.reshape(len(texts), self.dim))
+
+    def _encode_chunk(self, texts: list[str], out: np.ndarray) -> None:
+        """Write the vectors of `texts` into `out` (zeros, one row per text)."""
+        # Whole-chunk passes instead of a Python loop per text: tokens of every text in one flat
+        # list, looked up in the caches with -1 for a miss; bigrams are the pairs of neighbouring
+        # tokens of that list, less the pairs that straddle two texts.
+        token_lists = list(map(TOKEN.findall, map(str.lower, texts)))
+        token_counts = list(map(len, token_lists))
+        tokens = list(chain.from_iterable(token_lists))
+        tokens_of = list(map(self._token_ids.get, tokens, repeat(-1)))
+        if -1 in tokens_of:
+            tokens_of = [number if number >= 0 else self._token_number(token) for number, token in zip(tokens_of, tokens)]
+        row_of = np.repeat(np.arange(len(texts), dtype=np.int64), token_counts)
+        within = np.flatnonzero(row_of[:-1] == row_of[1:])  # pairs (i, i + 1) inside one text
+        keys = list(map(" ".join, zip(tokens, islice(tokens, 1, None))))
+        pairs = np.fromiter(map(self._bigram_cache.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
+        bigrams_of = pairs[within]
+        for at in np.flatnonzero(bigrams_of < 0).tolist():
+            bigrams_of[at] = self._bigram_bucket(keys[int(within[at])])
+        bigram_counts = np.bincount(row_of[within], minlength=len(texts))
+        if not tokens_of:
+            return
+        # Gather each token's feature run from the CSR table. Per text, the contributions
+        # keep their order (tokens in order, then bigrams), so every float sum is the same.
+        numbers = np.asarray(tokens_of, dtype=np.int64)
+        starts = self._starts[numbers]
+        lengths = self._starts[numbers + 1] - starts
+        offsets = np.cumsum(lengths)
+        gather = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - (offsets - lengths), lengths)
+        index = np.concatenate([np.repeat(row_of * self.dim, lengths) + self._buckets[gather],
+                                row_of[within] * self.dim + bigrams_of])
+        weight = np.concatenate([self._weights[gather], np.ones(len(bigrams_of))])
+        counts = np.bincount(index, weight, minlength=len(texts) * self.dim)
+        hit = np.flatnonzero(counts != 0.0)  # (faster than flatnonzero of the floats)
+        values = np.log1p(counts[hit])  # log1p(0) is 0: only the non-zero counts need it
+        # Each row's norm as `_normalize_rows` takes it: a pairwise sum over the whole row, zeros
+        # included, so that every bit is the same; then only the non-zero entries are divided.
+        counts[hit] = values
+        np.multiply(counts, counts, out=counts)
+        norms = np.sqrt(np.add.reduce(counts.reshape(len(texts), self.dim), axis=1))
+        norms[norms == 0.0] = 1.0
+        out.reshape(-1)[hit] = values / norms[hit // self.dim]
 
 
 _HASHING_NAME = re.compile(r"hashing-v2-d([0-9]{1,6})-c([0-9.e+-]{1,24})")
