@@ -318,3 +318,31 @@ def test_a_store_opens_only_with_the_encoder_that_embedded_it(tmp_path):
         assert memory.store.stats().encoders == ["hashing-v2-d64-c0.5"]
     with EpisodicMemory(tmp_path / "empty.db") as memory:  # a new store takes any encoder
         assert len(memory.store) == 0
+
+
+def test_flat_metadata_read_back_is_remembered_by_content_and_handed_out_fresh():
+    from memory.timeline.entries import read_back
+
+    first, text = read_back({"service": "checkout", "host": "db-1"})
+    first["service"] = "changed by a caller"
+    again, text_again = read_back({"service": "checkout", "host": "db-1"})
+    assert again == {"host": "db-1", "service": "checkout"} and list(again) == ["host", "service"]
+    assert text == text_again == '{"host":"db-1","service":"checkout"}'
+    assert read_back({"n": True}) == ({"n": True}, '{"n":true}') and read_back({"n": 1}) == ({"n": 1}, '{"n":1}')
+
+
+def test_replacing_a_timeline_s_redactor_forgets_what_the_old_one_left_alone(tmp_path):
+    from memory import PatternRedactor
+
+    timeline = open_timeline(tmp_path / "m.db", redactor=NoRedaction())
+    secret = {"contact": "jane.doe@example.com"}
+    plain = timeline.append("paged the on-call", kind="note", role="user", timestamp=T0,
+                            situation="call jane.doe@example.com", metadata=secret)
+    assert plain.metadata == secret and "jane.doe" in plain.situation
+    timeline.redactor = PatternRedactor()
+    for entry in (timeline.append("paged again", kind="note", role="user", timestamp=at(minutes=1),
+                                  situation="call jane.doe@example.com", metadata=secret),
+                  *timeline.append_many([{"text": "and again", "kind": "note", "role": "user", "timestamp": at(minutes=2),
+                                          "situation": "call jane.doe@example.com", "metadata": secret}])):
+        assert "jane.doe" not in entry.metadata["contact"] and "[EMAIL#" in entry.metadata["contact"]
+        assert "jane.doe" not in entry.situation

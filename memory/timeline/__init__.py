@@ -14,7 +14,8 @@ layer is a projection of this one.
 
 from memory.timeline.integrity import Audit, audit
 from memory.timeline.encoder import ENCODER_NAMES, Encoder, HashingEncoder, SentenceTransformerEncoder, named_encoder
-from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, Role, Timeline, format_timestamp, parse_timestamp
+from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, Role, format_timestamp, parse_timestamp
+from memory.timeline.writer import Timeline
 from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotLog, Store, StoreStats
 from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.timeline.schema import RecordKind

@@ -15,27 +15,11 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
-from memory.errors import EncoderMismatch
-from memory.timeline.encoder import Encoder, HashingEncoder
-from memory.timeline.redaction import PatternRedactor, Redactor, leaves_unchanged, redact_value
-from memory.timeline.validation import (
-    MAX_METADATA_CHARS,
-    check_label,
-    check_metadata,
-    check_text,
-    check_timestamp,
-    is_plain,
-)
-
-if TYPE_CHECKING:  # the protocols module imports this one
-    from memory.timeline.protocols import EntryLog
-
 GENESIS_ID = "0" * 64  # the "previous id" of the first entry
-_LABEL_MEMORY = 4096  # checked labels a timeline remembers before it starts over
 
 
 class Role(str, Enum):
@@ -133,17 +117,6 @@ _C_CANONICAL = (json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, No
                 if json.encoder.c_make_encoder is not None else None)
 
 
-def _utf8(text: str) -> bool:
-    """Whether UTF-8 can encode `text` (lone surrogates cannot)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def canonical_metadata(metadata: Mapping[str, Any]) -> str:
     """Canonical JSON of metadata (sorted keys, no spaces); raises on non-JSON values."""
     if type(metadata) is dict:
@@ -180,8 +153,39 @@ def canonical_fields(draft: EntryDraft | Entry) -> Canonical:
     """The canonical forms `entry_id` hashes: computed once, shared by the id and the stored row."""
     role = draft.role if type(draft.role) is Role else Role(draft.role)
     kind = draft.kind if type(draft.kind) is Kind else Kind(draft.kind)
-    metadata = json.loads(canonical_metadata(draft.metadata))
-    return Canonical(format_timestamp(draft.timestamp), role, kind, metadata, canonical_metadata(metadata))
+    metadata, metadata_json = read_back(draft.metadata)
+    return Canonical(format_timestamp(draft.timestamp), role, kind, metadata, metadata_json)
+
+
+_READ_BACK: dict[tuple[tuple[str, str], ...], tuple[dict[str, str], str]] = {}  # see `read_back`
+_READ_BACK_LIMIT = 4096  # remembered metadata before the memo starts over
+FLAT_METADATA_ITEMS = 8  # metadata with more items than this is not remembered
+
+
+def read_back(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """Metadata as it reads back from its canonical JSON, and the canonical JSON of that.
+
+    Flat metadata of strings (a service, a host, a ticket) reads back as itself, and it repeats
+    from entry to entry: its result is remembered by content (a fresh dict is returned each time).
+    """
+    if type(metadata) is dict and len(metadata) <= FLAT_METADATA_ITEMS:
+        if not metadata:
+            return {}, "{}"
+        key = tuple(metadata.items())
+        if all([type(name) is str and type(value) is str for name, value in key]):
+            found = _READ_BACK.get(key)
+            if found is None:
+                found = _read_back(metadata)
+                if len(_READ_BACK) >= _READ_BACK_LIMIT:
+                    _READ_BACK.clear()
+                _READ_BACK[key] = found
+            return dict(found[0]), found[1]
+    return _read_back(metadata)
+
+
+def _read_back(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    parsed = json.loads(canonical_metadata(metadata))
+    return parsed, canonical_metadata(parsed)
 
 
 def entry_id(draft: EntryDraft | Entry, *, prev_id: str, seq: int) -> str:
@@ -274,131 +278,3 @@ def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, s
             return ChainBreak(entry.seq, entry.id, f"content does not match its id (recomputed {recomputed[:12]}…)")
         prev_id, expected_seq = entry.id, expected_seq + 1
     return None
-
-
-def stored_encoder(store: EntryLog) -> str | None:
-    """The name of the encoder that embedded a store's entries (None when it has none).
-
-    It is that of the first entry: a `Timeline` never appends another encoder's vectors.
-    """
-    first = list(store.entries(stop=1))
-    return first[0].encoder if first else None
-
-
-class Timeline:
-    """Writes entries: redacts, embeds, then appends durably through a store.
-
-    Args:
-        store: where entries are kept (see `memory.timeline.EntryLog`).
-        encoder: makes the embedding of each entry's text; it must be the encoder that
-            embedded the store's entries, if it has any (vectors of two encoders do not compare).
-        redactor: applied to text and metadata strings before hashing and storage;
-            `PatternRedactor` by default, `NoRedaction` to opt out explicitly.
-
-    Raises:
-        EncoderMismatch: the store's entries were embedded by another encoder.
-    """
-
-    def __init__(self, store: EntryLog, encoder: Encoder, redactor: Redactor | None = None) -> None:
-        stored = stored_encoder(store)
-        if stored and stored != encoder.name:
-            raise EncoderMismatch(f"{getattr(store, 'path', 'the store')}: its entries were embedded by encoder "
-                                  f"{stored!r}, not {encoder.name!r}; open it with the encoder that wrote it "
-                                  "(vectors of two encoders cannot be compared)")
-        self.store = store
-        self.encoder = encoder
-        self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()
-        # Only the hashing encoder itself is known to make what its name says (a store may rebuild it).
-        self._rebuildable = type(encoder) is HashingEncoder
-        self._principals: set[str] = set()  # principal labels already checked
-        self._situations: dict[str, str] = {}  # situation labels already checked, and their redacted form
-
-    def draft(self, text: str, **fields: Any) -> EntryDraft:
-        """Build a redacted, embedded draft ready for `Store.append`.
-
-        Keyword fields: ``kind``, ``role``, ``timestamp`` (timezone-aware), ``situation``,
-        and optionally ``principal`` (default "default") and ``metadata``.
-        """
-        clean_text = self.redactor.redact(check_text(text))
-        return self._draft(clean_text, self.encoder.encode([clean_text])[0], **fields)
-
-    def _draft(
-        self,
-        clean_text: str,
-        embedding: np.ndarray,
-        *,
-        kind: Kind | str,
-        role: Role | str,
-        timestamp: datetime,
-        situation: str,
-        principal: str = "default",
-        metadata: Mapping[str, Any] | None = None,
-    ) -> EntryDraft:
-        vector = np.asarray(embedding, dtype=np.float32)
-        return EntryDraft(
-            timestamp=check_timestamp(timestamp),
-            principal=principal if type(principal) is str and principal in self._principals
-            else self._principal(principal),
-            situation=(self._situations.get(situation) if type(situation) is str else None)
-            or self._situation(situation),
-            role=role if type(role) is Role else Role(role),
-            kind=kind if type(kind) is Kind else Kind(kind),
-            text=clean_text,
-            metadata=self._metadata(metadata),
-            embedding=vector,
-            encoder=self.encoder.name,
-            encoded=(clean_text, self.encoder.name, vector) if self._rebuildable else None,
-        )
-
-    def _metadata(self, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-        """Checked, redacted metadata; flat metadata is checked and pre-checked through its canonical JSON once."""
-        if not metadata:
-            check_metadata(metadata)
-            return {}
-        if is_plain(metadata):
-            try:
-                text: str | None = canonical_metadata(metadata)
-            except ValueError:  # NaN or infinity: the full check below names it
-                text = None
-            if text is not None and len(text) <= MAX_METADATA_CHARS and _utf8(text) \
-                    and leaves_unchanged(self.redactor, text):
-                return {key: list(value) if type(value) is list else value for key, value in metadata.items()}
-        check_metadata(metadata)
-        clean_meta = redact_value(dict(metadata), self.redactor.redact)
-        canonical_metadata(clean_meta)  # fail early on non-JSON metadata
-        return clean_meta
-
-    def _principal(self, principal: Any) -> str:
-        """A checked principal label, remembered once checked (labels repeat)."""
-        checked = check_label("principal", principal)
-        if type(checked) is str:
-            if len(self._principals) >= _LABEL_MEMORY:
-                self._principals.clear()
-            self._principals.add(checked)
-        return checked
-
-    def _situation(self, situation: Any) -> str:
-        """A checked and redacted situation label, remembered by its raw form (labels repeat)."""
-        clean = self.redactor.redact(check_label("situation", situation))
-        if type(situation) is str and clean:
-            if len(self._situations) >= _LABEL_MEMORY:
-                self._situations.clear()
-            self._situations[situation] = clean
-        return clean
-
-    def append(self, text: str, **fields: Any) -> Entry:
-        """Redact, embed and durably append one entry; returns it once committed."""
-        return self.store.append(self.draft(text, **fields))
-
-    def append_many(self, items: Sequence[Mapping[str, Any]]) -> list[Entry]:
-        """Batch path: embed all texts at once and append them in one transaction.
-
-        Each item holds the keyword arguments of `draft`, including ``text``.
-        """
-        clean_texts = [self.redactor.redact(check_text(item["text"])) for item in items]
-        vectors = self.encoder.encode(clean_texts)
-        drafts = [
-            self._draft(clean, vector, **{key: value for key, value in item.items() if key != "text"})
-            for item, clean, vector in zip(items, clean_texts, vectors)
-        ]
-        return self.store.append_many(drafts)
