@@ -1,6 +1,6 @@
 """Layer [1], the timeline: append-only, content-addressed, hash-chained entries.
 
-`Timeline` redacts (`Redactor`), embeds (`Encoder`) and appends `Entry` values, each
+`Timeline` (`writer`) redacts (`Redactor`), embeds (`Encoder`) and appends `Entry` values, each
 addressed by the SHA-256 of its content and its predecessor's id (`entries`). A `Store`
 keeps them: `SQLiteStore` is one SQLite file whose triggers refuse UPDATE and DELETE,
 holding the timeline, the derived records of each `RecordKind` and binary snapshots
