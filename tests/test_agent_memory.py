@@ -1,11 +1,13 @@
+"""The EpisodicMemory facade over whole incidents: episodes, facts, recall, tenants, rebuilds, restarts."""
+
 import pickle
 import subprocess
 import sys
 import textwrap
-"""The EpisodicMemory facade over whole incidents: episodes, facts, recall, tenants, rebuilds, restarts."""
-
 from datetime import timedelta
 from pathlib import Path
+
+import pytest
 
 from memory.agent_memory import EpisodicMemory
 from memory.episodes import EdgeType, Outcome
@@ -77,6 +79,26 @@ def test_principals_are_isolated_in_the_facade():
             context = memory.recall("spool jobs stuck, driver garbled", principal=who, k=10)
             assert context.item_ids() and set(context.item_ids()) <= mine
             assert all(memory.graph_of(who).nodes[e.source]["principal"] == who for e in memory.edges(who))
+
+
+def test_a_principal_s_graph_view_holds_exactly_its_episodes_and_edges_and_refuses_writes():
+    import networkx as nx
+
+    with EpisodicMemory(principal="team-a") as memory:
+        play(memory, INCIDENTS[:3], principal="team-a")
+        memory.flush()
+        alone = memory.graph_of("team-a")  # one tenant: the whole graph, unfiltered
+        assert set(alone) == {e.id for e in memory.episodes("team-a")} and nx.is_frozen(alone)
+        assert sorted(alone.edges(keys=True)) == sorted(memory.state.graph.edges(keys=True))
+        play(memory, INCIDENTS[3:], principal="team-b", start=T0 + timedelta(days=30))
+        memory.flush()
+        for who in ("team-a", "team-b"):
+            view = memory.graph_of(who)
+            assert set(view) == {e.id for e in memory.episodes(who)} and nx.is_frozen(view)
+            assert all(view.nodes[u]["principal"] == view.nodes[v]["principal"] == who for u, v in view.edges())
+        assert len(memory.graph_of("team-c")) == 0
+        with pytest.raises(nx.NetworkXError):
+            memory.graph_of("team-a").add_edge("x", "y")
 
 
 def test_rebuild_from_the_timeline_equals_the_live_state(tmp_path):
