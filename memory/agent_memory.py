@@ -37,7 +37,6 @@ from memory.state import MemoryState, Problem
 from memory.timeline import (
     Encoder,
     Entry,
-    EntryDraft,
     EntryParts,
     HashingEncoder,
     Kind,
@@ -123,18 +122,8 @@ class EpisodicMemory:
         return self.graph_of(self.principal)
 
     def graph_of(self, principal: str) -> nx.MultiDiGraph:
-        """A read-only view of the episode graph restricted to one principal's episodes.
-
-        When every episode of the graph is this principal's (a memory with one tenant, the usual
-        case), the view is the whole graph, frozen, without a filter: the same nodes and edges,
-        read without a per-neighbour test (which made each walk several times slower).
-        """
-        who, graph = check_label("principal", principal), self.state.graph
-        order = self.state.order
-        if len(order) == 1 and len(order.get(who, ())) == len(graph):
-            return nx.graphviews.generic_graph_view(graph)
-        nodes = graph.nodes
-        return nx.subgraph_view(graph, filter_node=lambda n: nodes[n].get("principal") == who)
+        """A read-only view of the episode graph restricted to one principal's episodes."""
+        return self.state.graph_of(check_label("principal", principal))
 
     @property
     def index(self) -> EpisodeIndex:
