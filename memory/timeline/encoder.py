@@ -199,7 +199,6 @@ class HashingEncoder:
         bigrams_of = pairs[within]
         for at in np.flatnonzero(bigrams_of < 0).tolist():
             bigrams_of[at] = self._bigram_bucket(keys[int(within[at])])
-        bigram_counts = np.bincount(row_of[within], minlength=len(texts))
         if not tokens_of:
             return
         # Gather each token's feature run from the CSR table. Per text, the contributions
