@@ -95,14 +95,14 @@ def changes_for(memory: Any, observations: Sequence[str], *, subject: str | None
         at: now (default: the time of the principal's latest entry).
         limit: at most this many.
     """
-    history = memory.episodes(principal)
     if at is None:
         latest = memory.recent(1, principal=principal)
         if not latest:
             return []
         at = latest[-1].timestamp
     window = memory.state.graph_config.window
-    history = [ep for ep in history if ep.end <= at][-window:] if window > 0 else []
+    history = memory.state.ended_by(memory.principal if principal is None else principal, at, window) \
+        if window > 0 else []
     graph = memory.graph_of(principal) if principal else memory.graph
     caused = causes_among(graph, [ep.id for ep in history])
     return recent_changes(observations, subject, at, history, graph=graph, caused=caused, limit=limit,

@@ -39,9 +39,9 @@ class EvidenceRecord:
 
     def update(self) -> dict[str, tuple[int, int]]:
         """Count the episodes closed since the last call; the tally (kind → (hits, misses))."""
-        episodes = self.memory.episodes(self.principal)
-        self._pending.extend((position, episodes[position].id) for position in range(self._read, len(episodes)))
-        self._read = len(episodes)
+        closed = self.memory.state.order.get(self.principal, ())  # ids in closing order: only new ones are read
+        self._pending.extend((position, closed[position]) for position in range(self._read, len(closed)))
+        self._read = len(closed)
         waiting = []
         for position, episode_id in self._pending:
             answer = self.memory.resolution(episode_id, principal=self.principal)

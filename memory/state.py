@@ -143,6 +143,22 @@ class MemoryState:
         nodes = self.graph.nodes
         return nx.subgraph_view(self.graph, filter_node=lambda n: nodes[n].get("principal") == principal)
 
+    def ended_by(self, principal: str, at: datetime, n: int) -> list[Episode]:
+        """The last `n` of a principal's closed episodes (in closing order) that ended by `at`, oldest first.
+
+        Read back from the latest one, so the cost follows `n`, not the memory's size (an episode
+        of an opened store is read from its record on first use: none beyond these are).
+        """
+        found: list[Episode] = []
+        for i in reversed(self.order.get(principal, ())):
+            if len(found) >= n:
+                break
+            episode = self.episodes[i]
+            if episode.end <= at:
+                found.append(episode)
+        found.reverse()
+        return found
+
     def prior(self, episode: Episode) -> list[Episode]:
         """The principal's episodes closed before `episode`, at most the graph rules' window of them."""
         ids = self.order.get(episode.principal, [])

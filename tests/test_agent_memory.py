@@ -101,6 +101,24 @@ def test_a_principal_s_graph_view_holds_exactly_its_episodes_and_edges_and_refus
             memory.graph_of("team-a").add_edge("x", "y")
 
 
+def test_the_episodes_ended_by_a_time_are_the_tail_of_the_whole_history_read_back_from_the_latest():
+    with EpisodicMemory() as memory:
+        play(memory)
+        memory.flush()
+        history = memory.episodes()
+        reads = []
+        lookup = memory.state.episodes
+        memory.state.episodes = type("Counting", (dict,), {"__getitem__": lambda self, key: reads.append(key) or
+                                                            dict.__getitem__(self, key)})(lookup)
+        for at in sorted({ep.end for ep in history}) + [history[0].start]:
+            for n in (0, 1, 2, len(history) + 1):
+                reads.clear()
+                found = memory.state.ended_by(memory.principal, at, n)
+                assert found == ([ep for ep in history if ep.end <= at][-n:] if n else [])
+                if n and at == history[-1].end:
+                    assert len(reads) == min(n, len(history))  # nothing older than the answer is read
+
+
 def test_rebuild_from_the_timeline_equals_the_live_state(tmp_path):
     with EpisodicMemory(tmp_path / "m.db") as memory:
         play(memory)
