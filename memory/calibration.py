@@ -42,25 +42,28 @@ class EvidenceRecord:
         closed = self.memory.state.order.get(self.principal, ())  # ids in closing order: only new ones are read
         self._pending.extend((position, closed[position]) for position in range(self._read, len(closed)))
         self._read = len(closed)
-        waiting = []
+        waiting, resolved = [], []
         for position, episode_id in self._pending:
             answer = self.memory.resolution(episode_id, principal=self.principal)
             if answer is None:
                 if self._read - position < PENDING_LIMIT:
                     waiting.append((position, episode_id))
                 continue
-            self._count(episode_id, answer)
+            resolved.append((episode_id, answer))
         self._pending = waiting
+        self._count(resolved)
         return dict(self.tally)
 
-    def _count(self, episode_id: str, answer: str) -> None:
-        episode = self.memory.episode(episode_id, principal=self.principal)
-        if episode is None or not episode.choices:
-            return
-        for entry in self.memory.store.get_many(list(episode.entry_ids)):
-            favoured = entry.metadata.get("favoured") if entry.kind is Kind.DECISION else None
-            if entry.metadata.get("attempt") != 1 or not isinstance(favoured, dict):
-                continue
-            for kind, choice in favoured.items():
-                hits, misses = self.tally.get(kind, (0, 0))
-                self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)
+    def _count(self, resolved: list[tuple[str, str]]) -> None:
+        """Count the first-attempt favourites of resolved episodes (their decisions read in one batch)."""
+        found = [(self.memory.episode(episode_id, principal=self.principal), answer) for episode_id, answer in resolved]
+        found = [(episode, answer) for episode, answer in found if episode is not None and episode.choices]
+        parts = self.memory.store.entry_parts([i for episode, _ in found for i in episode.entry_ids])
+        for episode, answer in found:
+            for entry in (parts[i] for i in episode.entry_ids if i in parts):
+                favoured = entry.metadata.get("favoured") if entry.kind is Kind.DECISION else None
+                if entry.metadata.get("attempt") != 1 or not isinstance(favoured, dict):
+                    continue
+                for kind, choice in favoured.items():
+                    hits, misses = self.tally.get(kind, (0, 0))
+                    self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)
