@@ -20,6 +20,7 @@ from typing import Any
 from memory.timeline import Kind
 
 PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waiting for its resolution
+COUNT_BATCH = 256  # resolved episodes whose entries are read at once (bounds what the reading holds)
 
 
 class EvidenceRecord:
@@ -55,7 +56,11 @@ class EvidenceRecord:
         return dict(self.tally)
 
     def _count(self, resolved: list[tuple[str, str]]) -> None:
-        """Count the first-attempt favourites of resolved episodes (their decisions read in one batch)."""
+        """Count the first-attempt favourites of resolved episodes (their entries read in batches)."""
+        for start in range(0, len(resolved), COUNT_BATCH):
+            self._count_batch(resolved[start : start + COUNT_BATCH])
+
+    def _count_batch(self, resolved: list[tuple[str, str]]) -> None:
         found = [(self.memory.episode(episode_id, principal=self.principal), answer) for episode_id, answer in resolved]
         found = [(episode, answer) for episode, answer in found if episode is not None and episode.choices]
         parts = self.memory.store.entry_parts([i for episode, _ in found for i in episode.entry_ids])

@@ -125,6 +125,8 @@ def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
         assert grown.against(conclusion) == {i for i, ev in enumerate(evidence) if label(ev, conclusion) is False}
     for term in TERMS:
         assert grown.matching([term]) == {i for i, ev in enumerate(evidence) if term in ev.terms}
+        confirmed = Counter(ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS and term in ev.terms)
+        assert grown.resolutions_with(term) == whole.resolutions_with(term) == dict(confirmed)
     assert grown.matching([]) == set(range(len(evidence)))
     first = {}
     for ev in evidence:

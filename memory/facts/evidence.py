@@ -56,6 +56,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self._confirming: dict[str, set[int]] = {}  # choice → positions of SUCCESS episodes with it
         self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
         self._successes: set[int] = set()  # positions of every SUCCESS episode
+        self._resolutions: dict[str, Counter[str]] = {}  # term → choice → SUCCESS positions holding both
         self._principals: set[str] = set()
         self._term_counts: dict[frozenset[int], Counter[str]] = {}  # see `term_counts`
         for ev in items:
@@ -81,6 +82,8 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         if ev.outcome is Outcome.SUCCESS:
             self._confirming.setdefault(ev.choice, set()).add(position)
             self._successes.add(position)
+            for term in ev.terms:
+                self._resolutions.setdefault(term, Counter())[ev.choice] += 1
         else:  # as the rules label it: any other verdict on a choice counts against it
             self._refuting.setdefault(ev.choice, set()).add(position)
 
@@ -130,8 +133,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     def resolutions_with(self, term: str) -> dict[str, int]:
         """Choice → how many SUCCESS positions holding `term` confirmed it."""
-        holding = self._postings.get(term, set())
-        return {choice: n for choice, found in self._confirming.items() if (n := len(found & holding))}
+        return dict(self._resolutions.get(term, ()))
 
     def frequency(self, term: str) -> int:
         """How many positions hold `term` (its document frequency)."""
