@@ -30,6 +30,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 from agent.reasoner import CauseInfo, Evidence
 from memory.graph import ChangeLink, causes_among, recent_changes
+from memory.timeline import check_label
 
 # Generic English for a cause that is itself a change someone made.
 CHANGE_CAUSE = re.compile(
@@ -101,8 +102,8 @@ def changes_for(memory: Any, observations: Sequence[str], *, subject: str | None
             return []
         at = latest[-1].timestamp
     window = memory.state.graph_config.window
-    history = memory.state.ended_by(memory.principal if principal is None else principal, at, window) \
-        if window > 0 else []
+    who = memory.principal if principal is None else check_label("principal", principal)
+    history = memory.state.ended_by(who, at, window) if window > 0 else []
     graph = memory.graph_of(principal) if principal else memory.graph
     caused = causes_among(graph, [ep.id for ep in history])
     return recent_changes(observations, subject, at, history, graph=graph, caused=caused, limit=limit,
