@@ -104,7 +104,7 @@ def changes_for(memory: Any, observations: Sequence[str], *, subject: str | None
     window = memory.state.graph_config.window
     who = memory.principal if principal is None else check_label("principal", principal)
     history = memory.state.ended_by(who, at, window) if window > 0 else []
-    graph = memory.graph_of(principal) if principal else memory.graph
+    graph = memory.graph_of(who)
     caused = causes_among(graph, [ep.id for ep in history])
     return recent_changes(observations, subject, at, history, graph=graph, caused=caused, limit=limit,
                           config=memory.state.graph_config)
