@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.timeline import Kind
+from memory.graph.queries import resolution
 
 PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waiting for its resolution
 COUNT_BATCH = 256  # resolved episodes whose entries are read at once (bounds what the reading holds)
@@ -44,8 +44,9 @@ class EvidenceRecord:
         self._pending.extend((position, closed[position]) for position in range(self._read, len(closed)))
         self._read = len(closed)
         waiting, resolved = [], []
+        graph, lookup = self.memory.graph_of(self.principal), self.memory.state.episodes_lookup  # one view for all
         for position, episode_id in self._pending:
-            answer = self.memory.resolution(episode_id, principal=self.principal)
+            answer = resolution(graph, episode_id, lookup)  # the ids are this principal's closed episodes
             if answer is None:
                 if self._read - position < PENDING_LIMIT:
                     waiting.append((position, episode_id))
@@ -63,11 +64,11 @@ class EvidenceRecord:
     def _count_batch(self, resolved: list[tuple[str, str]]) -> None:
         found = [(self.memory.episode(episode_id, principal=self.principal), answer) for episode_id, answer in resolved]
         found = [(episode, answer) for episode, answer in found if episode is not None and episode.choices]
-        parts = self.memory.store.entry_parts([i for episode, _ in found for i in episode.entry_ids])
+        decisions = self.memory.store.decision_metadata([i for episode, _ in found for i in episode.entry_ids])
         for episode, answer in found:
-            for entry in (parts[i] for i in episode.entry_ids if i in parts):
-                favoured = entry.metadata.get("favoured") if entry.kind is Kind.DECISION else None
-                if entry.metadata.get("attempt") != 1 or not isinstance(favoured, dict):
+            for metadata in (decisions[i] for i in episode.entry_ids if i in decisions):
+                favoured = metadata.get("favoured")
+                if metadata.get("attempt") != 1 or not isinstance(favoured, dict):
                     continue
                 for kind, choice in favoured.items():
                     hits, misses = self.tally.get(kind, (0, 0))

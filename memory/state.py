@@ -124,6 +124,8 @@ class MemoryState:
         self.marks: MutableSet[str] = marks if marks is not None else set()
         self.evidence = EvidenceLogs(self._evidence_of, lambda: self.order)
         self.verdict_of: Callable[[str], tuple[Verdict, str] | None] = lambda episode_id: None
+        # the observation text of a closed episode's problem (an opened store reads it without the vector)
+        self.problem_text: Callable[[str], str] = lambda episode_id: self.problems[episode_id].text
 
     def episodes_lookup(self, episode_id: str) -> Episode | None:
         """A closed episode by id, or None."""
@@ -241,7 +243,7 @@ class MemoryState:
                 seen, text = known
                 ev = evidence_from(seen, text, cited=self.cites.get(i, ()))  # type: ignore[arg-type]
             else:
-                ev = evidence_from(self.episodes[i], self.problems[i].text, cited=self.cites.get(i, ()))
+                ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()))
             if ev is not None:
                 found.append(ev)
         return found

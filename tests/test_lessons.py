@@ -140,6 +140,7 @@ def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_f
                 if not ok:
                     memory.correct(f"it was {tries[-1]}", timestamp=clock + timedelta(minutes=2), situation="s")
         memory.flush()
+        memory.store.entry_parts = None  # the count reads decisions' metadata only: no text, no vector
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}  # each episode counts once
 

@@ -12,8 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dataclasses import replace
-
 from memory import EpisodicMemory, RetrieverConfig, pipeline
 from memory.errors import StoreError
 from memory.graph import GraphConfig
@@ -96,6 +94,26 @@ def test_open_from_runs_equals_the_exact_open_and_the_live_memory(tmp_path):
         assert not list(again.store.records_after("episode", again.stored.covered))
         assert state(again) == expected
     assert exact(path) == expected
+
+
+def test_an_opened_memory_builds_its_evidence_without_reading_a_problem_vector(tmp_path, monkeypatch):
+    """The evidence log needs each problem's text only: an opened store's vectors stay in the sidecar,
+    also for episodes whose records were read before (the verdict columns of a run no longer serve them)."""
+    path = tmp_path / "m.sqlite"
+    with opened(path) as live:
+        play(live, 90)
+        expected = {who: list(live.state.evidence.get(who)) for who in ("p0", "p1")}
+    with opened(path):
+        pass  # this open covers the rest with runs
+    reads = []
+    original = StoredRows.read
+    monkeypatch.setattr(StoredRows, "read", lambda self, rows: reads.append(len(rows)) or original(self, rows))
+    with opened(path) as again:
+        assert again.stored.covered == again.store.last_record()
+        for episode_id in again.state.order["p0"]:
+            assert again.state.episodes[episode_id] is not None  # records read: the text comes from the run
+        assert {who: list(again.state.evidence.get(who)) for who in ("p0", "p1")} == expected
+        assert reads == []
 
 
 def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path):

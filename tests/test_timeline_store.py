@@ -279,6 +279,19 @@ def test_reading_by_principal_situation_and_range():
     assert [e.text for e in store.entries(start=2, stop=4)] == ["e2", "e3"]
 
 
+def test_decision_metadata_holds_the_decisions_among_the_ids_asked_and_nothing_else():
+    timeline = open_timeline()
+    written = [timeline.append(f"e{i}", kind="decision" if i % 2 else "observation", role="agent", timestamp=T0,
+                               situation="s", metadata={"attempt": i, "favoured": {"prior": f"c{i}"}})
+               for i in range(5)]
+    store = timeline.store
+    asked = [e.id for e in written[1:]] + ["no-such-id"]
+    assert store.decision_metadata(asked) == {e.id: e.metadata for e in written[1:] if e.kind is Kind.DECISION}
+    assert store.decision_metadata(asked) == {
+        i: parts.metadata for i, parts in store.entry_parts(asked).items() if parts.kind is Kind.DECISION}
+    assert store.decision_metadata([]) == {}
+
+
 def test_opening_a_missing_or_foreign_file_is_a_store_error(tmp_path):
     with pytest.raises(StoreError, match="no such memory store"):
         SQLiteStore(tmp_path / "missing.db", create=False)

@@ -65,31 +65,33 @@ class Opened(NamedTuple):
 
 def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
     """A state whose episodes and problems can be read from `store` on first use."""
-    holder: dict[str, MemoryState] = {}
 
     def read_episode(episode_id: str, _: Any) -> Episode | None:
         body = store.record(RecordKind.EPISODE, episode_id)
         return Episode.from_record(body) if body is not None else None
 
     def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
-        """From a run (opening), or from the text a released problem kept (`StoredState._release`)."""
-        text = source if isinstance(source, str) else source.texts[source.row(episode_id)]
-        return Problem(text, holder["state"].index.vector(episode_id))
+        return Problem(text_in(episode_id, source), state.index.vector(episode_id))
 
-    state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
-                        edge_ids=LazySet(), marks=LazySet())
-    holder["state"] = state
+    def problem_text(episode_id: str) -> str:
+        """A problem's text; one not read yet stays so (its vector is not read)."""
+        source = state.problems.source(episode_id)  # type: ignore[attr-defined]
+        return state.problems[episode_id].text if source is None else text_in(episode_id, source)
+
+    def text_in(episode_id: str, source: snapshot.Run | str) -> str:  # a run's, or what a released problem kept
+        return source if isinstance(source, str) else source.texts[source.row(episode_id)]
 
     def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
         run = state.problems.source(episode_id)  # type: ignore[attr-defined]
         if not isinstance(run, snapshot.Run) or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
             return None
         row = run.row(episode_id)
-        outcome, choice, end = run.verdict(row)
-        who = run.principal_at(row)
+        (outcome, choice, end), who = run.verdict(row), run.principal_at(row)
         return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end), run.texts[row]
 
-    state.verdict_of = verdict_of
+    state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
+                        edge_ids=LazySet(), marks=LazySet())
+    state.verdict_of, state.problem_text = verdict_of, problem_text
     return state
 
 

@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
-import numpy as np
 import psycopg
 from psycopg import sql
 
@@ -219,6 +218,14 @@ class PostgresStore:
         decision = Kind.DECISION.value
         return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
                 for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
+
+    def decision_metadata(self, entry_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of the decision entries among `entry_ids`, by id (no text or vector is read)."""
+        if not entry_ids:
+            return {}
+        rows = self._rows("SELECT id, metadata FROM timeline WHERE kind = %s AND id = ANY(%s)",
+                          (Kind.DECISION.value, list(entry_ids)))
+        return {id_: json.loads(metadata) for id_, metadata in rows}
 
     def tail(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first."""

@@ -68,6 +68,10 @@ class EntryLog(Protocol):
         """What indexing an episode reads of its entries, by id; unknown ids are absent."""
         ...
 
+    def decision_metadata(self, entry_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of the decision entries among `entry_ids`, by id (no text or vector is read)."""
+        ...
+
     def tail(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first."""
         ...

@@ -126,13 +126,16 @@ class SQLiteStore:
 
     def get_many(self, entry_ids: Sequence[str]) -> list[Entry]:
         """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
-        found: dict[str, Entry] = {}
-        for start in range(0, len(entry_ids), 500):
-            chunk = list(entry_ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline WHERE id IN ({marks})", chunk).fetchall()
-            found.update((entry.id, entry) for entry in rows_to_entries(rows))
+        found = {entry.id: entry for entry in rows_to_entries(self._by_ids(READ_COLUMNS, entry_ids))}
         return [found[i] for i in entry_ids if i in found]
+
+    def _by_ids(self, columns: str, entry_ids: Sequence[str], kind: str | None = None) -> list[tuple[Any, ...]]:
+        """`columns` of the entries (of `kind`, when given) among `entry_ids`, 900 ids a query (SQLite's limit: 999)."""
+        rows: list[tuple[Any, ...]] = []
+        for chunk in (list(entry_ids[start : start + 900]) for start in range(0, len(entry_ids), 900)):
+            where = f"{'kind = ? AND ' if kind else ''}id IN ({','.join('?' * len(chunk))})"
+            rows += self._db.execute(f"SELECT {columns} FROM timeline WHERE {where}", [kind, *chunk] if kind else chunk)
+        return rows
 
     def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
                 situation: str | None = None) -> Iterator[Entry]:
@@ -184,19 +187,14 @@ class SQLiteStore:
         Lighter than `get_many`: no timestamps or enums beyond the kind, metadata parsed
         only for decisions, embeddings as read-only views of the stored bytes.
         """
-        found: dict[str, EntryParts] = {}
-        decision = Kind.DECISION.value
-        for start in range(0, len(entry_ids), 900):
-            chunk = list(entry_ids[start : start + 900])
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"SELECT id, kind, text, metadata, embedding, encoder FROM timeline WHERE id IN ({marks})",
-                chunk).fetchall()
-            vectors = vectors_of([row[4] for row in rows], [row[2] for row in rows], [row[5] for row in rows],
-                                 writable=False)
-            for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors):
-                found[id_] = EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
-        return found
+        rows, decision = self._by_ids("id, kind, text, metadata, embedding, encoder", entry_ids), Kind.DECISION.value
+        vectors = vectors_of([row[4] for row in rows], [row[2] for row in rows], [row[5] for row in rows], writable=False)
+        return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
+                for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
+
+    def decision_metadata(self, entry_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The metadata of the decision entries among `entry_ids`, by id (no text or vector is read)."""
+        return {id_: json.loads(metadata) for id_, metadata in self._by_ids("id, metadata", entry_ids, Kind.DECISION.value)}
 
     # -- derived records ----------------------------------------------------------------
 
