@@ -30,7 +30,6 @@ import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from rich.console import Console

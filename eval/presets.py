@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
 
 from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, FlatRAGAgent, NoMemoryAgent
 from agent.reasoner import Reasoner

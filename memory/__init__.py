@@ -30,7 +30,6 @@ from memory.episodes import Edge, EdgeType, Episode, Outcome, Segmenter, Segment
 from memory.facts import FactVersion
 from memory.graph import GraphConfig, causal_chain
 from memory.retrieval import Context, RetrieverConfig
-from memory.episodes import Segmenter, SegmenterConfig, segment
 from memory.timeline import (
     Encoder,
     Entry,

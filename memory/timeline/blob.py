@@ -29,6 +29,8 @@ dimension changes the vector, a changed count or tag breaks the layout.
 from __future__ import annotations
 
 import struct
+from typing import Sequence
+
 import numpy as np
 
 _SPARSE = 0x53  # b"S"
