@@ -91,6 +91,7 @@ TIME_WORDS = frozenset("yesterday today tomorrow tonight morning afternoon eveni
                        "friday saturday sunday".split())
 
 
+@lru_cache(maxsize=1 << 16)  # a site's vocabulary is small: its texts repeat the same words
 def normalize_term(word: str) -> str:
     """Lower-cased word with a light, documented suffix strip (-ing, -ed, -es after a sibilant, -s)."""
     word = word.lower()
@@ -108,7 +109,7 @@ def normalize_term(word: str) -> str:
 @lru_cache(maxsize=8192)  # the graph rules and lessons read the same recent texts for every new episode
 def terms(text: str) -> frozenset[str]:
     """Normalized content terms of a text: alphabetic words of 3+ letters, no stop words."""
-    found = _TERM_WORD.findall(text.lower())
+    found = set(_TERM_WORD.findall(text.lower()))  # each distinct word once
     return frozenset(normalize_term(w) for w in found if len(w) >= 3 and w not in TERM_STOP_WORDS)
 
 
