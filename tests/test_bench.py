@@ -14,7 +14,7 @@ from memory.agent_memory import EpisodicMemory
 from memory.timeline import RecordKind, SQLiteStore
 
 TINY = cli.Plan(True, durable=4, batches=2, batch_size=20, sizes=(12, 30), queries=3, opens=2, rounds=6,
-                compare_runs=0, durable_settle=3, round_runs=2)
+                compare_runs=0, durable_settle=3, round_runs=2, agent_rounds=3)
 
 
 def test_summarize_known_samples():
@@ -152,6 +152,9 @@ def test_run_document_has_the_documented_keys(tmp_path):
         assert entry["n"] == 3 and entry["store"]["episodes"] == int(size) and entry["store"]["method"]
         assert 0 < entry["scanned"] <= int(size)
     assert results["open_ms"]["episodes"] == 30 and results["open_ms"]["n"] == 2
+    first, later = results["open_ms"]["agent_first_decision_ms"], results["open_ms"]["agent_later_decision_ms"]
+    assert first["n"] == 1 and first["median"] > 0 and later["n"] == 2 and later["peak_mb"] > 0
+    assert not list(tmp_path.glob("agent-*"))  # the agent's copy of the store is gone
     for size in ("12", "30"):
         space = results["recall_ms"][size]["footprint"]
         assert space["bytes"] > 0 and space["tables"]["timeline"] > 0 and space["as_built"]["bytes"] > 0

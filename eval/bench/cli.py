@@ -50,6 +50,7 @@ class Plan:
     durable_settle: int = 20_000  # most untimed single appends while waiting for the WAL's steady state
     jobs_runs: int = 0  # paired runs of the shipped scenarios × 5 seeds with --jobs 1 and --jobs 2
     cache: Path | None = None  # folder keeping the built stores between runs (None: a temporary folder)
+    agent_rounds: int = 12  # generated rounds the episodic agent decides on a copy of the largest store
 
 
 FULL = Plan(False, durable=1000, batches=20, batch_size=1000, sizes=(1000, 10_000, 100_000), queries=300, opens=3,
@@ -103,7 +104,7 @@ def plan_from(args: argparse.Namespace, *, quick: Plan = QUICK, full: Plan = FUL
         queries=args.queries if args.queries is not None else base.queries, opens=base.opens,
         rounds=args.rounds if args.rounds is not None else base.rounds,
         compare_runs=args.compare_runs if args.compare_runs is not None else base.compare_runs, seed=args.seed,
-        durable_settle=base.durable_settle, round_runs=base.round_runs,
+        durable_settle=base.durable_settle, round_runs=base.round_runs, agent_rounds=base.agent_rounds,
         jobs_runs=args.jobs_runs if args.jobs_runs is not None else base.jobs_runs)
 
 
@@ -259,6 +260,8 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
                             process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
                             what="EpisodicMemory(path) plus its first recall (until recall is ready), after the "
                                  "fresh-process open above")
+            progress(f"the episodic agent on a copy of the store of {size:,} episodes ({plan.agent_rounds} rounds)")
+            opened.update(_agent(plan, built, directory))
         del memory, opening
         gc.collect()
         if plan.cache is None:
@@ -267,6 +270,18 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
     if not opened:
         opened = metric(summarize([]), episodes=None)
     return recall, opened
+
+
+def _agent(plan: Plan, built: Any, scratch: Path) -> dict[str, Any]:
+    """The episodic agent's first and later decisions on a copy of a built store (nothing where /proc is missing)."""
+    decided = footprint.agent_decisions(built.path, built.largest, plan.agent_rounds, seed=plan.seed, scratch=scratch)
+    if decided is None:
+        return {}
+    what = (f"a fresh interpreter: the episodic agent (heuristic mode) opens a copy of the store as {built.largest} "
+            f"and decides {plan.agent_rounds} generated rounds that start after its last entry")
+    return {"agent_first_decision_ms": metric(summarize([decided.first_s * 1000]), digits=1, what=what),
+            "agent_later_decision_ms": metric(summarize(decided.later_ms), digits=1, peak_mb=round(decided.peak_mb, 1),
+                                              what=what)}
 
 
 def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan = FULL) -> int:

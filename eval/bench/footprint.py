@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -99,6 +100,68 @@ def resident_after_open(path: Path, principal: str, query: Sequence[str], *, sit
         raise RuntimeError(f"opening {path} in a child process failed (exit code {done.returncode})")
     values = json.loads(done.stdout.strip().splitlines()[-1])
     return Resident(values["rss_mb"], values["peak_mb"], values["open_s"])
+
+
+class Decisions(NamedTuple):
+    """The episodic agent's decisions in a fresh process that opened a copy of a store."""
+
+    first_s: float  # the first decision (it builds what the agent reads of the whole memory)
+    later_ms: list[float]  # every later decision
+    peak_mb: float  # the process's peak resident set (VmHWM)
+
+
+_DECIDING_CHILD = """
+import json, sys, time
+from datetime import datetime, timedelta
+import scenarios
+from agent.heuristic import HeuristicReasoner
+from eval.presets import PRESETS, build_agent
+from memory.timeline import HashingEncoder
+from simulator import DebugEnv
+from simulator.generate import generate, to_yaml
+path, principal, rounds, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+encoder = HashingEncoder()
+agent = build_agent(PRESETS["episodic"], HeuristicReasoner(encoder), encoder, store_path=path, principal=principal)
+document = generate(rounds, seed)  # a generated scenario that starts the day after the store's last entry
+last = datetime.fromisoformat(agent.memory.store.stats().last.replace("Z", "+00:00"))
+document["start"] = (last + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+env = DebugEnv(scenarios.loads(to_yaml(document)))
+prompt, _ = env.reset(seed=seed)
+times = []
+while prompt is not None:
+    start = time.perf_counter()
+    turn = agent.decide(prompt)
+    times.append(time.perf_counter() - start)
+    step = env.step(turn.decision.choice)
+    agent.observe(step.events)
+    prompt = step.prompt
+agent.close()
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+print(json.dumps({"first_s": times[0], "later_ms": [t * 1000 for t in times[1:]],
+                  "peak_mb": float(status["VmHWM"].split()[0]) / 1024}))
+"""
+
+
+def agent_decisions(path: Path, principal: str, rounds: int, *, seed: int, scratch: Path) -> Decisions | None:
+    """Copy the store at `path` into `scratch` (the agent writes to what it opens), then, in a new
+    interpreter, let the episodic agent (heuristic mode) open the copy as `principal` and play a generated
+    scenario of `rounds` rounds after the store's last entry; None where /proc is missing."""
+    if not os.path.exists("/proc/self/status"):
+        return None
+    copy = scratch / f"agent-{path.name}"
+    try:
+        for suffix in STORE_FILES:
+            if Path(f"{path}{suffix}").exists():
+                shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        done = subprocess.run([sys.executable, "-c", _DECIDING_CHILD, str(copy), principal, str(rounds), str(seed)],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    finally:
+        for suffix in STORE_FILES + ("-shm",):
+            Path(f"{copy}{suffix}").unlink(missing_ok=True)
+    if done.returncode != 0:  # its traceback went to this process's stderr
+        raise RuntimeError(f"the episodic agent on a copy of {path} failed in a child process (exit code {done.returncode})")
+    values = json.loads(done.stdout.strip().splitlines()[-1])
+    return Decisions(values["first_s"], values["later_ms"], values["peak_mb"])
 
 
 def cached_store(directory: Path, episodes: int, *, seed: int, cache: bool,

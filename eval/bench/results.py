@@ -131,6 +131,9 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     opened = results["open_ms"]
     rows.append(("open_ms", f"open_ms @{int(opened['episodes']):,}" if opened.get("episodes") else "open_ms",
                  opened))
+    for key, what in (("agent_first_decision_ms", "first decision"), ("agent_later_decision_ms", "later decisions")):
+        if opened.get(key):
+            rows.append(("open_ms", f"open_ms @{int(opened['episodes']):,}: the agent's {what} (extra)", opened[key]))
     for part in ("first_100", "last_100"):
         rows.append(("round_ms", f"round_ms {part}", results["round_ms"][part]))
     rows.append(("compare_wall_s", "compare_wall_s", results["compare_wall_s"]))
