@@ -161,6 +161,12 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         """Choices some SUCCESS episode confirmed."""
         return {choice for choice, found in self._confirming.items() if found}
 
+    def labelled_among(self, positions: set[int], conclusion: str) -> tuple[set[int], set[int]]:
+        """The `positions` labelled True for `conclusion` (a SUCCESS with it) and those labelled False (a SUCCESS
+        with another choice, or another verdict on it); the rest say nothing about it."""
+        true = positions & self.confirming(conclusion)
+        return true, ((positions & self._successes) - true) | (positions & self._refuting.get(conclusion, set()))
+
     def labelled_count(self, conclusion: str) -> int:
         """How many positions are labelled (True or False) for `conclusion`."""
         return len(self._successes) + len(self._refuting.get(conclusion, ()))

@@ -73,11 +73,9 @@ def confidence(support: int, contradict: int, config: FactConfig = DEFAULT_FACTS
 # -- measuring ---------------------------------------------------------------------------
 
 
-def _label(ev: EpisodeEvidence, conclusion: str) -> bool | None:
-    """True: confirms the conclusion; False: labelled otherwise; None: says nothing about it."""
-    if ev.outcome is Outcome.SUCCESS:
-        return ev.choice == conclusion
-    return False if ev.choice == conclusion else None
+def _since(log: EvidenceLog, positions: set[int], since: datetime | None) -> set[int]:
+    """The positions whose episodes ended at or after `since` (all of them without it)."""
+    return positions if since is None else {p for p in positions if log[p].at >= since}
 
 
 def matches(condition: Iterable[str], ev: EpisodeEvidence) -> bool:
@@ -95,14 +93,8 @@ def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Episod
     log = EvidenceLog.of(evidence)
     labelled = log.labelled_count(conclusion)
     base = len(log.confirming(conclusion)) / labelled if labelled else 0.0
-    coverage = matched = 0
-    for position in log.matching(condition):
-        ev = log[position]
-        label = _label(ev, conclusion)
-        if label is None or (since is not None and ev.at < since):
-            continue
-        matched += 1
-        coverage += label
+    true, false = log.labelled_among(_since(log, log.matching(condition), since), conclusion)
+    coverage, matched = len(true), len(true) + len(false)
     precision = coverage / matched if matched else 0.0
     lift = precision / base if base else 0.0
     passed = (coverage >= config.min_coverage and precision >= config.min_precision
@@ -174,17 +166,8 @@ def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Se
            config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Assessment:
     """Count each relevant episode once: matched by the condition, or citing the fact."""
     log = EvidenceLog.of(evidence)
-    support: set[str] = set()
-    contradict: set[str] = set()
-    for position in log.matching(condition) | log.citing(fact_id):
-        ev = log[position]
-        if since is not None and ev.at < since:
-            continue
-        label = _label(ev, conclusion)
-        if label is True:
-            support.add(ev.episode_id)
-        elif label is False:
-            contradict.add(ev.episode_id)
+    true, false = log.labelled_among(_since(log, log.matching(condition) | log.citing(fact_id), since), conclusion)
+    support, contradict = {log[p].episode_id for p in true}, {log[p].episode_id for p in false}
     return Assessment(tuple(sorted(support)), tuple(sorted(contradict)),
                       confidence(len(support), len(contradict), config))
 
