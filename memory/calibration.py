@@ -20,7 +20,7 @@ from typing import Any
 from memory.graph.queries import resolution
 
 PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waiting for its resolution
-COUNT_BATCH = 256  # resolved episodes whose entries are read at once (bounds what the reading holds)
+COUNT_BATCH = 256  # resolved episodes whose decisions are read at once (bounds what the reading holds)
 
 
 class EvidenceRecord:
@@ -57,7 +57,7 @@ class EvidenceRecord:
         return dict(self.tally)
 
     def _count(self, resolved: list[tuple[str, str]]) -> None:
-        """Count the first-attempt favourites of resolved episodes (their entries read in batches)."""
+        """Count the first-attempt favourites of resolved episodes (their decisions' metadata read in batches)."""
         for start in range(0, len(resolved), COUNT_BATCH):
             self._count_batch(resolved[start : start + COUNT_BATCH])
 
