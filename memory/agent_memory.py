@@ -29,7 +29,8 @@ from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
 from memory.persistence.flushes import FlushPoints
-from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState, lazy_state
+from memory.persistence.lazy import lazy_state
+from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
 from memory.episodes import Segmenter, SegmenterConfig

@@ -15,6 +15,7 @@ not resolved within ``PENDING_LIMIT`` later episodes is dropped from the count.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from typing import Any
 
 from memory.graph.queries import resolution
@@ -44,7 +45,7 @@ class EvidenceRecord:
         self._pending.extend((position, closed[position]) for position in range(self._read, len(closed)))
         self._read = len(closed)
         waiting, resolved = [], []
-        graph, lookup = self.memory.graph_of(self.principal), self.memory.state.episodes_lookup  # one view for all
+        graph, lookup = self.memory.graph_of(self.principal), self.memory.state.verdict_lookup  # one view for all
         for position, episode_id in self._pending:
             answer = resolution(graph, episode_id, lookup)  # the ids are this principal's closed episodes
             if answer is None:
@@ -62,14 +63,27 @@ class EvidenceRecord:
             self._count_batch(resolved[start : start + COUNT_BATCH])
 
     def _count_batch(self, resolved: list[tuple[str, str]]) -> None:
-        found = [(self.memory.episode(episode_id, principal=self.principal), answer) for episode_id, answer in resolved]
-        found = [(episode, answer) for episode, answer in found if episode is not None and episode.choices]
-        decisions = self.memory.store.decision_metadata([i for episode, _ in found for i in episode.entry_ids])
-        for episode, answer in found:
-            for metadata in (decisions[i] for i in episode.entry_ids if i in decisions):
-                favoured = metadata.get("favoured")
-                if metadata.get("attempt") != 1 or not isinstance(favoured, dict):
-                    continue
-                for kind, choice in favoured.items():
-                    hits, misses = self.tally.get(kind, (0, 0))
-                    self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)
+        """Count a batch: the principal's decisions from its episodes' first entry to their last, read at once.
+        A principal's stream is segmented on its own, so its episodes do not interleave: each decision between
+        an episode's first and last entries is that episode's."""
+        state, found = self.memory.state, []
+        for episode_id, answer in resolved:
+            seen, span = state.verdict_lookup(episode_id), state.span_of(episode_id)
+            if seen is not None and seen.choices and span is not None:
+                found.append((*span, answer))
+        if not found:
+            return
+        rows = self.memory.store.decisions_between(self.principal, min(first for first, _, _ in found),
+                                                   max(last for _, last, _ in found))
+        seqs = [seq for seq, _ in rows]
+        for first, last, answer in found:
+            for _, metadata in rows[bisect_left(seqs, first) : bisect_right(seqs, last)]:
+                self._tally(metadata, answer)
+
+    def _tally(self, metadata: dict[str, Any], answer: str) -> None:
+        favoured = metadata.get("favoured")
+        if metadata.get("attempt") != 1 or not isinstance(favoured, dict):
+            return
+        for kind, choice in favoured.items():
+            hits, misses = self.tally.get(kind, (0, 0))
+            self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)

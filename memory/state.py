@@ -54,13 +54,15 @@ class StateSnapshot(NamedTuple):
 
 
 class Verdict(NamedTuple):
-    """The fields of an episode `evidence_from` reads, when the episode itself is not read yet."""
+    """The fields of an episode `evidence_from` and `memory.graph.queries.resolution` read, when the episode
+    itself is not read yet."""
 
     id: str  # episode id
     principal: str  # its tenant
     choices: tuple[str, ...]  # the last structured choice only
     outcome: Outcome  # detected outcome
     end: datetime  # when it ended
+    first_seq: int  # seq of its first entry (what orders attempts at one problem)
 
 
 class EvidenceLogs(dict):
@@ -126,6 +128,14 @@ class MemoryState:
         self.verdict_of: Callable[[str], tuple[Verdict, str] | None] = lambda episode_id: None
         # the observation text of a closed episode's problem (an opened store reads it without the vector)
         self.problem_text: Callable[[str], str] = lambda episode_id: self.problems[episode_id].text
+        # what resolving an episode reads (outcome, choices), and the seqs of its first and last entries:
+        # an opened store answers from a state run without reading the episode's record
+        self.verdict_lookup: Callable[[str], Episode | Verdict | None] = self.episodes_lookup
+        self.span_of: Callable[[str], tuple[int, int] | None] = self._span
+
+    def _span(self, episode_id: str) -> tuple[int, int] | None:
+        episode = self.episodes.get(episode_id)
+        return None if episode is None else (episode.first_seq, episode.last_seq)
 
     def episodes_lookup(self, episode_id: str) -> Episode | None:
         """A closed episode by id, or None."""

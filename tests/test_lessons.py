@@ -120,29 +120,58 @@ def test_a_taught_lesson_is_applied_to_reworded_recurrences_on_unseen_families()
     assert lessons and all(rejected_choices(f) for f in lessons)
 
 
+def _incidents(memory, plan, *, situation="s"):
+    """Record one incident per (favoured, tries): each attempt a decision with its favourites, its outcome and,
+    when it failed, a correction naming the last try."""
+    clock = T0
+    for favoured, tries in plan:
+        clock += timedelta(days=1)
+        memory.observe("queue depth high", timestamp=clock, situation=situation)
+        for attempt, choice in enumerate(tries, start=1):
+            clock += timedelta(minutes=5)
+            memory.decide(f"Decision: {choice}", choice=choice, timestamp=clock, situation=situation,
+                          metadata={"attempt": attempt, "favoured": favoured})
+            ok = choice == tries[-1]
+            memory.outcome("gone" if ok else "no change", status="success" if ok else "failure",
+                           timestamp=clock + timedelta(minutes=1), situation=situation)
+            if not ok:
+                memory.correct(f"it was {tries[-1]}", timestamp=clock + timedelta(minutes=2), situation=situation)
+    memory.flush()
+
+
 def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_fix():
     from memory.agent_memory import EpisodicMemory
     from memory.calibration import EvidenceRecord
 
     with EpisodicMemory() as memory:
         record = EvidenceRecord(memory, "default")
-        clock = T0
-        for favoured, tries in (({"prior": "a", "facts|lesson": "b"}, ["a", "b"]), ({"prior": "c"}, ["c"])):
-            clock += timedelta(days=1)
-            memory.observe("queue depth high", timestamp=clock, situation="s")
-            for attempt, choice in enumerate(tries, start=1):
-                clock += timedelta(minutes=5)
-                memory.decide(f"Decision: {choice}", choice=choice, timestamp=clock, situation="s",
-                              metadata={"attempt": attempt, "favoured": favoured})
-                ok = choice == tries[-1]
-                memory.outcome("gone" if ok else "no change", status="success" if ok else "failure",
-                               timestamp=clock + timedelta(minutes=1), situation="s")
-                if not ok:
-                    memory.correct(f"it was {tries[-1]}", timestamp=clock + timedelta(minutes=2), situation="s")
-        memory.flush()
+        _incidents(memory, [({"prior": "a", "facts|lesson": "b"}, ["a", "b"]), ({"prior": "c"}, ["c"])])
         memory.store.entry_parts = None  # the count reads decisions' metadata only: no text, no vector
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}  # each episode counts once
+
+
+def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_reading_an_episode(tmp_path):
+    from memory.agent_memory import EpisodicMemory
+    from memory.calibration import EvidenceRecord
+    from memory.persistence import Persistence
+    from memory.timeline import RecordKind
+
+    plan = [({"prior": ("a", "c")[n % 2], "memory": "b"}, [["a", "b"], ["c"], ["b", "c"]][n % 3]) for n in range(14)]
+    small = Persistence(run_episodes=8, open_run_min=2)
+    with EpisodicMemory(tmp_path / "m.sqlite", persistence=small) as live:
+        _incidents(live, plan)
+        expected = EvidenceRecord(live, "default").update()
+    assert sum(hits + misses for hits, misses in expected.values()) == 28  # two kinds, one first attempt each
+    with EpisodicMemory(tmp_path / "m.sqlite", persistence=small):
+        pass  # runs cover every episode from here on
+    with EpisodicMemory(tmp_path / "m.sqlite", persistence=small) as reopened:
+        assert reopened.stored.covered == reopened.store.last_record()
+        read = []
+        original = reopened.store.record
+        reopened.store.record = lambda kind, i: read.append(kind) or original(kind, i)
+        assert EvidenceRecord(reopened, "default").update() == expected
+        assert RecordKind.EPISODE.value not in read and RecordKind.EPISODE not in read
 
 
 def test_equally_scored_lessons_come_in_the_same_order_whatever_the_principal_is_called():

@@ -79,12 +79,12 @@ def test_the_server_store_holds_what_sqlite_holds_with_the_same_ids(url, tmp_pat
         assert server.verify() is None and len(server) == 6
         decided = [Timeline(store, HashingEncoder(dim=64)).append(
             "chose pool", kind="decision", role="agent", situation="incident", principal="team-0",
-            timestamp=T0 + timedelta(hours=1), metadata={"attempt": 1, "favoured": {"prior": "pool"}}).id
+            timestamp=T0 + timedelta(hours=1), metadata={"attempt": 1, "favoured": {"prior": "pool"}}).seq
             for store in (server, local)]
         assert decided[0] == decided[1]
-        asked = [*ids, decided[0], "no-such-id"]
-        assert server.decision_metadata(asked) == local.decision_metadata(asked) == {
-            decided[0]: {"attempt": 1, "favoured": {"prior": "pool"}}}
+        assert server.decisions_between("team-0", 0, decided[0]) == local.decisions_between("team-0", 0, decided[0]) \
+            == [(decided[0], {"attempt": 1, "favoured": {"prior": "pool"}})]
+        assert server.decisions_between("team-1", 0, decided[0]) == []
 
 
 def test_update_delete_and_truncate_are_refused_by_the_server(server, url):

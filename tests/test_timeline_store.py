@@ -279,17 +279,18 @@ def test_reading_by_principal_situation_and_range():
     assert [e.text for e in store.entries(start=2, stop=4)] == ["e2", "e3"]
 
 
-def test_decision_metadata_holds_the_decisions_among_the_ids_asked_and_nothing_else():
+def test_decisions_between_are_a_principal_s_decisions_in_a_seq_range_in_order():
     timeline = open_timeline()
-    written = [timeline.append(f"e{i}", kind="decision" if i % 2 else "observation", role="agent", timestamp=T0,
-                               situation="s", metadata={"attempt": i, "favoured": {"prior": f"c{i}"}})
-               for i in range(5)]
+    written = [timeline.append(f"e{i}", kind="decision" if i % 3 else "observation", role="agent", timestamp=T0,
+                               situation=f"s{i % 2}", principal="p1" if i >= 8 else "p0",
+                               metadata={"attempt": i, "favoured": {"prior": f"c{i}"}})
+               for i in range(10)]
     store = timeline.store
-    asked = [e.id for e in written[1:]] + ["no-such-id"]
-    assert store.decision_metadata(asked) == {e.id: e.metadata for e in written[1:] if e.kind is Kind.DECISION}
-    assert store.decision_metadata(asked) == {
-        i: parts.metadata for i, parts in store.entry_parts(asked).items() if parts.kind is Kind.DECISION}
-    assert store.decision_metadata([]) == {}
+    wanted = [(e.seq, e.metadata) for e in written[2:8] if e.kind is Kind.DECISION and e.principal == "p0"]
+    assert store.decisions_between("p0", written[2].seq, written[9].seq) == wanted  # both situations, p1's left out
+    assert store.decisions_between("p1", written[0].seq, written[9].seq) == [
+        (e.seq, e.metadata) for e in written[8:] if e.kind is Kind.DECISION]
+    assert store.decisions_between("p0", written[5].seq, written[4].seq) == []
 
 
 def test_opening_a_missing_or_foreign_file_is_a_store_error(tmp_path):

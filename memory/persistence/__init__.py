@@ -6,6 +6,7 @@ columnar copies of the derived state for ranges of the records, `runs`, written 
 from the store's sidecar row by row (`vectors`); it also writes new runs as the memory grows.
 """
 
-from memory.persistence.loader import DEFAULT_PERSISTENCE, Opened, Persistence, StoredState, lazy_state
+from memory.persistence.lazy import lazy_state
+from memory.persistence.loader import DEFAULT_PERSISTENCE, Opened, Persistence, StoredState
 
 __all__ = ["DEFAULT_PERSISTENCE", "Opened", "Persistence", "StoredState", "lazy_state"]

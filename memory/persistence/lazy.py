@@ -13,6 +13,8 @@ from collections.abc import MutableMapping, MutableSequence, MutableSet, Sequenc
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from memory.episodes import Episode
+from memory.persistence import runs as snapshot
+from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
 
 
@@ -185,3 +187,56 @@ class StoredEpisodes(Sequence):
             return []
         rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1], bodies=(RecordKind.EPISODE.value,))
         return [Episode.from_record(json.loads(body)) for _, kind, _, body in rows if kind == RecordKind.EPISODE]
+
+
+def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
+    """A state whose episodes and problems can be read from `store` on first use.
+
+    Its hooks answer from a state run's columns, without reading, for an episode not read yet:
+    `problem_text` (no vector is read), `verdict_of`, `verdict_lookup` and `span_of` (no record is read).
+    """
+
+    def read_episode(episode_id: str, _: Any) -> Episode | None:
+        body = store.record(RecordKind.EPISODE, episode_id)
+        return Episode.from_record(body) if body is not None else None
+
+    def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
+        return Problem(text_in(episode_id, source), state.index.vector(episode_id))
+
+    def problem_text(episode_id: str) -> str:
+        source = state.problems.source(episode_id)  # type: ignore[attr-defined]
+        return state.problems[episode_id].text if source is None else text_in(episode_id, source)
+
+    def text_in(episode_id: str, source: snapshot.Run | str) -> str:  # a run's, or what a released problem kept
+        return source if isinstance(source, str) else source.texts[source.row(episode_id)]
+
+    def unread_in_run(episode_id: str) -> tuple[snapshot.Run, int] | None:
+        run = state.problems.source(episode_id)  # type: ignore[attr-defined]
+        if not isinstance(run, snapshot.Run) or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
+            return None
+        return run, run.row(episode_id)
+
+    def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
+        if (found := unread_in_run(episode_id)) is None:
+            return None
+        run, row = found
+        (outcome, choice, end), who = run.verdict(row), run.principal_at(row)
+        first_seq = int(run.column("seqs")[row, 0])
+        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq), run.texts[row]
+
+    def verdict_lookup(episode_id: str) -> Episode | Verdict | None:
+        known = verdict_of(episode_id)
+        return known[0] if known is not None else state.episodes.get(episode_id)
+
+    def span_of(episode_id: str) -> tuple[int, int] | None:
+        if (found := unread_in_run(episode_id)) is None:
+            episode = state.episodes.get(episode_id)
+            return None if episode is None else (episode.first_seq, episode.last_seq)
+        first, last = found[0].column("seqs")[found[1]].tolist()
+        return first, last
+
+    state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
+                        edge_ids=LazySet(), marks=LazySet())
+    state.verdict_of, state.problem_text, state.verdict_lookup, state.span_of = (
+        verdict_of, problem_text, verdict_lookup, span_of)
+    return state

@@ -27,10 +27,10 @@ from memory import pipeline
 from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
 from memory.persistence.run_encoding import encode_run, run_id
-from memory.persistence.lazy import EpisodeList, LazyMap, LazySet, StoredEpisodes
+from memory.persistence.lazy import EpisodeList, StoredEpisodes
 from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests, row_offsets
 from memory.retrieval import Bounds, RetrieverConfig
-from memory.state import MemoryState, Problem, Verdict
+from memory.state import MemoryState, Problem
 from memory.timeline import RecordKind
 
 RUN_BODIES = (RecordKind.EDGE.value, RecordKind.FACT.value, RecordKind.MARK.value)  # what writing a run reads
@@ -61,38 +61,6 @@ class Opened(NamedTuple):
 
     unlearned: list[str]  # stored episodes whose learning did not finish, in storing order
     resume_from: int  # first timeline seq to feed the segmenter again (-1: nothing to resume)
-
-
-def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
-    """A state whose episodes and problems can be read from `store` on first use."""
-
-    def read_episode(episode_id: str, _: Any) -> Episode | None:
-        body = store.record(RecordKind.EPISODE, episode_id)
-        return Episode.from_record(body) if body is not None else None
-
-    def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
-        return Problem(text_in(episode_id, source), state.index.vector(episode_id))
-
-    def problem_text(episode_id: str) -> str:
-        """A problem's text; one not read yet stays so (its vector is not read)."""
-        source = state.problems.source(episode_id)  # type: ignore[attr-defined]
-        return state.problems[episode_id].text if source is None else text_in(episode_id, source)
-
-    def text_in(episode_id: str, source: snapshot.Run | str) -> str:  # a run's, or what a released problem kept
-        return source if isinstance(source, str) else source.texts[source.row(episode_id)]
-
-    def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
-        run = state.problems.source(episode_id)  # type: ignore[attr-defined]
-        if not isinstance(run, snapshot.Run) or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
-            return None
-        row = run.row(episode_id)
-        (outcome, choice, end), who = run.verdict(row), run.principal_at(row)
-        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end), run.texts[row]
-
-    state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
-                        edge_ids=LazySet(), marks=LazySet())
-    state.verdict_of, state.problem_text = verdict_of, problem_text
-    return state
 
 
 class StoredState:

@@ -130,7 +130,7 @@ class Run:
 
     def release(self) -> None:
         """Drop the columns only opening needs (what is read later stays)."""
-        keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us")
+        keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us", "seqs")
         self._sections = {name: value for name, value in self._sections.items() if name in keep}
         for loaded in ("edges", "facts", "cites", "unmarked", "outside"):  # in the state now; not kept twice
             self.__dict__.pop(loaded, None)

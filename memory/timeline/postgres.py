@@ -219,13 +219,11 @@ class PostgresStore:
         return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
                 for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
 
-    def decision_metadata(self, entry_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The metadata of the decision entries among `entry_ids`, by id (no text or vector is read)."""
-        if not entry_ids:
-            return {}
-        rows = self._rows("SELECT id, metadata FROM timeline WHERE kind = %s AND id = ANY(%s)",
-                          (Kind.DECISION.value, list(entry_ids)))
-        return {id_: json.loads(metadata) for id_, metadata in rows}
+    def decisions_between(self, principal: str, first_seq: int, last_seq: int) -> list[tuple[int, dict[str, Any]]]:
+        """(seq, metadata) of a principal's decision entries from `first_seq` to `last_seq`, in order."""
+        rows = self._rows("SELECT seq, metadata FROM timeline WHERE seq >= %s AND seq <= %s AND principal = %s "
+                          "AND kind = %s ORDER BY seq", (first_seq, last_seq, principal, Kind.DECISION.value))
+        return [(seq, json.loads(metadata)) for seq, metadata in rows]
 
     def tail(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first."""

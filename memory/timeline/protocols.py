@@ -68,8 +68,9 @@ class EntryLog(Protocol):
         """What indexing an episode reads of its entries, by id; unknown ids are absent."""
         ...
 
-    def decision_metadata(self, entry_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The metadata of the decision entries among `entry_ids`, by id (no text or vector is read)."""
+    def decisions_between(self, principal: str, first_seq: int, last_seq: int) -> list[tuple[int, dict[str, Any]]]:
+        """(seq, metadata) of a principal's decision entries from `first_seq` to `last_seq`, in order (no text or
+        vector is read)."""
         ...
 
     def tail(self, principal: str, n: int) -> list[Entry]:

@@ -129,12 +129,11 @@ class SQLiteStore:
         found = {entry.id: entry for entry in rows_to_entries(self._by_ids(READ_COLUMNS, entry_ids))}
         return [found[i] for i in entry_ids if i in found]
 
-    def _by_ids(self, columns: str, entry_ids: Sequence[str], kind: str | None = None) -> list[tuple[Any, ...]]:
-        """`columns` of the entries (of `kind`, when given) among `entry_ids`, 900 ids a query (SQLite's limit: 999)."""
+    def _by_ids(self, columns: str, entry_ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """`columns` of the entries among `entry_ids`, 900 ids a query (SQLite's limit: 999)."""
         rows: list[tuple[Any, ...]] = []
         for chunk in (list(entry_ids[start : start + 900]) for start in range(0, len(entry_ids), 900)):
-            where = f"{'kind = ? AND ' if kind else ''}id IN ({','.join('?' * len(chunk))})"
-            rows += self._db.execute(f"SELECT {columns} FROM timeline WHERE {where}", [kind, *chunk] if kind else chunk)
+            rows += self._db.execute(f"SELECT {columns} FROM timeline WHERE id IN ({','.join('?' * len(chunk))})", chunk)
         return rows
 
     def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
@@ -192,9 +191,11 @@ class SQLiteStore:
         return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
                 for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
 
-    def decision_metadata(self, entry_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The metadata of the decision entries among `entry_ids`, by id (no text or vector is read)."""
-        return {id_: json.loads(metadata) for id_, metadata in self._by_ids("id, metadata", entry_ids, Kind.DECISION.value)}
+    def decisions_between(self, principal: str, first_seq: int, last_seq: int) -> list[tuple[int, dict[str, Any]]]:
+        """(seq, metadata) of a principal's decision entries from `first_seq` to `last_seq`, in order."""
+        rows = self._db.execute("SELECT seq, metadata FROM timeline WHERE seq >= ? AND seq <= ? AND +principal = ? "
+                                "AND kind = ? ORDER BY seq", (first_seq, last_seq, principal, Kind.DECISION.value))
+        return [(seq, json.loads(metadata)) for seq, metadata in rows]  # (+principal: a range of seqs, not of the index)
 
     # -- derived records ----------------------------------------------------------------
 
