@@ -226,17 +226,17 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
 
     def verdict_lookup(episode_id: str) -> Episode | Verdict | None:
         known = verdict_of(episode_id)
-        return known[0] if known is not None else state.episodes.get(episode_id)
+        return known[0] if known is not None else state.episodes_lookup(episode_id)
 
     def span_of(episode_id: str) -> tuple[int, int] | None:
         if (found := unread_in_run(episode_id)) is None:
-            episode = state.episodes.get(episode_id)
-            return None if episode is None else (episode.first_seq, episode.last_seq)
+            return episode_span(episode_id)
         first, last = found[0].column("seqs")[found[1]].tolist()
         return first, last
 
     state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
                         edge_ids=LazySet(), marks=LazySet())
+    episode_span = state.span_of  # the state's own: from the episode, read on first use
     state.verdict_of, state.problem_text, state.verdict_lookup, state.span_of = (
         verdict_of, problem_text, verdict_lookup, span_of)
     return state
