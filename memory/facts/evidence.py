@@ -32,8 +32,9 @@ def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[st
     """Evidence of a closed episode, or None when it tested no choice or has no verdict."""
     if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
         return None
-    return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=terms(observation_text),
-                           affirmed=terms(affirmed_clauses(observation_text)),
+    seen, affirmed = terms(observation_text), terms(affirmed_clauses(observation_text))
+    return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=seen,
+                           affirmed=seen if affirmed == seen else affirmed,  # one set held when they are equal
                            choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
                            cited=frozenset(fact_id_of(c) for c in cited))
 
