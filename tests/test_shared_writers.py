@@ -3,6 +3,8 @@ projection equals `rebuild()` (the flush point is stored at the head first and e
 open episodes there)."""
 
 import multiprocessing
+import queue
+import traceback
 from datetime import timedelta
 
 from memory import EpisodicMemory
@@ -11,7 +13,17 @@ from tests.builders import T0
 
 
 def _writer(target, index, cycles, flush_at, barrier, results):
-    """Cycles of observe → decide → outcome, flushing after the cycles in `flush_at`; then compare with rebuild()."""
+    """Cycles of observe → decide → outcome, flushing after the cycles in `flush_at`; then compare with rebuild().
+    A failure is sent back as text, so the test's message says what went wrong in which process."""
+    try:
+        _write_and_compare(target, index, cycles, flush_at, barrier, results)
+    except BaseException as error:  # noqa: BLE001 — reported to the parent, which fails the test with it
+        barrier.abort()  # the others stop waiting for this process
+        results.put((index, f"{type(error).__name__}: {error}\n{traceback.format_exc()}", -1))
+        raise
+
+
+def _write_and_compare(target, index, cycles, flush_at, barrier, results):
     with EpisodicMemory(target, principal=f"agent-{index}", encoder=HashingEncoder(dim=64)) as memory:
         clock = T0
         for cycle in range(cycles):
@@ -40,7 +52,14 @@ def run_writers(target, *, processes=3, cycles=8, flushes=({2, 5}, {4}, set())):
     for worker in workers:
         worker.start()
     try:
-        return sorted(results.get(timeout=120) for _ in workers)
+        outcomes = []
+        for _ in workers:
+            try:
+                outcomes.append(results.get(timeout=120))
+            except queue.Empty:
+                raise AssertionError(f"a writer sent nothing in 120 s: got {outcomes}, exit codes "
+                                     f"{[worker.exitcode for worker in workers]}") from None
+        return sorted(outcomes, key=lambda outcome: outcome[0])
     finally:
         barrier.abort()  # a worker that failed leaves the others waiting
         for worker in workers:
@@ -49,8 +68,8 @@ def run_writers(target, *, processes=3, cycles=8, flushes=({2, 5}, {4}, set())):
 
 def check_writers(target):
     outcomes = run_writers(target)
-    assert [equal for _, equal, _ in outcomes] == [True] * len(outcomes)
-    assert len({count for _, _, count in outcomes}) == 1
+    assert [equal for _, equal, _ in outcomes] == [True] * len(outcomes), outcomes
+    assert len({count for _, _, count in outcomes}) == 1, outcomes
     with open_store(target, create=False) as store:
         assert len(store) == 3 * 8 * 3 and store.verify() is None
         assert len(list(store.records(RecordKind.FLUSH))) >= 2
