@@ -215,9 +215,10 @@ class MemoryState:
         if cited:
             self.cites[episode.id] = list(cited)
         if dict.__contains__(self.evidence, episode.principal):  # else built on first use
-            ev = evidence_from(episode, problem.text, cited=cited)
+            log = self.evidence[episode.principal]
+            ev = evidence_from(episode, problem.text, cited=cited, shared=log.term_sets)
             if ev is not None:
-                self.evidence[episode.principal].append(ev)
+                log.append(ev)
 
     def new_edges(self, edges: Iterable[Edge]) -> list[Edge]:
         """The edges whose records are not stored yet (first of each id)."""
@@ -251,9 +252,10 @@ class MemoryState:
             known = self.verdict_of(i)
             if known is not None:  # not read yet: what the evidence needs comes from stored columns
                 seen, text = known
-                ev = evidence_from(seen, text, cited=self.cites.get(i, ()))  # type: ignore[arg-type]
+                ev = evidence_from(seen, text, cited=self.cites.get(i, ()), shared=found.term_sets)  # type: ignore[arg-type]
             else:
-                ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()))
+                ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()),
+                                   shared=found.term_sets)
             if ev is not None:
                 found.append(ev)
         return found

@@ -128,6 +128,8 @@ def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
         confirmed = Counter(ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS and term in ev.terms)
         assert grown.resolutions_with(term) == whole.resolutions_with(term) == dict(confirmed)
     assert grown.matching([]) == set(range(len(evidence)))
+    for pair in zip(TERMS, TERMS[1:] + TERMS[:1]):  # postings intersected
+        assert grown.matching(pair) == {i for i, ev in enumerate(evidence) if set(pair) <= ev.terms}
     first = {}
     for ev in evidence:
         first.setdefault(ev.episode_id, ev)
@@ -160,4 +162,6 @@ def test_induction_on_a_growing_log_reuses_term_counts_and_answers_like_a_fresh_
             assert log.term_counts(positions) == Counter(t for p in positions for t in evidence[p].terms)
             for term in TERMS[:3]:
                 assert log.with_terms(positions, term) == {p for p in positions if term in evidence[p].terms}
+            assert log.count_with_terms(positions, TERMS) == {
+                term: sum(term in evidence[p].terms for p in positions) for term in TERMS}
     assert len(log._term_counts) <= TERM_COUNT_MEMO

@@ -5,6 +5,7 @@ are ignored: the records they claim to stand for are loaded the exact way.
 """
 
 import sqlite3
+from datetime import timedelta
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 from memory import EpisodicMemory, RetrieverConfig, pipeline
 from memory.errors import StoreError
+from memory.facts.evidence import NO_CITATIONS
 from memory.graph import GraphConfig
 from memory.persistence import Persistence
 from memory.persistence import runs as snapshot
@@ -21,6 +23,7 @@ from memory.persistence import stored_bounds
 from memory.persistence.loader import PROBLEMS
 from memory.persistence.vectors import StoredRows
 from memory.timeline import SQLiteStore
+from tests.builders import T0
 from tests.test_retriever import synthetic_texts
 from tests.test_retriever_bounds import play
 
@@ -114,6 +117,43 @@ def test_an_opened_memory_builds_its_evidence_without_reading_a_problem_vector(t
             assert again.state.episodes[episode_id] is not None  # records read: the text comes from the run
         assert {who: list(again.state.evidence.get(who)) for who in ("p0", "p1")} == expected
         assert reads == []
+
+
+def test_an_evidence_log_holds_each_repeated_term_set_once(tmp_path):
+    """Incidents repeat their pictures with other numbers: a principal's evidence log, built on first
+    use and grown by closes, in a live memory and an opened one, holds one set per distinct terms and
+    one empty citation set (a million-episode store's first decision held GBs of copies)."""
+    path = tmp_path / "m.sqlite"
+
+    def held_once(log):
+        items = list(log)
+        for field in ("terms", "affirmed"):
+            sets = [getattr(ev, field) for ev in items]
+            assert len({id(s) for s in sets}) == len(set(sets)) < len(sets)
+        assert all(ev.cited is NO_CITATIONS for ev in items if not ev.cited)
+
+    pictures = ["checkout latency high, pool waits climbing", "disk full on the log volume, not the data volume",
+                "DNS lookups time out for the payments host"]
+
+    def incidents(memory, first, n):
+        clock = T0 + timedelta(hours=first)
+        for i in range(first, first + n):
+            clock += timedelta(hours=1)
+            memory.observe(f"{pictures[i % 3]} ({i * 37} ms)", timestamp=clock, situation="ops")  # other texts, same terms
+            memory.decide(f"Decision: fix {i % 4}", choice=f"fix-{i % 4}", timestamp=clock + timedelta(minutes=1),
+                          situation="ops")
+            memory.outcome("resolved", status="success", timestamp=clock + timedelta(minutes=2), situation="ops")
+        memory.flush()
+
+    with opened(path) as live:
+        incidents(live, 0, 12)
+        held_once(live.state.evidence.get("p0"))  # built here, on first use
+        incidents(live, 12, 12)
+        held_once(live.state.evidence.get("p0"))  # grown by the closes since
+    with opened(path):
+        pass
+    with opened(path) as again:
+        held_once(again.state.evidence.get("p0"))
 
 
 def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path):

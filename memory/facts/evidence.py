@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Iterable, Iterator, Sequence, overload
+
+import numpy as np
 
 from memory.episodes import Episode, Outcome
 from memory.text import affirmed_clauses, terms
@@ -28,15 +31,25 @@ class EpisodeEvidence:
     affirmed: frozenset[str] = frozenset()  # terms its observations state as present (`memory.text.affirmed_clauses`)
 
 
-def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = ()) -> EpisodeEvidence | None:
-    """Evidence of a closed episode, or None when it tested no choice or has no verdict."""
+NO_CITATIONS: frozenset[str] = frozenset()  # one empty set for every episode that cited no fact
+
+
+def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = (),
+                  shared: dict[frozenset[str], frozenset[str]] | None = None) -> EpisodeEvidence | None:
+    """Evidence of a closed episode, or None when it tested no choice or has no verdict.
+
+    With `shared` (an `EvidenceLog`'s `term_sets`), a term set equal to one seen before is
+    that set: a stream that repeats its alerts holds each picture once.
+    """
     if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
         return None
     seen, affirmed = terms(observation_text), terms(affirmed_clauses(observation_text))
+    if shared is not None:
+        seen, affirmed = shared.setdefault(seen, seen), shared.setdefault(affirmed, affirmed)
     return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=seen,
                            affirmed=seen if affirmed == seen else affirmed,  # one set held when they are equal
                            choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
-                           cited=frozenset(fact_id_of(c) for c in cited))
+                           cited=frozenset(fact_id_of(c) for c in cited) or NO_CITATIONS)
 
 
 class EvidenceLog(Sequence[EpisodeEvidence]):
@@ -47,12 +60,16 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
     cost grow with history; the log answers from posting sets (term → positions) and label
     sets (choice → positions) instead, so a query costs the size of its answer. Every rule
     accepts a plain sequence too (a log is built from it on the fly) and gives the same result.
+
+    A posting is an ascending array of 4-byte positions, not a set: every term of every
+    episode has one entry, which a set holds in about 55 bytes. Postings are intersected by
+    binary search of the smaller side in the larger (`numpy.searchsorted`).
     """
 
     def __init__(self, items: Iterable[EpisodeEvidence] = ()) -> None:
         self._items: list[EpisodeEvidence] = []
         self._where: dict[str, int] = {}  # episode id → its first position
-        self._postings: dict[str, set[int]] = {}  # term → positions whose terms contain it
+        self._postings: dict[str, array[int]] = {}  # term → positions whose terms contain it, ascending
         self._citing: dict[str, set[int]] = {}  # fact id → positions whose decisions cited it
         self._confirming: dict[str, set[int]] = {}  # choice → positions of SUCCESS episodes with it
         self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
@@ -60,6 +77,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self._resolutions: dict[str, Counter[str]] = {}  # term → choice → SUCCESS positions holding both
         self._principals: set[str] = set()
         self._term_counts: dict[frozenset[int], Counter[str]] = {}  # see `term_counts`
+        self.term_sets: dict[frozenset[str], frozenset[str]] = {}  # `evidence_from`'s `shared`, for this log's items
         for ev in items:
             self.append(ev)
 
@@ -77,7 +95,10 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self._where.setdefault(ev.episode_id, position)
         self._principals.add(ev.principal)
         for term in ev.terms:
-            self._postings.setdefault(term, set()).add(position)
+            posting = self._postings.get(term)
+            if posting is None:
+                posting = self._postings[term] = array(POSITION_CODE)
+            posting.append(position)
         for fact_id in ev.cited:
             self._citing.setdefault(fact_id, set()).add(position)
         if ev.outcome is Outcome.SUCCESS:
@@ -122,19 +143,33 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     def matching(self, condition: Iterable[str]) -> set[int]:
         """Positions whose terms contain every condition term (all positions for an empty condition)."""
-        found: set[int] | None = None
-        for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):
+        found: np.ndarray | None = None
+        for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):  # the rarest first
             posting = self._postings.get(term)
             if not posting:
                 return set()
-            found = set(posting) if found is None else found & posting
-            if not found:
-                return found
-        return set(range(len(self._items))) if found is None else found
+            found = _positions(posting) if found is None else _within(found, _positions(posting))
+            if not len(found):
+                return set()
+        return set(range(len(self._items))) if found is None else set(found.tolist())
 
     def resolutions_with(self, term: str) -> dict[str, int]:
         """Choice → how many SUCCESS positions holding `term` confirmed it."""
         return dict(self._resolutions.get(term, ()))
+
+    def count_with_terms(self, positions: Iterable[int], terms: Iterable[str]) -> dict[str, int]:
+        """Per term, how many of `positions` hold it."""
+        wanted = np.sort(np.fromiter(positions, dtype=np.int64))
+        counts = {}
+        for term in terms:
+            posting = self._postings.get(term)
+            if not posting or not len(wanted):
+                counts[term] = 0
+                continue
+            held = _positions(posting)
+            small, large = (held, wanted) if len(held) < len(wanted) else (wanted, held)
+            counts[term] = len(_within(small, large))
+        return counts
 
     def frequency(self, term: str) -> int:
         """How many positions hold `term` (its document frequency)."""
@@ -191,4 +226,24 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     def with_terms(self, positions: Iterable[int], term: str) -> set[int]:
         """The subset of `positions` whose terms contain `term`."""
-        return self._postings.get(term, set()).intersection(positions)
+        posting = self._postings.get(term)
+        if not posting:
+            return set()
+        return set(_within(np.fromiter(positions, dtype=np.int64), _positions(posting)).tolist())
+
+
+POSITION_CODE = "i"  # C int: 4 bytes on every platform numpy supports
+
+
+def _positions(posting: array[int]) -> np.ndarray:
+    """A posting as a numpy copy (a view would keep the array from growing while it lives)."""
+    return np.array(posting, dtype=np.int64)
+
+
+def _within(values: np.ndarray, ascending: np.ndarray) -> np.ndarray:
+    """The `values` found in the ascending array `ascending`, in their order."""
+    if not len(values) or not len(ascending):
+        return values[:0]
+    at = np.searchsorted(ascending, values)
+    np.minimum(at, len(ascending) - 1, out=at)
+    return values[ascending[at] == values]

@@ -138,7 +138,7 @@ def _induce(log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig,
             break
         in_pos = log.term_counts(covered_pos)
         eligible = [t for t, n in in_pos.items() if n >= need and t not in condition]
-        in_neg = {t: len(log.with_terms(covered_neg, t)) for t in eligible}
+        in_neg = log.count_with_terms(covered_neg, eligible)
         ranked = sorted(eligible, key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
         if not ranked:
             break
