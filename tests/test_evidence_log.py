@@ -8,6 +8,7 @@ through the properties its docstring states, not against a second copy of the gr
 
 from collections import Counter
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -128,6 +129,12 @@ def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
         confirmed = Counter(ev.choice for ev in evidence if ev.outcome is Outcome.SUCCESS and term in ev.terms)
         assert grown.resolutions_with(term) == whole.resolutions_with(term) == dict(confirmed)
     assert grown.matching([]) == set(range(len(evidence)))
+    everyone = np.arange(len(evidence))
+    for conclusion, since in zip(CHOICES, [None] + sorted({ev.at for ev in evidence})[:len(CHOICES)]):
+        true, false = grown.labels_among(everyone, conclusion, since=since)  # the columns, against the scan
+        kept = [i for i, ev in enumerate(evidence) if since is None or ev.at >= since]
+        assert true.tolist() == [i for i in kept if label(evidence[i], conclusion) is True]
+        assert false.tolist() == [i for i in kept if label(evidence[i], conclusion) is False]
     for pair in zip(TERMS, TERMS[1:] + TERMS[:1]):  # postings intersected
         assert grown.matching(pair) == {i for i, ev in enumerate(evidence) if set(pair) <= ev.terms}
     first = {}

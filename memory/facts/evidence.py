@@ -5,7 +5,7 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Iterable, Iterator, Sequence, overload
 
 import numpy as np
@@ -78,6 +78,10 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self._principals: set[str] = set()
         self._term_counts: dict[frozenset[int], Counter[str]] = {}  # see `term_counts`
         self.term_sets: dict[frozenset[str], frozenset[str]] = {}  # `evidence_from`'s `shared`, for this log's items
+        self._codes: dict[str, int] = {}  # choice → its code in `_choice_at`
+        self._choice_at = array(POSITION_CODE)  # per position: the code of its choice
+        self._succeeded = bytearray()  # per position: 1 for a SUCCESS
+        self._ended_us = array("q")  # per position: when its episode ended, microseconds since the epoch
         for ev in items:
             self.append(ev)
 
@@ -92,6 +96,9 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         """Add one episode's evidence at the end."""
         position = len(self._items)
         self._items.append(ev)
+        self._choice_at.append(self._codes.setdefault(ev.choice, len(self._codes)))
+        self._succeeded.append(ev.outcome is Outcome.SUCCESS)
+        self._ended_us.append((ev.at - EPOCH) // MICROSECOND)
         self._where.setdefault(ev.episode_id, position)
         self._principals.add(ev.principal)
         for term in ev.terms:
@@ -143,15 +150,19 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     def matching(self, condition: Iterable[str]) -> set[int]:
         """Positions whose terms contain every condition term (all positions for an empty condition)."""
+        return set(self.matching_positions(condition).tolist())
+
+    def matching_positions(self, condition: Iterable[str]) -> np.ndarray:
+        """`matching` as an ascending array."""
         found: np.ndarray | None = None
         for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):  # the rarest first
             posting = self._postings.get(term)
             if not posting:
-                return set()
+                return np.zeros(0, dtype=np.int64)
             found = _positions(posting) if found is None else _within(found, _positions(posting))
             if not len(found):
-                return set()
-        return set(range(len(self._items))) if found is None else set(found.tolist())
+                return found
+        return np.arange(len(self._items), dtype=np.int64) if found is None else found
 
     def resolutions_with(self, term: str) -> dict[str, int]:
         """Choice → how many SUCCESS positions holding `term` confirmed it."""
@@ -203,6 +214,18 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         true = positions & self.confirming(conclusion)
         return true, ((positions & self._successes) - true) | (positions & self._refuting.get(conclusion, set()))
 
+    def labels_among(self, positions: np.ndarray, conclusion: str, *, since: datetime | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """`labelled_among` for an array of positions, keeping only episodes that ended at or after `since`:
+        one pass over per-position columns instead of set operations (a condition can match most of a
+        million episodes)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if since is not None:
+            positions = positions[np.frombuffer(self._ended_us, dtype=np.int64)[positions] >= (since - EPOCH) // MICROSECOND]
+        chose = np.frombuffer(self._choice_at, dtype=np.int32)[positions] == self._codes.get(conclusion, -1)
+        succeeded = np.frombuffer(self._succeeded, dtype=np.uint8)[positions].astype(bool)
+        return positions[chose & succeeded], positions[chose != succeeded]  # another's SUCCESS, or its other verdict
+
     def labelled_count(self, conclusion: str) -> int:
         """How many positions are labelled (True or False) for `conclusion`."""
         return len(self._successes) + len(self._refuting.get(conclusion, ()))
@@ -233,6 +256,8 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
 
 POSITION_CODE = "i"  # C int: 4 bytes on every platform numpy supports
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
 
 
 def _positions(posting: array[int]) -> np.ndarray:

@@ -40,6 +40,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
+import numpy as np
+
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog
 from memory.text import normalize_term
@@ -73,11 +75,6 @@ def confidence(support: int, contradict: int, config: FactConfig = DEFAULT_FACTS
 # -- measuring ---------------------------------------------------------------------------
 
 
-def _since(log: EvidenceLog, positions: set[int], since: datetime | None) -> set[int]:
-    """The positions whose episodes ended at or after `since` (all of them without it)."""
-    return positions if since is None else {p for p in positions if log[p].at >= since}
-
-
 def matches(condition: Iterable[str], ev: EpisodeEvidence) -> bool:
     """Whether every condition term is in the episode's observations."""
     return set(condition) <= ev.terms
@@ -93,7 +90,7 @@ def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Episod
     log = EvidenceLog.of(evidence)
     labelled = log.labelled_count(conclusion)
     base = len(log.confirming(conclusion)) / labelled if labelled else 0.0
-    true, false = log.labelled_among(_since(log, log.matching(condition), since), conclusion)
+    true, false = log.labels_among(log.matching_positions(condition), conclusion, since=since)
     coverage, matched = len(true), len(true) + len(false)
     precision = coverage / matched if matched else 0.0
     lift = precision / base if base else 0.0
@@ -166,8 +163,9 @@ def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Se
            config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Assessment:
     """Count each relevant episode once: matched by the condition, or citing the fact."""
     log = EvidenceLog.of(evidence)
-    true, false = log.labelled_among(_since(log, log.matching(condition) | log.citing(fact_id), since), conclusion)
-    support, contradict = {log[p].episode_id for p in true}, {log[p].episode_id for p in false}
+    cited = np.fromiter(log.citing(fact_id), dtype=np.int64)
+    true, false = log.labels_among(np.union1d(log.matching_positions(condition), cited), conclusion, since=since)
+    support, contradict = {log[p].episode_id for p in true.tolist()}, {log[p].episode_id for p in false.tolist()}
     return Assessment(tuple(sorted(support)), tuple(sorted(contradict)),
                       confidence(len(support), len(contradict), config))
 
