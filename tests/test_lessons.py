@@ -151,10 +151,11 @@ def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_f
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}  # each episode counts once
 
 
-def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_reading_an_episode(tmp_path):
+def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_reading_an_episode(tmp_path, monkeypatch):
     from memory.agent_memory import EpisodicMemory
     from memory.calibration import EvidenceRecord
     from memory.persistence import Persistence
+    from memory.persistence import runs as snapshot
     from memory.timeline import RecordKind
 
     plan = [({"prior": ("a", "c")[n % 2], "memory": "b"}, [["a", "b"], ["c"], ["b", "c"]][n % 3]) for n in range(14)]
@@ -167,11 +168,14 @@ def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_readin
         pass  # runs cover every episode from here on
     with EpisodicMemory(tmp_path / "m.sqlite", persistence=small) as reopened:
         assert reopened.stored.covered == reopened.store.last_record()
-        read = []
+        read, decoded = [], []
         original = reopened.store.record
         reopened.store.record = lambda kind, i: read.append(kind) or original(kind, i)
+        document = snapshot.Run._document
+        monkeypatch.setattr(snapshot.Run, "_document", lambda run, name: decoded.append(name) or document(run, name))
         assert EvidenceRecord(reopened, "default").update() == expected
         assert RecordKind.EPISODE.value not in read and RecordKind.EPISODE not in read
+        assert "texts" not in decoded  # verdicts only: the problem texts stay packed
 
 
 def test_equally_scored_lessons_come_in_the_same_order_whatever_the_principal_is_called():

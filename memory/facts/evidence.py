@@ -111,8 +111,12 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         if ev.outcome is Outcome.SUCCESS:
             self._confirming.setdefault(ev.choice, set()).add(position)
             self._successes.add(position)
+            resolutions = self._resolutions
             for term in ev.terms:
-                self._resolutions.setdefault(term, Counter())[ev.choice] += 1
+                counts = resolutions.get(term)
+                if counts is None:  # not setdefault: that would build a Counter per term per episode
+                    counts = resolutions[term] = Counter()
+                counts[ev.choice] += 1
         else:  # as the rules label it: any other verdict on a choice counts against it
             self._refuting.setdefault(ev.choice, set()).add(position)
 

@@ -216,16 +216,20 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
             return None
         return run, run.row(episode_id)
 
-    def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
+    def verdict_in_run(episode_id: str) -> tuple[Verdict, snapshot.Run, int] | None:
         if (found := unread_in_run(episode_id)) is None:
             return None
         run, row = found
         (outcome, choice, end), who = run.verdict(row), run.principal_at(row)
         first_seq = int(run.column("seqs")[row, 0])
-        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq), run.texts[row]
+        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq), run, row
 
-    def verdict_lookup(episode_id: str) -> Episode | Verdict | None:
-        known = verdict_of(episode_id)
+    def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
+        known = verdict_in_run(episode_id)
+        return None if known is None else (known[0], known[1].texts[known[2]])
+
+    def verdict_lookup(episode_id: str) -> Episode | Verdict | None:  # no problem text: the run's stay unread
+        known = verdict_in_run(episode_id)
         return known[0] if known is not None else state.episodes_lookup(episode_id)
 
     def span_of(episode_id: str) -> tuple[int, int] | None:

@@ -110,10 +110,14 @@ class Run:
         self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
         self.vectors: list[tuple[StoredRows, Any]] = []  # segments still to add: (sidecar, offsets, counts, checksums) or rows
         self._sections = sections
+        self._arrays: dict[str, np.ndarray] = {}  # numeric sections already viewed
 
     def _array(self, name: str) -> np.ndarray:
-        data, dtype, shape = self._sections[name]
-        return np.frombuffer(data, dtype=dtype).reshape(shape)
+        found = self._arrays.get(name)
+        if found is None:  # a view of the section's bytes, made once (a verdict reads three per episode)
+            data, dtype, shape = self._sections[name]
+            found = self._arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
+        return found
 
     def _document(self, name: str) -> Any:
         data, packed, _ = self._sections.pop(name)
@@ -132,6 +136,7 @@ class Run:
         """Drop the columns only opening needs (what is read later stays)."""
         keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us", "seqs")
         self._sections = {name: value for name, value in self._sections.items() if name in keep}
+        self._arrays = {name: value for name, value in self._arrays.items() if name in keep}
         for loaded in ("edges", "facts", "cites", "unmarked", "outside"):  # in the state now; not kept twice
             self.__dict__.pop(loaded, None)
 
