@@ -161,3 +161,22 @@ def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, prune_from)
         assert [f.id for f in reopened.facts()] == facts_before
         assert reopened.state.snapshot().evidence == evidence_before
     assert after == before and any(before)
+
+
+def test_bounds_loaded_full_grow_by_a_fraction_and_stay_exact():
+    """An opened store's bounds are loaded exactly full; its first new episode must not double
+    them (at a million rows that was 270 MB at once), and the grown bounds still hold."""
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(4000, 32)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    fitted = Bounds(rows[:512], rank=16)
+    proj, resid = fitted.split(rows[:3000])
+    loaded = Bounds.from_parts(fitted.basis, proj, resid)
+    assert len(loaded._resid) == 3000
+    loaded.extend(rows[3000:3001])
+    assert 3001 <= len(loaded._resid) <= 3000 + 3000 // bounds_module.GROWTH
+    loaded.extend(rows[3001:])
+    query = rows[7]
+    low, high = loaded.relevance(query)
+    exact = np.clip(rows @ query, 0.0, 1.0)
+    assert loaded.size == 4000 and (low <= exact + 1e-6).all() and (exact <= high + 1e-6).all()

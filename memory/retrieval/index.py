@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from memory.episodes import Episode, Outcome
-from memory.retrieval.bounds import BASIS_SAMPLE, Bounds
+from memory.retrieval.bounds import BASIS_SAMPLE, GROWTH, Bounds
 from memory.retrieval.config import CORRECTION_BONUS, OUTCOME_VALUE
 
 
@@ -55,8 +55,8 @@ class Partition:
         """Append an episode's row (its bounds too, once they are fitted)."""
         n = len(self.episodes)
         local = n - self._stored
-        if n == len(self._ends):  # amortized doubling keeps appends O(1)
-            self._ends, self._outcomes, self._situations = (_grown(a, max(n, 16)) for a in
+        if n == len(self._ends):  # growing by a fraction keeps appends O(1) amortized
+            self._ends, self._outcomes, self._situations = (_grown(a, max(n // GROWTH, 16)) for a in
                                                             (self._ends, self._outcomes, self._situations))
         if local == len(self._matrix):  # the matrix holds only the rows after the source's
             self._matrix = _grown(self._matrix, max(local, 16))
