@@ -252,7 +252,8 @@ class MemoryState:
             known = self.verdict_of(i)
             if known is not None:  # not read yet: what the evidence needs comes from stored columns
                 seen, text = known
-                ev = evidence_from(seen, text, cited=self.cites.get(i, ()), shared=found.term_sets)  # type: ignore[arg-type]
+                ev = evidence_from(seen, text, cited=self.cites.get(i, ()),  # type: ignore[arg-type]
+                                   shared=found.term_sets)
             else:
                 ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()),
                                    shared=found.term_sets)

@@ -57,7 +57,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     The fact rules (`memory.facts.rules`) need, for a condition and a conclusion, the episodes whose terms contain
     the condition and how each is labelled. Scanning every episode each time makes a close
-    cost grow with history; the log answers from posting sets (term → positions) and label
+    cost grow with history; the log answers from postings (term → positions) and label
     sets (choice → positions) instead, so a query costs the size of its answer. Every rule
     accepts a plain sequence too (a log is built from it on the fly) and gives the same result.
 
@@ -225,7 +225,8 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         million episodes)."""
         positions = np.asarray(positions, dtype=np.int64)
         if since is not None:
-            positions = positions[np.frombuffer(self._ended_us, dtype=np.int64)[positions] >= (since - EPOCH) // MICROSECOND]
+            ended = np.frombuffer(self._ended_us, dtype=np.int64)[positions]
+            positions = positions[ended >= (since - EPOCH) // MICROSECOND]
         chose = np.frombuffer(self._choice_at, dtype=np.int32)[positions] == self._codes.get(conclusion, -1)
         succeeded = np.frombuffer(self._succeeded, dtype=np.uint8)[positions].astype(bool)
         return positions[chose & succeeded], positions[chose != succeeded]  # another's SUCCESS, or its other verdict
