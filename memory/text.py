@@ -219,6 +219,31 @@ def affirmed_clauses(text: str) -> str:
     return " ".join(clause.strip() for clause in kept)
 
 
+# A run of ASCII digits that starts a token: at the start of a line or after whitespace or ASCII
+# punctuation. No term holds it (a term starts with a letter, `_TERM_WORD`) and no clause or negation
+# rule reads digits, so two lines that differ only in such numbers have the same terms.
+_FREE_NUMBER = re.compile(r"(?<![^\s!-/:-@\[-`{-~])[0-9]+")
+
+
+def observed_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """``(terms(text), terms(affirmed_clauses(text)))``, read line by line.
+
+    Words never span a line and clauses are split at line breaks, so both are the unions of
+    their lines'. A line is read once per shape: its free numbers (`_FREE_NUMBER`) are set to
+    0 first, so an alert that repeats with other figures is read once.
+    """
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return _line_terms(_FREE_NUMBER.sub("0", text))
+    read = [_line_terms(_FREE_NUMBER.sub("0", line)) for line in lines]
+    return frozenset().union(*(seen for seen, _ in read)), frozenset().union(*(affirmed for _, affirmed in read))
+
+
+@lru_cache(maxsize=1 << 16)  # line shapes of a site's alerts are few
+def _line_terms(line: str) -> tuple[frozenset[str], frozenset[str]]:
+    return terms(line), terms(affirmed_clauses(line))
+
+
 # -- outcome cues ---------------------------------------------------------------------------
 # Regexes over lower-case text, matched on word boundaries. Generic English words and phrases
 # for "it worked", "it did not work" and "it half worked"; none is taken from a scenario.

@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 from hashlib import sha256
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from memory.episodes import Outcome
 from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
 from memory.facts.lessons import LessonIncident, rejected_choices
 from memory.incidents import closeness
 from memory.retrieval.ranking import applicable_facts
-from memory.text import affirmed_clauses, terms
+from memory.text import _line_terms, affirmed_clauses, observed_terms, terms
 from tests.builders import T0
 
 LESSON_SYMPTOMS = ("checkout: queue depth above 900 reported by 40 hosts",
@@ -230,3 +233,25 @@ def test_a_term_most_episodes_affirm_tells_no_incident_apart_and_makes_no_lesson
     elsewhere = ["Fridge alarm on ward 5", "Count discrepancy on a pocket", "Fingerprint sign-in rejected",
                  "Orders missing for ward 3"]
     assert _lessons_after(elsewhere) == [("cabinet", "fail")]
+
+
+# pieces of alert text: letters, figures, punctuation, line breaks, negations, a Kelvin sign (it
+# lower-cases to "k"), a no-break space and words with figures inside
+ALERT_TEXT = st.lists(st.sampled_from([*"ab kz0159\n,.;:-_%\u00e9\u212a\u00a0", "not ", "no ", " but ", "normal",
+                                       "pod7 ", "DB: ", "K5 ", "x86 ", "v2.14.0", "Timeout "]),
+                      max_size=40).map("".join)
+
+
+@given(ALERT_TEXT)
+def test_observed_terms_read_line_by_line_equal_the_whole_text(text):
+    """Reading each line once per shape (free numbers set to 0) gives the terms of the text itself."""
+    assert observed_terms(text) == (terms(text), terms(affirmed_clauses(text)))
+
+
+def test_lines_that_differ_only_in_figures_are_read_once():
+    _line_terms.cache_clear()
+    first = observed_terms("pod-7 at 93% memory\nqueue depth 1200, not draining")
+    again = observed_terms("pod-7 at 41% memory\nqueue depth 88, not draining")
+    assert first == again == (terms("pod memory queue depth draining"), terms("pod memory queue depth"))
+    assert _line_terms.cache_info().hits == 2  # both lines of the second text had been read
+    assert observed_terms("pod7 memory")[0] == {"pod7", "memory"} != observed_terms("pod8 memory")[0]  # part of a word

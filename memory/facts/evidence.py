@@ -11,7 +11,7 @@ from typing import Iterable, Iterator, Sequence, overload
 import numpy as np
 
 from memory.episodes import Episode, Outcome
-from memory.text import affirmed_clauses, terms
+from memory.text import observed_terms
 from memory.facts.versions import fact_id_of
 
 TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
@@ -43,7 +43,7 @@ def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[st
     """
     if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
         return None
-    seen, affirmed = terms(observation_text), terms(affirmed_clauses(observation_text))
+    seen, affirmed = observed_terms(observation_text)
     if shared is not None:
         seen, affirmed = shared.setdefault(seen, seen), shared.setdefault(affirmed, affirmed)
     return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=seen,
