@@ -9,7 +9,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from memory.episodes import EdgeType, segment
+from memory.episodes import Edge, EdgeType, segment
 from memory.graph import (
     GraphConfig,
     build_graph,
@@ -17,10 +17,12 @@ from memory.graph import (
     export_dot,
     export_graphml,
     infer_edges,
+    later_attempts,
     link_episodes,
     neighbours,
     subject_history,
 )
+from memory.graph.build import add_edge_rows
 from tests.builders import entries_from
 
 GOLDEN = Path(__file__).parent / "golden" / "graph"
@@ -117,3 +119,21 @@ def test_exports_read_back(tmp_path: Path) -> None:
     dot = (tmp_path / "g.dot").read_text()
     assert dot.startswith("digraph") and dot.count("->") == G.number_of_edges()
     assert f'"{episodes[2].id}" -> "{episodes[1].id}"' in dot
+
+
+
+def test_later_attempts_follow_resolving_edges_within_the_view_given():
+    """RETRY_OF and LEARNED_FROM into an episode, once per later attempt, in the graph's order; other edge
+    types and episodes the view leaves out do not count; pending edges come after."""
+    G = nx.MultiDiGraph()
+    for node, who in (("fail", "a"), ("retry", "a"), ("learner", "a"), ("effect", "a"), ("other", "b")):
+        G.add_node(node, principal=who)
+    add_edge_rows(G, [("retry", "fail", EdgeType.RETRY_OF, 1.0, ""), ("retry", "fail", EdgeType.LEARNED_FROM, 0.9, ""),
+                      ("effect", "fail", EdgeType.CAUSED_BY, 0.8, ""), ("other", "fail", EdgeType.RETRY_OF, 1.0, ""),
+                      ("learner", "fail", EdgeType.LEARNED_FROM, 0.7, "")])
+    only_a = nx.subgraph_view(G, filter_node=lambda n: G.nodes[n]["principal"] == "a")
+    assert later_attempts(G, "fail") == ["retry", "other", "learner"]
+    assert later_attempts(only_a, "fail") == ["retry", "learner"]
+    pending = [Edge("late", "fail", EdgeType.RETRY_OF, 1.0, ""), Edge("late", "retry", EdgeType.RETRY_OF, 1.0, "")]
+    assert later_attempts(only_a, "fail", pending=pending) == ["retry", "learner", "late"]
+    assert later_attempts(only_a, "missing") == [] and later_attempts(only_a, "other") == []
