@@ -220,8 +220,7 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
         if (found := unread_in_run(episode_id)) is None:
             return None
         run, row = found
-        (outcome, choice, end), who = run.verdict(row), run.principal_at(row)
-        first_seq = int(run.column("seqs")[row, 0])
+        outcome, choice, end, who, first_seq = run.verdict(row)
         return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq), run, row
 
     def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:

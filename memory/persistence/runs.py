@@ -51,6 +51,7 @@ FORMAT = 4  # layout version inside the kind (see the module docstring)
 READ_FORMATS = (1, 2, 3, 4)
 
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
+VERDICT_COLUMNS = frozenset({"choice", "end_us", "outcome", "principal", "seqs"})  # what `Run.verdict` reads
 OUTCOME_NAMES = tuple(o.value for o in OUTCOMES)  # the same, as the strings graph nodes hold
 EDGE_TYPES = tuple(EdgeType)  # edge type codes, by position
 
@@ -147,14 +148,18 @@ class Run:
             rows = self.__dict__["_rows"] = {i: n for n, i in enumerate(self.ids)}
         return rows[episode_id]
 
-    def verdict(self, row: int) -> tuple[Outcome, str | None, datetime]:
-        """Outcome, last structured choice and end of the episode at a row (what its evidence needs)."""
-        choice = int(self._array("choice")[row])
-        end = EPOCH + timedelta(microseconds=int(self._array("end_us")[row]))
-        return OUTCOMES[int(self._array("outcome")[row])], self.strings[choice] if choice >= 0 else None, end
-
-    def principal_at(self, row: int) -> str:
-        return self.strings[int(self._array("principal")[row])]
+    def verdict(self, row: int) -> tuple[Outcome, str | None, datetime, str, int]:
+        """Outcome, last structured choice, end, principal and first seq of the episode at a row (what its
+        evidence needs); read once per episode when an opened store counts its record, so each field is
+        taken as a Python scalar (`item`) straight from its column."""
+        arrays, strings = self._arrays, self.strings
+        if not VERDICT_COLUMNS <= arrays.keys():
+            for name in VERDICT_COLUMNS:
+                self._array(name)
+        choice = arrays["choice"].item(row)
+        return (OUTCOMES[arrays["outcome"].item(row)], strings[choice] if choice >= 0 else None,
+                EPOCH + timedelta(microseconds=arrays["end_us"].item(row)), strings[arrays["principal"].item(row)],
+                arrays["seqs"].item(row, 0))
 
     @cached_property
     def ids(self) -> list[str]:
