@@ -2,7 +2,7 @@ from datetime import datetime, timedelta, timezone
 
 import networkx as nx
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memory.timeline import HashingEncoder
@@ -74,6 +74,19 @@ def test_recency_decays_with_the_documented_half_life():
     ctx = retriever(eps, config=NO_MMR).recall("disk full on build agents", principal="p", k=2)
     recency = {r.episode.id: r.score.recency for r in ctx.episodes}
     assert recency["new"] == 1.0 and abs(recency["old"] - 0.5) < 1e-6
+
+
+@given(st.lists(st.floats(0, 200 * 365, allow_nan=False), min_size=1, max_size=40))
+@example([31_000.0, 31_900.0, 32_200.0, 32_240.0, 32_260.0, 32_400.0])  # about 1033 to 1080 halvings
+def test_recency_is_the_half_life_power_exactly_also_where_it_underflows(ages):
+    """Every row's recency is ``0.5 ** (age / half_life)`` to the bit, for ages up to 200
+    years (subnormal from about 84 years on, 0 from 88)."""
+    eps = [episode(f"e{i}", "disk full on build agents", age_days=age) for i, age in enumerate(ages)]
+    memory = retriever(eps)
+    part = memory.index.partition("p")
+    recency = memory._parts(part, None, T0)[0]
+    halvings = np.maximum(T0.timestamp() - part.ends, 0.0) / 86400.0 / DEFAULT.half_life_days
+    assert recency.tolist() == (0.5 ** halvings).tolist()
 
 
 def test_mmr_removes_near_duplicates():

@@ -17,9 +17,9 @@ from memory.facts.versions import fact_id_of
 TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class EpisodeEvidence:
-    """What one closed episode says about a choice, as plain data."""
+    """What one closed episode says about a choice, as plain data (slots: a log holds one per closed episode)."""
 
     episode_id: str  # the episode
     principal: str  # its tenant
@@ -230,6 +230,11 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         chose = np.frombuffer(self._choice_at, dtype=np.int32)[positions] == self._codes.get(conclusion, -1)
         succeeded = np.frombuffer(self._succeeded, dtype=np.uint8)[positions].astype(bool)
         return positions[chose & succeeded], positions[chose != succeeded]  # another's SUCCESS, or its other verdict
+
+    def episode_ids_at(self, positions: np.ndarray) -> list[str]:
+        """The episode ids of an array of positions, in its order."""
+        items = self._items
+        return [items[p].episode_id for p in positions.tolist()]
 
     def labelled_count(self, conclusion: str) -> int:
         """How many positions are labelled (True or False) for `conclusion`."""

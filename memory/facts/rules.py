@@ -164,8 +164,9 @@ def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Se
     """Count each relevant episode once: matched by the condition, or citing the fact."""
     log = EvidenceLog.of(evidence)
     cited = np.fromiter(log.citing(fact_id), dtype=np.int64)
-    true, false = log.labels_among(np.union1d(log.matching_positions(condition), cited), conclusion, since=since)
-    support, contradict = {log[p].episode_id for p in true.tolist()}, {log[p].episode_id for p in false.tolist()}
+    matched = log.matching_positions(condition)  # ascending and distinct: the union is needed only with citations
+    true, false = log.labels_among(np.union1d(matched, cited) if len(cited) else matched, conclusion, since=since)
+    support, contradict = set(log.episode_ids_at(true)), set(log.episode_ids_at(false))
     return Assessment(tuple(sorted(support)), tuple(sorted(contradict)),
                       confidence(len(support), len(contradict), config))
 

@@ -30,6 +30,7 @@ from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, Sco
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
 
+UNDERFLOW_HALVINGS = 1080.0  # 0.5 ** h underflows to 0.0 for every h ≥ 1075 (below, float64 pow is slow on subnormals)
 ChainFinder = Callable[[nx.MultiDiGraph, str, int, int], "str | None"]  # (graph, episode id, hops, max episodes)
 Columns = tuple[np.ndarray, ...]  # per-row score parts: relevance, recency, situation, outcome, graph
 
@@ -110,8 +111,9 @@ class Retriever:
         key = (len(part), ref, code, cfg.half_life_days, cfg.show_outcomes, cfg.recency, cfg.situation, cfg.outcome)
         cached = part.cache.get(key)
         if cached is None:
-            age_days = np.maximum(ref - part.ends, 0.0) / 86400.0
-            recency = 0.5 ** (age_days / cfg.half_life_days)
+            halvings = np.maximum(ref - part.ends, 0.0) / 86400.0 / cfg.half_life_days
+            recency = np.zeros(len(halvings))  # 0.5 ** h is 0.0 from h = 1075 on: computed only below that
+            np.power(0.5, halvings, out=recency, where=halvings < UNDERFLOW_HALVINGS)
             sit = (part.situations == code).astype(np.float64)
             outcome = part.outcomes.copy() if cfg.show_outcomes else np.zeros(len(part))
             rest = (cfg.recency * recency + cfg.situation * sit + cfg.outcome * outcome).astype(np.float32)
