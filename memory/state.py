@@ -247,7 +247,7 @@ class MemoryState:
         """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
         if principal not in self.order:
             return None
-        found = EvidenceLog()
+        found, items = EvidenceLog(), []
         for i in self.order[principal]:
             known = self.verdict_of(i)
             if known is not None:  # not read yet: what the evidence needs comes from stored columns
@@ -258,5 +258,6 @@ class MemoryState:
                 ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()),
                                    shared=found.term_sets)
             if ev is not None:
-                found.append(ev)
+                items.append(ev)
+        found.extend(items)  # postings added per distinct term set
         return found

@@ -7,6 +7,7 @@ through the properties its docstring states, not against a second copy of the gr
 """
 
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -111,6 +112,28 @@ def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion
         if before:  # a term is added only to exclude counter-examples, and only when it raises precision
             assert any(matches(before, ev) and label(ev, conclusion) is False for ev in evidence)
             assert precision(after, conclusion, evidence) > precision(before, conclusion, evidence)
+
+
+def _state(log):
+    """What a log holds, orders included."""
+    return ([(t, list(p)) for t, p in log._postings.items()], [(t, list(c.items())) for t, c in log._resolutions.items()],
+            log._citing, log._confirming, log._refuting, log._successes, log._where, bytes(log._choice_at),
+            bytes(log._succeeded), bytes(log._ended_us), log._codes)
+
+
+@settings(max_examples=120, deadline=None)
+@given(histories, st.lists(st.integers(0, 40), max_size=3))
+def test_extending_by_shared_term_sets_leaves_the_state_appends_leave(evidence, cuts):
+    """Items sharing one term set object (as an opened store's log gets them) added in chunks: the same
+    postings, counts and orders as one append at a time."""
+    shared = {}
+    evidence = [replace(ev, terms=shared.setdefault(ev.terms, ev.terms)) for ev in evidence]
+    one_by_one, chunked = EvidenceLog(), EvidenceLog()
+    for ev in evidence:
+        one_by_one.append(ev)
+    for start, end in zip([0, *sorted(cuts)], [*sorted(cuts), len(evidence)]):
+        chunked.extend(evidence[start:end])
+    assert _state(chunked) == _state(one_by_one) and chunked == evidence
 
 
 @settings(max_examples=120, deadline=None)

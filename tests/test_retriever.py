@@ -79,14 +79,16 @@ def test_recency_decays_with_the_documented_half_life():
 @given(st.lists(st.floats(0, 200 * 365, allow_nan=False), min_size=1, max_size=40))
 @example([31_000.0, 31_900.0, 32_200.0, 32_240.0, 32_260.0, 32_400.0])  # about 1033 to 1080 halvings
 def test_recency_is_the_half_life_power_exactly_also_where_it_underflows(ages):
-    """Every row's recency is ``0.5 ** (age / half_life)`` to the bit, for ages up to 200
-    years (subnormal from about 84 years on, 0 from 88)."""
+    """Every row's recency is ``0.5 ** (age / half_life)`` and the rest of its score the weighted sum, to the
+    bit, for ages up to 200 years (recency is subnormal from about 84 years on, 0 from 88)."""
     eps = [episode(f"e{i}", "disk full on build agents", age_days=age) for i, age in enumerate(ages)]
     memory = retriever(eps)
     part = memory.index.partition("p")
-    recency = memory._parts(part, None, T0)[0]
+    recency, sit, outcome, rest = memory._parts(part, "ops", T0)
     halvings = np.maximum(T0.timestamp() - part.ends, 0.0) / 86400.0 / DEFAULT.half_life_days
     assert recency.tolist() == (0.5 ** halvings).tolist()
+    expected = (DEFAULT.recency * 0.5 ** halvings + DEFAULT.situation * sit + DEFAULT.outcome * part.outcomes)
+    assert rest.tolist() == expected.astype(np.float32).tolist() and sit.tolist() == [1.0] * len(ages)
 
 
 def test_mmr_removes_near_duplicates():

@@ -82,8 +82,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self._choice_at = array(POSITION_CODE)  # per position: the code of its choice
         self._succeeded = bytearray()  # per position: 1 for a SUCCESS
         self._ended_us = array("q")  # per position: when its episode ended, microseconds since the epoch
-        for ev in items:
-            self.append(ev)
+        self.extend(items)
 
     @classmethod
     def of(cls, evidence: Sequence[EpisodeEvidence], principal: str | None = None) -> "EvidenceLog":
@@ -94,31 +93,62 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     def append(self, ev: EpisodeEvidence) -> None:
         """Add one episode's evidence at the end."""
-        position = len(self._items)
-        self._items.append(ev)
-        self._choice_at.append(self._codes.setdefault(ev.choice, len(self._codes)))
-        self._succeeded.append(ev.outcome is Outcome.SUCCESS)
-        self._ended_us.append((ev.at - EPOCH) // MICROSECOND)
-        self._where.setdefault(ev.episode_id, position)
-        self._principals.add(ev.principal)
-        for term in ev.terms:
+        self.extend((ev,))
+
+    def extend(self, items: Iterable[EpisodeEvidence]) -> None:
+        """Add evidence at the end, in order: the same state as `append` of each item.
+
+        Items that share a term set (the same object: `evidence_from` with the log's `term_sets`
+        gives one) have their postings and resolution counts added once for the set, in the order
+        of each set's first position, so postings, counts and their orders are those of appends.
+        """
+        sets: dict[int, tuple[frozenset[str], list[int]]] = {}  # id of a term set → (it, its new positions)
+        wins: dict[tuple[int, str], list] = {}  # (id of a term set, choice) → [term set, choice, SUCCESS count]
+        for ev in items:
+            position = len(self._items)
+            self._items.append(ev)
+            self._choice_at.append(self._codes.setdefault(ev.choice, len(self._codes)))
+            self._succeeded.append(ev.outcome is Outcome.SUCCESS)
+            self._ended_us.append((ev.at - EPOCH) // MICROSECOND)
+            self._where.setdefault(ev.episode_id, position)
+            self._principals.add(ev.principal)
+            held = sets.get(id(ev.terms))
+            if held is None:
+                sets[id(ev.terms)] = (ev.terms, [position])
+            else:
+                held[1].append(position)
+            for fact_id in ev.cited:
+                self._citing.setdefault(fact_id, set()).add(position)
+            if ev.outcome is Outcome.SUCCESS:
+                self._confirming.setdefault(ev.choice, set()).add(position)
+                self._successes.add(position)
+                won = wins.get((id(ev.terms), ev.choice))
+                if won is None:
+                    wins[id(ev.terms), ev.choice] = [ev.terms, ev.choice, 1]
+                else:
+                    won[2] += 1
+            else:  # as the rules label it: any other verdict on a choice counts against it
+                self._refuting.setdefault(ev.choice, set()).add(position)
+        parts: dict[str, list[list[int]]] = {}  # term → the new positions of each set holding it
+        for terms, positions in sets.values():
+            for term in terms:
+                found = parts.get(term)
+                if found is None:
+                    parts[term] = [positions]
+                else:
+                    found.append(positions)
+        for term, lists in parts.items():
             posting = self._postings.get(term)
             if posting is None:
                 posting = self._postings[term] = array(POSITION_CODE)
-            posting.append(position)
-        for fact_id in ev.cited:
-            self._citing.setdefault(fact_id, set()).add(position)
-        if ev.outcome is Outcome.SUCCESS:
-            self._confirming.setdefault(ev.choice, set()).add(position)
-            self._successes.add(position)
-            resolutions = self._resolutions
-            for term in ev.terms:
+            posting.extend(lists[0] if len(lists) == 1 else sorted(p for positions in lists for p in positions))
+        resolutions = self._resolutions
+        for terms, choice, count in wins.values():
+            for term in terms:
                 counts = resolutions.get(term)
-                if counts is None:  # not setdefault: that would build a Counter per term per episode
+                if counts is None:  # not setdefault: that would build a Counter per term per set
                     counts = resolutions[term] = Counter()
-                counts[ev.choice] += 1
-        else:  # as the rules label it: any other verdict on a choice counts against it
-            self._refuting.setdefault(ev.choice, set()).add(position)
+                counts[choice] += count
 
     def __len__(self) -> int:
         return len(self._items)

@@ -164,8 +164,8 @@ def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Se
     """Count each relevant episode once: matched by the condition, or citing the fact."""
     log = EvidenceLog.of(evidence)
     cited = np.fromiter(log.citing(fact_id), dtype=np.int64)
-    matched = log.matching_positions(condition)  # ascending and distinct: the union is needed only with citations
-    true, false = log.labels_among(np.union1d(matched, cited) if len(cited) else matched, conclusion, since=since)
+    matched = log.matching_positions(condition)  # a position both matched and citing counts once: ids go into sets
+    true, false = log.labels_among(np.concatenate((matched, cited)) if len(cited) else matched, conclusion, since=since)
     support, contradict = set(log.episode_ids_at(true)), set(log.episode_ids_at(false))
     return Assessment(tuple(sorted(support)), tuple(sorted(contradict)),
                       confidence(len(support), len(contradict), config))
