@@ -18,7 +18,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import Any
 
+from memory.episodes import Episode
+
 from memory.graph.queries import resolution
+from memory.state import Verdict
 
 PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waiting for its resolution
 COUNT_BATCH = 256  # resolved episodes whose decisions are read at once (bounds what the reading holds)
@@ -47,30 +50,27 @@ class EvidenceRecord:
         waiting, resolved = [], []
         graph, lookup = self.memory.graph_of(self.principal), self.memory.state.verdict_lookup  # one view for all
         for position, episode_id in self._pending:
-            answer = resolution(graph, episode_id, lookup)  # the ids are this principal's closed episodes
+            seen = lookup(episode_id)
+            answer = resolution(graph, episode_id, lookup, known=seen)  # the ids are this principal's closed episodes
             if answer is None:
                 if self._read - position < PENDING_LIMIT:
                     waiting.append((position, episode_id))
                 continue
-            resolved.append((episode_id, answer))
+            resolved.append((seen, answer))
         self._pending = waiting
         self._count(resolved)
         return dict(self.tally)
 
-    def _count(self, resolved: list[tuple[str, str]]) -> None:
+    def _count(self, resolved: list[tuple[Episode | Verdict, str]]) -> None:
         """Count the first-attempt favourites of resolved episodes (their decisions' metadata read in batches)."""
         for start in range(0, len(resolved), COUNT_BATCH):
             self._count_batch(resolved[start : start + COUNT_BATCH])
 
-    def _count_batch(self, resolved: list[tuple[str, str]]) -> None:
+    def _count_batch(self, resolved: list[tuple[Episode | Verdict, str]]) -> None:
         """Count a batch: the principal's decisions from its episodes' first entry to their last, read at once.
         A principal's stream is segmented on its own, so its episodes do not interleave: each decision between
         an episode's first and last entries is that episode's."""
-        state, found = self.memory.state, []
-        for episode_id, answer in resolved:
-            seen, span = state.verdict_lookup(episode_id), state.span_of(episode_id)
-            if seen is not None and seen.choices and span is not None:
-                found.append((*span, answer))
+        found = [(seen.first_seq, seen.last_seq, answer) for seen, answer in resolved if seen.choices]
         if not found:
             return
         rows = self.memory.store.decisions_between(self.principal, min(first for first, _, _ in found),

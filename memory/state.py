@@ -63,6 +63,7 @@ class Verdict(NamedTuple):
     outcome: Outcome  # detected outcome
     end: datetime  # when it ended
     first_seq: int  # seq of its first entry (what orders attempts at one problem)
+    last_seq: int  # seq of its last entry
 
 
 class EvidenceLogs(dict):
@@ -131,11 +132,6 @@ class MemoryState:
         # what resolving an episode reads (outcome, choices), and the seqs of its first and last entries:
         # an opened store answers from a state run without reading the episode's record
         self.verdict_lookup: Callable[[str], Episode | Verdict | None] = self.episodes_lookup
-        self.span_of: Callable[[str], tuple[int, int] | None] = self._span
-
-    def _span(self, episode_id: str) -> tuple[int, int] | None:
-        episode = self.episodes.get(episode_id)
-        return None if episode is None else (episode.first_seq, episode.last_seq)
 
     def episodes_lookup(self, episode_id: str) -> Episode | None:
         """A closed episode by id, or None."""

@@ -162,14 +162,15 @@ def later_attempts(G: nx.MultiDiGraph, episode_id: str, *, pending: Iterable[Edg
 
 
 def resolution(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Episode | None], *,
-               pending: Iterable[Edge] = ()) -> str | None:
+               pending: Iterable[Edge] = (), known: Episode | None = None) -> str | None:
     """The choice that finally resolved an episode's problem, or None.
 
     An episode that succeeded with a choice resolved its own problem. Otherwise the later
     attempts at the same problem are the episodes with a path of RETRY_OF / LEARNED_FROM
     edges to it; the earliest successful one (by first timeline seq, then id) gives the answer.
+    `known` is the episode (or what `lookup` gives for it) when the caller has looked it up already.
     """
-    episode = lookup(episode_id)
+    episode = lookup(episode_id) if known is None else known
     if episode is None:
         return None
     if episode.outcome is Outcome.SUCCESS:

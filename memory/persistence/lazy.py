@@ -193,7 +193,7 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
     """A state whose episodes and problems can be read from `store` on first use.
 
     Its hooks answer from a state run's columns, without reading, for an episode not read yet:
-    `problem_text` (no vector is read), `verdict_of`, `verdict_lookup` and `span_of` (no record is read).
+    `problem_text` (no vector is read), `verdict_of` and `verdict_lookup` (no record is read).
     """
 
     def read_episode(episode_id: str, _: Any) -> Episode | None:
@@ -220,8 +220,9 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
         if (found := unread_in_run(episode_id)) is None:
             return None
         run, row = found
-        outcome, choice, end, who, first_seq = run.verdict(row)
-        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq), run, row
+        outcome, choice, end, who, first_seq, last_seq = run.verdict(row)
+        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq, last_seq), \
+            run, row
 
     def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
         known = verdict_in_run(episode_id)
@@ -231,15 +232,7 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
         known = verdict_in_run(episode_id)
         return known[0] if known is not None else state.episodes_lookup(episode_id)
 
-    def span_of(episode_id: str) -> tuple[int, int] | None:
-        if (found := unread_in_run(episode_id)) is None:
-            return episode_span(episode_id)
-        first, last = found[0].column("seqs")[found[1]].tolist()
-        return first, last
-
     state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
                         edge_ids=LazySet(), marks=LazySet())
-    episode_span = state.span_of  # the state's own: from the episode, read on first use
-    state.verdict_of, state.problem_text, state.verdict_lookup, state.span_of = (
-        verdict_of, problem_text, verdict_lookup, span_of)
+    state.verdict_of, state.problem_text, state.verdict_lookup = verdict_of, problem_text, verdict_lookup
     return state

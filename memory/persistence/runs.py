@@ -148,9 +148,9 @@ class Run:
             rows = self.__dict__["_rows"] = {i: n for n, i in enumerate(self.ids)}
         return rows[episode_id]
 
-    def verdict(self, row: int) -> tuple[Outcome, str | None, datetime, str, int]:
-        """Outcome, last structured choice, end, principal and first seq of the episode at a row (what its
-        evidence needs); read once per episode when an opened store counts its record, so each field is
+    def verdict(self, row: int) -> tuple[Outcome, str | None, datetime, str, int, int]:
+        """Outcome, last structured choice, end, principal, first and last seq of the episode at a row (what
+        its evidence needs); read once per episode when an opened store counts its record, so each field is
         taken as a Python scalar (`item`) straight from its column."""
         arrays, strings = self._arrays, self.strings
         if not VERDICT_COLUMNS <= arrays.keys():
@@ -159,7 +159,7 @@ class Run:
         choice = arrays["choice"].item(row)
         return (OUTCOMES[arrays["outcome"].item(row)], strings[choice] if choice >= 0 else None,
                 EPOCH + timedelta(microseconds=arrays["end_us"].item(row)), strings[arrays["principal"].item(row)],
-                arrays["seqs"].item(row, 0))
+                arrays["seqs"].item(row, 0), arrays["seqs"].item(row, 1))
 
     @cached_property
     def ids(self) -> list[str]:
