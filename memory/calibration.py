@@ -57,17 +57,16 @@ class EvidenceRecord:
                     waiting.append((position, episode_id))
                 continue
             resolved.append((seen, answer))
+            if len(resolved) == COUNT_BATCH:  # counted as they come: what an opened store's first count holds stays small
+                self._count_batch(resolved)
+                resolved = []
         self._pending = waiting
-        self._count(resolved)
+        self._count_batch(resolved)
         return dict(self.tally)
 
-    def _count(self, resolved: list[tuple[Episode | Verdict, str]]) -> None:
-        """Count the first-attempt favourites of resolved episodes (their decisions' metadata read in batches)."""
-        for start in range(0, len(resolved), COUNT_BATCH):
-            self._count_batch(resolved[start : start + COUNT_BATCH])
-
     def _count_batch(self, resolved: list[tuple[Episode | Verdict, str]]) -> None:
-        """Count a batch: the principal's decisions from its episodes' first entry to their last, read at once.
+        """Count the first-attempt favourites of a batch of resolved episodes: the principal's decisions from
+        their first entry to their last, their metadata read at once.
         A principal's stream is segmented on its own, so its episodes do not interleave: each decision between
         an episode's first and last entries is that episode's."""
         found = [(seen.first_seq, seen.last_seq, answer) for seen, answer in resolved if seen.choices]
