@@ -232,10 +232,10 @@ def observed_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     their lines'. A line is read once per shape: its free numbers (`_FREE_NUMBER`) are set to
     0 first, so an alert that repeats with other figures is read once.
     """
-    lines = text.split("\n")
+    lines = _FREE_NUMBER.sub("0", text).split("\n")  # a line break is whitespace: the same as per line
     if len(lines) == 1:
-        return _line_terms(_FREE_NUMBER.sub("0", text))
-    read = [_line_terms(_FREE_NUMBER.sub("0", line)) for line in lines]
+        return _line_terms(lines[0])
+    read = [_line_terms(line) for line in lines]
     return frozenset().union(*(seen for seen, _ in read)), frozenset().union(*(affirmed for _, affirmed in read))
 
 

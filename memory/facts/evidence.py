@@ -141,7 +141,14 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
             posting = self._postings.get(term)
             if posting is None:
                 posting = self._postings[term] = array(POSITION_CODE)
-            posting.extend(lists[0] if len(lists) == 1 else sorted(p for positions in lists for p in positions))
+            if len(lists) == 1:
+                posting.extend(lists[0])
+                continue
+            merged = []
+            for positions in lists:
+                merged += positions
+            merged.sort()  # ascending runs: the sort merges them
+            posting.extend(merged)
         resolutions = self._resolutions
         for terms, choice, count in wins.values():
             for term in terms:
