@@ -129,8 +129,13 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
                     won[2] += 1
             else:  # as the rules label it: any other verdict on a choice counts against it
                 self._refuting.setdefault(ev.choice, set()).add(position)
+        self._index(list(sets.values()), list(wins.values()))
+
+    def _index(self, sets: list[tuple[frozenset[str], list[int]]], wins: list[list]) -> None:
+        """Add new positions to the postings, once per term set (in the order of the sets' first positions), and
+        SUCCESS counts to the resolutions, once per term set and choice (`extend`)."""
         parts: dict[str, list[list[int]]] = {}  # term → the new positions of each set holding it
-        for terms, positions in sets.values():
+        for terms, positions in sets:
             for term in terms:
                 found = parts.get(term)
                 if found is None:
@@ -150,7 +155,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
             merged.sort()  # ascending runs: the sort merges them
             posting.extend(merged)
         resolutions = self._resolutions
-        for terms, choice, count in wins.values():
+        for terms, choice, count in wins:
             for term in terms:
                 counts = resolutions.get(term)
                 if counts is None:  # not setdefault: that would build a Counter per term per set
