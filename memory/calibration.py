@@ -19,7 +19,6 @@ from bisect import bisect_left, bisect_right
 from typing import Any
 
 from memory.episodes import Episode
-
 from memory.graph.queries import resolution
 from memory.state import Verdict
 
@@ -57,7 +56,7 @@ class EvidenceRecord:
                     waiting.append((position, episode_id))
                 continue
             resolved.append((seen, answer))
-            if len(resolved) == COUNT_BATCH:  # counted as they come: what an opened store's first count holds stays small
+            if len(resolved) == COUNT_BATCH:  # counted as they come: an opened store's first count holds little
                 self._count_batch(resolved)
                 resolved = []
         self._pending = waiting

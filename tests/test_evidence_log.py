@@ -116,7 +116,8 @@ def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion
 
 def _state(log):
     """What a log holds, orders included."""
-    return ([(t, list(p)) for t, p in log._postings.items()], [(t, list(c.items())) for t, c in log._resolutions.items()],
+    return ([(t, list(p)) for t, p in log._postings.items()],
+            [(t, list(c.items())) for t, c in log._resolutions.items()],
             log._citing, log._confirming, log._refuting, log._successes, log._where, bytes(log._choice_at),
             bytes(log._succeeded), bytes(log._ended_us), log._codes)
 

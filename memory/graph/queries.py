@@ -155,8 +155,8 @@ def later_attempts(G: nx.MultiDiGraph, episode_id: str, *, pending: Iterable[Edg
     `pending` are edges not in `G` yet (e.g. those of an episode being closed), counted as if they were.
     """
     # read through the adjacency: an edge view made per call cost most of a walk on a principal's view
-    found = [u for u, keyed in G.pred[episode_id].items() if any(data.get("type") in RESOLVING for data in keyed.values())] \
-        if episode_id in G else []
+    found = [u for u, keyed in G.pred[episode_id].items()
+             if any(data.get("type") in RESOLVING for data in keyed.values())] if episode_id in G else []
     found += [e.source for e in pending if e.target == episode_id and e.type in RESOLVING]
     return list(dict.fromkeys(found))
 

@@ -30,7 +30,7 @@ from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, Sco
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
 
-UNDERFLOW_HALVINGS = 1080.0  # 0.5 ** h underflows to 0.0 for every h ≥ 1075 (below, float64 pow is slow on subnormals)
+UNDERFLOW_HALVINGS = 1080.0  # 0.5 ** h is 0.0 for every h ≥ 1075 (and float64 pow is slow on the subnormals before)
 ChainFinder = Callable[[nx.MultiDiGraph, str, int, int], "str | None"]  # (graph, episode id, hops, max episodes)
 Columns = tuple[np.ndarray, ...]  # per-row score parts: relevance, recency, situation, outcome, graph
 
@@ -121,7 +121,7 @@ class Retriever:
             np.power(0.5, halvings, out=recency, where=halvings < UNDERFLOW_HALVINGS)
             sit = (part.situations == code).astype(np.float64)
             outcome = part.outcomes.copy() if cfg.show_outcomes else np.zeros(len(part))
-            total = np.multiply(cfg.recency, recency)
+            total = np.multiply(cfg.recency, recency)  # the halvings' column is scratch from here on
             total += np.multiply(cfg.situation, sit, out=halvings)
             total += np.multiply(cfg.outcome, outcome, out=halvings)
             rest = total.astype(np.float32)
