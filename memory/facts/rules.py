@@ -173,14 +173,20 @@ def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Se
 
 def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: Sequence[str],
              conclusion: str, evidence: Sequence[EpisodeEvidence], config: FactConfig, at: datetime, reason: str,
-             since: datetime | None, status: str = ACTIVE) -> FactVersion:
-    assessed = assess(fact_id, condition, conclusion, evidence, config, since=since)
+             since: datetime | None, status: str = ACTIVE, assessed: Assessment | None = None,
+             usefulness: Usefulness | None = None) -> FactVersion:
+    """A fact version; `assessed` and `usefulness`, when the caller has them for the same condition,
+    conclusion and `since`, are not computed again."""
+    if assessed is None:
+        assessed = assess(fact_id, condition, conclusion, evidence, config, since=since)
+    if usefulness is None:
+        usefulness = measure(condition, conclusion, evidence, config, since=since)
     return FactVersion(
         fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
         text=describe(condition, conclusion), condition=tuple(condition), conclusion=conclusion,
         confidence=round(assessed.confidence, 6), support=assessed.support, contradict=assessed.contradict,
         created_at=at, supersedes=prev.version if prev else None, status=status, reason=reason,
-        usefulness=measure(condition, conclusion, evidence, config, since=since), since=since,
+        usefulness=usefulness, since=since,
     )
 
 
@@ -199,20 +205,21 @@ def update_fact(fact: FactVersion, evidence: Sequence[EpisodeEvidence], *, at: d
     if now.support == fact.support and now.contradict == fact.contradict:
         return None
     common = dict(fact_id=fact.fact_id, principal=fact.principal, evidence=evidence, config=config, at=at)
-    useful = measure(fact.condition, fact.conclusion, evidence, config, since=fact.since).passed
-    if now.confidence >= config.revise_below and useful:
+    measured = measure(fact.condition, fact.conclusion, evidence, config, since=fact.since)
+    same = dict(condition=fact.condition, conclusion=fact.conclusion, since=fact.since,  # what `now` was assessed on
+                assessed=now, usefulness=measured)
+    if now.confidence >= config.revise_below and measured.passed:
         change = (f"reinforced: support {len(fact.support)}→{len(now.support)}, "
                   f"contradict {len(fact.contradict)}→{len(now.contradict)}")
-        return _version(fact, condition=fact.condition, conclusion=fact.conclusion, reason=change,
-                        since=fact.since, **common)
+        return _version(fact, reason=change, **same, **common)
     candidates = [c for c in (_drift(fact, evidence, config, common), _specialize(fact, evidence, config, common))
                   if c is not None and c.usefulness.passed and c.confidence >= config.revise_below]
     if candidates:
         return max(candidates, key=lambda c: (c.confidence, len(c.support), c.reason))
     why = (f"confidence {now.confidence:.2f} below {config.revise_below:.2f}" if now.confidence < config.revise_below
            else "the condition no longer discriminates")
-    return _version(fact, condition=fact.condition, conclusion=fact.conclusion, since=fact.since,
-                    status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check", **common)
+    return _version(fact, status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check",
+                    **same, **common)
 
 
 def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig,
