@@ -4,6 +4,7 @@ Runs that do not check out (altered, truncated, of other records, of another con
 are ignored: the records they claim to stand for are loaded the exact way.
 """
 
+import json
 import sqlite3
 from datetime import timedelta
 from dataclasses import replace
@@ -20,6 +21,9 @@ from memory.graph import GraphConfig
 from memory.persistence import Persistence
 from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
+from memory.persistence.digests import hex_digests
+from memory.persistence.lazy import LazySet
+from memory.persistence.digests import sorted_distinct
 from memory.persistence.loader import PROBLEMS
 from memory.persistence.vectors import StoredRows
 from memory.timeline import SQLiteStore
@@ -373,3 +377,61 @@ def test_tail_is_the_last_entries_of_a_principal_in_order(tmp_path):
             every = list(memory.store.entries(principal=who))
             for n in (0, 1, 7, len(every) + 5):
                 assert [e.id for e in memory.store.tail(who, n)] == ([e.id for e in every[-n:]] if n else [])
+
+
+HEX_IDS = st.sampled_from(["00" * 32, "ab" * 31 + "00", "ff" * 32, "0f" * 31 + "10", "12" * 32, "AB" * 32, "aB" * 32])  # zero bytes at the end, upper case
+SOME_IDS = st.one_of(HEX_IDS, st.text(alphabet="0123456789abcdefABCDEF ,\"", min_size=60, max_size=66),
+                     st.integers(0, 3))
+
+
+def listed(ids):
+    """What a run's id section gives its loader (`Run.id_list`): digests' bytes when it can, else the ids."""
+    if not all(type(i) is str for i in ids):
+        return list(ids)
+    found = hex_digests(json.dumps(ids, separators=(",", ":")).encode())
+    return found if found is not None else list(ids)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(SOME_IDS, max_size=6))
+def test_a_run_id_section_is_read_as_digests_exactly_when_every_id_is_one(ids):
+    strings = [i for i in ids if type(i) is str]
+    for spaced in (False, True):
+        raw = json.dumps(strings, separators=(", ", ": ") if spaced else (",", ":")).encode()
+        found = hex_digests(raw)
+        canonical = all(len(i) == 64 and set(i) <= set("0123456789abcdef") for i in strings)
+        if found is None:
+            assert not canonical or (spaced and len(strings) > 1)
+        else:
+            assert [d.ljust(32, b"\0").hex() for d in found.tolist()] == strings
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(SOME_IDS, max_size=6), max_size=4), st.lists(SOME_IDS, max_size=4),
+       st.lists(SOME_IDS, max_size=4), st.lists(SOME_IDS, max_size=3))
+def test_the_lazy_id_set_behaves_as_a_set_of_the_ids_given(batches, before, after, dropped):
+    """Deferred batches (digests as bytes when a run can give them so), ids added before and after they load,
+    and ids dropped: the same members, size and iteration as a plain set, each id as it was given."""
+    ids, plain = LazySet(), set()
+    for batch in batches:
+        ids.defer(lambda batch=batch: listed(batch))
+        plain.update(batch)
+    ids.update(before)
+    plain.update(before)
+    assert all(i in ids for i in plain)
+    assert all((i in ids) == (i in plain) for i in ("ab" * 32, "AB" * 32, "00" * 32, "ff" * 32, 1))
+    ids.update(after)
+    plain.update(after)
+    for i in dropped:
+        ids.discard(i)
+        plain.discard(i)
+    assert len(ids) == len(plain) and sorted(map(str, ids)) == sorted(map(str, plain))
+    assert set(ids) == plain and ids - {0} == plain - {0}
+
+
+@given(st.lists(st.sampled_from([bytes([a]) * 8 + bytes([b]) * 24 for a in (0, 1, 255) for b in (0, 7)]) |
+                st.binary(min_size=32, max_size=32), max_size=12))
+def test_digests_sorted_and_distinct_as_numpy_unique_gives_them(digests):
+    """Heads shared or not, repeats, zero bytes at the end: the same as `np.unique`."""
+    array = np.array(digests, dtype="S32")
+    assert sorted_distinct(array).tolist() == np.unique(array).tolist()

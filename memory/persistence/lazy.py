@@ -2,18 +2,22 @@
 
 `LazyMap` holds episodes and problems whose values are read from the store (or a state run)
 when first asked for; `LazySet` holds edge and mark ids whose members come from state runs
-when first asked for; `EpisodeList` gives a partition's episodes by row through such a map;
+when first asked for (digests as bytes); `EpisodeList` gives a partition's episodes by row through such a map;
 `StoredEpisodes` gives the episode records after a point a slice at a time.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
+import numpy as np
+
 from memory.episodes import Episode
 from memory.persistence import runs as snapshot
+from memory.persistence.digests import DIGEST, sorted_distinct
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
 
@@ -87,37 +91,79 @@ class LazyMap(MutableMapping):
 
 
 class LazySet(MutableSet):
-    """A set with members still to be added by loaders, run on first use."""
+    """A set of ids with members still to be added by loaders, run on first use.
+
+    A loader gives strings, or SHA-256 digests as bytes (numpy ``S32``: `runs.Run.id_list` reads a
+    run's edge and mark ids so, without a string per id). Those are held as one sorted array, 32
+    bytes an id instead of a string in a set (about 175 MB at a million episodes); an id among them
+    is its lower-case hex string. It behaves as a set of the ids as given.
+    """
 
     def __init__(self) -> None:
-        self._members: set[Any] = set()
+        self._members: set[Any] = set()  # ids not among `_digests`
         self._pending: list[Callable[[], Iterable[Any]]] = []
+        self._digests = np.zeros(0, dtype=DIGEST)  # sorted, distinct
 
     def defer(self, load: Callable[[], Iterable[Any]]) -> None:
         self._pending.append(load)
 
-    def _ready(self) -> set[Any]:
+    def _ready(self) -> None:
+        if not self._pending:
+            return
+        packed = [self._digests]
         while self._pending:
-            self._members.update(self._pending.pop(0)())
-        return self._members
+            found = self._pending.pop(0)()
+            if isinstance(found, np.ndarray):
+                packed.append(found)
+            else:
+                self._members.update(found)
+        if len(packed) > 1:
+            self._digests = sorted_distinct(np.concatenate(packed))
+        self._members = {i for i in self._members if not self._packed(i)}
+
+    def _packed(self, item: object) -> bool:
+        """Whether `item` is the hex string of one of the digests."""
+        if type(item) is not str or len(item) != 64 or not len(self._digests) or not _HEX.fullmatch(item):
+            return False
+        key = bytes.fromhex(item)
+        at = int(np.searchsorted(self._digests, key))
+        return at < len(self._digests) and self._digests[at] == key.rstrip(b"\0")  # numpy strips them too
 
     def __contains__(self, item: object) -> bool:
-        return item in self._ready()
+        self._ready()
+        return item in self._members or self._packed(item)
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self._ready())
+        self._ready()
+        yield from self._members
+        for digest in self._digests.tolist():
+            yield digest.ljust(32, b"\0").hex()
 
     def __len__(self) -> int:
-        return len(self._ready())
+        self._ready()
+        return len(self._members) + len(self._digests)
 
     def add(self, item: Any) -> None:
-        self._members.add(item)
+        if self._pending or not self._packed(item):  # one among pending digests is dropped when they load
+            self._members.add(item)
 
     def discard(self, item: Any) -> None:
-        self._ready().discard(item)
+        self._ready()
+        if self._packed(item):
+            self._digests = np.delete(self._digests, int(np.searchsorted(self._digests, bytes.fromhex(item))))
+        self._members.discard(item)
 
     def update(self, items: Iterable[Any]) -> None:
-        self._members.update(items)
+        for item in items:
+            self.add(item)
+
+    @classmethod
+    def _from_iterable(cls, items: Iterable[Any]) -> set[Any]:
+        return set(items)  # what set operations with another set give
+
+
+_HEX = re.compile(r"[0-9a-f]{64}")
+
 
 
 class EpisodeList(MutableSequence):

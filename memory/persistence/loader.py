@@ -138,7 +138,7 @@ class StoredState:
         state = self.state
         tail_edges = list(self.store.records_after(RecordKind.EDGE, after))
         for run in runs:
-            state.edge_ids.defer(lambda run=run: run.edge_ids)  # type: ignore[attr-defined]
+            state.edge_ids.defer(lambda run=run: run.id_list("edge_ids"))  # type: ignore[attr-defined]
         state.edge_ids.update(i for i, _ in tail_edges)
         add_edge_rows(state.graph, late_edges)
         add_edges(state.graph, [Edge.from_record(body) for _, body in tail_edges])
@@ -146,7 +146,7 @@ class StoredState:
         facts += [body for _, body in self.store.records_after(RecordKind.FACT, after)]
         state.add_versions(resolve_records(facts), stored=True)
         for run in runs:
-            state.marks.defer(lambda run=run: run.marks)  # type: ignore[attr-defined]
+            state.marks.defer(lambda run=run: run.id_list("marks"))  # type: ignore[attr-defined]
         learned = set()
         for mark, body in self.store.records_after(RecordKind.MARK, after):
             state.marks.add(mark)

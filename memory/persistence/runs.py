@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterator, Mapping
 import numpy as np
 
 from memory.episodes import EdgeType, Outcome
+from memory.persistence.digests import hex_digests
 from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_offsets, row_sizes
 
 RUN = "open_state/1"  # snapshot kind of runs
@@ -194,17 +195,19 @@ class Run:
         return [(sys.intern(s), sys.intern(t), EDGE_TYPES[k], w, sys.intern(ev))
                 for (s, t, k, ev), w in zip(self._document("edges"), weights)]
 
-    @cached_property
-    def edge_ids(self) -> list[str]:
-        return self._document("edge_ids")
+    def id_list(self, name: str) -> np.ndarray | list[str]:
+        """The ids a section lists (``edge_ids``, ``marks``), read once: the digests' 32 bytes each (numpy
+        ``S32``) when every id is a lower-case SHA-256 hex digest, parsed from the JSON without a string
+        per id (a million episodes' runs list millions); else the ids as strings."""
+        data, packed, _ = self._sections.pop(name)
+        raw = zlib.decompress(data) if packed == PACKED else bytes(data)
+        digests = hex_digests(raw)
+        return digests if digests is not None else json.loads(raw.decode("utf-8"))
 
     @cached_property
     def facts(self) -> list[dict[str, Any]]:
         return self._document("facts")
 
-    @cached_property
-    def marks(self) -> list[str]:
-        return self._document("marks")
 
     @cached_property
     def unmarked(self) -> list[str]:
@@ -427,3 +430,4 @@ def sidecar_rows(meta: Mapping[str, Any], principal: str, sections: Mapping[str,
     if len(counts) != k or (counts > dim).any() or len(palettes) != k or (palettes > np.minimum(counts, 256)).any():
         raise Corrupt("a run's row counts or palette sizes do not fit its rows")
     return row_offsets(first, dim, counts, palettes), counts, palettes
+
