@@ -2,8 +2,8 @@
 
 `LazyMap` holds episodes and problems whose values are read from the store (or a state run)
 when first asked for; `LazySet` holds edge and mark ids whose members come from state runs
-when first asked for (digests as bytes); `EpisodeList` gives a partition's episodes by row through such a map;
-`StoredEpisodes` gives the episode records after a point a slice at a time.
+when first asked for (digests as bytes); `EpisodeList` gives a partition's episodes by row
+through such a map; `StoredEpisodes` gives the episode records after a point a slice at a time.
 """
 
 from __future__ import annotations
@@ -162,8 +162,7 @@ class LazySet(MutableSet):
         return set(items)  # what set operations with another set give
 
 
-_HEX = re.compile(r"[0-9a-f]{64}")
-
+_HEX = re.compile(r"[0-9a-f]{64}")  # a SHA-256 digest in lower-case hex
 
 
 class EpisodeList(MutableSequence):

@@ -52,9 +52,9 @@ FORMAT = 4  # layout version inside the kind (see the module docstring)
 READ_FORMATS = (1, 2, 3, 4)
 
 OUTCOMES = tuple(Outcome)  # outcome codes, by position
-VERDICT_COLUMNS = frozenset({"choice", "end_us", "outcome", "principal", "seqs"})  # what `Run.verdict` reads
 OUTCOME_NAMES = tuple(o.value for o in OUTCOMES)  # the same, as the strings graph nodes hold
 EDGE_TYPES = tuple(EdgeType)  # edge type codes, by position
+VERDICT_COLUMNS = frozenset({"choice", "end_us", "outcome", "principal", "seqs"})  # what `Run.verdict` reads
 
 
 def config_digest(config: Any) -> str:
