@@ -8,7 +8,8 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
 
 * ``prior`` (the runbook): ``vote = p(c) / max p`` where ``p`` is a softmax of how well the
   round's observations match ``c``'s description and signals (the mean of the best three
-  signal coverages plus a cosine).
+  signal coverages plus a cosine). A sentence that reports a look which found nothing wrong
+  ("softener checked: salt level full", `memory.text.all_clear`) is no signal.
 * ``memory`` (precedents): each past incident (or chunk of text) votes for or against
   causes with a strength equal to its closeness to the current problem (relevance in
   [0, 1]); votes for one cause combine by noisy-OR, so agreeing precedents add up and a
@@ -16,8 +17,10 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
   one resolved otherwise counts only for what differs (`superseded`: drift). A labelled
   incident votes for what finally fixed it,
   against each choice that failed, and its corrections are read (``not X``: against X; ``it
-  was Y``: for Y). Unlabelled text is read in order (`sequence_votes`) or for what it
-  mentions.
+  was Y``: for Y). A precedent whose corrections pointed at something the round reports
+  looked at and found fine (two or more terms its corrections affirm are in the round's
+  all-clear sentences) does not vote: the site checked what it taught, and it was not that.
+  Unlabelled text is read in order (`sequence_votes`) or for what it mentions.
 * ``facts``: a fact votes for its conclusion with ``confidence × match``; a lesson also
   votes against the choices it says were wrong. Noisy-OR per cause. A fact whose conclusion
   was already tried and failed in this round is not counted.
@@ -51,7 +54,7 @@ import numpy as np
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
 from memory.episodes import Outcome, classify_text
-from memory.text import affirmed_clauses, split_negation, stems
+from memory.text import affirmed_clauses, all_clear, looked_terms, read_as_found, split_negation, stems, terms
 from memory.timeline import Encoder, HashingEncoder
 
 KINDS = ("prior", "memory", "facts", "graph")  # evidence kinds whose reliability the memory records
@@ -108,6 +111,15 @@ def superseded(evidence: Sequence[Evidence]) -> dict[str, float]:
     return standing
 
 
+def checked_clear(item: Evidence, cleared: set[str]) -> bool:
+    """Whether the round reports a look that found nothing wrong at what a precedent's corrections
+    pointed to: two or more terms the corrections affirm are in the round's all-clear lines."""
+    if not item.corrections:
+        return False
+    said = set().union(*(terms(split_negation(text)[0]) for text in item.corrections))
+    return len(said & cleared) >= 2
+
+
 def resolution_of(item: Evidence) -> str | None:
     """The answer a labelled precedent points to: what finally fixed it, else its successful choice."""
     if item.resolved_as:
@@ -156,7 +168,7 @@ class HeuristicReasoner:
 
     def signal_score(self, observations: Sequence[str], cause: CauseInfo) -> float:
         """Mean of the best three signal coverages (negated clauses do not count)."""
-        observed = [stems(split_negation(text)[0]) for text in observations]
+        observed = [stems(split_negation(read_as_found(text))[0]) for text in observations]
         coverages = []
         for signal in cause.signals:
             wanted = stems(signal)
@@ -238,6 +250,8 @@ class HeuristicReasoner:
         runbook = {cid: math.exp((value - top) / RUNBOOK_TEMPERATURE) for cid, value in prior.items()}
         votes: dict[str, dict[str, float]] = {"prior": runbook}
         supporters: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
+        # what the round reports looked at and found fine: a precedent whose corrections pointed there does not hold
+        cleared = set().union(*(terms(all_clear(line)) for line in problem.observations)) - looked_terms()
         for kind, sources in (("memory", ("episode", "incident", "chunk")), ("facts", ("fact",)), ("graph", ("change",))):
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
@@ -248,6 +262,8 @@ class HeuristicReasoner:
                 strength = max(0.0, min(1.0, item.relevance)) * (item.confidence if kind != "memory" and
                                                                   item.confidence is not None else 1.0)
                 strength *= current.get(item.id, 1.0)
+                if cleared and kind == "memory" and checked_clear(item, cleared):
+                    strength = 0.0
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
                     supporters[cause_id][(kind, item.id)] = supporters[cause_id].get((kind, item.id), 0.0) + vote * strength

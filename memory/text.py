@@ -13,7 +13,9 @@ Contents:
   `terms` and `normalize_term` (normalized content terms of fact conditions),
   `split_sentences`, `trim`;
 - negation: `NEGATORS` (words that flip the cue after them), `split_negation` (what a text
-  affirms and what it denies), `affirmed_clauses` (only the clauses stated as present);
+  affirms and what it denies), `affirmed_clauses` (only the clauses stated as present),
+  `all_clear` and `read_as_found` (the sentence of an observation line that reports a look
+  which found nothing wrong, and the line without it);
 - outcome cues: `SUCCESS_CUES`, `FAILURE_CUES`, `PARTIAL_CUES`, `SYMPTOM_NOUNS`;
 - causal cues: `CHANGE_WORDS`, `CAUSAL_CUE` (a sentence tracing a symptom to an earlier change).
 
@@ -205,17 +207,60 @@ def _scope_end(clause: str, negation: re.Match[str]) -> re.Match[str] | None:
     return end
 
 
+# Generic English for a report of having looked at something ("softener checked", "re-checked today",
+# "verified", "on inspection"): such a sentence reports what the look found. Not inside a name
+# ("payments.confirm"), and not the bare "check", which is as often an order or a plan as a report.
+_LOOKED = re.compile(r"(?<![\w.-])(?:checked|re-?checked|verified|inspected|on inspection|tested|confirm(?:s|ed)?)"
+                     r"(?![\w.-])", re.I)
+# Generic English for something a look found wrong.
+_FOUND_WRONG = re.compile(r"\b(?:trip(?:s|ped)?|fail(?:s|ed|ing|ure|ures)?|fault(?:s|y|ed)?|broken|dead|stuck|blocked|"
+                          r"clogged|choked|jammed|empty|leak(?:s|ed|ing)?|overdue|missing|damaged|worn|cracked|burnt|"
+                          r"burned|corroded|loose|seized|silent|wrong|bad|abnormal|errors?|alarms?)\b", re.I)
+
+
+@lru_cache(maxsize=1)
+def looked_terms() -> frozenset[str]:
+    """The terms of the words for a look themselves (a correction that says "check X" shares them)."""
+    return terms(" ".join(["checked", "rechecked", "re-checked", "check", "checks", "verified", "inspected",
+                           "inspection", "tested", "confirm", "confirms", "confirmed"]))
+
+
+def all_clear(line: str) -> str:
+    """The sentence of an observation line that reports a look which found nothing wrong ("" when none).
+
+    It is the first sentence that names a look (`_LOOKED`: "Softener checked: salt level full,
+    hardness zero"; "Load wet. We checked the drain first.") and affirms nothing found wrong
+    (`_FOUND_WRONG`; "checked the pump: tripped" is a symptom, "checked the logs: no errors" is
+    not). The line's other sentences are read as they are.
+    """
+    found = _LOOKED.search(line)
+    if found is None:
+        return ""
+    start = max((m.end() for m in _SENTENCE.finditer(line, 0, found.start())), default=0)
+    end = _SENTENCE.search(line, found.end())
+    sentence = line[start: end.start() if end else len(line)]
+    return "" if _FOUND_WRONG.search(split_negation(sentence)[0]) else sentence
+
+
+def read_as_found(line: str) -> str:
+    """An observation line without its all-clear sentence (`all_clear`)."""
+    cleared = all_clear(line)
+    return line.replace(cleared, " ", 1) if cleared else line
+
+
 @lru_cache(maxsize=8192)
 def affirmed_clauses(text: str) -> str:
     """The clauses of `text` that state something as present: no negation cue, no normal-state report.
 
     Stricter than `split_negation`: "the proxy has not been touched in weeks" affirms nothing
     about the proxy (the words before "not" are its subject, not a symptom), so a clause with a
-    negation cue is dropped whole. Used where a detail must be *present* to count (lesson
+    negation cue is dropped whole, and so is a sentence that reports a look which found nothing
+    wrong (`all_clear`). Used where a detail must be *present* to count (lesson
     conditions, incident closeness); corrections, which reject one thing and affirm another,
     are read with `split_negation`.
     """
-    kept = [clause for clause, normal in _clauses(text) if not normal and not _NEGATION.search(clause)]
+    lines = [read_as_found(line) for line in text.split("\n")]
+    kept = [clause for clause, normal in _clauses("\n".join(lines)) if not normal and not _NEGATION.search(clause)]
     return " ".join(clause.strip() for clause in kept)
 
 

@@ -150,6 +150,49 @@ def test_a_report_whose_status_is_normal_denies_what_it_reports_on():
     assert split_negation("pump: normal\nvalve stuck") == ("valve stuck", "pump normal")
 
 
+def test_a_look_that_found_nothing_wrong_is_an_all_clear_not_a_symptom():
+    """"Softener checked: salt level full" reports the softener fine though no word of it is a
+    normal-state word; the sentence that names the look is set apart, the rest of the line is read."""
+    from memory.text import affirmed_clauses, all_clear, read_as_found
+    assert all_clear("Softener checked: salt level full, the hardness test on the outlet reads zero") != ""
+    assert "softener" not in affirmed_clauses("Softener checked: salt level full, the hardness test reads zero").lower()
+    line = "Load 3 came out wet: droplets on the wraps. We checked the drain first"
+    assert all_clear(line) == "We checked the drain first"
+    assert read_as_found(line).strip() == "Load 3 came out wet: droplets on the wraps."
+    assert "wet" in affirmed_clauses(line) and "drain" not in affirmed_clauses(line)
+    # a look that found something wrong reports a symptom; a denied fault word does not make it one
+    assert all_clear("Checked the pump: tripped on overload") == ""
+    assert all_clear("Inspected the strainer: blocked solid") == ""
+    assert all_clear("Checked the logs: no errors since noon") != ""
+    # the words of a look inside a name are not a look, and neither is an order to look
+    assert all_clear("queue payments.confirm depth 31k") == ""
+    assert all_clear("check the pump before the dosing") == ""
+
+
+def test_a_precedent_whose_telling_detail_was_checked_clear_does_not_vote():
+    """Last time the fix was the softener; this round reports the softener checked and fine, so that
+    precedent says nothing about it (the round's own signals decide)."""
+    hard = CauseInfo("hard_water", "Hard water binds the detergent", ("grey linen", "scale on drums"))
+    dose = CauseInfo("underdosing", "The detergent pump delivers too little", ("grey linen", "dosing pump leaking"))
+    precedent = Evidence(id="r3", source="incident", text="grey linen", relevance=0.9, outcome="SUCCESS",
+                         choices=("underdosing", "hard_water"), resolved_as="hard_water",
+                         corrections=("Not the dosing: the salt softener ran out of salt and stopped softening",),
+                         observations=("linen grey",))
+    def problem(*observations):
+        return Problem(observations=observations, candidates=(hard, dose), situation="incident", service="tunnel",
+                       attempt=1)
+
+    unchecked = problem("Sheets from tunnel 2 are grey again", "Dosing pump tube worn")
+    checked = problem("Sheets from tunnel 2 are grey again", "Dosing pump tube worn",
+                      "Softener checked: salt level full, hardness reads zero")
+    assert REASONER.decide(unchecked, [precedent]).parts["hard_water"]["memory"] > 0
+    assert REASONER.decide(checked, [precedent]).parts["hard_water"]["memory"] == 0
+    assert REASONER.decide(checked, [precedent]).choice == "underdosing"
+    # one shared word is a coincidence, not the telling detail
+    salt_only = problem("Sheets from tunnel 2 are grey again", "Dosing pump tube worn", "Salt store checked: tidy")
+    assert REASONER.decide(salt_only, [precedent]).parts["hard_water"]["memory"] > 0
+
+
 def test_a_correction_that_names_the_cause_after_a_denial_votes_for_it():
     problem = _problem("requests time out", feedback=("The pool was not full and the release broke the config",))
     assert REASONER.mentions(problem.feedback[0], problem.candidates)["bad_release"] > 0
@@ -182,3 +225,19 @@ def test_splitting_by_negation_keeps_every_word_on_one_side(words, sep):
     kept = affirmed.replace(",", " ").split() + denied.replace(",", " ").split()
     content = [w for w in words if w not in _CUES and w not in _JOINS]
     assert sorted(w for w in kept if w not in _CUES and w not in _JOINS) == sorted(content)
+
+
+@given(st.lists(st.sampled_from(["softener", "checked", "verified", "salt", "full", "tripped", "no", "leak", "pump",
+                                 "payments.confirm", "the"]), max_size=12),
+       st.lists(st.sampled_from([". ", "; ", ": ", ", ", " "]), min_size=12, max_size=12))
+def test_an_all_clear_is_one_sentence_of_its_line_and_the_rest_is_kept(words, seps):
+    """The all-clear part of a line is a run of it that names a look, and nothing else is dropped."""
+    from memory.text import all_clear, read_as_found
+    line = "".join(word + sep for word, sep in zip(words, seps)).strip()
+    cleared = all_clear(line)
+    if not cleared:
+        assert read_as_found(line) == line
+        return
+    assert cleared in line and any(w in cleared for w in ("checked", "verified"))
+    assert not {"tripped", "leak"} & set(split_negation(cleared)[0].replace(",", " ").split())  # nothing found wrong
+    assert sorted((read_as_found(line) + " " + cleared).split()) == sorted(line.split())
