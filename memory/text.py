@@ -211,7 +211,7 @@ def _scope_end(clause: str, negation: re.Match[str]) -> re.Match[str] | None:
 # "verified", "on inspection"): such a sentence reports what the look found. Not inside a name
 # ("payments.confirm"), and not the bare "check", which is as often an order or a plan as a report.
 _LOOKED = re.compile(r"(?<![\w.-])(?:checked|re-?checked|verified|inspected|on inspection|tested|confirm(?:s|ed)?)"
-                     r"(?![\w.-])", re.I)
+                     r"(?![\w-]|\.\w)", re.I)
 # Generic English for something a look found wrong.
 _FOUND_WRONG = re.compile(r"\b(?:trip(?:s|ped)?|fail(?:s|ed|ing|ure|ures)?|fault(?:s|y|ed)?|broken|dead|stuck|blocked|"
                           r"clogged|choked|jammed|empty|leak(?:s|ed|ing)?|overdue|missing|damaged|worn|cracked|burnt|"
@@ -233,19 +233,25 @@ def all_clear(line: str) -> str:
     (`_FOUND_WRONG`; "checked the pump: tripped" is a symptom, "checked the logs: no errors" is
     not). The line's other sentences are read as they are.
     """
-    found = _LOOKED.search(line)
-    if found is None:
-        return ""
-    start = max((m.end() for m in _SENTENCE.finditer(line, 0, found.start())), default=0)
-    end = _SENTENCE.search(line, found.end())
-    sentence = line[start: end.start() if end else len(line)]
-    return "" if _FOUND_WRONG.search(split_negation(sentence)[0]) else sentence
+    start, end = _all_clear_span(line)
+    return line[start:end]
 
 
 def read_as_found(line: str) -> str:
     """An observation line without its all-clear sentence (`all_clear`)."""
-    cleared = all_clear(line)
-    return line.replace(cleared, " ", 1) if cleared else line
+    start, end = _all_clear_span(line)
+    return line[:start] + " " + line[end:] if end > start else line
+
+
+def _all_clear_span(line: str) -> tuple[int, int]:
+    """Where `all_clear`'s sentence starts and ends in the line ((0, 0) when there is none)."""
+    found = _LOOKED.search(line)
+    if found is None:
+        return 0, 0
+    start = max((m.end() for m in _SENTENCE.finditer(line, 0, found.start())), default=0)
+    after = _SENTENCE.search(line, found.end())
+    end = after.start() if after else len(line)
+    return (0, 0) if _FOUND_WRONG.search(split_negation(line[start:end])[0]) else (start, end)
 
 
 @lru_cache(maxsize=8192)

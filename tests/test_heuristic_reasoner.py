@@ -166,6 +166,7 @@ def test_a_look_that_found_nothing_wrong_is_an_all_clear_not_a_symptom():
     assert all_clear("Checked the logs: no errors since noon") != ""
     # the words of a look inside a name are not a look, and neither is an order to look
     assert all_clear("queue payments.confirm depth 31k") == ""
+    assert all_clear("Sheets grey again. Softener checked. Dosing pump leaking") == "Softener checked."
     assert all_clear("check the pump before the dosing") == ""
 
 
