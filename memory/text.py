@@ -210,8 +210,10 @@ def _scope_end(clause: str, negation: re.Match[str]) -> re.Match[str] | None:
 # Generic English for a report of having looked at something ("softener checked", "re-checked today",
 # "verified", "on inspection"): such a sentence reports what the look found. Not inside a name
 # ("payments.confirm"), and not the bare "check", which is as often an order or a plan as a report.
-_LOOKED = re.compile(r"(?<![\w.-])(?:checked|re-?checked|verified|inspected|on inspection|tested|confirm(?:s|ed)?)"
-                     r"(?![\w-]|\.\w)", re.I)
+_LOOKED = re.compile(r"(?<![\w.-])(?<!\bis )(?<!\bare )(?:checked|re-?checked|verified|inspected|on inspection|tested|"
+                     r"confirm(?:s|ed)?)(?![\w-]|\.\w)", re.I)  # "a field that is checked" describes, it reports no look
+# Generic English contrast: what follows it in a look's sentence is what the look found wrong ("checked, but …").
+_CONTRAST = re.compile(r"\b(?:but|yet|however|although|though|except)\b", re.I)
 # Generic English for something a look found wrong.
 _FOUND_WRONG = re.compile(r"\b(?:trip(?:s|ped)?|fail(?:s|ed|ing|ure|ures)?|fault(?:s|y|ed)?|broken|dead|stuck|blocked|"
                           r"clogged|choked|jammed|empty|leak(?:s|ed|ing)?|overdue|missing|damaged|worn|cracked|burnt|"
@@ -231,7 +233,8 @@ def all_clear(line: str) -> str:
     It is the first sentence that names a look (`_LOOKED`: "Softener checked: salt level full,
     hardness zero"; "Load wet. We checked the drain first.") and affirms nothing found wrong
     (`_FOUND_WRONG`; "checked the pump: tripped" is a symptom, "checked the logs: no errors" is
-    not). The line's other sentences are read as they are.
+    not), with no contrast after the look ("checked, but the valve was left shut"). The line's
+    other sentences are read as they are.
     """
     start, end = _all_clear_span(line)
     return line[start:end]
@@ -251,7 +254,9 @@ def _all_clear_span(line: str) -> tuple[int, int]:
     start = max((m.end() for m in _SENTENCE.finditer(line, 0, found.start())), default=0)
     after = _SENTENCE.search(line, found.end())
     end = after.start() if after else len(line)
-    return (0, 0) if _FOUND_WRONG.search(split_negation(line[start:end])[0]) else (start, end)
+    sentence = line[start:end]
+    found_wrong = _FOUND_WRONG.search(split_negation(sentence)[0]) or _CONTRAST.search(line, found.end(), end)
+    return (0, 0) if found_wrong else (start, end)
 
 
 @lru_cache(maxsize=8192)

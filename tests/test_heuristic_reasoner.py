@@ -168,6 +168,9 @@ def test_a_look_that_found_nothing_wrong_is_an_all_clear_not_a_symptom():
     assert all_clear("queue payments.confirm depth 31k") == ""
     assert all_clear("Sheets grey again. Softener checked. Dosing pump leaking") == "Softener checked."
     assert all_clear("check the pump before the dosing") == ""
+    # what a thing does is no look at it, and a contrast after a look reports what it found wrong
+    assert all_clear("a dict with a 'ttl' field that is checked but never evicted") == ""
+    assert all_clear("Pump checked, but the valve to the plates was left shut") == ""
 
 
 def test_a_precedent_whose_telling_detail_was_checked_clear_does_not_vote():
