@@ -24,7 +24,9 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
 * ``facts``: a fact votes for its conclusion with ``confidence × match``; a lesson also
   votes against the choices it says were wrong. Noisy-OR per cause. A fact whose conclusion
   was already tried and failed in this round is not counted.
-* ``feedback``: the corrections already received in this round, read like corrections.
+* ``feedback``: the corrections already received in this round, read like corrections, and
+  the round's own all-clear sentences: each counts against the candidates whose distinctive
+  words it names, at ``CORRECTION_SHARE`` (the site looked there and found nothing wrong).
 * ``graph``: votes the memory's causal graph attaches to candidates (evidence items of
   source ``change``), noisy-OR per cause.
 
@@ -272,6 +274,11 @@ class HeuristicReasoner:
         for text in problem.feedback:
             for cause_id, vote in self.mentions(text, candidates).items():
                 feedback[cause_id] += vote
+        for line in problem.observations:
+            cleared_text = all_clear(line)
+            if cleared_text:
+                for cause_id, strength in self._association(cleared_text, tuple(candidates)).items():
+                    feedback[cause_id] -= CORRECTION_SHARE * strength
         votes["feedback"] = {cid: max(-1.0, min(1.0, value)) for cid, value in feedback.items()}
         return votes, supporters
 

@@ -197,6 +197,14 @@ def test_a_precedent_whose_telling_detail_was_checked_clear_does_not_vote():
     assert REASONER.decide(salt_only, [precedent]).parts["hard_water"]["memory"] > 0
 
 
+def test_an_all_clear_counts_against_the_cause_whose_words_it_names():
+    plain = REASONER.decide(_problem("requests wait for a connection"), [])
+    cleared = REASONER.decide(_problem("requests wait for a connection",
+                                       "Verified the release: same version, right deploy of the config"), [])
+    assert plain.parts["bad_release"]["feedback"] == 0
+    assert cleared.parts["bad_release"]["feedback"] < 0 and cleared.parts["pool_exhaustion"]["feedback"] == 0
+
+
 def test_a_correction_that_names_the_cause_after_a_denial_votes_for_it():
     problem = _problem("requests time out", feedback=("The pool was not full and the release broke the config",))
     assert REASONER.mentions(problem.feedback[0], problem.candidates)["bad_release"] > 0
