@@ -115,7 +115,7 @@ def superseded(evidence: Sequence[Evidence]) -> dict[str, float]:
 
 def checked_clear(item: Evidence, cleared: set[str]) -> bool:
     """Whether the round reports a look that found nothing wrong at what a precedent's corrections
-    pointed to: two or more terms the corrections affirm are in the round's all-clear lines."""
+    pointed to: two or more terms the corrections affirm are in the round's all-clear sentences."""
     if not item.corrections:
         return False
     said = set().union(*(terms(split_negation(text)[0]) for text in item.corrections))

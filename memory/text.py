@@ -246,6 +246,7 @@ def read_as_found(line: str) -> str:
     return line[:start] + " " + line[end:] if end > start else line
 
 
+@lru_cache(maxsize=8192)  # the reasoner reads each observation line once per candidate
 def _all_clear_span(line: str) -> tuple[int, int]:
     """Where `all_clear`'s sentence starts and ends in the line ((0, 0) when there is none)."""
     found = _LOOKED.search(line)
