@@ -368,6 +368,7 @@ class EpisodicMemory:
         self.stored.opened()
         if opened.resume_from >= 0:  # entries of episodes closed and stored before are not fed again
             self._seen = opened.resume_from - 1
+            self._flushes.resume(self._seen)
             self._catch_up()
 
 

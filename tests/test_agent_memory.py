@@ -130,6 +130,35 @@ def test_rebuild_from_the_timeline_equals_the_live_state(tmp_path):
         assert reopened.projection() == live
 
 
+def check_flush_point_survives_a_crash(target, monkeypatch):
+    """A flush stores its point first, then closes the open episodes and stores them. A process that dies in
+    between (or another process that opens the store in between) must still close those episodes at the
+    point when it feeds their entries again, as `rebuild()` does."""
+    with EpisodicMemory(target) as memory:
+        memory.observe("checkout p99 latency 4 s, pool wait timeouts", timestamp=T0, situation="incident")
+        memory.decide("Decision: raise the pool size", choice="pool", timestamp=T0 + timedelta(minutes=1),
+                      situation="incident")
+
+        def crash() -> None:
+            raise KeyboardInterrupt("killed after the flush point was stored")
+
+        monkeypatch.setattr(memory, "_close_open", crash)
+        with pytest.raises(KeyboardInterrupt):
+            memory.flush()
+    monkeypatch.undo()
+    with EpisodicMemory(target) as memory:
+        # the same service a minute later: without the flush point this would continue the open episode
+        memory.outcome("checkout p99 back to 120 ms after the pool change", status="success",
+                       timestamp=T0 + timedelta(minutes=2), situation="incident")
+        memory.flush()
+        assert len(memory.episodes()) == 2
+        assert memory.projection() == memory.rebuild()
+
+
+def test_a_flush_point_stored_before_a_crash_is_applied_when_the_store_reopens(tmp_path, monkeypatch):
+    check_flush_point_survives_a_crash(str(tmp_path / "m.db"), monkeypatch)
+
+
 def test_reopening_replays_nothing_twice(tmp_path):
     path = tmp_path / "m.db"
     with EpisodicMemory(path) as memory:

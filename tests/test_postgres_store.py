@@ -255,6 +255,12 @@ def test_forgetting_on_the_server_store(server, url):
         assert brk is not None and brk.seq == 1 and "content does not match" in brk.reason
 
 
+def test_a_flush_point_stored_before_a_crash_is_applied_when_the_server_store_reopens(url, monkeypatch):
+    from tests.test_agent_memory import check_flush_point_survives_a_crash
+
+    check_flush_point_survives_a_crash(url, monkeypatch)
+
+
 def test_a_flush_while_others_write_keeps_projections_equal_on_the_server(url):
     from tests.test_shared_writers import check_writers
 

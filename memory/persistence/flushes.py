@@ -50,6 +50,14 @@ class FlushPoints:
             self.applied_at(head)
             return True
 
+    def resume(self, seen: int) -> None:
+        """Opening: every flush point stored at or after timeline seq `seen` (the last entry the stored episodes
+        cover) is pending, whenever it was stored. A flush stores its point before it stores the episodes it
+        closes, so a process that died in between (or that another process opened the store in between) left
+        a point the stored episodes do not reflect; the entries fed again from `seen + 1` are closed there."""
+        points = {int(point) for point in self.store.record_ids(RecordKind.FLUSH) if point.isdigit()}
+        self.pending = sorted(set(self.pending) | {p for p in points if p >= seen and p > self.applied})
+
     def poll(self) -> None:
         """Read the flush points stored since the last poll (nothing to read unless another process committed)."""
         if not self.store.others_wrote():

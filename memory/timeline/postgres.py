@@ -289,6 +289,10 @@ class PostgresStore:
         rows = self._rows("SELECT body FROM records WHERE kind = %s AND id = %s", (kind_text(kind), record_id))
         return json.loads(rows[0][0]) if rows else None
 
+    def record_ids(self, kind: RecordKind | str) -> list[str]:
+        """The ids of the records of one kind, in no particular order."""
+        return [row[0] for row in self._rows("SELECT id FROM records WHERE kind = %s", (kind_text(kind),))]
+
     def record_at(self, seq: int) -> tuple[str, str] | None:
         """(kind, id) of the record stored at `seq`, or None."""
         rows = self._rows("SELECT kind, id FROM records WHERE seq = %s", (seq,))

@@ -113,6 +113,10 @@ class RecordLog(Protocol):
         """The body of one record, or None."""
         ...
 
+    def record_ids(self, kind: RecordKind | str) -> list[str]:
+        """The ids of the records of one kind, in no particular order (read from the (kind, id) key alone)."""
+        ...
+
     def record_at(self, seq: int) -> tuple[str, str] | None:
         """(kind, id) of the record stored at `seq`, or None."""
         ...

@@ -282,6 +282,10 @@ class SQLiteStore:
             raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
         return json.loads(record_body.unpack(row[0])) if row else None
 
+    def record_ids(self, kind: RecordKind | str) -> list[str]:
+        """The ids of the records of one kind, in no particular order (the (kind, id) index alone is read)."""
+        return [row[0] for row in self._db.execute("SELECT id FROM records WHERE kind = ?", (kind_text(kind),))]
+
     def record_at(self, seq: int) -> tuple[str, str] | None:
         """(kind, id) of the record stored at `seq`, or None."""
         row = self._db.execute("SELECT kind, id FROM records WHERE seq = ?", (seq,)).fetchone()
