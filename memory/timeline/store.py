@@ -334,10 +334,6 @@ class SQLiteStore:
         """Distinct tenants in the timeline."""
         return self._db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0]
 
-    def record_ids(self, kind: RecordKind | str) -> list[str]:
-        """Ids of the records of one kind, in insertion order."""
-        return [row[0] for row in self._in_order(kind, "id")]
-
     def has_record(self, kind: RecordKind | str, record_id: str) -> bool:
         """Whether a derived record of this kind and id exists."""
         kind = kind_text(kind)
