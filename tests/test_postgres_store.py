@@ -261,6 +261,12 @@ def test_a_flush_point_stored_before_a_crash_is_applied_when_the_server_store_re
     check_flush_point_survives_a_crash(url, monkeypatch)
 
 
+def test_a_memory_opened_between_a_flush_point_and_its_episodes_closes_them_there_on_the_server(url):
+    from tests.test_shared_writers import check_open_between_a_flush_point_and_its_episodes
+
+    check_open_between_a_flush_point_and_its_episodes(url)
+
+
 def test_a_flush_while_others_write_keeps_projections_equal_on_the_server(url):
     from tests.test_shared_writers import check_writers
 

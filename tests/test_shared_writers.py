@@ -77,3 +77,31 @@ def check_writers(target):
 
 def test_a_flush_while_others_write_keeps_every_projection_equal_to_rebuild(tmp_path):
     check_writers(str(tmp_path / "shared.sqlite"))
+
+
+def check_open_between_a_flush_point_and_its_episodes(target):
+    """One process stores a flush point; before it stores the episodes that point closes, another process
+    opens the store. The second process must close those episodes at the point, as `rebuild()` does."""
+    with EpisodicMemory(target, principal="a", encoder=HashingEncoder(dim=64)) as writer:
+        writer.observe("service 0: latency high", timestamp=T0, situation="incident")
+        writer.observe("service 0: queue depth 40k", timestamp=T0 + timedelta(minutes=1), situation="incident")
+        opened = []
+        close_open = writer._close_open
+
+        def open_another_then_close():  # the other process opens in the window between point and episodes
+            opened.append(EpisodicMemory(target, principal="b", encoder=HashingEncoder(dim=64)))
+            return close_open()
+
+        writer._close_open = open_another_then_close
+        writer.flush()
+        writer._close_open = close_open
+        with opened[0] as reader:
+            reader.observe("service 0: latency high again", timestamp=T0 + timedelta(minutes=2), situation="incident",
+                           principal="a")
+            reader.flush()
+            assert len(reader.episodes("a")) == 2
+            assert reader.projection() == reader.rebuild()
+
+
+def test_a_memory_opened_between_a_flush_point_and_its_episodes_closes_them_there(tmp_path):
+    check_open_between_a_flush_point_and_its_episodes(str(tmp_path / "shared.sqlite"))
