@@ -6,6 +6,7 @@ import sys
 import textwrap
 from datetime import timedelta
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -130,7 +131,7 @@ def test_rebuild_from_the_timeline_equals_the_live_state(tmp_path):
         assert reopened.projection() == live
 
 
-def check_flush_point_survives_a_crash(target, monkeypatch):
+def check_flush_point_survives_a_crash(target):
     """A flush stores its point first, then closes the open episodes and stores them. A process that dies in
     between (or another process that opens the store in between) must still close those episodes at the
     point when it feeds their entries again, as `rebuild()` does."""
@@ -139,13 +140,9 @@ def check_flush_point_survives_a_crash(target, monkeypatch):
         memory.decide("Decision: raise the pool size", choice="pool", timestamp=T0 + timedelta(minutes=1),
                       situation="incident")
 
-        def crash() -> None:
-            raise KeyboardInterrupt("killed after the flush point was stored")
-
-        monkeypatch.setattr(memory, "_close_open", crash)
-        with pytest.raises(KeyboardInterrupt):
+        killed = KeyboardInterrupt("killed after the flush point was stored")
+        with mock.patch.object(memory, "_close_open", side_effect=killed), pytest.raises(KeyboardInterrupt):
             memory.flush()
-    monkeypatch.undo()
     with EpisodicMemory(target) as memory:
         # the same service a minute later: without the flush point this would continue the open episode
         memory.outcome("checkout p99 back to 120 ms after the pool change", status="success",
@@ -155,8 +152,8 @@ def check_flush_point_survives_a_crash(target, monkeypatch):
         assert memory.projection() == memory.rebuild()
 
 
-def test_a_flush_point_stored_before_a_crash_is_applied_when_the_store_reopens(tmp_path, monkeypatch):
-    check_flush_point_survives_a_crash(str(tmp_path / "m.db"), monkeypatch)
+def test_a_flush_point_stored_before_a_crash_is_applied_when_the_store_reopens(tmp_path):
+    check_flush_point_survives_a_crash(str(tmp_path / "m.db"))
 
 
 def test_reopening_replays_nothing_twice(tmp_path):

@@ -3,9 +3,9 @@ equals `rebuild()` from the timeline (property test over scripts of observe, dec
 flush calls, killed at the k-th derived-record write)."""
 
 import tempfile
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import example, given, settings, strategies as st
 
@@ -25,9 +25,8 @@ class Killed(BaseException):
     """The process dies here (not an Exception: no handler in the write path catches it)."""
 
 
-@contextmanager
 def killed_at(write: int):
-    """Raise `Killed` at the `write`-th call of `SQLiteStore.add_records` (1-based) while inside."""
+    """Within it, `SQLiteStore.add_records` raises `Killed` at its `write`-th call (1-based)."""
     original, calls = SQLiteStore.add_records, [0]
 
     def add_records(self, *args, **kwargs):
@@ -36,11 +35,7 @@ def killed_at(write: int):
             raise Killed(f"killed at derived write {write}")
         return original(self, *args, **kwargs)
 
-    SQLiteStore.add_records = add_records
-    try:
-        yield
-    finally:
-        SQLiteStore.add_records = original
+    return mock.patch.object(SQLiteStore, "add_records", add_records)
 
 
 def apply(memory, step, minutes):

@@ -255,10 +255,10 @@ def test_forgetting_on_the_server_store(server, url):
         assert brk is not None and brk.seq == 1 and "content does not match" in brk.reason
 
 
-def test_a_flush_point_stored_before_a_crash_is_applied_when_the_server_store_reopens(url, monkeypatch):
+def test_a_flush_point_stored_before_a_crash_is_applied_when_the_server_store_reopens(url):
     from tests.test_agent_memory import check_flush_point_survives_a_crash
 
-    check_flush_point_survives_a_crash(url, monkeypatch)
+    check_flush_point_survives_a_crash(url)
 
 
 def test_a_memory_opened_between_a_flush_point_and_its_episodes_closes_them_there_on_the_server(url):

@@ -6,6 +6,7 @@ import multiprocessing
 import queue
 import traceback
 from datetime import timedelta
+from unittest import mock
 
 from memory import EpisodicMemory
 from memory.timeline import HashingEncoder, RecordKind, open_store
@@ -85,16 +86,14 @@ def check_open_between_a_flush_point_and_its_episodes(target):
     with EpisodicMemory(target, principal="a", encoder=HashingEncoder(dim=64)) as writer:
         writer.observe("service 0: latency high", timestamp=T0, situation="incident")
         writer.observe("service 0: queue depth 40k", timestamp=T0 + timedelta(minutes=1), situation="incident")
-        opened = []
-        close_open = writer._close_open
+        opened, close_open = [], writer._close_open
 
         def open_another_then_close():  # the other process opens in the window between point and episodes
             opened.append(EpisodicMemory(target, principal="b", encoder=HashingEncoder(dim=64)))
             return close_open()
 
-        writer._close_open = open_another_then_close
-        writer.flush()
-        writer._close_open = close_open
+        with mock.patch.object(writer, "_close_open", open_another_then_close):
+            writer.flush()
         with opened[0] as reader:
             reader.observe("service 0: latency high again", timestamp=T0 + timedelta(minutes=2), situation="incident",
                            principal="a")
