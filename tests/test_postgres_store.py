@@ -140,9 +140,9 @@ def test_concurrent_writer_processes_keep_one_chain_and_each_projection_equals_r
         assert [e.seq for e in entries] == list(range(len(entries)))  # linear: no gap, no fork
         per_agent = {p: sum(e.principal == p for e in entries) for p in store.principals()}
         assert store.verify() is None
-    assert len(set(per_agent.values())) == 1 and len(per_agent) == processes and len(entries) > 100
-    assert [ok for _, ok, _ in outcomes] == [True] * processes
-    assert len({count for _, _, count in outcomes}) == 1 and outcomes[0][2] > 0
+    assert len(set(per_agent.values())) == 1 and len(per_agent) == processes and len(entries) > 100, per_agent
+    assert [ok for _, ok, _ in outcomes] == [True] * processes, outcomes
+    assert len({count for _, _, count in outcomes}) == 1 and outcomes[0][2] > 0, outcomes
 
 
 def test_a_memory_on_a_url_reopens_with_what_it_learned(url):
