@@ -255,6 +255,24 @@ def test_a_change_named_by_its_noun_links_the_fix_that_made_it(reference: str) -
         assert caused(infer_edges(unreferred, [pump, filters])) == []
 
 
+def test_a_reference_quoting_the_value_a_fix_set_links_that_fix_over_one_its_noun_describes() -> None:
+    # The reference's noun ("the controller change") describes the display fix; the value it quotes
+    # (18.5 C) is the one the setpoint fix set. Which fix set the value is the stronger evidence.
+    setpoint = fixed("setpoint", 0, "cold-room-1", "Lowered the defrost setpoint to 18.5 C and shortened the cycle")
+    display = fixed("display", 30, "cold-room-2", "Swapped the controller display board; readings back")
+    new = incident("new", 60, "cold-room-3", "Evaporator coils iced solid by morning",
+                   "Since the controller change the defrost ends at 18.5 C")
+    pairs, link = linked(new, [setpoint, display])
+    assert pairs == [("new", "setpoint")] and "value" in link.evidence
+    other = incident("new", 60, "cold-room-3", "Evaporator coils iced solid by morning",
+                     "Since the controller change the defrost ends at 21 C")
+    assert caused(infer_edges(other, [setpoint, display])) == [("new", "display")]  # no value shared: the noun decides
+    unreferred = incident("new", 60, "cold-room-3", "Evaporator coils iced solid by morning",
+                          "The defrost ends at 18.5 C")
+    from memory.graph.rules import rank_incident_causes
+    assert all(dict(h.factors).get("value", 0.0) == 0.0 for h in rank_incident_causes(unreferred, [setpoint, display]))
+
+
 def test_a_generic_verb_is_no_term_a_symptom_shares_with_a_change() -> None:
     from memory.graph.changes import entity_terms
     assert entity_terms("Took two turns on the take-up") == entity_terms("two turns on the take-up")

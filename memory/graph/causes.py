@@ -11,6 +11,9 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``reference``: the observations refer to a past change or incident at all (every hypothesis);
 - ``described``: the words a reference uses for the past change or incident ("the last *egress*
   incident", "the *base-image* change") are words of that incident or change;
+- ``value``: a referring sentence quotes a number or version the change set ("since the base-image
+  change the heap max is 60%" for a fix that lowered the heap max to 60%): what the referred change
+  left behind identifies it more surely than the noun the reference calls it by;
 - ``same_subject``: the change was made on the failing service itself and a reference names
   no other changed service ("the last cache fix"); ``named_own`` when the reference's own words
   name that service ("the change made for the X incident");
@@ -56,7 +59,7 @@ from functools import lru_cache
 from typing import Callable, NamedTuple, Sequence
 
 from memory.episodes import Episode
-from memory.graph.changes import (TermWeights, change_terms, entity_terms, incident_terms, name_terms,
+from memory.graph.changes import (TermWeights, change_terms, entity_terms, incident_terms, is_value, name_terms,
                                    stopgap_terms)
 from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, split_negation, split_sentences
 
@@ -112,6 +115,7 @@ class CauseWeights:
     same_subject: float = 1.5  # a change on the failing service itself, with a reference naming no other
     named_own: float = 4.0  # the same, when the reference's words name the service ("the X incident")
     described: float = 3.0  # per unit of IDF-weighted words describing the referred change that match it
+    value: float = 3.0  # per unit (at most one) of IDF-weighted numbers a referring sentence shares with the change
     overlap_referring: float = 3.0  # per unit of IDF-weighted shared terms, in referring sentences
     overlap_other: float = 1.5  # per unit of IDF-weighted shared terms, in the other observations
     overlap_cap: float = 1.5  # at most this many units of overlap count, per kind of sentence
@@ -293,6 +297,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     in_incident, _ = terms.overlap(ref_terms - changed, about)
     in_refs += 0.5 * in_incident
     in_rest, shared_rest = terms.overlap(other_terms, changed)
+    in_values, _ = terms.overlap(frozenset(t for t in ref_terms if is_value(t)), changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
     stopgap = stopgap_terms(ep)
     in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())
@@ -304,6 +309,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
         days * 86400.0 <= w.acted_within_s else 0.0
     return [("prior", w.prior, ()), ("named", named, ()), ("reference", w.reference if refs else 0.0, ()),
             ("described", w.described * min(in_words, 1.0), shared_words),
+            ("value", w.value * min(in_values, 1.0), ()),
             ("same subject", same, ()), ("overlap", overlap, shared_refs + shared_rest), ("denied", denied, ()),
             ("acted here", acted, ()),
             ("provisional", w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0,

@@ -49,6 +49,11 @@ _KIND_PATTERNS = {kind: re.compile(rf"\b(?:{words})\b") for kind, words in CHANG
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.%\-]*[a-z0-9%]|[a-z0-9]")
 _PARTS = re.compile(r"[_\-./]+")
 _NUMBER = re.compile(r"^v?\d[\d.%]*$")
+
+
+def is_value(term: str) -> bool:
+    """Whether an entity term is a number or version (``60%``, ``v2.14.0``, ``512``), not a word."""
+    return bool(_NUMBER.match(term))
 TERM_LENGTH = 6  # terms are normalized words cut to six letters ("rolled", "rolling" → "roll")
 # Generic English words of time, frequency and amount (they date or size a thing, never name it)
 # and of symptoms and outcomes in general (every incident has them).
