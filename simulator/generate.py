@@ -10,7 +10,8 @@ wording (templates x services x numbers). The scenario mixes:
 - red herrings (every 5th round, 3rd position): surface symptoms of another family
   plus one tell of the true family;
 - caused_by chains (kind ``caused``): an incident caused by an earlier round's fix,
-  drawn from ``CONSEQUENCES``;
+  drawn from ``CONSEQUENCES``; the earlier round is one whose service no later round has
+  (the hint names that service, so it names one change);
 - drift: a context cue accompanies family A in the first half (kind ``drift_setup``)
   and family B in the second half (kind ``drift``) — the description names the rounds;
 - interludes, retries (max_attempts 1-3) and corrections.
@@ -119,7 +120,11 @@ def _draw_round(rng: np.random.Generator, draft: _Draft, i: int) -> None:
             obs.append(_fill(_pick(rng, fam.FAMILIES[draft.drift_b]["tells"]), v))
         needed = [draft.drift_a, draft.drift_b]
     elif i % CAUSED_EVERY == CAUSED_OFFSET and i >= 3:
-        j = i - int(rng.integers(1, min(6, i) + 1))
+        # the hint names the earlier round's service: only a round whose service had no later round
+        # qualifies, or the hint would name two changes
+        window = [j for j in range(i - 1, i - min(6, i) - 1, -1)
+                  if all(r["service"] != draft.rounds[j]["service"] for r in draft.rounds[j + 1 :])]
+        j = _pick(rng, window)
         earlier = draft.rounds[j]
         truth = _pick(rng, fam.CONSEQUENCES[draft.truths[j]])
         kind, caused_by = "caused", earlier["id"]

@@ -14,9 +14,10 @@ recurs on other services in other words. Each block of ten rounds holds, in orde
 Three lessons rotate over the blocks. From two thirds of the way on, the first lesson
 *drifts*: its marker was repaired, the same symptoms are M again (kind ``drift``), and a
 correction says so. Plain rounds carry the truth's own runbook signals; caused rounds carry
-a causal hint from `lesson_pools.CHAIN_HINTS`. Every sentence is drawn from the paraphrase
-pools of `simulator.lesson_pools`; `lesson_overlap` measures the mean stem-Jaccard between a
-lesson and its recurrences.
+a causal hint from `lesson_pools.CHAIN_HINTS`, which names the service of the block's first
+round: no round before it in the block is on that service, so the hint names one change.
+Every sentence is drawn from the paraphrase pools of `simulator.lesson_pools`;
+`lesson_overlap` measures the mean stem-Jaccard between a lesson and its recurrences.
 
 Families: ``train``, ``test`` or ``all`` (`families.TRAIN_FAMILIES`, `TEST_FAMILIES`): the
 scenario's root causes, lessons and fillers come only from the chosen split.
@@ -35,6 +36,7 @@ from simulator import lesson_pools as pools
 BLOCK = ("lesson", "plain", "lesson_recur", "plain", "red_herring", "lesson_recur", "caused", "lesson_recur",
          "plain", "lesson_recur")
 LESSONS = 3  # lessons rotating over the blocks
+CAUSED = BLOCK.index("caused")  # the slot of a block's caused round
 SPLITS = {"train": fam.TRAIN_FAMILIES, "test": fam.TEST_FAMILIES, "all": tuple(fam.FAMILIES)}
 
 
@@ -72,8 +74,12 @@ class _Lessons:
         frames = self.rng.choice(len(pools.SIGNAL_FRAMES), size=len(picks), replace=False)
         return [pools.SIGNAL_FRAMES[int(f)].format(**v, signal=signals[int(s)]) for s, f in zip(picks, frames)]
 
-    def service(self, avoid: str | None) -> str:
-        return _pick(self.rng, [s for s in fam.SERVICES if s != avoid])
+    def service(self, avoid: str | None, i: int) -> str:
+        """A service for round `i` other than `avoid`. Until a block's caused round, not the service
+        of the block's first round either: the causal hint names that service, so no other change
+        on it may come in between (the hint would name two changes)."""
+        cause = self.rounds[i - i % len(BLOCK)]["service"] if 0 < i % len(BLOCK) <= CAUSED else None
+        return _pick(self.rng, [s for s in fam.SERVICES if s not in (avoid, cause)])
 
     def draw(self, i: int) -> None:
         """Round `i`: its kind follows from its place in the block."""
@@ -83,7 +89,7 @@ class _Lessons:
         if slot in ("lesson", "lesson_recur"):
             self._lesson_round(i, lesson, drifted)
         elif slot == "red_herring":
-            svc = self.service(lesson["last_svc"])
+            svc = self.service(lesson["last_svc"], i)
             v = self.fill(svc)
             obs = self.signals(lesson["m"], v, 2) + [_pick(self.rng, pools.MARKER_ABSENT_FRAMES).format(
                 **v, marker=lesson["marker"]).capitalize()]
@@ -93,18 +99,18 @@ class _Lessons:
             options = [c for c in fam.CONSEQUENCES[earlier["truth"]] if c in self.ids] or \
                 [c for c in self.ids if c != earlier["truth"]]
             truth = _pick(self.rng, options)
-            svc = self.service(None)
+            svc = self.service(None, i)
             v = {**self.fill(svc), "prev_svc": earlier["service"]}
             obs = [_pick(self.rng, pools.CHAIN_HINTS).format(**v)] + self.signals(truth, v, 2)
             self._add(i, "caused", svc, obs, truth, [earlier["truth"]], None, earlier["id"])
         else:
             truth = _pick(self.rng, self.ids)
-            svc = self.service(None)
+            svc = self.service(None, i)
             self._add(i, "plain", svc, self.signals(truth, self.fill(svc), 2), truth, [], None, None)
 
     def _lesson_round(self, i: int, lesson: dict[str, Any], drifted: bool) -> None:
         self.lesson_of[f"r{i + 1}"] = self.lessons.index(lesson)
-        svc = self.service(lesson["last_svc"])
+        svc = self.service(lesson["last_svc"], i)
         lesson["last_svc"] = svc
         v = self.fill(svc)
         obs = self.signals(lesson["m"], v, 2)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import scenarios
 from agent.agents import NoMemoryAgent
 from agent.heuristic import HeuristicReasoner
 from eval.runner import play
 from simulator import families as fam
-from simulator.generate import main, to_yaml
+from simulator.generate import generate, main, to_yaml
 from simulator.lessons import generate_lessons, lesson_overlap
 
 
@@ -47,3 +49,27 @@ def test_cli_lessons_and_families_flags(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--families", "test", "--rounds", "5"])
     assert exit_.value.code == 2
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(7, 90), families=st.sampled_from(["train", "test"]))
+def test_a_causal_hint_names_a_service_whose_only_change_since_is_the_cause(seed, rounds, families):
+    # The hint names the cause's service ("yesterday's fix to X", "the only recent change was the
+    # remediation applied to X"): no round on that service may come between the cause and its incident.
+    check_caused_referents(generate_lessons(rounds, seed=seed, families=families)["rounds"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.integers(8, 90))
+def test_a_plain_scenario_s_causal_hint_names_one_change(seed, rounds):
+    check_caused_referents(generate(rounds, seed)["rounds"])
+
+
+def check_caused_referents(rounds):
+    at = {r["id"]: n for n, r in enumerate(rounds)}
+    caused = [(n, at[r["caused_by"]]) for n, r in enumerate(rounds) if r.get("caused_by")]
+    assert caused
+    for n, cause in caused:
+        service = rounds[cause]["service"]
+        between = [r["id"] for r in rounds[cause + 1 : n] if r["service"] == service]
+        assert not between, f"{rounds[n]['id']} is caused by {rounds[cause]['id']} on {service}, changed again in {between}"
