@@ -273,6 +273,17 @@ def test_a_reference_quoting_the_value_a_fix_set_links_that_fix_over_one_its_nou
     assert all(dict(h.factors).get("value", 0.0) == 0.0 for h in rank_incident_causes(unreferred, [setpoint, display]))
 
 
+def test_a_change_the_round_reports_checked_and_fine_is_not_linked() -> None:
+    pump = fixed("pump", 0, "chiller-2", "Replaced the condenser pump and bled the loop")
+    fans = fixed("fans", 30, "chiller-2", "Cleaned the tower fans")
+    implicated = incident("new", 60, "chiller-2", "Supply water at 11 C against a 7 C setpoint",
+                          "The condenser pump was replaced on Monday and runs rough since")
+    assert caused(infer_edges(implicated, [pump, fans])) == [("new", "pump")]
+    cleared = incident("new", 60, "chiller-2", "Supply water at 11 C against a 7 C setpoint",
+                       "The condenser pump was replaced on Monday and checked this morning: flow and pressure normal")
+    assert caused(infer_edges(cleared, [pump, fans])) == []
+
+
 def test_a_generic_verb_is_no_term_a_symptom_shares_with_a_change() -> None:
     from memory.graph.changes import entity_terms
     assert entity_terms("Took two turns on the take-up") == entity_terms("two turns on the take-up")

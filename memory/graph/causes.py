@@ -40,6 +40,10 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
   standing suspect, referred to or not;
 - ``age``: older changes are less likely, per day.
 
+An observation's sentence that reports a look which found nothing wrong (`memory.text.all_clear`:
+"the card was replaced on Tuesday and checked against a meter, all phases within 0.5 V") is not
+read: it refers to a change only to clear it.
+
 Scores become probabilities by a softmax over the hypotheses and the null (`rank_causes`);
 `best_cause` links the most probable when the probability that some change caused the
 incident reaches ``link_at`` and the best holds at least ``lead_at`` of it. The weights were
@@ -61,7 +65,7 @@ from typing import Callable, NamedTuple, Sequence
 from memory.episodes import Episode
 from memory.graph.changes import (TermWeights, change_terms, entity_terms, incident_terms, is_value, name_terms,
                                    stopgap_terms)
-from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, split_negation, split_sentences
+from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, read_as_found, split_negation, split_sentences
 
 # Generic English: a definite or dated reference to a change or an incident ("the last cache fix",
 # "since the kernel-patch change", "yesterday's hotfix", "the earlier outage"). A release or rollout
@@ -209,7 +213,9 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         weights: the log-odds contributions.
     """
     corrected = [s for text in corrections for s in split_sentences(text) if s.strip()]
-    sentences = [s for text in observations for s in split_sentences(text) if s.strip()] + corrected
+    # a look that found nothing wrong ("the card was replaced on Tuesday and checked against a meter, all
+    # phases within 0.5 V") reports what is fine: it implicates no change, so it is not read (`all_clear`)
+    sentences = [s for text in observations for s in split_sentences(read_as_found(text)) if s.strip()] + corrected
     refs = [s for s in sentences if referring(s)]
     own = name_terms(subject)
     matches = [(s, m) for s in refs for pattern in (PAST_REFERENCE, WORK_REFERENCE) for m in pattern.finditer(s)]
