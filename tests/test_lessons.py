@@ -37,6 +37,16 @@ def test_a_correction_teaches_the_detail_it_points_at():
     assert learn_lesson(incident(failed=()), rarity={}) is None  # right first time: nothing to learn
 
 
+def test_words_for_a_look_are_advice_not_a_telling_detail():
+    seen = incident(symptoms=("checkout: queue depth above 900 reported by 40 hosts",
+                              "While checking the racks we found the batch relay breaker tripped"),
+                    corrections=("Not the queue: the batch relay breaker had tripped. When the queue grows, "
+                                 "check the relay before the queue",))
+    lesson = learn_lesson(seen, rarity={})
+    assert lesson is not None and lesson.condition == ("batch", "breaker", "relay", "tripp")
+    assert "check" not in lesson.condition
+
+
 def test_one_shared_word_is_not_a_telling_detail():
     """"The cold washes left it dirty" shares only "wash" with the symptoms: a coincidence of words, no lesson."""
     assert learn_lesson(incident(corrections=("it was the ledger lock, see the queue",)), rarity={}) is None

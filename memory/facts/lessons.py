@@ -8,7 +8,9 @@ resolved; every rule below is generic English and a pure function of plain data.
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
   minus the terms the correction denies, the incident's own subject (a service name is
-  where it happened, not why), words for when (`memory.text.TIME_WORDS`) and the terms most
+  where it happened, not why), words for when (`memory.text.TIME_WORDS`), words for a look
+  (`memory.text.looked_terms`: "check that generator" is advice, "while checking the racks" a
+  look, neither a symptom) and the terms most
   of the principal's episodes affirm (``common``: in a pharmacy's incidents "cabinet" tells
   none apart; `common_terms`); at least two
   terms (one shared word is a coincidence: "the cold washes left it dirty" and "the wash
@@ -43,7 +45,7 @@ from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
 from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, new_fact_id
-from memory.text import TIME_WORDS, affirmed_clauses, split_negation, terms
+from memory.text import TIME_WORDS, affirmed_clauses, looked_terms, split_negation, terms
 
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
 MIN_CONDITION_TERMS = 2  # one shared word is a coincidence, not a telling detail
@@ -87,7 +89,7 @@ def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float],
         affirmed, negated = split_negation(text)
         said |= terms(affirmed)
         denied |= terms(negated)
-    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS | set(common)
+    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS | looked_terms() | set(common)
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
     for line in affirmed_lines(incident.symptoms):
