@@ -9,8 +9,8 @@ resolved; every rule below is generic English and a pure function of plain data.
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
   minus the terms the correction denies, the incident's own subject (a service name is
   where it happened, not why), words for when (`memory.text.TIME_WORDS`), words for a look
-  (`memory.text.looked_terms`: "check that generator" is advice, "while checking the racks" a
-  look, neither a symptom) and the terms most
+  (`memory.text.looked_terms`: a correction's "check X first" is advice, an observation's "while
+  inspecting Y" a look, neither a symptom) and the terms most
   of the principal's episodes affirm (``common``: in a pharmacy's incidents "cabinet" tells
   none apart; `common_terms`); at least two
   terms (one shared word is a coincidence: "the cold washes left it dirty" and "the wash

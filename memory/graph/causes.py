@@ -11,9 +11,9 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``reference``: the observations refer to a past change or incident at all (every hypothesis);
 - ``described``: the words a reference uses for the past change or incident ("the last *egress*
   incident", "the *base-image* change") are words of that incident or change;
-- ``value``: a referring sentence quotes a number or version the change set ("since the base-image
-  change the heap max is 60%" for a fix that lowered the heap max to 60%): what the referred change
-  left behind identifies it more surely than the noun the reference calls it by;
+- ``value``: a referring sentence quotes a number or version the change set ("since the controller
+  change the defrost ends at 18.5 C" for a fix that set the defrost to 18.5 C): what the referred
+  change left behind identifies it more surely than the noun the reference calls it by;
 - ``same_subject``: the change was made on the failing service itself and a reference names
   no other changed service ("the last cache fix"); ``named_own`` when the reference's own words
   name that service ("the change made for the X incident");
@@ -41,7 +41,7 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
 - ``age``: older changes are less likely, per day.
 
 An observation's sentence that reports a look which found nothing wrong (`memory.text.all_clear`:
-"the card was replaced on Tuesday and checked against a meter, all phases within 0.5 V") is not
+"the pump was replaced on Monday and checked this morning: flow and pressure normal") is not
 read: it refers to a change only to clear it.
 
 Scores become probabilities by a softmax over the hypotheses and the null (`rank_causes`);
@@ -213,8 +213,8 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         weights: the log-odds contributions.
     """
     corrected = [s for text in corrections for s in split_sentences(text) if s.strip()]
-    # a look that found nothing wrong ("the card was replaced on Tuesday and checked against a meter, all
-    # phases within 0.5 V") reports what is fine: it implicates no change, so it is not read (`all_clear`)
+    # a look that found nothing wrong ("the pump was replaced on Monday and checked: flow normal") reports
+    # what is fine: it implicates no change, so it is not read (`all_clear`)
     sentences = [s for text in observations for s in split_sentences(read_as_found(text)) if s.strip()] + corrected
     refs = [s for s in sentences if referring(s)]
     own = name_terms(subject)
