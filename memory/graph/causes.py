@@ -237,7 +237,7 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     for c in candidates:
         factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
                            (refs_name_other and not own_described, own_described),
-                           (described, ref_terms, other_terms),
+                           (described, ref_terms, other_terms, frozenset(filter(is_value, ref_terms))),
                            (denied_terms, retracted), terms, (learned, led_to), weights)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
     top = max((s for _, s, _ in scored), default=0.0)
@@ -272,7 +272,7 @@ def names_subject(sentence: str, reference: re.Match[str], subject: str | None) 
 
 
 def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
-             named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str]],
+             named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]],
              denials: tuple[frozenset[str], frozenset[str]], terms: TermWeights,
              record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
              w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
@@ -280,12 +280,12 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
 
     `named_refs`: whether the references name another service (and not the failing one), and
     whether they name the failing one. `said` holds the observations' terms: describing a
-    referred change, in referring sentences, elsewhere. `record`: the learned share and the
-    led-to share (`rank_causes`).
+    referred change, in referring sentences, elsewhere, and the referring sentences' numbers.
+    `record`: the learned share and the led-to share (`rank_causes`).
     """
     learned, led_to = record
     denied_terms, retracted_terms = denials
-    described, ref_terms, other_terms = said
+    described, ref_terms, other_terms, ref_values = said
     refs_name_other, own_phrase = named_refs
     ep = c.episode
     other_service = bool(ep.subject) and ep.subject != subject
@@ -303,7 +303,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     in_incident, _ = terms.overlap(ref_terms - changed, about)
     in_refs += 0.5 * in_incident
     in_rest, shared_rest = terms.overlap(other_terms, changed)
-    in_values, _ = terms.overlap(frozenset(t for t in ref_terms if is_value(t)), changed)
+    in_values, _ = terms.overlap(ref_values, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
     stopgap = stopgap_terms(ep)
     in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())

@@ -49,11 +49,6 @@ _KIND_PATTERNS = {kind: re.compile(rf"\b(?:{words})\b") for kind, words in CHANG
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.%\-]*[a-z0-9%]|[a-z0-9]")
 _PARTS = re.compile(r"[_\-./]+")
 _NUMBER = re.compile(r"^v?\d[\d.%]*$")
-
-
-def is_value(term: str) -> bool:
-    """Whether an entity term is a number or version (``60%``, ``v2.14.0``, ``512``), not a word."""
-    return bool(_NUMBER.match(term))
 TERM_LENGTH = 6  # terms are normalized words cut to six letters ("rolled", "rolling" → "roll")
 # Generic English words of time, frequency and amount (they date or size a thing, never name it)
 # and of symptoms and outcomes in general (every incident has them).
@@ -131,6 +126,11 @@ def entity_terms(text: str) -> frozenset[str]:
             if len(part) >= 3 and part not in TERM_STOP_WORDS and part not in GENERIC_WORDS and not part.isdigit():
                 out.add(normalize_term(part)[:TERM_LENGTH])
     return frozenset(out)
+
+
+def is_value(term: str) -> bool:
+    """Whether an entity term is a number or version (``60%``, ``v2.14.0``, ``512``), not a word."""
+    return bool(_NUMBER.match(term))
 
 
 def name_terms(name: str | None) -> frozenset[str]:
