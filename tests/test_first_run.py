@@ -11,7 +11,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import networkx as nx
-from setuptools import find_packages
 
 from eval.compare import main
 from memory import EpisodicMemory
@@ -25,6 +24,8 @@ HEX_ID = re.compile(r"^[0-9a-f]{64}$")
 
 def _shipped_packages(target: Path) -> None:
     """Copy what `pip install .` ships (pyproject's packages and package data) into `target`."""
+    from setuptools import find_packages  # here, not at collection: setuptools takes half a second to import
+
     setup = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     data = setup.get("package-data", {})
     for package in find_packages(str(ROOT), include=setup["packages"]["find"]["include"]):
