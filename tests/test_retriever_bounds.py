@@ -146,6 +146,22 @@ def play(memory: EpisodicMemory, n: int) -> None:
     memory.flush()
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 90), dim=st.sampled_from([8, 48, 160]), seed=st.integers(0, 2**16))
+def test_a_basis_has_the_full_rank_and_its_leading_columns_hold_the_sample_principal_directions(rows, dim, seed):
+    """Whatever the sample's size (fewer rows than dimensions takes another route), a basis has
+    `min(rank, dim)` orthonormal columns (stored runs of one dimension share a rank), and its first
+    columns capture as much of the sample as its leading singular directions do."""
+    x = np.random.default_rng(seed).normal(size=(rows, dim))
+    basis = Bounds(x, rank=32).basis
+    k = min(32, dim)
+    assert basis.shape == (dim, k)
+    assert np.allclose(basis.T @ basis, np.eye(k), atol=1e-9)
+    leading = min(rows, k)
+    top_energy = (np.linalg.svd(x, compute_uv=False)[:leading] ** 2).sum()
+    assert np.linalg.norm(x @ basis[:, :leading]) ** 2 == pytest.approx(top_energy, rel=1e-9)
+
 @pytest.mark.parametrize("prune_from", [1, 10**9])
 def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, prune_from):
     config = replace(DEFAULT, prune_from=prune_from)

@@ -41,8 +41,14 @@ class Bounds:
 
     def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
         x = np.asarray(sample, dtype=np.float64)
-        _, vectors = np.linalg.eigh(x.T @ x)
-        self.basis = np.ascontiguousarray(vectors[:, ::-1][:, : min(rank, x.shape[1])])  # float64, orthonormal
+        rank = min(rank, x.shape[1])  # every basis of a dimension has this rank: stored runs rely on it
+        if 0 < len(x) < x.shape[1]:  # fewer rows than dimensions: a thin SVD (n²·dim, against dim³ for eigh)
+            vectors = np.linalg.svd(x, full_matrices=False)[2].T  # the row space, leading directions first
+            if vectors.shape[1] < rank:  # completed to `rank` orthonormal columns (QR keeps the first ones' span)
+                vectors = np.linalg.qr(np.hstack([vectors, np.eye(x.shape[1])[:, :rank]]))[0]
+        else:
+            vectors = np.linalg.eigh(x.T @ x)[1][:, ::-1]
+        self.basis = np.ascontiguousarray(vectors[:, :rank])  # float64, orthonormal
         self.head = (self.basis.shape[1] + 1) // 2  # leading basis vectors of the first pass
         # first halves one per column (BLAS's matrix-vector product is fastest in this layout),
         # second halves one per row (a few rows are gathered at a time)
