@@ -160,12 +160,10 @@ def test_an_evidence_log_holds_each_repeated_term_set_once(tmp_path):
         held_once(again.state.evidence.get("p0"))
 
 
-def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path):
+def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path, played):
     """Edge evidence repeats: a reopened memory shares those strings instead of holding a copy
     per edge (a million-episode store holds over a hundred MB of them)."""
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 40)
+    path = played(tmp_path / "m.sqlite", 40)
     with opened(path) as again:
         assert not list(again.store.records_after("episode", again.stored.covered))  # from runs only
         texts = [d["evidence"] for _, _, d in again.state.graph.edges(data=True)]
@@ -175,10 +173,8 @@ def test_an_open_from_runs_holds_each_repeated_string_once(tmp_path):
         assert again.state.prior(episode)[-1].id == again.episodes()[-2].id  # places still known
 
 
-def test_runs_then_more_records_then_reopen(tmp_path):
-    path = tmp_path / "m.sqlite"
-    with opened(path) as first:
-        play(first, 40)
+def test_runs_then_more_records_then_reopen(tmp_path, played):
+    path = played(tmp_path / "m.sqlite", 40)
     with opened(path) as second:  # opened from runs, then records more
         second.observe("db pool exhausted on orders", situation="ops", principal="p1")
         second.decide("Decision: raise the pool", choice="pool", situation="ops", principal="p1")
@@ -191,10 +187,8 @@ def test_runs_then_more_records_then_reopen(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["alter", "truncate", "meta"])
-def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage):
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 60)
+def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage, played):
+    path = played(tmp_path / "m.sqlite", 60)
     expected = exact(path)
     seq, _, meta = runs_of(path)[1]
     if damage == "alter":  # one byte of the vectors' digests
@@ -290,10 +284,8 @@ def test_runs_of_another_store_are_ignored(tmp_path):
         assert state(reopened) == expected
 
 
-def test_runs_of_another_graph_configuration_are_ignored(tmp_path):
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 50)
+def test_runs_of_another_graph_configuration_are_ignored(tmp_path, played):
+    path = played(tmp_path / "m.sqlite", 50)
     other = GraphConfig(retry_window_s=60.0)
     expected = exact(path, links=other, retriever=PRUNED)
     with opened(path, links=other) as reopened:
@@ -359,10 +351,8 @@ def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run
     assert exact(path, retriever=options["retriever"]) == expected
 
 
-def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path):
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 40)
+def test_episodes_not_read_before_closing_cannot_be_read_after(tmp_path, played):
+    path = played(tmp_path / "m.sqlite", 40)
     with opened(path) as reopened:
         first = reopened.episodes("p0")  # read while open: kept
     assert reopened.episodes("p0") == first

@@ -90,10 +90,8 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
         assert part.stored < len(part) and part.held_bytes <= 16 * 1024 * 4
 
 
-def test_a_damaged_sidecar_row_is_recomputed_from_the_entries(tmp_path, caplog):
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 60)
+def test_a_damaged_sidecar_row_is_recomputed_from_the_entries(tmp_path, caplog, played):
+    path = played(tmp_path / "m.sqlite", 60)
     expected = exact(path)
     with open(sidecar(path), "r+b") as f:  # one float of the third row
         f.seek(2 * 4096 + 40)
@@ -103,10 +101,8 @@ def test_a_damaged_sidecar_row_is_recomputed_from_the_entries(tmp_path, caplog):
     assert any("does not match its checksum" in r.getMessage() for r in caplog.records)
 
 
-def test_a_missing_sidecar_makes_its_runs_unusable_and_they_are_written_again(tmp_path):
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 60)
+def test_a_missing_sidecar_makes_its_runs_unusable_and_they_are_written_again(tmp_path, played):
+    path = played(tmp_path / "m.sqlite", 60)
     expected = exact(path)
     before = len(runs_of(path))
     os.remove(sidecar(path))
@@ -240,12 +236,10 @@ def test_a_failing_row_without_a_way_to_recompute_it_is_an_error(tmp_path):
         raise AssertionError("a row that fails its checksum was returned")
 
 
-def test_verify_notes_sidecar_rows_that_fail_their_digest_without_calling_the_store_corrupt(tmp_path, capsys):
+def test_verify_notes_sidecar_rows_that_fail_their_digest_without_calling_the_store_corrupt(tmp_path, capsys, played):
     from memory.__main__ import main
 
-    path = tmp_path / "m.sqlite"
-    with opened(path) as live:
-        play(live, 60)
+    path = played(tmp_path / "m.sqlite", 60)
     assert main(["verify", str(path)]) == 0
     assert "vectors sidecar" not in capsys.readouterr().out
     with open(sidecar(path), "r+b") as f:  # two rows: one altered, one cut off at the end
