@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -175,7 +176,7 @@ def _refused_output(json_path: str | None, store: str | None) -> str:
 
 
 def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:
-    """Play every scenario × seed × agent into `log` (written after each run, in the serial order)."""
+    """Play every scenario × seed × agent into `log` (in the serial order; on disk as `PartialLog` says)."""
     specs = [RunSpec(scenario, seed, name, mode=args.mode, model=args.model, cache=args.cache,
                      base_url=args.base_url, store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}",
                      encoder=args.encoder)
@@ -187,14 +188,14 @@ def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], r
     def done(result: RunResult) -> None:
         progress.update(task, advance=1, description=f"{result.spec.describe()} done")
 
+    partial = PartialLog(args.json) if args.json else None
     try:
         # the workers start before the progress display's thread (the process pool forks)
         with Runs(specs, jobs=args.jobs, executor=args.executor, on_done=done) as runs, progress:
             for result in runs.results():
                 _record(log, result)
-                if args.json:  # what completed is on disk at every step; the paired statistics come at the end
-                    summarise(log, paired=False)
-                    runlog.write(log, args.json)
+                if partial is not None:
+                    partial.finished_run(log)
                 if result.error:
                     log["error"] = f"{result.spec.describe()}: {result.error}"
                     return
@@ -203,6 +204,44 @@ def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], r
         log["error"] = "interrupted"
     except RuntimeError as exc:  # an executor that cannot start (Ray missing)
         log["error"] = str(exc)
+    except BaseException as exc:  # anything else ends the process: what completed is written first
+        if partial is not None:
+            log["error"] = f"{type(exc).__name__}: {exc}"
+            partial.write(log)
+        raise
+
+
+class PartialLog:
+    """Writes the log of a run in progress, so that a process killed midway leaves what completed.
+
+    Each write rewrites the whole log (atomically), and the log grows with every run: written
+    after every run, 160 runs of the shipped scenarios spent 41 of their 60 s writing a log
+    that ends at 7 MB. So a finished run is written when `min_interval_s` have passed since the
+    last write, and at least `spacing` times as long as that write took (writing then takes at
+    most about a fifth of the parent's time). Slow runs (an LLM's) are written after each one;
+    the complete log is always written at the end, by the caller.
+    """
+
+    def __init__(self, path: str | Path, *, min_interval_s: float = 2.0, spacing: float = 4.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.path, self.min_interval_s, self.spacing, self.clock = path, min_interval_s, spacing, clock
+        self.last_end = clock()  # the first write waits as long as later ones (a short comparison writes once, at the end)
+        self.last_took = 0.0
+
+    def finished_run(self, log: dict[str, Any]) -> bool:
+        """Write `log` (summaries updated; the paired statistics come at the end) when it is due; whether it was."""
+        if self.clock() - self.last_end < max(self.min_interval_s, self.spacing * self.last_took):
+            return False
+        self.write(log)
+        return True
+
+    def write(self, log: dict[str, Any]) -> None:
+        """Write `log` now, its summaries updated."""
+        start = self.clock()
+        summarise(log, paired=False)
+        runlog.write(log, self.path)
+        self.last_end = self.clock()
+        self.last_took = self.last_end - start
 
 
 def _record(log: dict[str, Any], result: RunResult) -> None:

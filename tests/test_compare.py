@@ -110,6 +110,60 @@ def test_failure_midway_keeps_completed_rounds(tmp_path, monkeypatch):
     assert len(log["agents"]["flat_rag"]["rounds"]) < 9
 
 
+
+def test_a_partial_log_is_written_when_due_and_never_takes_most_of_the_time(tmp_path, monkeypatch):
+    """Rewriting the whole log after every run made a 160-run comparison spend two thirds of its
+    time writing: a finished run is written once `min_interval_s` passed since the last write and
+    `spacing` times as long as that write took."""
+    from eval import compare
+
+    now = {"t": 0.0}
+    cost = {"write": 1.0}
+
+    def slow_write(log, path):
+        now["t"] += cost["write"]
+        path.write_text(json.dumps(log))
+
+    monkeypatch.setattr(compare.runlog, "write", slow_write)
+    monkeypatch.setattr(compare, "summarise", lambda log, paired: None)
+    path = tmp_path / "log.json"
+    partial = compare.PartialLog(path, min_interval_s=2.0, spacing=4.0, clock=lambda: now["t"])
+    written = []
+    for run in range(12):
+        now["t"] += 1.0  # a run takes a second
+        written.append(partial.finished_run({"runs": run}))
+    # run 1 ends at t=2 (2 s since the start) and is written until t=3; then each write waits 4 s
+    # (4 x the 1 s it took): run 5 ends at t=7, run 9 at t=12
+    assert [run for run, w in enumerate(written) if w] == [1, 5, 9]
+    assert json.loads(path.read_text()) == {"runs": 9}
+    cost["write"] = 0.0
+    now["t"] += 4.0
+    assert partial.finished_run({"runs": 12})  # 5 s after a write that took 1 s: due
+    now["t"] += 1.9
+    assert not partial.finished_run({"runs": 13})  # a free write still waits min_interval_s
+
+
+def test_an_unexpected_error_midway_writes_what_completed_before_it_ends_the_process(tmp_path, monkeypatch):
+    from eval import compare
+
+    original = compare._record
+    seen = {"runs": 0}
+
+    def crash_after_two(log, result):
+        if seen["runs"] == 2:
+            raise MemoryError("out of memory")
+        seen["runs"] += 1
+        original(log, result)
+
+    monkeypatch.setattr(compare, "_record", crash_after_two)
+    path = tmp_path / "log.json"
+    with pytest.raises(MemoryError):
+        main(["--seeds", "1", "--agents", "no_memory", "flat_rag", "episodic", "--jobs", "1", "--json", str(path)],
+             now=lambda: T0)
+    log = runlog.read(path)
+    assert log["status"] == "error" and log["error"] == "MemoryError: out of memory"
+    assert [len(log["agents"][a]["rounds"]) for a in ("no_memory", "flat_rag", "episodic")] == [9, 9, 0]
+
 def test_store_option_leaves_a_verifiable_store(tmp_path):
     from memory.__main__ import main as memory_main
 
