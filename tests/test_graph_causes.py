@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from memory.episodes import Edge, EdgeType, Outcome
@@ -147,6 +149,19 @@ def test_render_graph_draws_a_png_without_graphviz(tmp_path) -> None:
     G = build_graph([change, new], infer_edges(new, [change]))
     out = tmp_path / "graph.png"
     assert render_graph(G, out, episodes={"pay": change, "new": new}.get, engine="matplotlib") == "matplotlib"
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_character_the_font_lacks_draws_without_a_warning(tmp_path) -> None:
+    """Scenario text is any author's: an emoji the font has no glyph for is drawn as a box, not warned about
+    on the command line."""
+    change = fixed("pay", 0, "payments", "Reset the valve 🚰 controller")
+    new = incident("new", 10, "orders", "orders errors since the payments valve change 🚰")
+    G = build_graph([change, new], infer_edges(new, [change]))
+    out = tmp_path / "graph.png"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        render_graph(G, out, episodes={"pay": change, "new": new}.get, engine="matplotlib")
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 

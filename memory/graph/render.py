@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -136,6 +137,8 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
               loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(DRAWN_TYPES), fontsize=8, frameon=False)
     if title:
         ax.set_title(title, fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    with warnings.catch_warnings():  # a character the font lacks (an emoji in a scenario's text) is drawn as a box
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        fig.tight_layout()
+        fig.savefig(path, dpi=130)
     plt.close(fig)
