@@ -1,10 +1,9 @@
 """The MCP server end to end: the README walkthrough with the SDK's own stdio client, and tool errors."""
 
 import asyncio
+import importlib.util
 import json
 from pathlib import Path
-
-import importlib.util
 
 import pytest
 
