@@ -145,12 +145,12 @@ A good answer: provider_throttling, confidence 0.8, rationale "The same 421 defe
 since three weeks.", relied_on ["E1", "E2"]. The correction is applied because its
 distinguishing detail (421 replies, unchanged templates) is present now.
 
-Example 2. A nightly data import. Candidates: source_file_late, schema_drift, disk_quota.
+Example 2. A nightly data import. Candidates: source_file_late, source_format_change, disk_quota.
 Observations: "Import job failed at 02:10 with 'column amount not found'", "The source
 system released version 7 yesterday". Memory shows two past incidents where the import
 failed and the final fix was source_file_late, with high similarity on the words "import job
 failed at 02:10", and a heuristic "when import fails at night → source_file_late (confidence
-0.70, support 4, contradict 0)". A good answer: schema_drift, confidence 0.7, rationale "The
+0.70, support 4, contradict 0)". A good answer: source_format_change, confidence 0.7, rationale "The
 error names a missing column and the source shipped a new version yesterday; the late-file
 incidents [E1] and [E2] had no such error, so the heuristic [F1] does not apply here.",
 relied_on []. Memory with similar words and a confident rule was set aside because the
