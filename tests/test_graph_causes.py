@@ -18,6 +18,7 @@ from memory.graph import (
     render_graph,
     standing_edges,
 )
+from memory.graph import render
 from memory.graph.changes import entity_terms, specific_words
 from memory.reinforcer import RECALLED, episode_credit
 from agent.graph_evidence import change_votes, is_change_cause
@@ -163,6 +164,42 @@ def test_a_character_the_font_lacks_draws_without_a_warning(tmp_path) -> None:
         warnings.simplefilter("error")
         render_graph(G, out, episodes={"pay": change, "new": new}.get, engine="matplotlib")
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("bend", [0.3, -0.3, 0.78, -1.29])
+@pytest.mark.parametrize("start, end", [((0.0, 0.0), (640.0, 0.0)), ((10.0, 300.0), (900.0, -40.0)), ((5.0, 5.0), (5.0, 90.0))])
+def test_a_label_sits_at_the_middle_of_the_curve_matplotlib_draws(start, end, bend) -> None:
+    from matplotlib.patches import ConnectionStyle
+
+    path = ConnectionStyle.Arc3(rad=bend)(start, end, shrinkA=0, shrinkB=0)
+    (a, control, b) = path.vertices  # a quadratic Bézier: its middle is (a + 2·control + b) / 4
+    assert render.arc_middle(start, end, bend) == pytest.approx(tuple((a + 2 * control + b) / 4))
+
+
+def test_long_edges_between_close_lanes_stay_inside_the_picture() -> None:
+    """An edge from the first to the last of twenty episodes on one lane bows far above it: the limits grow
+    (and the figure with them) until every curve's middle is inside, well clear of the edge."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ends = [((0.0, 0.0), (3.4 * 19, 0.0)), ((3.4 * 2, -1.9), (3.4 * 15, 0.0)), ((0.0, -1.9), (3.4, -1.9))]
+    bends = render.bends([("a", "t", "CAUSED_BY", 1.0), ("c", "s", "RETRY_OF", 0.9), ("u", "v", "RETRY_OF", 0.9)])
+    fig, ax = plt.subplots()
+    try:
+        middles = render.fit_curves(fig, ax, ends, bends, rows=[-1.9, 0.0], width=34.0)
+        low, high = ax.get_ylim()
+        assert all(low + 0.5 < y < high - 0.5 for _, y in middles)
+        assert max(y for _, y in middles) > 3.0  # the long CAUSED_BY edge rises well above its lane
+        assert fig.get_size_inches()[1] > 4.0 + 0.66 * 3.0  # the figure grew with the limits
+    finally:
+        plt.close(fig)
+
+
+def test_edges_between_the_same_nodes_bow_apart() -> None:
+    assert render.bends([("a", "b", "RETRY_OF", 1.0), ("b", "a", "CONTRADICTED", 1.0), ("a", "b", "CAUSED_BY", 1.0),
+                         ("c", "d", "CAUSED_BY", 1.0)]) == pytest.approx([-0.3, 0.54, 0.78, 0.3])
 
 
 def test_picture_commands_refuse_a_wrong_output_and_a_missing_store(tmp_path, capsys) -> None:

@@ -16,7 +16,7 @@ import tempfile
 import textwrap
 import warnings
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import networkx as nx
 
@@ -98,6 +98,27 @@ def _render_dot(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str
         Path(handle.name).unlink(missing_ok=True)
 
 
+def bends(edges: Iterable[tuple[str, str, str, float]]) -> list[float]:
+    """matplotlib ``arc3`` ``rad`` of each edge: each further edge between the same two nodes bows
+    more, on alternating sides; CAUSED_BY bows the other way from the rest."""
+    seen: dict[frozenset[str], int] = {}
+    out = []
+    for u, v, kind, _ in edges:
+        k = seen[frozenset((u, v))] = seen.get(frozenset((u, v)), -1) + 1
+        out.append((0.3 if kind == "CAUSED_BY" else -0.3) * (1 + 0.8 * k) * (-1) ** k)
+    return out
+
+
+def arc_middle(start: tuple[float, float], end: tuple[float, float], bend: float) -> tuple[float, float]:
+    """The middle of matplotlib's ``arc3,rad=bend`` curve from `start` to `end` (display coordinates).
+
+    ``arc3`` is a quadratic Bézier whose control point is the chord's middle moved ``bend`` times
+    (dy, −dx); the curve's middle lies halfway to it.
+    """
+    (x1, y1), (x2, y2) = start, end
+    return (x1 + x2) / 2 + bend / 2 * (y2 - y1), (y1 + y2) / 2 - bend / 2 * (x2 - x1)
+
+
 def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None) -> None:
     import matplotlib
 
@@ -108,29 +129,23 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
 
     lanes = list(dict.fromkeys(ep.subject or ep.situation for ep in shown))
     place = {ep.id: (i * 3.4, -lanes.index(ep.subject or ep.situation) * 1.9) for i, ep in enumerate(shown)}
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.6 * len(shown) + 2), max(4.0, 1.25 * len(lanes) + 1.5)))
-    seen: dict[frozenset[str], int] = {}
-    for u, v, kind, weight in _shown_edges(G, set(place)):
-        (x1, y1), (x2, y2) = place[u], place[v]
-        k = seen[frozenset((u, v))] = seen.get(frozenset((u, v)), -1) + 1
-        bend = (0.3 if kind == "CAUSED_BY" else -0.3) * (1 + 0.8 * k) * (-1) ** k
-        ax.add_patch(FancyArrowPatch((x1, y1), (x2, y2), connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
+    edges = _shown_edges(G, set(place))
+    curves = bends(edges)
+    width = max(8.0, 1.6 * len(shown) + 2)
+    fig, ax = plt.subplots(figsize=(width, max(4.0, 1.25 * len(lanes) + 1.5)))
+    for (u, v, kind, _), bend in zip(edges, curves):
+        ax.add_patch(FancyArrowPatch(place[u], place[v], connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
                                      mutation_scale=14, color=EDGE_COLOURS[kind], lw=2.2 if kind == "CAUSED_BY" else 1.4,
                                      shrinkA=30, shrinkB=30, zorder=1))
-        # the curve's midpoint: arc3's control point is the chord's middle moved `bend` times (dy, -dx)
-        mx, my = (x1 + x2) / 2 + bend / 2 * (y2 - y1), (y1 + y2) / 2 - bend / 2 * (x2 - x1)
-        ax.text(mx, my, f"{kind} {weight:.2f}", color=EDGE_COLOURS[kind], fontsize=7.5, ha="center", va="center",
-                zorder=3, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
     for ep in shown:
         x, y = place[ep.id]
         ax.text(x, y, node_caption(ep), ha="center", va="center", fontsize=6.8, zorder=2,
                 bbox={"boxstyle": "round,pad=0.35", "fc": OUTCOME_COLOURS[ep.outcome], "ec": "#555555"})
     xs = [p[0] for p in place.values()] or [0.0]
-    ys = [p[1] for p in place.values()] or [0.0]
+    rows = sorted({p[1] for p in place.values()}) or [0.0]
     ax.set_xlim(min(xs) - 1.6, max(xs) + 1.6)
-    ax.set_ylim(min(ys) - 1.2, max(ys) + 1.2)
-    ax.set_yticks(sorted(set(ys)))
-    ax.set_yticklabels([lanes[int(round(-y / 1.9))] for y in sorted(set(ys))], fontsize=8)
+    ax.set_yticks(rows)
+    ax.set_yticklabels([lanes[int(round(-y / 1.9))] for y in rows], fontsize=8)
     ax.set_xticks([])
     ax.spines[["top", "right", "bottom"]].set_visible(False)
     ax.legend(handles=[Line2D([0], [0], color=EDGE_COLOURS[k], lw=2, label=k) for k in DRAWN_TYPES],
@@ -139,6 +154,34 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
         ax.set_title(title, fontsize=11)
     with warnings.catch_warnings():  # a character the font lacks (an emoji in a scenario's text) is drawn as a box
         warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        middles = fit_curves(fig, ax, [(place[u], place[v]) for u, v, *_ in edges], curves, rows, width)
+        for (_, _, kind, weight), (mx, my) in zip(edges, middles):
+            ax.text(mx, my, f"{kind} {weight:.2f}", color=EDGE_COLOURS[kind], fontsize=7.5, ha="center",
+                    va="center", zorder=3, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
         fig.tight_layout()
         fig.savefig(path, dpi=130)
     plt.close(fig)
+
+
+def fit_curves(fig: Any, ax: Any, ends: list[tuple[tuple[float, float], tuple[float, float]]], curves: list[float],
+                rows: list[float], width: float) -> list[tuple[float, float]]:
+    """Grow the vertical limits (and the figure with them) until they hold every curve; the curves' middles.
+
+    ``arc3`` bows in display space, so how far a curve leaves its lanes, in data units, depends on the
+    axes' scale; a long edge between close lanes would otherwise leave the picture.
+    """
+    low, high = min(rows) - 1.2, max(rows) + 1.2
+    middles: list[tuple[float, float]] = []
+    for _ in range(4):
+        fig.set_size_inches(width, max(4.0, 0.66 * (high - low) + 1.5))
+        ax.set_ylim(low, high)
+        fig.tight_layout()
+        to_display, to_data = ax.transData.transform, ax.transData.inverted().transform
+        middles = [tuple(to_data(arc_middle(to_display(a), to_display(b), bend)))
+                   for (a, b), bend in zip(ends, curves)]
+        ys = [y for _, y in middles]
+        wanted = (min([low, *(y - 0.6 for y in ys)]), max([high, *(y + 0.6 for y in ys)]))
+        if wanted == (low, high):
+            break
+        low, high = wanted
+    return middles
