@@ -115,6 +115,19 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(normalize_term(w) for w in found if len(w) >= 3 and w not in TERM_STOP_WORDS)
 
 
+def term_wording(text: str) -> dict[str, str]:
+    """Each term of a text (as `terms` normalizes it) → the word the text first wrote for it, as written."""
+    wording: dict[str, str] = {}
+    for match in _WRITTEN_WORD.finditer(text):
+        word = match.group()
+        if len(word) >= 3 and word.lower() not in TERM_STOP_WORDS:
+            wording.setdefault(normalize_term(word), word)
+    return wording
+
+
+_WRITTEN_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII | re.IGNORECASE)  # `_TERM_WORD`, for text not lower-cased
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences of `text`: split after ``. ; ! ?`` followed by space, and at line breaks."""
     return _SENTENCE.split(text)

@@ -8,7 +8,7 @@ import scenarios
 from eval import runlog
 from eval.compare import main
 from eval.metrics import summary
-from eval.report import Report, records
+from eval.report import records
 from tests.builders import T0, at
 from tests.fake_messages_api import FakeMessagesAPI
 

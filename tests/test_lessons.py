@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 
 from memory.episodes import Outcome
 from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
-from memory.facts.lessons import LessonIncident, rejected_choices
+from memory.facts import FactVersion
+from memory.facts.lessons import LessonIncident, condition_wording, describe_lesson, rejected_choices
 from memory.incidents import closeness
 from memory.retrieval.ranking import applicable_facts
-from memory.text import _line_terms, affirmed_clauses, observed_terms, terms
+from memory.text import _line_terms, affirmed_clauses, normalize_term, observed_terms, term_wording, terms
 from tests.builders import T0
 
 LESSON_SYMPTOMS = ("checkout: queue depth above 900 reported by 40 hosts",
@@ -91,6 +92,39 @@ def test_confirmed_then_narrowed_then_revised_with_history():
     assert revised.conclusion == "queue_backlog" and rejected_choices(revised) == ("ledger_lock",)
     assert revised.support == ("ep-4",) and revised.since == drift.at and revised.reason.startswith("revised")
     assert update_lesson(revised, drift, []) is None  # an incident counts once
+
+
+def test_a_lesson_reads_in_the_observations_words_through_every_version():
+    """The condition matches on normalized terms ("tripp", "shar"); its text says what the incident said."""
+    seen = incident(symptoms=("checkout: queue depth above 900 reported by 40 hosts",
+                              "The shared Batch Relay breaker TRIPPED at 02:10"),
+                    corrections=("Not the queue: the shared batch relay breaker had tripped",))
+    lesson = learn_lesson(seen, rarity={})
+    assert lesson.condition == ("batch", "breaker", "relay", "shar")  # "tripp" is one term too many (four at most)
+    assert lesson.wording == ("Batch", "breaker", "Relay", "shared")
+    assert lesson.text == "when an observation affirms Batch + breaker + Relay + shared → ledger_lock, not queue_backlog"
+    assert FactVersion.from_record(lesson.to_record()) == lesson
+    again = ("payments: queue depth high", "the shared batch relay breaker opened again")
+    confirmed = update_lesson(lesson, incident(again, (), (), "ledger_lock", "ep-2", 60), lambda: [])
+    assert confirmed.version == 2 and confirmed.wording == lesson.wording and confirmed.text == lesson.text
+    old = {k: v for k, v in lesson.to_record().items() if k != "wording"}  # a record written before the wording
+    assert FactVersion.from_record(old).wording == () and FactVersion.from_record(old).text == lesson.text
+    assert describe_lesson(lesson.condition, "ledger_lock", ["queue_backlog"], ["drill"]) == \
+        "when an observation affirms batch + breaker + relay + shar (unless it also says drill) → ledger_lock, " \
+        "not queue_backlog"
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
+def test_the_wording_of_a_text_has_exactly_its_terms_each_as_written(text):
+    wording = term_wording(text)
+    assert set(wording) == terms(text)
+    assert all(word in text and normalize_term(word) == term for term, word in wording.items())
+
+
+def test_a_term_whose_word_lower_casing_made_has_no_wording_and_the_terms_stand():
+    text = "the \u212aelvin probe drifted"  # KELVIN SIGN lower-cases to an ASCII k: terms see "kelvin"
+    assert "kelvin" in terms(text) and "kelvin" not in term_wording(text)
+    assert condition_wording(("kelvin", "probe"), [text]) == ()
 
 
 def test_a_failed_try_whose_correction_names_the_detail_retires_the_lesson():

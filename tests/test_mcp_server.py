@@ -41,7 +41,7 @@ def test_readme_walkthrough_records_an_incident_and_recalls_a_fact(tmp_path, mon
     out = capfd.readouterr().out
     assert "tools: end_episode, forget_entry, list_facts, recall, record_correction, record_decision, record_observation, " \
            "record_outcome, verify_store" in out
-    assert "fact: when an observation affirms connection + exhaust + pool → pool, not database confidence" in out
+    assert "fact: when an observation affirms connection + exhausted + pool → pool, not database confidence" in out
     assert "error: True" in out and "'last tuesday' is not an ISO-8601 time" in out
     assert "verify: {'ok': True, 'entries': 15, 'first_bad': None}" in out
     with EpisodicMemory(tmp_path / "mcp-memory.db", principal="team-a") as memory:  # what the server wrote

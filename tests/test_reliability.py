@@ -7,7 +7,6 @@ loading. The corpus of hostile files is in tests/hostile/.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random

@@ -45,7 +45,7 @@ from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
 from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, new_fact_id
-from memory.text import TIME_WORDS, affirmed_clauses, looked_terms, split_negation, terms
+from memory.text import TIME_WORDS, affirmed_clauses, looked_terms, split_negation, term_wording, terms
 
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
 MIN_CONDITION_TERMS = 2  # one shared word is a coincidence, not a telling detail
@@ -108,9 +108,21 @@ def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
     return any(wanted <= line and not (unless & line) for line in lines)
 
 
-def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str]) -> str:
-    """A lesson as a runbook addendum line."""
-    text = f"when an observation affirms {' + '.join(condition)}"
+def condition_wording(condition: Sequence[str], symptoms: Sequence[str]) -> tuple[str, ...]:
+    """Each condition term as the incident's observations first wrote it ("shared" for *shar*); () when one is missing."""
+    written: dict[str, str] = {}
+    for line in symptoms:
+        for term, word in term_wording(affirmed_clauses(line)).items():
+            written.setdefault(term, word)
+    wording = tuple(written.get(term, "") for term in condition)
+    return wording if all(wording) else ()
+
+
+def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str],
+                    wording: Sequence[str] = ()) -> str:
+    """A lesson as a runbook addendum line; the condition in the observations' words when `wording` gives them."""
+    shown = wording if len(wording) == len(condition) else condition
+    text = f"when an observation affirms {' + '.join(shown)}"
     if unless:
         text += f" (unless it also says {' or '.join(unless)})"
     text += f" → {conclusion}"
@@ -127,14 +139,16 @@ def _usefulness(support: int, contradict: int) -> Usefulness:
 
 def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: tuple[str, ...], conclusion: str,
              rejected: Sequence[str], unless: tuple[str, ...], support: set[str], contradict: set[str], at: datetime,
-             reason: str, since: datetime | None, config: FactConfig, status: str = ACTIVE) -> FactVersion:
+             reason: str, since: datetime | None, config: FactConfig, status: str = ACTIVE,
+             wording: tuple[str, ...] = ()) -> FactVersion:
+    wording = prev.wording if prev is not None else wording  # the condition never changes between versions
     return FactVersion(
         fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
-        text=describe_lesson(condition, conclusion, rejected, unless), condition=condition, conclusion=conclusion,
+        text=describe_lesson(condition, conclusion, rejected, unless, wording), condition=condition, conclusion=conclusion,
         confidence=round(confidence(len(support), len(contradict), config), 6), support=tuple(sorted(support)),
         contradict=tuple(sorted(contradict)), created_at=at, supersedes=prev.version if prev else None,
         status=status, reason=reason, usefulness=_usefulness(len(support), len(contradict)), since=since,
-        kind=LESSON, unless=unless)
+        kind=LESSON, unless=unless, wording=wording)
 
 
 def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
@@ -172,7 +186,8 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
     return _version(None, fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id),
                     principal=incident.principal, condition=condition, conclusion=incident.resolution,
                     rejected=incident.failed, unless=(), support=support, contradict=contradict,
-                    at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}")
+                    at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}",
+                    wording=condition_wording(condition, incident.symptoms))
 
 
 def update_lesson(fact: FactVersion, incident: LessonIncident,

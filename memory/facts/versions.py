@@ -49,6 +49,7 @@ class FactVersion:
     since: datetime | None = None  # evidence before this time is ignored (set by drift)
     kind: str = RULE  # RULE (induced from co-occurrence) or LESSON (taught by a correction)
     unless: tuple[str, ...] = ()  # terms that, present in the matched observation, stop the fact applying
+    wording: tuple[str, ...] = ()  # each condition term as the observations wrote it, for the text (() = the terms)
 
     @property
     def id(self) -> str:
@@ -69,6 +70,7 @@ class FactVersion:
             "since": format_timestamp(self.since) if self.since else None,
             **({"kind": self.kind} if self.kind != RULE else {}),
             **({"unless": list(self.unless)} if self.unless else {}),
+            **({"wording": list(self.wording)} if self.wording else {}),
         }
 
     @classmethod
@@ -82,7 +84,7 @@ class FactVersion:
             created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
             reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
             since=parse_timestamp(data["since"]) if data.get("since") else None,
-            kind=data.get("kind", RULE), unless=tuple(data.get("unless", ())),
+            kind=data.get("kind", RULE), unless=tuple(data.get("unless", ())), wording=tuple(data.get("wording", ())),
         )
 
 
