@@ -115,6 +115,9 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(normalize_term(w) for w in found if len(w) >= 3 and w not in TERM_STOP_WORDS)
 
 
+_WRITTEN_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII | re.IGNORECASE)  # `_TERM_WORD`, for text not lower-cased
+
+
 def term_wording(text: str) -> dict[str, str]:
     """Each term of a text (as `terms` normalizes it) → the word the text first wrote for it, as written."""
     wording: dict[str, str] = {}
@@ -124,8 +127,6 @@ def term_wording(text: str) -> dict[str, str]:
             wording.setdefault(normalize_term(word), word)
     return wording
 
-
-_WRITTEN_WORD = re.compile(r"[a-z][a-z0-9]*", re.ASCII | re.IGNORECASE)  # `_TERM_WORD`, for text not lower-cased
 
 
 def split_sentences(text: str) -> list[str]:
