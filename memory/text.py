@@ -128,7 +128,6 @@ def term_wording(text: str) -> dict[str, str]:
     return wording
 
 
-
 def split_sentences(text: str) -> list[str]:
     """Sentences of `text`: split after ``. ; ! ?`` followed by space, and at line breaks."""
     return _SENTENCE.split(text)
