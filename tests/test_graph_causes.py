@@ -58,6 +58,20 @@ def test_change_record_names_kind_and_specific_words() -> None:
     assert change_record(episode("c", Outcome.FAILURE, "x", hours=1)) is None  # a failed attempt left no change
 
 
+@pytest.mark.parametrize("report", ["Metrics back to baseline; incident resolved",
+                                    "Alert cleared and stayed clear through the next hour; fix confirmed",
+                                    "Verification passed: symptoms gone after the fix was applied",
+                                    "Healthy again, dashboards green, recovered within minutes"])
+def test_a_report_that_the_fix_worked_names_nothing_that_changed(report) -> None:
+    """A decision that worked made a change, but a report of its result only names no thing it changed: the
+    record has no words for a picture to show, and a later incident shares no term with it."""
+    record = change_record(fixed("a", 0, "search", report))
+    assert record is not None and record.what == ""
+    assert entity_terms(report) <= {"back", "hour", "next"}
+    named = change_record(fixed("b", 0, "search", "Raised the thread pool from 30 to 120; alert cleared, dashboards green"))
+    assert named.what.split() == ["30", "120", "Raised", "thread"]
+
+
 def test_entity_terms_split_compound_names_and_keep_versions() -> None:
     assert {"lru", "cache", "restri", "egress", "v2.14.0", "60%"} <= entity_terms(
         "lru_cache restrict-egress v2.14.0 at 60%")

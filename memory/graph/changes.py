@@ -51,7 +51,8 @@ _PARTS = re.compile(r"[_\-./]+")
 _NUMBER = re.compile(r"^v?\d[\d.%]*$")
 TERM_LENGTH = 6  # terms are normalized words cut to six letters ("rolled", "rolling" → "roll")
 # Generic English words of time, frequency and amount (they date or size a thing, never name it)
-# and of symptoms and outcomes in general (every incident has them).
+# and of symptoms, outcomes and their reports in general (every incident has them: "metrics back to
+# baseline after the change" names nothing that was changed).
 GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later earlier today tonight yesterday tomorrow
     morning afternoon evening night day days week weeks month months year years hour hours minute minutes second
     seconds time times every many much few less least several some none whole half usual usually again once twice
@@ -59,7 +60,9 @@ GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later ear
     error errors failure failures fail fails failed failing alert alerts incident incidents issue issues problem
     problems symptom symptoms fixed fix fixes works worked working started start starts began begin begins
     took take takes made make makes got get gets went goes came come comes gave give put kept keep keeps left
-    brought found find saw seen held told said seemed""".split())
+    brought found find saw seen held told said seemed
+    resolved resolve recovered normal baseline cleared clear green healthy confirmed verified verification passed
+    gone closing closed metrics dashboards stayed returned within applied""".split())
 
 
 # Generic English for a fix meant to hold only until a proper one is in place: a stopgap ("fitted the
