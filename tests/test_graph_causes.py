@@ -19,7 +19,7 @@ from memory.graph import (
     standing_edges,
 )
 from memory.graph import render
-from memory.graph.changes import entity_terms, specific_words
+from memory.graph.changes import change_kind, entity_terms, specific_words
 from memory.reinforcer import RECALLED, episode_credit
 from agent.graph_evidence import change_votes, is_change_cause
 from agent.reasoner import CauseInfo
@@ -70,6 +70,14 @@ def test_a_report_that_the_fix_worked_names_nothing_that_changed(report) -> None
     assert entity_terms(report) <= {"back", "hour", "next"}
     named = change_record(fixed("b", 0, "search", "Raised the thread pool from 30 to 120; alert cleared, dashboards green"))
     assert named.what.split() == ["30", "120", "Raised", "thread"]
+
+
+@pytest.mark.parametrize("text, kind", [("Restarted the indexer; healthy within minutes", "component"),
+                                        ("A minor tweak to the dashboard layout", "component"),
+                                        ("Set minReplicas to 3", "capacity"), ("Raised min_pool to 10", "capacity"),
+                                        ("Minimum heap now 2g", "capacity"), ("Raised maxConnPerRoute to 120", "capacity")])
+def test_a_change_is_of_capacity_when_it_sizes_something_not_when_it_says_minutes(text, kind) -> None:
+    assert change_kind(text) == kind
 
 
 def test_entity_terms_split_compound_names_and_keep_versions() -> None:

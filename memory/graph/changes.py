@@ -38,7 +38,9 @@ CHANGE_KINDS: dict[str, str] = {
     "version": r"versions?|releases?|released|rolled back|roll(?:ed)? ?back|rollbacks?|revert(?:ed|s)?|upgrade[sd]?|"
                r"downgrade[sd]?|pinned|pin|bump(?:ed)?|image|tag|v?\d+\.\d+(?:\.\d+)*",
     "capacity": r"raised|increased|lowered|decreased|reduced|doubled|halved|scaled|resized|sizes?|limits?|capacity|"
-                r"quotas?|replicas?|max\w*|min\w*|pools?|memory|threads?|connections?|workers?",
+                r"quotas?|replicas?|max\w*|pools?|memory|threads?|connections?|workers?|"
+                # "min" and what it sizes (minReplicas, min_pool, minimum), not "minutes" or "minor"
+                r"min(?:imum|imal|ima|_\w+|[a-z]*(?:size|count|replicas|pool|idle|heap|threads?|workers?|conn\w*))?",
     "parameter": r"timeouts?|ttls?|thresholds?|intervals?|retr(?:y|ies)|backoff|rates?|delays?|values?|"
                  r"set (?:to|from)|from \d[\w.%]* to \d[\w.%]*",
     "configuration": r"config\w*|settings?|flags?|options?|keys?|policy|policies|rules?|env\w*|variables?|"
