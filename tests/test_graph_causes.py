@@ -72,6 +72,11 @@ def test_a_report_that_the_fix_worked_names_nothing_that_changed(report) -> None
     assert named.what.split() == ["30", "120", "Raised", "thread"]
 
 
+def test_the_change_itself_is_no_word_of_what_changed() -> None:
+    assert change_record(fixed("a", 0, "search", "Dashboards green again after the change; closing the incident")).what == ""
+    assert change_record(fixed("b", 0, "search", "Changed the shard allocation; dashboards green")).what == "allocation"
+
+
 @pytest.mark.parametrize("text, kind", [("Restarted the indexer; healthy within minutes", "component"),
                                         ("A minor tweak to the dashboard layout", "component"),
                                         ("Set minReplicas to 3", "capacity"), ("Raised min_pool to 10", "capacity"),

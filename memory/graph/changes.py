@@ -187,12 +187,16 @@ def change_record(ep: Episode, *, limit: int = 5) -> ChangeRecord | None:
 _WORD_AS_WRITTEN = re.compile(r"[A-Za-z0-9][\w.%\-]*[\w%]|[0-9]")
 
 
+_THE_CHANGE_ITSELF = frozenset({"change", "changes", "changed"})  # "after the change" names no changed thing
+
+
 def specific_words(text: str, subject: str | None = None) -> list[str]:
     """The words of `text` that name something, as written: numbers, versions, identifiers
     (digits, underscores, dots or inner capitals) first, then other words of six letters or more."""
     own = name_terms(subject)
     words = [w for w in dict.fromkeys(_WORD_AS_WRITTEN.findall(text))
-             if w.lower() not in TERM_STOP_WORDS and w.lower() not in GENERIC_WORDS and not entity_terms(w) <= own]
+             if w.lower() not in TERM_STOP_WORDS and w.lower() not in GENERIC_WORDS
+             and w.lower() not in _THE_CHANGE_ITSELF and not entity_terms(w) <= own]
     named = [w for w in words if re.search(r"\d|_|\.|[a-z][A-Z]", w)]
     return named + [w for w in words if w not in named and len(w) >= 6]
 
