@@ -53,8 +53,8 @@ _PARTS = re.compile(r"[_\-./]+")
 _NUMBER = re.compile(r"^v?\d[\d.%]*$")
 TERM_LENGTH = 6  # terms are normalized words cut to six letters ("rolled", "rolling" → "roll")
 # Generic English words of time, frequency and amount (they date or size a thing, never name it)
-# and of symptoms, outcomes and their reports in general (every incident has them: "metrics back to
-# baseline after the change" names nothing that was changed).
+# and of symptoms, outcomes and their reports in general (every incident has them: a report that the
+# metrics are back to baseline names nothing that was changed).
 GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later earlier today tonight yesterday tomorrow
     morning afternoon evening night day days week weeks month months year years hour hours minute minutes second
     seconds time times every many much few less least several some none whole half usual usually again once twice
@@ -187,7 +187,7 @@ def change_record(ep: Episode, *, limit: int = 5) -> ChangeRecord | None:
 _WORD_AS_WRITTEN = re.compile(r"[A-Za-z0-9][\w.%\-]*[\w%]|[0-9]")
 
 
-_THE_CHANGE_ITSELF = frozenset({"change", "changes", "changed"})  # "after the change" names no changed thing
+_THE_CHANGE_ITSELF = frozenset({"change", "changes", "changed"})  # the act of changing, not a thing changed
 
 
 def specific_words(text: str, subject: str | None = None) -> list[str]:
