@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memory.episodes import Outcome
 from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
 from memory.facts import FactVersion
-from memory.facts.lessons import LessonIncident, condition_wording, describe_lesson, rejected_choices
+from memory.facts.lessons import LessonIncident, describe_lesson, lesson_wording, rejected_choices
 from memory.incidents import closeness
 from memory.retrieval.ranking import applicable_facts
 from memory.text import _line_terms, affirmed_clauses, normalize_term, observed_terms, term_wording, terms
@@ -107,6 +107,13 @@ def test_a_lesson_reads_in_the_observations_words_through_every_version():
     again = ("payments: queue depth high", "the shared batch relay breaker opened again")
     confirmed = update_lesson(lesson, incident(again, (), (), "ledger_lock", "ep-2", 60), lambda: [])
     assert confirmed.version == 2 and confirmed.wording == lesson.wording and confirmed.text == lesson.text
+    odd = ("search: queue depth high", "The shared batch relay breaker tripped during the Canary Drills")
+    narrowed = update_lesson(confirmed, incident(odd, (), (), "queue_backlog", "ep-3", 120),
+                             lambda: [terms(" ".join(seen.symptoms)), terms(" ".join(again))])
+    assert narrowed.unless == ("canary", "drill") and narrowed.wording == (*lesson.wording, "Canary", "Drills")
+    assert narrowed.text.startswith("when an observation affirms Batch + breaker + Relay + shared (unless it also "
+                                    "says Canary or Drills) → ledger_lock")
+    assert FactVersion.from_record(narrowed.to_record()) == narrowed
     old = {k: v for k, v in lesson.to_record().items() if k != "wording"}  # a record written before the wording
     assert FactVersion.from_record(old).wording == () and FactVersion.from_record(old).text == lesson.text
     assert describe_lesson(lesson.condition, "ledger_lock", ["queue_backlog"], ["drill"]) == \
@@ -124,7 +131,8 @@ def test_the_wording_of_a_text_has_exactly_its_terms_each_as_written(text):
 def test_a_term_whose_word_lower_casing_made_has_no_wording_and_the_terms_stand():
     text = "the \u212aelvin probe drifted"  # KELVIN SIGN lower-cases to an ASCII k: terms see "kelvin"
     assert "kelvin" in terms(text) and "kelvin" not in term_wording(text)
-    assert condition_wording(("kelvin", "probe"), [text]) == ()
+    assert lesson_wording(("kelvin", "probe"), [text]) == ()
+    assert lesson_wording(("kelvin", "probe"), [text], known={"kelvin": "Kelvin"}) == ("Kelvin", "probe")
 
 
 def test_a_failed_try_whose_correction_names_the_detail_retires_the_lesson():

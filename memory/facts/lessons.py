@@ -108,23 +108,36 @@ def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
     return any(wanted <= line and not (unless & line) for line in lines)
 
 
-def condition_wording(condition: Sequence[str], symptoms: Sequence[str]) -> tuple[str, ...]:
-    """Each condition term as the incident's observations first wrote it ("shared" for *shar*); () when one is missing."""
-    written: dict[str, str] = {}
-    for line in symptoms:
+def lesson_wording(terms_shown: Sequence[str], texts: Sequence[str],
+                   known: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Each term as the observations first wrote it ("shared" for *shar*): from `known`, else from the
+    affirmed clauses of `texts`; () when a term is written nowhere."""
+    written = dict(known or {})
+    for line in texts:
         for term, word in term_wording(affirmed_clauses(line)).items():
             written.setdefault(term, word)
-    wording = tuple(written.get(term, "") for term in condition)
+    wording = tuple(written.get(term, "") for term in terms_shown)
     return wording if all(wording) else ()
+
+
+def _written(fact: FactVersion) -> dict[str, str]:
+    """A version's terms → their words (its condition's, and its exceptions' when it has them)."""
+    shown = (*fact.condition, *fact.unless)
+    return dict(zip(shown if len(fact.wording) == len(shown) else fact.condition, fact.wording))
 
 
 def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str],
                     wording: Sequence[str] = ()) -> str:
-    """A lesson as a runbook addendum line; the condition in the observations' words when `wording` gives them."""
-    shown = wording if len(wording) == len(condition) else condition
+    """A lesson as a runbook addendum line, in the observations' words where `wording` gives them (one word
+    per condition term, then one per exception term when those are known too)."""
+    shown, said = condition, unless
+    if len(wording) in (len(condition), len(condition) + len(unless)):
+        shown = wording[: len(condition)]
+    if unless and len(wording) == len(condition) + len(unless):
+        said = wording[len(condition):]
     text = f"when an observation affirms {' + '.join(shown)}"
     if unless:
-        text += f" (unless it also says {' or '.join(unless)})"
+        text += f" (unless it also says {' or '.join(said)})"
     text += f" → {conclusion}"
     if rejected:
         text += f", not {' or '.join(rejected)}"
@@ -140,8 +153,10 @@ def _usefulness(support: int, contradict: int) -> Usefulness:
 def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: tuple[str, ...], conclusion: str,
              rejected: Sequence[str], unless: tuple[str, ...], support: set[str], contradict: set[str], at: datetime,
              reason: str, since: datetime | None, config: FactConfig, status: str = ACTIVE,
-             wording: tuple[str, ...] = ()) -> FactVersion:
-    wording = prev.wording if prev is not None else wording  # the condition never changes between versions
+             texts: Sequence[str] = ()) -> FactVersion:
+    """The next version; its words are the previous version's, and `texts`' for terms new to it."""
+    known = _written(prev) if prev is not None else {}
+    wording = lesson_wording((*condition, *unless), texts, known) or lesson_wording(condition, texts, known)
     return FactVersion(
         fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
         text=describe_lesson(condition, conclusion, rejected, unless, wording), condition=condition, conclusion=conclusion,
@@ -187,7 +202,7 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
                     principal=incident.principal, condition=condition, conclusion=incident.resolution,
                     rejected=incident.failed, unless=(), support=support, contradict=contradict,
                     at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}",
-                    wording=condition_wording(condition, incident.symptoms))
+                    texts=incident.symptoms)
 
 
 def update_lesson(fact: FactVersion, incident: LessonIncident,
@@ -239,7 +254,8 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
         return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact),
                         unless=tuple(sorted(set(fact.unless) | set(novel))), support=support, contradict=contradict,
                         since=fact.since, reason=f"narrowed: not when {' or '.join(novel)} (episode "
-                                                 f"{incident.episode_id} was {incident.resolution})", **common)
+                                                 f"{incident.episode_id} was {incident.resolution})",
+                        texts=incident.symptoms, **common)
     status = RETIRED if confidence(len(support), len(contradict), config) < config.revise_below else ACTIVE
     return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless, support=support,
                     contradict=contradict, since=fact.since, status=status,
