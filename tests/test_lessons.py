@@ -114,6 +114,10 @@ def test_a_lesson_reads_in_the_observations_words_through_every_version():
     assert narrowed.text.startswith("when an observation affirms Batch + breaker + Relay + shared (unless it also "
                                     "says Canary or Drills) → ledger_lock")
     assert FactVersion.from_record(narrowed.to_record()) == narrowed
+    assert narrowed.condition_words == lesson.wording  # the exceptions' words are not the condition's
+    why = applicable_facts(terms(again[1]), [narrowed], "team", min_match=0.5, limit=3,
+                           lines=affirmed_lines(again))[0].why
+    assert why.startswith("an observation affirms Batch, breaker, Relay, shared (a lesson)")
     old = {k: v for k, v in lesson.to_record().items() if k != "wording"}  # a record written before the wording
     assert FactVersion.from_record(old).wording == () and FactVersion.from_record(old).text == lesson.text
     assert describe_lesson(lesson.condition, "ledger_lock", ["queue_backlog"], ["drill"]) == \

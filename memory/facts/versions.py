@@ -52,6 +52,11 @@ class FactVersion:
     wording: tuple[str, ...] = ()  # each condition term as the observations wrote it, for the text (() = the terms)
 
     @property
+    def condition_words(self) -> tuple[str, ...]:
+        """The condition's terms as the observations wrote them (the terms themselves when not recorded)."""
+        return self.wording[: len(self.condition)] or self.condition
+
+    @property
     def id(self) -> str:
         """Identifier of this version, used in decision metadata ("retrieved")."""
         return f"{self.fact_id}@{self.version}"

@@ -387,7 +387,7 @@ def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], 
         if f.kind == LESSON:
             if not lesson_applies(f, lines):
                 continue
-            why = f"an observation affirms {', '.join(f.wording or f.condition)} (a lesson); confidence {f.confidence:.2f} " \
+            why = f"an observation affirms {', '.join(f.condition_words)} (a lesson); confidence {f.confidence:.2f} " \
                   f"from {len(f.support)} confirming, {len(f.contradict)} contradicting incidents"
             found.append(RecalledFact(f, 1.0, round(f.confidence, 6), why))
             continue
