@@ -193,6 +193,7 @@ class _LoopAgent:
             tried=tuple(self._tried),
             feedback=tuple(self._feedback),
             catalogue=tuple(CauseInfo(c.id, c.description, tuple(c.signals)) for c in getattr(prompt, "catalogue", ())),
+            runbook=tuple(getattr(prompt, "runbook", ())),
         )
         problem = replace(problem, record=self._record_of())
         evidence, context_text = self._recall(problem)

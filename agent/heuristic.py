@@ -9,7 +9,10 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
 * ``prior`` (the runbook): ``vote = p(c) / max p`` where ``p`` is a softmax of how well the
   round's observations match ``c``'s description and signals (the mean of the best three
   signal coverages plus a cosine). A sentence that reports a look which found nothing wrong
-  ("softener checked: salt level full", `memory.text.all_clear`) is no signal.
+  ("softener checked: salt level full", `memory.text.all_clear`) is no signal. When the round
+  comes with the site's own standard method's ranking (`Problem.runbook`, e.g. anomaly
+  detection plus call-graph traversal on an imported dataset), that ranking is the runbook
+  instead: ``vote = 1 / rank`` for the candidates it ranks, 0 for the others.
 * ``memory`` (precedents): each past incident (or chunk of text) votes for or against
   causes with a strength equal to its closeness to the current problem (relevance in
   [0, 1]); votes for one cause combine by noisy-OR, so agreeing precedents add up and a
@@ -222,7 +225,12 @@ class HeuristicReasoner:
     def decide(self, problem: Problem, evidence: Sequence[Evidence], context_text: str = "") -> Decision:
         candidates = problem.candidates
         ids = [c.id for c in candidates]
-        prior = {c.id: self.prior(problem.observations, c) for c in candidates}
+        if problem.runbook:
+            ranks = {cid: rank for rank, cid in enumerate(problem.runbook, start=1)}
+            prior = {cid: math.log(1.0 / ranks[cid]) * RUNBOOK_TEMPERATURE if cid in ranks else -math.inf
+                     for cid in ids}  # the softmax in `votes` turns these back into 1 / rank (0 unranked)
+        else:
+            prior = {c.id: self.prior(problem.observations, c) for c in candidates}
         votes, supporters = self.votes(problem, evidence, prior)
         setting = situation_key(votes)
         weights = {kind: weight(reliability(problem.record, kind + setting), len(ids)) for kind in KINDS}

@@ -283,6 +283,8 @@ def user_prompt(problem: Problem, context_text: str) -> str:
     lines += [f"- {text}" for text in problem.observations]
     lines += ["", "Candidate root causes (described in the catalogue):"]
     lines += [f"- {cause.id}" for cause in problem.candidates]
+    if problem.runbook:  # only rounds that carry one (imported datasets): the shipped prompts stay as they were
+        lines += ["", "The site's standard method (no memory) ranks, most likely first: " + ", ".join(problem.runbook)]
     if problem.tried:
         lines += ["", "Already tried in this incident and failed: " + ", ".join(problem.tried)]
     if problem.feedback:

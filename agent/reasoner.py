@@ -33,6 +33,7 @@ class Problem:
     feedback: tuple[str, ...] = ()  # outcome and correction texts seen in this round so far
     catalogue: tuple[CauseInfo, ...] = ()  # every root cause of the scenario, by id (the candidates among them)
     record: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # evidence kind → (hits, misses) at this site
+    runbook: tuple[str, ...] = ()  # the site's standard method's ranking of the candidates, best first (may be empty)
 
 
 @dataclass(frozen=True)

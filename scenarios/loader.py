@@ -42,6 +42,7 @@ INTERLUDE_KEYS = ("situation", "events")
 ROUND_KEYS = (
     "id", "kind", "situation", "service", "after", "at", "observations", "candidates",
     "truth", "max_attempts", "on_success", "on_failure", "correction", "caused_by",
+    "runbook",
 )
 ROUND_REQUIRED = ("id", "kind", "service", "observations", "truth")
 NAME_PATTERN = r"[a-z0-9-]+"
@@ -348,13 +349,14 @@ def _round(p, body, here, index, known, first_index, clock):
     for key in ("on_success", "on_failure", "correction"):
         texts[key] = f.text(p, body[key], f"{here}.{key}") if body.get(key) is not None else None
     caused_by = _caused_by(p, body, here, index, rid, first_index)
+    runbook = _runbook(p, body, here, candidates)
     now = _nominal_time(p, here, index, clock, body, after, at)
     if len(p.lines) > before:
         return None, now
     return Round(
         id=rid, kind=kind, situation=situation, service=service, after=after, at=at,
         observations=observations, candidates=candidates, truth=truth,
-        max_attempts=max_attempts, caused_by=caused_by, **texts,
+        max_attempts=max_attempts, caused_by=caused_by, runbook=runbook or (), **texts,
     ), now
 
 
@@ -417,6 +419,30 @@ def _truth(p, body, here, known, candidates):
         p.add(path, f"{truth!r} is not among this round's candidates (candidates: {', '.join(candidates)})")
         return None
     return truth
+
+
+def _runbook(p, body, here, candidates):
+    """The optional ranking of this round's candidates by the site's standard method (best first)."""
+    if body.get("runbook") is None:
+        return None
+    path = f"{here}.runbook"
+    raw = body["runbook"]
+    if not isinstance(raw, list) or not raw:
+        p.add(path, f"expected a non-empty list of this round's candidate ids, best first, found {f.describe(raw)}")
+        return None
+    ranked: list[str] = []
+    for j, cid in enumerate(raw):
+        item = f"{path}[{j}]"
+        if f.text(p, cid, item, what="a candidate id") is None:
+            return None
+        if candidates is not None and cid not in candidates:
+            p.add(item, f"{cid!r} is not among this round's candidates (candidates: {f.listing(list(candidates))})")
+            return None
+        if cid in ranked:
+            p.add(item, f"{cid!r} is ranked twice")
+            return None
+        ranked.append(cid)
+    return tuple(ranked)
 
 
 def _caused_by(p, body, here, index, rid, first_index):

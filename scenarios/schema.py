@@ -61,6 +61,7 @@ class Round:
     on_failure: str | None  # outcome text after a wrong attempt
     correction: str | None  # user correction shown after each wrong attempt
     caused_by: str | None  # id of an earlier round whose fix caused this incident
+    runbook: tuple[str, ...] = ()  # the site's standard method's ranking of candidates, best first (empty: none given)
 
 
 @dataclass(frozen=True)

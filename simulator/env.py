@@ -251,7 +251,7 @@ class DebugEnv:
             round_id=rnd.id, kind=rnd.kind, service=rnd.service, situation=rnd.situation,
             candidates=rnd.candidates, root_causes={c: causes[c] for c in rnd.candidates},
             attempt=self._attempt, events=events, decision_time=self._decision_time,
-            catalogue=tuple(causes[c] for c in sorted(causes)),
+            catalogue=tuple(causes[c] for c in sorted(causes)), runbook=rnd.runbook,
         )
 
     def _outcome_event(self, rnd: Round, correct: bool, draw: _AttemptDraw, when: datetime) -> Event:

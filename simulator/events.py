@@ -42,6 +42,7 @@ class Prompt:
     events: tuple[Event, ...]  # stream events new since the previous prompt
     decision_time: datetime  # timestamp to give the decision; after all `events`
     catalogue: tuple[RootCause, ...] = ()  # every root cause of the scenario, by id (stable across rounds)
+    runbook: tuple[str, ...] = ()  # the site's standard method's ranking of the candidates, best first (may be empty)
 
 
 @dataclass(frozen=True)
