@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, FlatRAGAgent, NoMemoryAgent
 from agent.reasoner import Reasoner
+from baseline.classifier import ClassifierAgent
 from memory.timeline import Encoder
 
 
@@ -14,7 +15,7 @@ class AgentPreset:
     """How to build one named agent."""
 
     name: str  # agent name in reports and logs
-    memory: str  # "episodic", "flat_rag" or "none"
+    memory: str  # "episodic", "flat_rag", "classifier" or "none"
     retriever: str = "DEFAULT"  # retriever preset name in memory.retrieval.config (episodic only)
     outcome_labels: bool = True  # hand outcome labels to the reasoner (episodic only)
     window: int = 4  # events per chunk (flat_rag only; stride is half a window, at least 1)
@@ -28,6 +29,8 @@ PRESETS: dict[str, AgentPreset] = {p.name: p for p in (
     AgentPreset("flat_rag", "flat_rag", description="top-k windows of 4 consecutive events by cosine"),
     AgentPreset("flat_rag-events", "flat_rag", window=1, description="top-k single events by cosine (weaker)"),
     AgentPreset("no_memory", "none", description="no memory (lower bound)"),
+    AgentPreset("classifier", "classifier",
+                description="no episodic memory: naive Bayes over past rounds' observations, learned from their fixes"),
     AgentPreset("episodic-no-graph", "episodic", retriever="NO_GRAPH", graph_evidence=False,
                 description="ablation: no graph (no proximity, chains, change evidence or credit)"),
     AgentPreset("episodic-no-facts", "episodic", retriever="NO_FACTS", description="ablation: no facts"),
@@ -45,6 +48,8 @@ def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, st
     """Construct the agent a preset names; episodic memory persists to `store_path` when given."""
     if preset.memory == "none":
         return NoMemoryAgent(reasoner, budget)
+    if preset.memory == "classifier":
+        return ClassifierAgent(reasoner, budget, name=preset.name)
     if preset.memory == "flat_rag":
         return FlatRAGAgent(reasoner, encoder, budget, window=preset.window, stride=max(1, preset.window // 2),
                             name=preset.name)
