@@ -156,12 +156,22 @@ _NEGATION = re.compile(r"\b(?:not|never|no|none|nothing|nobody|neither|nor|witho
 # Generic English words for "in its normal state": such a clause reports a symptom's absence.
 _NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok|green|steady|stable|"
                       r"within limits|as usual)\b", re.I)
+# "Normal" as the yardstick of a comparison, not a report of a normal state: after a determiner,
+# possessive or comparing word ("3.7× its normal level", "against a normal 100%", "slower than
+# normal", "above normal"). Generic English; "back to normal" and "pressure normal" stay reports.
+_NOMINAL_REFERENCE = re.compile(r"\b(?:its|their|his|her|our|the|a|an|than|above|below|over|under|against|versus|vs\.?|"
+                                r"from|beyond|past|exceed(?:s|ed|ing)?)\s+(?:normal|nominal)\b", re.I)
 # Clause breaks: punctuation and generic English contrastive conjunctions.
 _CLAUSE = re.compile(r"[.;:!?,]\s+|\s+(?:but|while|whereas|although)\s+|\n")
 # Where a negation's scope ends inside a clause: a conjunction that starts another statement
 # ("the exchanger gave no cooling *and* the milk arrived warm": the milk arriving warm is affirmed).
 _SCOPE_END = re.compile(r"\s+(?:and|so|because|until|then)\s+", re.I)
 _PRONOUN = re.compile(r"nothing|none|nobody", re.I)  # negation cues that are a whole phrase of their own
+
+
+def _reports_normal(clause: str) -> bool:
+    """Whether a clause reports a normal state (`_NOMINAL`), not counting "normal" used as a yardstick."""
+    return bool(_NOMINAL.search(_NOMINAL_REFERENCE.sub(" ", clause)))
 
 
 def _clauses(text: str) -> list[tuple[str, bool]]:
@@ -172,11 +182,11 @@ def _clauses(text: str) -> list[tuple[str, bool]]:
     out: list[tuple[str, bool]] = []
     for line in text.split("\n"):
         label, colon, status = line.partition(": ")
-        statuses = [(c, bool(_NOMINAL.search(c))) for c in _CLAUSE.split(status) if c.strip()] if colon else []
+        statuses = [(c, _reports_normal(c)) for c in _CLAUSE.split(status) if c.strip()] if colon else []
         heads = [c for c in _CLAUSE.split(label if colon else line) if c.strip()]
         reported = any(normal for _, normal in statuses)
         last = len(heads) - 1
-        out += [(c, (reported and i == last) or bool(_NOMINAL.search(c))) for i, c in enumerate(heads)]
+        out += [(c, (reported and i == last) or _reports_normal(c)) for i, c in enumerate(heads)]
         out += statuses
     return out
 

@@ -137,6 +137,17 @@ def test_a_negation_stops_where_the_next_statement_starts():
     assert split_negation("the plates did nothing and warm milk went in") == ("the plates did warm milk went in", "")
 
 
+def test_normal_as_a_yardstick_reports_no_normal_state():
+    # "normal" after a determiner or comparing word measures against normal: the clause is a symptom
+    for line in ("amazon.com remote endpoint: latency p95 3.7× its normal level (254 ms vs 69 ms)",
+                 "PetSite availability is anomalous: 93.4% against a normal 100.0%",
+                 "the press took longer than normal to hold pressure", "queue depth above normal"):
+        assert split_negation(line)[1] == "", line
+    # a report of the normal state still denies what it reports on
+    assert split_negation("pressure normal, pump running") == ("pump running", "pressure normal")
+    assert split_negation("traffic back to normal")[0] == ""
+
+
 def test_a_report_whose_status_is_normal_denies_what_it_reports_on():
     """"X checked: running, pressure normal" says X is fine: X's words must not count as a
     symptom (a lesson about X would fire on its own all-clear). A status without a normal-state
