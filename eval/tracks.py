@@ -12,7 +12,10 @@ ITBench; `scenarios.importers`) and prints, per dataset file, stream order and a
 - **paired round-level statistics**: episodic against every other agent, per order, over the
   scenario rounds (seeds averaged per round; exact sign test on the rounds that differ);
 - the **published figures** of the dataset's own non-memory method beside ours, where the
-  dataset has them (``PUBLISHED``).
+  dataset has them (``PUBLISHED``);
+- the **recurrence ceiling**: the top-1 of a memory that is right on every round whose cause
+  occurred earlier in the stream and follows the runbook (``no_memory``) elsewhere. Learning from
+  recurrence cannot beat it: a cause's first occurrence is learned from no one.
 
 Shuffled orders (``eval.compare --order shuffled``) are named ``NAME@shuffled-K``; they are
 reported as the mean over K beside the data's own order, never pooled with it.
@@ -36,6 +39,7 @@ from eval.stats import sign_test
 TOP_K = 3  # the PetShop paper's second measure: the truth among the three best-ranked candidates
 CURVE_PARTS = 4  # the learning curve's bins over the stream
 SUBJECT = "episodic"
+RUNBOOK = "no_memory"  # the agent that answers with the runbook alone
 TIME = "time"
 SHUFFLED = "shuffled"
 TEST_PREFIX = "test-"  # round ids of the issues a dataset's paper reports on (PetShop's test split)
@@ -121,6 +125,20 @@ def curve(rows: Sequence[Mapping[str, Any]], parts: int = CURVE_PARTS) -> list[f
     return [sum(b) / len(b) if b else None for b in bins]
 
 
+def ceiling(runbook_rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """Top-1 of an agent right on every recurrence of an earlier round's cause and the runbook's elsewhere."""
+    by_play: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in runbook_rows:
+        by_play[(r["scenario"], r["seed"])].append(r)
+    right = 0
+    for played in by_play.values():
+        seen: set[str] = set()
+        for r in played:
+            right += bool(r["first_correct"]) or r["truth"] in seen
+            seen.add(r["truth"])
+    return right / len(runbook_rows) if runbook_rows else None
+
+
 def paired(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Round-level comparison of two agents' first attempts (seeds averaged per scenario round)."""
     def means(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
@@ -166,7 +184,8 @@ def tracks(log: Mapping[str, Any]) -> dict[str, Any]:
                 }
             comparisons = {other: paired(by_agent[SUBJECT], by_agent[other])
                            for other in by_agent if other != SUBJECT and SUBJECT in by_agent}
-            entry["groups"][group] = {"kinds": kinds, "agents": measures, "paired": comparisons}
+            entry["groups"][group] = {"kinds": kinds, "agents": measures, "paired": comparisons,
+                                      "ceiling": ceiling(by_agent.get(RUNBOOK, []))}
         result[name] = entry
     return result
 
@@ -176,6 +195,9 @@ def tracks(log: Mapping[str, Any]) -> dict[str, Any]:
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
+
+
+MAX_KIND_COLUMNS = 4  # beyond this many kinds, the per-kind figures go to a table of their own
 
 
 def render(result: Mapping[str, Any]) -> Group:
@@ -190,7 +212,9 @@ def render(result: Mapping[str, Any]) -> Group:
             table.add_column("agent")
             table.add_column("top-1 all", justify="right")
             table.add_column("top-3 all", justify="right")
-            for kind in data["kinds"]:
+            wide = len(data["kinds"]) > MAX_KIND_COLUMNS
+            columns = [] if wide else data["kinds"]
+            for kind in columns:
                 table.add_column(f"top-1/top-3 {kind}", justify="right")
                 if any(m["test"] for m in data["agents"].values()):
                     table.add_column(f"test {kind}", justify="right")
@@ -198,7 +222,7 @@ def render(result: Mapping[str, Any]) -> Group:
             table.add_column("curve (top-1 by quarter)", justify="right")
             for agent, m in data["agents"].items():
                 row = [agent, _pct(m["all"]["top1"]), _pct(m["all"]["top3"])]
-                for kind in data["kinds"]:
+                for kind in columns:
                     k = m["kinds"][kind]
                     row.append(f"{_pct(k['top1'])} / {_pct(k['top3'])}")
                     if any(x["test"] for x in data["agents"].values()):
@@ -210,14 +234,27 @@ def render(result: Mapping[str, Any]) -> Group:
                 table.add_row(*row)
             if published and group == TIME:
                 row = ["published (paper, no memory)", "", ""]
-                for kind in data["kinds"]:
+                for kind in columns:
                     figures = published.get(kind)
                     row.append("")
                     if any(m["test"] for m in data["agents"].values()):
                         row.append(f"{_pct(figures[0])} / {_pct(figures[1])}" if figures else "—")
                 row += ["", ""]
                 table.add_row(*row)
+            if data.get("ceiling") is not None:
+                row = ["ceiling: every recurrence right", _pct(data["ceiling"]), ""]
+                table.add_row(*(row + [""] * (len(table.columns) - len(row))))
             parts.append(table)
+            if wide:
+                kinds = Table(title=f"{name}: {label}, top-1 / top-3 by kind", title_justify="left")
+                kinds.add_column("kind")
+                for agent in data["agents"]:
+                    kinds.add_column(agent, justify="right")
+                for kind in data["kinds"]:
+                    cells = [data["agents"][agent]["kinds"][kind] for agent in data["agents"]]
+                    kinds.add_row(f"{kind} ({cells[0]['rounds']} plays)",
+                                  *(f"{_pct(c['top1'])} / {_pct(c['top3'])}" for c in cells))
+                parts.append(kinds)
             for other, test in data["paired"].items():
                 if test["difference"] is None:
                     continue

@@ -2,7 +2,7 @@
 
 import json
 
-from eval.tracks import base_and_order, first_ranking, main, published_for, tracks
+from eval.tracks import base_and_order, ceiling, first_ranking, main, published_for, tracks
 
 
 def _row(scenario, round_id, kind, truth, scores, *, seed=0, solved=True, attempts=1):
@@ -63,3 +63,11 @@ def test_cli_reads_logs_and_rejects_others(tmp_path, capsys):
     bad.write_text("[1, 2]")
     assert main([str(bad)]) == 2
     assert "not an eval.compare run log" in capsys.readouterr().err
+
+
+def test_ceiling_counts_recurrences_and_the_runbook_right():
+    rows = [{"scenario": "s", "seed": 0, "truth": truth, "first_correct": right}
+            for truth, right in (("a", False), ("a", False), ("b", True), ("c", False), ("b", False))]
+    assert ceiling(rows) == 3 / 5  # the second a, the runbook's b, the second b; never the first a or c
+    assert ceiling([]) is None
+    assert tracks(_log())["petshop-high-traffic"]["groups"]["time"]["ceiling"] == 1.0  # no_memory right on all
