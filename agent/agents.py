@@ -155,6 +155,10 @@ class _LoopAgent:
         """How often each evidence kind was right here, when the memory keeps such a record."""
         return {}
 
+    def _track_of(self) -> dict[str, dict[str, int]]:
+        """The runbook's track record here (its favourite → final answers), when the memory keeps one."""
+        return {}
+
     # -- the loop --------------------------------------------------------------------------------
 
     def observe(self, events: Sequence[Any]) -> None:
@@ -195,7 +199,7 @@ class _LoopAgent:
             catalogue=tuple(CauseInfo(c.id, c.description, tuple(c.signals)) for c in getattr(prompt, "catalogue", ())),
             runbook=tuple(getattr(prompt, "runbook", ())),
         )
-        problem = replace(problem, record=self._record_of())
+        problem = replace(problem, record=self._record_of(), track=self._track_of())
         evidence, context_text = self._recall(problem)
         evidence = fit_budget(evidence, self.budget)
         decision = self.reasoner.decide(problem, evidence, context_text)
@@ -321,6 +325,11 @@ class EpisodicAgent(_LoopAgent):
 
     def _record_of(self) -> dict[str, tuple[int, int]]:
         return self._evidence_record.update() if self.outcome_labels else {}
+
+    def _track_of(self) -> dict[str, dict[str, int]]:
+        # read after `_record_of`, whose update counted the episodes closed since the last decision
+        return {choice: dict(answers) for choice, answers in self._evidence_record.track.items()} \
+            if self.outcome_labels else {}
 
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         # Incidents get the budget's items minus the fact slots; ask for as many more episodes as the

@@ -32,6 +32,15 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
   words it names, at ``CORRECTION_SHARE`` (the site looked there and found nothing wrong).
 * ``graph``: votes the memory's causal graph attaches to candidates (evidence items of
   source ``change``), noisy-OR per cause.
+* ``track``: the track record at this site of a standard method the round names
+  (`Problem.runbook`, e.g. an imported dataset's traversal; `Problem.track`): when its
+  favourite ``X`` was the favourite of earlier incidents here, ``n`` of them, each answer ``Y``
+  that finally fixed ``c_Y`` of those incidents gets ``c_Y / (n + 1)``, and ``X`` gets
+  ``−(n − c_X) / (n + 1)``: "the last two times it named the load balancer, it was the service
+  behind it" (a Laplace-smoothed share, so one correction is a lead, not a certainty). A
+  tool's bias at a site holds whatever the words of the incident; the reasoner's own reading
+  of the descriptions has none to learn apart from the words, which precedents and lessons
+  already weigh, so without a named method there is no track vote.
 
 ``weight(kind) = log(r · (K − 1) / (1 − r))`` is the log-likelihood ratio of a voter that
 is right with probability ``r`` among ``K`` candidates (0 when ``r ≤ 1/K``). ``r`` is the
@@ -62,7 +71,7 @@ from memory.episodes import Outcome, classify_text
 from memory.text import affirmed_clauses, all_clear, looked_terms, read_as_found, split_negation, stems, terms
 from memory.timeline import Encoder, HashingEncoder
 
-KINDS = ("prior", "memory", "facts", "graph")  # evidence kinds whose reliability the memory records
+KINDS = ("prior", "memory", "facts", "graph", "track")  # evidence kinds whose reliability the memory records
 PRIOR_HITS, PRIOR_MISSES = 2.0, 1.0  # Beta prior of a kind's reliability with no record: 2/3
 FEEDBACK_RELIABILITY = 0.95  # a correction received in this round is direct evidence
 CORRECTION_SHARE = 0.5  # a past correction's text relative to the incident's own resolution
@@ -139,6 +148,21 @@ def situation_key(votes: Mapping[str, Mapping[str, float]]) -> str:
     lesson; recording each kind's hits apart for the two settings keeps one from diluting the other.
     """
     return "|lesson" if any(value > 0 for value in votes.get("facts", {}).values()) else ""
+
+
+def track_votes(problem: Problem, runbook: Mapping[str, float]) -> dict[str, float]:
+    """The runbook's track record here on its current favourite, as votes (see the module docstring)."""
+    if not problem.track or not problem.runbook or not runbook:
+        return {}
+    ids = [c.id for c in problem.candidates]
+    favourite = max(ids, key=lambda cid: (runbook.get(cid, 0.0), -ids.index(cid)))
+    answers = problem.track.get(favourite)
+    if not answers:
+        return {}
+    seen = sum(answers.values())
+    votes = {cid: count / (seen + 1) for cid, count in answers.items() if cid in ids and cid != favourite}
+    votes[favourite] = -(seen - answers.get(favourite, 0)) / (seen + 1)
+    return {cid: value for cid, value in votes.items() if value}
 
 
 def noisy_or(strengths: Sequence[float]) -> float:
@@ -258,7 +282,7 @@ class HeuristicReasoner:
         candidates = problem.candidates
         top = max(prior.values())
         runbook = {cid: math.exp((value - top) / RUNBOOK_TEMPERATURE) for cid, value in prior.items()}
-        votes: dict[str, dict[str, float]] = {"prior": runbook}
+        votes: dict[str, dict[str, float]] = {"prior": runbook, "track": track_votes(problem, runbook)}
         supporters: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
         # what the round reports looked at and found fine: a precedent whose corrections pointed there does not hold
         cleared = set().union(*(terms(all_clear(line)) for line in problem.observations)) - looked_terms()

@@ -285,6 +285,11 @@ def user_prompt(problem: Problem, context_text: str) -> str:
     lines += [f"- {cause.id}" for cause in problem.candidates]
     if problem.runbook:  # only rounds that carry one (imported datasets): the shipped prompts stay as they were
         lines += ["", "The site's standard method (no memory) ranks, most likely first: " + ", ".join(problem.runbook)]
+        answers = problem.track.get(problem.runbook[0], {})
+        if answers:  # what memory knows of that method here: where its favourite's incidents were finally fixed
+            shown = ", ".join(f"{cid} ({count})" for cid, count in sorted(answers.items(), key=lambda kv: (-kv[1], kv[0])))
+            lines += [f"Its record here: the {sum(answers.values())} earlier incident(s) where it favoured "
+                      f"{problem.runbook[0]} were finally fixed at: {shown}"]
     if problem.tried:
         lines += ["", "Already tried in this incident and failed: " + ", ".join(problem.tried)]
     if problem.feedback:

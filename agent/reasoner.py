@@ -34,6 +34,7 @@ class Problem:
     catalogue: tuple[CauseInfo, ...] = ()  # every root cause of the scenario, by id (the candidates among them)
     record: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # evidence kind → (hits, misses) at this site
     runbook: tuple[str, ...] = ()  # the site's standard method's ranking of the candidates, best first (may be empty)
+    track: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # runbook favourite → {final answer: incidents} here
 
 
 @dataclass(frozen=True)

@@ -204,64 +204,71 @@ def render(result: Mapping[str, Any]) -> Group:
     """Rich tables: per dataset file and order group, each agent's measures beside the published ones."""
     parts: list[Any] = []
     for name, entry in result.items():
-        published = entry["published"] or {}
         for group, data in entry["groups"].items():
             shuffles = [o for o in entry["orders"] if o != TIME]
             label = "the data's order" if group == TIME else f"shuffled orders (mean of {len(shuffles)})"
-            table = Table(title=f"{name}: {label}", title_justify="left")
-            table.add_column("agent")
-            table.add_column("top-1 all", justify="right")
-            table.add_column("top-3 all", justify="right")
             wide = len(data["kinds"]) > MAX_KIND_COLUMNS
-            columns = [] if wide else data["kinds"]
-            for kind in columns:
-                table.add_column(f"top-1/top-3 {kind}", justify="right")
-                if any(m["test"] for m in data["agents"].values()):
-                    table.add_column(f"test {kind}", justify="right")
-            table.add_column("attempts · solved", justify="right")
-            table.add_column("curve (top-1 by quarter)", justify="right")
-            for agent, m in data["agents"].items():
-                row = [agent, _pct(m["all"]["top1"]), _pct(m["all"]["top3"])]
-                for kind in columns:
-                    k = m["kinds"][kind]
-                    row.append(f"{_pct(k['top1'])} / {_pct(k['top3'])}")
-                    if any(x["test"] for x in data["agents"].values()):
-                        t = m["test"].get(kind)
-                        row.append(f"{_pct(t['top1'])} / {_pct(t['top3'])} (n={t['rounds']})" if t else "—")
-                attempts = m["all"]["attempts"]
-                row.append(f"{attempts:.2f} · {_pct(m['all']['solved'])}" if attempts is not None else "—")
-                row.append(" ".join(_pct(v) for v in m["curve"]))
-                table.add_row(*row)
-            if published and group == TIME:
-                row = ["published (paper, no memory)", "", ""]
-                for kind in columns:
-                    figures = published.get(kind)
-                    row.append("")
-                    if any(m["test"] for m in data["agents"].values()):
-                        row.append(f"{_pct(figures[0])} / {_pct(figures[1])}" if figures else "—")
-                row += ["", ""]
-                table.add_row(*row)
-            if data.get("ceiling") is not None:
-                row = ["ceiling: every recurrence right", _pct(data["ceiling"]), ""]
-                table.add_row(*(row + [""] * (len(table.columns) - len(row))))
-            parts.append(table)
+            published = (entry["published"] or {}) if group == TIME else {}
+            parts.append(_agents_table(f"{name}: {label}", data, [] if wide else data["kinds"], published))
             if wide:
-                kinds = Table(title=f"{name}: {label}, top-1 / top-3 by kind", title_justify="left")
-                kinds.add_column("kind")
-                for agent in data["agents"]:
-                    kinds.add_column(agent, justify="right")
-                for kind in data["kinds"]:
-                    cells = [data["agents"][agent]["kinds"][kind] for agent in data["agents"]]
-                    kinds.add_row(f"{kind} ({cells[0]['rounds']} plays)",
-                                  *(f"{_pct(c['top1'])} / {_pct(c['top3'])}" for c in cells))
-                parts.append(kinds)
-            for other, test in data["paired"].items():
-                if test["difference"] is None:
-                    continue
-                parts.append(f"  {SUBJECT} vs {other}: n = {test['rounds']} scenario rounds, "
-                             f"{SUBJECT} better in {test['better']}, worse in {test['worse']}; "
-                             f"sign test p = {test['p_value']:.3g}; difference {100 * test['difference']:+.1f} points")
+                parts.append(_kinds_table(f"{name}: {label}, top-1 / top-3 by kind", data))
+            parts.extend(_paired_lines(data["paired"]))
     return Group(*parts)
+
+
+def _agents_table(title: str, data: Mapping[str, Any], columns: Sequence[str],
+                  published: Mapping[str, tuple[float, float]]) -> Table:
+    """One row per agent: top-1/top-3 overall and per kind (and the test rounds'), attempts, curve."""
+    tests = any(m["test"] for m in data["agents"].values())
+    table = Table(title=title, title_justify="left")
+    for column in ("agent", "top-1 all", "top-3 all"):
+        table.add_column(column, justify="left" if column == "agent" else "right")
+    for kind in columns:
+        table.add_column(f"top-1/top-3 {kind}", justify="right")
+        if tests:
+            table.add_column(f"test {kind}", justify="right")
+    table.add_column("attempts · solved", justify="right")
+    table.add_column("curve (top-1 by quarter)", justify="right")
+    for agent, m in data["agents"].items():
+        row = [agent, _pct(m["all"]["top1"]), _pct(m["all"]["top3"])]
+        for kind in columns:
+            row.append(f"{_pct(m['kinds'][kind]['top1'])} / {_pct(m['kinds'][kind]['top3'])}")
+            if tests:
+                t = m["test"].get(kind)
+                row.append(f"{_pct(t['top1'])} / {_pct(t['top3'])} (n={t['rounds']})" if t else "—")
+        attempts = m["all"]["attempts"]
+        row.append(f"{attempts:.2f} · {_pct(m['all']['solved'])}" if attempts is not None else "—")
+        row.append(" ".join(_pct(v) for v in m["curve"]))
+        table.add_row(*row)
+    if published:
+        row = ["published (paper, no memory)", "", ""]
+        for kind in columns:
+            figures = published.get(kind)
+            row += ["", f"{_pct(figures[0])} / {_pct(figures[1])}" if figures else "—"] if tests else [""]
+        table.add_row(*(row + ["", ""]))
+    if data.get("ceiling") is not None:
+        row = ["ceiling: every recurrence right", _pct(data["ceiling"])]
+        table.add_row(*(row + [""] * (len(table.columns) - len(row))))
+    return table
+
+
+def _kinds_table(title: str, data: Mapping[str, Any]) -> Table:
+    """Top-1/top-3 per kind, a row per kind and a column per agent (for data with many kinds)."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("kind")
+    for agent in data["agents"]:
+        table.add_column(agent, justify="right")
+    for kind in data["kinds"]:
+        cells = [data["agents"][agent]["kinds"][kind] for agent in data["agents"]]
+        table.add_row(f"{kind} ({cells[0]['rounds']} plays)", *(f"{_pct(c['top1'])} / {_pct(c['top3'])}" for c in cells))
+    return table
+
+
+def _paired_lines(paired: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return [f"  {SUBJECT} vs {other}: n = {test['rounds']} scenario rounds, {SUBJECT} better in {test['better']}, "
+            f"worse in {test['worse']}; sign test p = {test['p_value']:.3g}; difference "
+            f"{100 * test['difference']:+.1f} points"
+            for other, test in paired.items() if test["difference"] is not None]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -8,6 +8,11 @@ its metadata, ``favoured`` (evidence kind → the choice that kind favoured) and
 resolved (`EpisodicMemory.resolution`), each kind's favourite counts as a hit when it was the
 answer that finally fixed it and as a miss otherwise.
 
+The same reading keeps the runbook's track record here (`EvidenceRecord.track`): for each
+choice the runbook favoured at a first attempt, the answers that finally fixed those incidents
+("the traversal names the load balancer; twice it was the service behind it"), which is what an
+engineer learns about the tools of a site.
+
 The record is derived from stored entries only, so it is rebuilt by reading them again;
 `EvidenceRecord.update` reads each closed episode once, and an episode whose incident is
 not resolved within ``PENDING_LIMIT`` later episodes is dropped from the count.
@@ -22,6 +27,7 @@ from memory.episodes import Episode
 from memory.graph.queries import resolution
 from memory.state import Verdict
 
+RUNBOOK_KINDS = ("prior", "prior|lesson")  # the runbook's favourite, with and without a lesson applying
 PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waiting for its resolution
 COUNT_BATCH = 256  # resolved episodes whose decisions are read at once (bounds what the reading holds)
 
@@ -38,6 +44,7 @@ class EvidenceRecord:
         self.memory = memory
         self.principal = principal
         self.tally: dict[str, tuple[int, int]] = {}
+        self.track: dict[str, dict[str, int]] = {}  # the runbook's favourite → {final answer: incidents}
         self._read = 0  # closed episodes read so far
         self._pending: list[tuple[int, str]] = []  # (position, episode id) awaiting a resolution
 
@@ -85,3 +92,6 @@ class EvidenceRecord:
         for kind, choice in favoured.items():
             hits, misses = self.tally.get(kind, (0, 0))
             self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)
+            if kind in RUNBOOK_KINDS and isinstance(choice, str):
+                answers = self.track.setdefault(choice, {})
+                answers[answer] = answers.get(answer, 0) + 1
