@@ -113,3 +113,15 @@ def test_an_unsolved_round_is_labelled_by_what_its_correction_names():
     assert round_label(played, HeuristicReasoner(ENCODER)) == "disk_full"
     silent = PlayedRound(("pods restarting",), CAUSES, [Attempt("memory_leak", 1, {}, [failed])])
     assert round_label(silent, HeuristicReasoner(ENCODER)) is None  # two causes left and nothing names one
+
+
+def test_the_standard_method_s_favourite_is_an_input():
+    from baseline.classifier import CauseClassifier
+
+    model = CauseClassifier()
+    classes = ("balancer", "service", "database")
+    for _ in range(2):  # the same words; what tells the answers apart is the method's favourite
+        model.learn(("checkout pages slow",), "service", classes, method="balancer")
+        model.learn(("checkout pages slow",), "database", classes, method="service")
+    assert model.predict(("checkout pages slow",), list(classes), method="balancer").cause == "service"
+    assert model.predict(("checkout pages slow",), list(classes), method="service").cause == "database"
