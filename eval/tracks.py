@@ -271,6 +271,42 @@ def _paired_lines(paired: Mapping[str, Mapping[str, Any]]) -> list[str]:
             for other, test in paired.items() if test["difference"] is not None]
 
 
+def markdown(result: Mapping[str, Any], *, commands: Sequence[str] = ()) -> str:
+    """The tracks as Markdown tables (a results page rendered from the logs, never typed)."""
+    lines = ["<!-- written by python -m eval.tracks --markdown; do not edit by hand -->", ""]
+    if commands:
+        lines += ["```bash", *commands, "```", ""]
+    for name, entry in result.items():
+        for group, data in entry["groups"].items():
+            shuffles = [o for o in entry["orders"] if o != TIME]
+            label = "the data's order" if group == TIME else f"shuffled orders (mean of {len(shuffles)})"
+            tests = any(m["test"] for m in data["agents"].values())
+            kinds = data["kinds"] if len(data["kinds"]) <= MAX_KIND_COLUMNS else []
+            head = ["agent", "top-1", "top-3"] + [f"test {k} top-1 / top-3" if tests else f"{k} top-1 / top-3"
+                                                  for k in kinds] + ["attempts (solved)", "top-1 by quarter"]
+            lines += [f"### {name}: {label}", "", "| " + " | ".join(head) + " |",
+                      "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+            for agent, m in data["agents"].items():
+                cells = [agent, _pct(m["all"]["top1"]), _pct(m["all"]["top3"])]
+                for kind in kinds:
+                    c = (m["test"] if tests else m["kinds"]).get(kind)
+                    cells.append(f"{_pct(c['top1'])} / {_pct(c['top3'])}" if c else "—")
+                attempts = m["all"]["attempts"]
+                cells.append(f"{attempts:.2f} ({_pct(m['all']['solved'])})" if attempts is not None else "—")
+                cells.append(" · ".join(_pct(v) for v in m["curve"]))
+                lines.append("| " + " | ".join(cells) + " |")
+            published = (entry["published"] or {}) if group == TIME else {}
+            if published and tests:
+                cells = ["published (no memory)", "", ""] + [
+                    f"{_pct(published[k][0])} / {_pct(published[k][1])}" if k in published else "—" for k in kinds]
+                lines.append("| " + " | ".join(cells + ["", ""]) + " |")
+            if data.get("ceiling") is not None:
+                lines.append("| " + " | ".join(["ceiling: every recurrence right", _pct(data["ceiling"])]
+                                               + [""] * (len(head) - 2)) + " |")
+            lines += [""] + [line.strip() + "  " for line in _paired_lines(data["paired"])] + [""]
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
     return argparse.ArgumentParser(
         prog="python -m eval.tracks",
@@ -296,6 +332,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     parser.add_argument("logs", nargs="+", metavar="LOG", help="run logs written by eval.compare --json")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the measures as JSON here")
+    parser.add_argument("--markdown", default=None, metavar="PATH",
+                        help="also write them as Markdown tables here (a results page rendered from the logs)")
+    parser.add_argument("--command", action="append", default=[], metavar="TEXT",
+                        help="a command line to print above the Markdown tables (repeatable): how the logs were made")
     args = parser.parse_args(argv)
     loaded = []
     for path in args.logs:
@@ -313,6 +353,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=1, sort_keys=True)
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as handle:
+            handle.write(markdown(result, commands=args.command))
     Console(width=220 if not sys.stdout.isatty() else None).print(render(result))
     return 0
 

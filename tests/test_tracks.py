@@ -71,3 +71,14 @@ def test_ceiling_counts_recurrences_and_the_runbook_right():
     assert ceiling(rows) == 3 / 5  # the second a, the runbook's b, the second b; never the first a or c
     assert ceiling([]) is None
     assert tracks(_log())["petshop-high-traffic"]["groups"]["time"]["ceiling"] == 1.0  # no_memory right on all
+
+
+def test_markdown_page_is_rendered_from_the_measures(tmp_path):
+    from eval.tracks import markdown
+
+    page = markdown(tracks(_log()), commands=["python -m eval.compare x.yaml"])
+    assert page.startswith("<!-- written by python -m eval.tracks --markdown")
+    assert "| episodic | 33.3% | 66.7% | 0.0% / 0.0% | 0.0% / 100.0% | 2.00 (66.7%) |" in page
+    assert "| published (no memory) |  |  | 66.7% / 100.0% | 57.1% / 78.6% |" in page
+    assert "### petshop-high-traffic: shuffled orders (mean of 1)" in page
+    assert "python -m eval.compare x.yaml" in page

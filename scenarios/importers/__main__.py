@@ -31,7 +31,8 @@ ROUND_HELP = {
         "A round is one scenario_N/groundtruth_v1.yaml (in scenario-number order): the observations are "
         "the alerts that fired, as an alert list shows them; the candidates are the scenario's entities "
         "under stable names; the truth is the entity flagged root_cause; the correction states the fault "
-        "and its mechanism."
+        "and its mechanism; the runbook ranks the entities by the alerts alone (infrastructure alerts on an "
+        "entity first, then its other alerts, then missing-traffic alerts)."
     ),
 }
 
