@@ -8,9 +8,11 @@ forget an entry on request (`EpisodicMemory.forget`).
 
 Tools are coroutines: they run on the event loop's thread, the thread that opened the
 store (SQLite connections stay on their thread); each call is short, and a stdio server
-has one client. A caller's mistake (a malformed time, an unknown filter key, an empty text) comes back as a
-tool error the agent can read and correct; the SDK turns any other exception into an error
-result too, so no call can bring the server down.
+has one client. A caller's mistake (an unknown argument, a value the schema refuses, a time
+without a timezone, a relied-on id the memory does not know) comes back as a tool error the
+agent can read and correct, naming the argument, what was expected and what was found
+(`memory.mcp.arguments`); the SDK turns any other exception into an error result too, so no
+call can bring the server down.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import functools
 from datetime import datetime, timezone
 from typing import Annotated, Any, Callable, Literal, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import Field
 
 from memory.agent_memory import EpisodicMemory
 from memory.errors import MemoryError_
 from memory.facts import FactVersion
+from memory.mcp.arguments import check_arguments
 from memory.timeline import Entry, parse_timestamp
 
 INSTRUCTIONS = """Experiential memory of past incidents: what was observed, decided, how it turned out,
@@ -43,8 +47,32 @@ Text = Annotated[str, Field(min_length=1, description="What happened, in plain w
 Service = Annotated[str | None, Field(description="Service or subject this is about, e.g. the service's name as your team writes it.")]
 Situation = Annotated[str, Field(description="Situation label; keep it stable within an incident, "
                                              "e.g. 'incident_response'.")]
-When = Annotated[str | None, Field(description="ISO-8601 time with offset, e.g. '2026-03-02T09:00:00Z'; "
-                                               "default now.")]
+When = Annotated[str | None, Field(description="ISO-8601 time with a timezone (Z or an offset), e.g. "
+                                               "'2026-03-02T09:00:00Z'; default now.")]
+
+
+class _Tools(list[Tool]):
+    """The tools a server is built with, collected by a decorator like `MCPServer.tool`."""
+
+    def tool(self, *, description: str) -> Callable[[F], F]:
+        def add(fn: F) -> F:
+            self.append(Tool.from_function(fn, description=description))
+            return fn
+        return add
+
+
+class _CheckedServer(MCPServer):
+    """An `MCPServer` that checks each call's arguments against the tool it was built with first."""
+
+    def __init__(self, name: str, *, tools: list[Tool], **settings: Any):
+        super().__init__(name, tools=tools, **settings)
+        self._checked = {tool.name: tool for tool in tools}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None,
+                        ) -> CallToolResult | InputRequiredResult:
+        if name in self._checked:
+            check_arguments(self._checked[name], arguments)
+        return await super().call_tool(name, arguments, context)
 
 
 def _user_errors(tool: F) -> F:
@@ -59,12 +87,26 @@ def _user_errors(tool: F) -> F:
 
 
 def _time(text: str | None, name: str = "timestamp") -> datetime | None:
+    """A caller's time; one without a timezone is refused, as everywhere in the memory, not guessed to be UTC."""
     if text is None:
         return None
     try:
-        return parse_timestamp(text)
+        written = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(f"{name}: {text!r} is not an ISO-8601 time (e.g. 2026-03-02T09:00:00Z)") from None
+    if written.utcoffset() is None:
+        raise ValueError(f"{name}: {text!r} has no timezone; add Z or +00:00, e.g. {written.isoformat()}Z")
+    return parse_timestamp(text)
+
+
+def _unknown_items(memory: EpisodicMemory, ids: list[str]) -> None:
+    """Refuse relied-on ids that are no episode, fact or fact version of the memory's principal."""
+    unknown = [item for item in ids if memory.episode(item) is None
+               and not any(item in (v.id, v.fact_id) for v in memory.fact_history(item))]
+    if unknown:
+        quoted = ", ".join(repr(item) for item in unknown)
+        raise ValueError(f"relied_on: {quoted} {'is' if len(unknown) == 1 else 'are'} no episode or fact id of "
+                         "this memory (use the ids recall returned)")
 
 
 def _fields(service: str | None, situation: str, timestamp: str | None) -> dict[str, Any]:
@@ -86,35 +128,36 @@ def fact_dict(fact: FactVersion) -> dict[str, Any]:
 
 def build_server(memory: EpisodicMemory, *, name: str = "episodic-memory") -> MCPServer:
     """An MCP server whose tools read and write `memory` (for its default principal)."""
+    tools = _Tools()
+    _recording_tools(tools, memory)
+    _reading_tools(tools, memory)
     # WARNING: a caller's mistake is the caller's to read, not the server log's
-    server = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
-    _recording_tools(server, memory)
-    _reading_tools(server, memory)
-    return server
+    return _CheckedServer(name, tools=tools, instructions=INSTRUCTIONS, log_level="WARNING")
 
 
-def _recording_tools(server: MCPServer, memory: EpisodicMemory) -> None:
-    @server.tool(description="Record something observed in the current incident (a symptom, a log line, a metric).")
+def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
+    @tools.tool(description="Record something observed in the current incident (a symptom, a log line, a metric).")
     @_user_errors
     async def record_observation(text: Text, service: Service = None, situation: Situation = "incident_response",
                            timestamp: When = None) -> dict[str, Any]:
         return _recorded(memory.observe(text, **_fields(service, situation, timestamp)))
 
-    @server.tool(description="Record a decision: the root cause or fix chosen (`choice`, a short stable id such as "
+    @tools.tool(description="Record a decision: the root cause or fix chosen (`choice`, a short stable id such as "
                              "'connection_pool'), with the ids of recalled items it relied on.")
     @_user_errors
     async def record_decision(text: Text, choice: Annotated[str, Field(min_length=1, description="Short, stable id of "
                                                                  "what was chosen, e.g. 'connection_pool'.")],
                         confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
-                        relied_on: Annotated[list[str], Field(description="Ids (from recall) of the items this "
-                                                                          "decision relied on.")] = [],  # noqa: B006
+                        relied_on: Annotated[list[str], Field(description="Ids (from recall: episodes, facts) of the "
+                                                                          "items this decision relied on.")] = [],  # noqa: B006
                         service: Service = None, situation: Situation = "incident_response",
                         timestamp: When = None) -> dict[str, Any]:
+        _unknown_items(memory, relied_on)
         entry = memory.decide(text, choice=choice, confidence=confidence, retrieved=relied_on, relied_on=relied_on,
                               **_fields(service, situation, timestamp))
         return _recorded(entry)
 
-    @server.tool(description="Record how the last decision turned out: status 'success' when the problem is gone, "
+    @tools.tool(description="Record how the last decision turned out: status 'success' when the problem is gone, "
                              "'failure' when it persists, 'partial' when it only improved.")
     @_user_errors
     async def record_outcome(text: Text, status: Literal["success", "failure", "partial"], service: Service = None,
@@ -123,13 +166,13 @@ def _recording_tools(server: MCPServer, memory: EpisodicMemory) -> None:
         meta = {**(fields.pop("metadata") or {}), "status": status}
         return _recorded(memory.outcome(text, metadata=meta, **fields))
 
-    @server.tool(description="Record a correction of a wrong decision, ideally 'It was X, not Y, because ...'.")
+    @tools.tool(description="Record a correction of a wrong decision, ideally 'It was X, not Y, because ...'.")
     @_user_errors
     async def record_correction(text: Text, service: Service = None, situation: Situation = "incident_response",
                           timestamp: When = None) -> dict[str, Any]:
         return _recorded(memory.correct(text, **_fields(service, situation, timestamp)))
 
-    @server.tool(description="Close the current episode now (the incident is over): the memory links it to past "
+    @tools.tool(description="Close the current episode now (the incident is over): the memory links it to past "
                              "episodes and updates its facts. Returns the episodes closed.")
     @_user_errors
     async def end_episode() -> dict[str, Any]:
@@ -139,8 +182,8 @@ def _recording_tools(server: MCPServer, memory: EpisodicMemory) -> None:
                 "facts": len(memory.facts())}
 
 
-def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
-    @server.tool(description="Recall past experience for the current problem: episodes with their outcomes, "
+def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
+    @tools.tool(description="Recall past experience for the current problem: episodes with their outcomes, "
                              "decisions and corrections, applicable facts with confidence, causal chains. The text "
                              "is a prompt block; the structured result has every item's id, provenance and reasons.")
     @_user_errors
@@ -150,9 +193,9 @@ def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
                outcome: Annotated[Literal["SUCCESS", "FAILURE", "PARTIAL", "UNKNOWN"] | None,
                                   Field(description="Only episodes with this outcome.")] = None,
                since: Annotated[str | None, Field(description="Only episodes that ended at or after this "
-                                                              "ISO-8601 time.")] = None,
+                                                              "ISO-8601 time with a timezone.")] = None,
                until: Annotated[str | None, Field(description="Only episodes that ended at or before this "
-                                                              "ISO-8601 time.")] = None,
+                                                              "ISO-8601 time with a timezone.")] = None,
                k: Annotated[int, Field(ge=1, le=50, description="Most episodes.")] = 5,
                max_chars: Annotated[int, Field(ge=200, le=20000, description="Longest text.")] = 3000,
                ) -> CallToolResult:
@@ -162,7 +205,7 @@ def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
         text = context.render(max_chars=max_chars) or "(no past experience matches)"
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=context.to_dict())
 
-    @server.tool(description="List the generalized facts (heuristics) learned so far, each with its version history: "
+    @tools.tool(description="List the generalized facts (heuristics) learned so far, each with its version history: "
                              "how its confidence changed and on which episodes' evidence.")
     @_user_errors
     async def list_facts(include_retired: Annotated[bool, Field(description="Also list retired facts.")] = False,
@@ -176,7 +219,7 @@ def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
             facts.append(item)
         return {"principal": memory.principal, "facts": facts}
 
-    @server.tool(description="Verify the store: recompute the hash chain of every timeline entry. ok is false and "
+    @tools.tool(description="Verify the store: recompute the hash chain of every timeline entry. ok is false and "
                              "first_bad names the first altered entry when the chain is broken.")
     @_user_errors
     async def verify_store() -> dict[str, Any]:
@@ -184,7 +227,7 @@ def _reading_tools(server: MCPServer, memory: EpisodicMemory) -> None:
         bad = None if broken is None else {"seq": broken.seq, "id": broken.id, "reason": broken.reason}
         return {"ok": broken is None, "entries": len(memory.store), "first_bad": bad}
 
-    @server.tool(description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
+    @tools.tool(description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
                              "data): its text is erased from the store, what the memory learned is rebuilt "
                              "without it, and the store still verifies. Irreversible; only this principal's entries.")
     @_user_errors
