@@ -6,13 +6,15 @@ import argparse
 import re
 import sqlite3
 import sys
+import textwrap
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from memory.errors import MemoryError_
 from memory.persistence.audit import sidecar_findings
 from memory.persistence.progress import shown_on_stderr
-from memory.timeline import Store, audit, open_store
+from memory.timeline import Entry, Store, audit, open_store
+from memory.timeline.erasure import MAX_REASON, is_erased
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
@@ -28,25 +30,44 @@ A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
 
 
+_STORE_HELP = "a SQLite store file, or a postgresql:// URL"
+_SHOWN = 8  # principals named when a principal is not found
+
+
+def _command(commands: Any, name: str, summary: str, *examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its examples."""
+    epilog = "examples:\n" + "".join(f"  python -m memory {name} {example}\n" for example in examples)
+    return commands.add_parser(name, help=summary, description=textwrap.fill(summary, 79), epilog=epilog,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memory", description="Inspect and move memory stores.",
                                      epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = commands.add_parser("verify", help="check the store read-only (chain, digests, triggers, anchor); exit 1 naming each finding")
-    verify.add_argument("store")
-    export = commands.add_parser("export", help="write every timeline entry as JSON lines")
-    export.add_argument("store")
-    export.add_argument("out")
-    imp = commands.add_parser("import", help="append a JSONL export to a store, all or nothing")
-    imp.add_argument("source")
-    imp.add_argument("store")
+    verify = _command(commands, "verify", "check the store read-only (chain, digests, triggers, anchor); exit 1 "
+                      "naming each finding", "runs/memory.sqlite")
+    verify.add_argument("store", help=f"the store to check: {_STORE_HELP}")
+    export = _command(commands, "export", "write every timeline entry as JSON lines (not importable when the "
+                      "store holds erasures: copy the store file instead)",
+                      "runs/memory.sqlite backups/memory.jsonl")
+    export.add_argument("store", help=f"the store to read: {_STORE_HELP}")
+    export.add_argument("out", help="the JSON lines file to write (replaced atomically; missing folders are created)")
+    imp = _command(commands, "import", "append a JSONL export to a store, all or nothing",
+                   "backup.jsonl restored.sqlite", "more.jsonl restored.sqlite --append",
+                   "backup.jsonl postgresql://app@db.internal/memory")
+    imp.add_argument("source", help="a JSON lines file written by `python -m memory export`")
+    imp.add_argument("store", help=f"the store to write, created when missing: {_STORE_HELP}")
     imp.add_argument("--append", action="store_true",
                      help="continue a non-empty store whose head the export's chain follows")
-    stats = commands.add_parser("stats", help="counts of entries, tenants, situations, derived records")
-    stats.add_argument("store")
-    erase = commands.add_parser("erase", help="erase an entry's or a principal's content for good; verify "
-                                              "still proves the rest (the derived state is rebuilt)")
-    erase.add_argument("store")
+    stats = _command(commands, "stats", "counts of entries, tenants, situations, derived records",
+                     "runs/memory.sqlite")
+    stats.add_argument("store", help=f"the store to count: {_STORE_HELP}")
+    erase = _command(commands, "erase", "erase an entry's or a principal's content for good; verify still proves "
+                     "the rest (the derived state is rebuilt)",
+                     'runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo',
+                     'runs/memory.sqlite --entry ENTRY_ID --reason "request 12"')
+    erase.add_argument("store", help=f"the store to erase in: {_STORE_HELP}")
     target = erase.add_mutually_exclusive_group(required=True)
     target.add_argument("--principal", help="erase every entry of this principal")
     target.add_argument("--entry", metavar="ID", help="erase the entry with this id")
@@ -62,10 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             return _verify(args.store)
         if args.command == "export":
-            with open_store(args.store, create=False) as store:
-                count = store.export_jsonl(args.out)
-            print(f"exported {count} entries to {args.out}")
-            return 0
+            return _export(args.store, args.out)
         if args.command == "import":
             return _import(args.source, args.store, append=args.append)
         if args.command == "erase":
@@ -83,6 +101,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {args.store}: the store cannot be read ({exc}); run `python -m memory verify {args.store}`",
               file=sys.stderr)
         return 1
+
+
+def _export(path: str, out: str) -> int:
+    """Export a store; a store with erasures is exported too, with a warning that the file cannot be imported."""
+    try:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        print(f"error: {out}: a file stands where a folder of this path should be", file=sys.stderr)
+        return 2
+    with open_store(path, create=False) as store:
+        count = store.export_jsonl(out)
+        erased = store.stats().erased
+    print(f"exported {count} entries to {out}")
+    if erased:
+        rows = "1 erased entry, a blank row" if erased == 1 else f"{erased} erased entries, blank rows"
+        copy = "with pg_dump" if _is_url(path) else "by copying the store file (with its -anchor file)"
+        print(f"warning: {out} cannot be imported by this version: it holds {rows} whose content cannot be "
+              f"re-hashed, and an export does not carry the erasure records that vouch for them; back up or move "
+              f"{path} {copy} instead", file=sys.stderr)
+    return 0
 
 
 def _import(source: str, path: str, *, append: bool) -> int:
@@ -110,10 +148,11 @@ def _erase(args: argparse.Namespace) -> int:
     from memory.timeline import HashingEncoder
 
     with open_store(args.store, create=False) as store:
-        encoders = [name for name in store.stats().encoders if name]
+        encoders = store.stats().encoders
         entry = store.get(args.entry) if args.entry else None
-    if args.entry and entry is None:
-        print(f"error: {args.store}: no entry {args.entry[:16]}… in this store", file=sys.stderr)
+        refused = _nothing_to_erase(args, store, entry)
+    if refused:
+        print(f"error: {args.store}: {refused}", file=sys.stderr)
         return 2
     match = re.fullmatch(r"hashing-v2-d(\d+)-c([0-9.e-]+)", encoders[0]) if len(encoders) == 1 else None
     if encoders and match is None:
@@ -133,6 +172,26 @@ def _erase(args: argparse.Namespace) -> int:
           + ("no copy left in the store's files" if done.purged else
              "old copies may remain until the store is vacuumed (another process held it, or not the owner)"))
     return 0
+
+
+def _nothing_to_erase(args: argparse.Namespace, store: Store, entry: Entry | None) -> str:
+    """Why an erase request finds nothing to erase in `store` ("" when it does)."""
+    long = [f"{name} of {len(value):,} characters" for name, value in (("--reason", args.reason), ("--by", args.by))
+            if len(value) > MAX_REASON]
+    if long:
+        return f"{' and '.join(long)} exceeds the limit of {MAX_REASON}"
+    if args.entry:
+        if entry is None:
+            return f"no entry {args.entry[:16]}… in this store"
+        return f"entry {entry.id[:16]}… is already erased" if is_erased(entry) else ""
+    present = store.principals()
+    if args.principal not in present:
+        shown = ", ".join(present[:_SHOWN]) + (f" and {len(present) - _SHOWN} more" if len(present) > _SHOWN else "")
+        return f"nothing of principal {args.principal!r} to erase: it has no entries here (principals: " \
+               f"{shown or 'none'})"
+    if all(is_erased(e) for e in store.entries(principal=args.principal)):
+        return f"nothing of principal {args.principal!r} to erase: its entries are already erased"
+    return ""
 
 
 def _is_url(path: str) -> bool:
@@ -170,6 +229,8 @@ def _print_stats(path: str, store: Store) -> None:
     table.add_row("principals", str(stats.principals))
     table.add_row("first / last", f"{stats.first} / {stats.last}")
     table.add_row("encoders", ", ".join(stats.encoders) or "-")
+    if stats.erased:  # blank rows: no situation, no encoder
+        table.add_row("erased entries", str(stats.erased))
     for situation, count in stats.situations.items():
         table.add_row(f"situation {situation}", str(count))
     for kind, count in stats.records.items():

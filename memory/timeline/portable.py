@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from memory.errors import ImportFailed, MemoryError_, StoreError
 from memory.timeline.entries import Entry
@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the store imports this module
     from memory.timeline.store import SQLiteStore
 
 MAX_IMPORT_BYTES = 2 * 1024 ** 3  # a larger file is refused before it is read
+# Rows whose content was not erased: an erased row is blank and the timeline refuses an empty situation.
+KEPT = "situation <> ''"
 
 
 def export_jsonl(store: SQLiteStore, out: str | Path) -> int:
@@ -33,7 +35,10 @@ def export_jsonl(store: SQLiteStore, out: str | Path) -> int:
     target = Path(out)
     if target.is_dir():
         raise StoreError(f"{out}: is a directory")
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
+    try:
+        handle, temp = tempfile.mkstemp(prefix=f".{target.name}-", suffix=".tmp", dir=target.parent)
+    except OSError as exc:  # the temporary file is ours: name the folder the user gave
+        raise StoreError(f"{out}: cannot write into {target.parent} ({exc.strerror})") from exc
     count = 0
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -108,15 +113,21 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
 
 def sqlite_stats(db: Any, entries: int) -> StoreStats:
     """Counts of a SQLite store's entries, tenants, situations, derived records and encoders."""
-    first, last = db.execute(
-        "SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
-        "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)").fetchone()
+    return store_stats(lambda query: db.execute(query).fetchall(), entries)
+
+
+def store_stats(rows: Callable[[str], list[Any]], entries: int) -> StoreStats:
+    """Counts of a store whose SQL `rows` runs; erased rows are counted apart from situations and encoders."""
+    first, last = rows("SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
+                       "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)")[0]
     return StoreStats(
         entries=entries,
-        principals=db.execute("SELECT COUNT(DISTINCT principal) FROM timeline").fetchone()[0],
-        situations=dict(db.execute("SELECT situation, COUNT(*) FROM timeline GROUP BY situation ORDER BY 2 DESC")),
-        records=dict(db.execute("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
+        principals=rows("SELECT COUNT(DISTINCT principal) FROM timeline")[0][0],
+        situations=dict(rows(f"SELECT situation, COUNT(*) FROM timeline WHERE {KEPT} GROUP BY situation "
+                             f"ORDER BY 2 DESC, 1")),
+        records=dict(rows("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
         first=first,
         last=last,
-        encoders=[row[0] for row in db.execute("SELECT DISTINCT encoder FROM timeline ORDER BY 1")],
+        encoders=[row[0] for row in rows(f"SELECT DISTINCT encoder FROM timeline WHERE {KEPT} ORDER BY 1")],
+        erased=rows(f"SELECT COUNT(*) FROM timeline WHERE NOT ({KEPT})")[0][0],
     )

@@ -395,19 +395,8 @@ class PostgresStore:
         return len(parsed)
 
     def stats(self) -> StoreStats:
-        """Counts of entries, tenants, situations and derived records."""
-        first, last = self._rows("SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
-                                 "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)")[0]
-        return StoreStats(
-            entries=len(self),
-            principals=self._rows("SELECT COUNT(DISTINCT principal) FROM timeline")[0][0],
-            situations=dict(self._rows("SELECT situation, COUNT(*) FROM timeline GROUP BY situation "
-                                       "ORDER BY 2 DESC, 1")),
-            records=dict(self._rows("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
-            first=first,
-            last=last,
-            encoders=[row[0] for row in self._rows("SELECT DISTINCT encoder FROM timeline ORDER BY 1")],
-        )
+        """Counts of entries, tenants, situations and derived records (erased entries apart)."""
+        return portable.store_stats(self._rows, len(self))
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -23,11 +23,12 @@ class StoreStats(NamedTuple):
 
     entries: int  # timeline entries
     principals: int  # distinct tenants
-    situations: dict[str, int]  # entries per situation label
+    situations: dict[str, int]  # entries per situation label (erased entries have none)
     records: dict[str, int]  # derived records per kind
     first: str | None  # timestamp of the first entry
     last: str | None  # timestamp of the last entry
-    encoders: list[str]  # encoders that made the stored embeddings
+    encoders: list[str]  # encoders that made the stored embeddings (erased entries name none)
+    erased: int = 0  # entries whose content was erased (left out of `situations` and `encoders`)
 
 
 class EntryParts(NamedTuple):
