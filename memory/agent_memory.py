@@ -217,7 +217,8 @@ class EpisodicMemory:
             now: reference time for recency (default: end of the latest closed episode).
             where: attributes an episode must match, applied before scoring like the principal
                 (keys service, situation, outcome: ``{"outcome": ["SUCCESS", "FAILURE"]}``).
-            since, until: only episodes that ended in this (timezone-aware) range.
+            since: only episodes that ended at or after this (timezone-aware) time.
+            until: only episodes that ended at or before this (timezone-aware) time.
 
         Raises:
             ValueError: an unknown filter key, or a naive or reversed time range.
