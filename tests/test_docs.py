@@ -95,3 +95,10 @@ def test_the_tutorial_scenario_teaches_what_the_page_says(tmp_path):
         assert first["episodic"][("r2", seed)] == "connection_pool_exhaustion"
         assert first["no_memory"][("r2", seed)] == "slow_queries"
         assert first["episodic"][("r3", seed)] == first["no_memory"][("r3", seed)] == "bad_release"
+
+
+def test_the_docs_install_extras_without_replacing_the_editable_install():
+    # `pip install '.[x]'` from a checkout replaces the editable install with a copy; `-e` keeps it
+    text = documented()
+    assert re.findall(r"pip install (?!-e)['\"]?\.\[", text) == []
+    assert "pip install -e '.[postgres]'" in text and "psql \"$MEMORY_URL\" -c \"CREATE ROLE agent LOGIN\"" in text
