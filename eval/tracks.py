@@ -271,9 +271,11 @@ def _paired_lines(paired: Mapping[str, Mapping[str, Any]]) -> list[str]:
             for other, test in paired.items() if test["difference"] is not None]
 
 
-def markdown(result: Mapping[str, Any], *, commands: Sequence[str] = ()) -> str:
+def markdown(result: Mapping[str, Any], *, commands: Sequence[str] = (), title: str = "Dataset results") -> str:
     """The tracks as Markdown tables (a results page rendered from the logs, never typed)."""
-    lines = ["<!-- written by python -m eval.tracks --markdown; do not edit by hand -->", ""]
+    lines = [f"# {title}", "", "<!-- written by python -m eval.tracks --markdown; do not edit by hand -->", "",
+             "Rendered from the run logs made by these commands (top-1 / top-3 of the first ranking; "
+             "\"shuffled\" rows are the mean over the shuffled orders):", ""]
     if commands:
         lines += ["```bash", *commands, "```", ""]
     for name, entry in result.items():

@@ -77,7 +77,7 @@ def test_markdown_page_is_rendered_from_the_measures(tmp_path):
     from eval.tracks import markdown
 
     page = markdown(tracks(_log()), commands=["python -m eval.compare x.yaml"])
-    assert page.startswith("<!-- written by python -m eval.tracks --markdown")
+    assert page.startswith("# Dataset results\n\n<!-- written by python -m eval.tracks --markdown")
     assert "| episodic | 33.3% | 66.7% | 0.0% / 0.0% | 0.0% / 100.0% | 2.00 (66.7%) |" in page
     assert "| published (no memory) |  |  | 66.7% / 100.0% | 57.1% / 78.6% |" in page
     assert "### petshop-high-traffic: shuffled orders (mean of 1)" in page
