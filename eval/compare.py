@@ -14,15 +14,17 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 from agent.agents import DEFAULT_BUDGET
 from eval import runlog
 from eval.merge import summarise
 from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
+from eval.outputs.files import unwritable
 from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_reasoner
 from eval.presets import DEFAULT_AGENTS, PRESETS
 from eval.report import Report, report_console
@@ -33,6 +35,7 @@ from simulator.orders import ORDERS, TIME_ORDER, in_orders
 import scenarios
 
 CANONICAL = "pool-vs-deploy"
+PROGRESS_MIN_RUNS = 4  # fewer runs show no progress
 
 _EXAMPLES = """examples:
   python -m eval.compare                                  # canonical scenario, heuristic mode, 3 agents
@@ -86,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="where parallel runs go: local processes (default) or a Ray cluster "
                              "(pip install '.[ray]'; starts a local Ray when none is running)")
     add_output_arguments(parser)
-    parser.add_argument("--quiet", action="store_true", help="print only the summary line")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the summary line (and on stderr what was written), no progress")
     return parser
 
 
@@ -147,12 +151,21 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     _run_all(args, loaded, log, run_suffix)
     log["finished_at"] = now().isoformat()
     summarise(log)
+    return _write_and_print(args, log)
+
+
+def _write_and_print(args: argparse.Namespace, log: dict[str, Any]) -> int:
+    """Write the log and the outputs, print the report, then say what was written; the exit code."""
     if args.json:
         runlog.write(log, args.json)
     written = write_outputs(log, args)
-    if written:
-        return _fail(written)
-    return _print(args, log)
+    if written.error:
+        return _fail(written.error)
+    code = _print(args, log)
+    sys.stdout.flush()  # the report first, then what was written, when both go to one file
+    for line in ([f"wrote {args.json} (run log)"] if args.json else []) + written.lines:
+        print(line, file=sys.stderr)
+    return code
 
 
 def _seeds(args: argparse.Namespace) -> list[int]:
@@ -166,9 +179,10 @@ def _refused_output(json_path: str | None, store: str | None) -> str:
     target = Path(json_path)
     if store and target.resolve() == Path(store).resolve():
         return f"--json {json_path} is the --store file: the run log would overwrite the memory store"
-    if target.is_dir():
-        return f"--json {json_path} is a directory"
-    if target.exists():
+    reason = unwritable(target)
+    if reason:
+        return f"--json {json_path}: {reason}"
+    if target.exists():  # a regular file, so reading it cannot block
         try:
             with open(target, "rb") as handle:
                 header = handle.read(16)
@@ -176,13 +190,6 @@ def _refused_output(json_path: str | None, store: str | None) -> str:
             return f"--json {json_path}: cannot read the existing file ({exc.strerror})"
         if header == b"SQLite format 3\x00":
             return f"--json {json_path} is an SQLite database (a memory store?): refusing to overwrite it"
-    parent = target.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"--json {json_path}: {parent} is not a directory"
-    if not os.access(parent, os.W_OK):
-        return f"--json {json_path}: {parent} is not writable"
     return ""
 
 
@@ -192,12 +199,18 @@ def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], r
                      base_url=args.base_url, store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}",
                      encoder=args.encoder)
              for scenario in loaded for seed in _seeds(args) for name in args.agents]
+    console = Console(stderr=True)
+    shown = len(specs) >= PROGRESS_MIN_RUNS and not args.quiet
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=Console(stderr=True), transient=True, disable=len(specs) < 4 or args.quiet)
+                        TimeRemainingColumn(), TextColumn("left"), console=console, transient=True,
+                        disable=not (shown and console.is_interactive))
     task = progress.add_task(f"comparing on {args.jobs} worker{'s' if args.jobs > 1 else ''}", total=len(specs))
+    lines = ProgressLines(len(specs)) if shown and not console.is_interactive else None
 
     def done(result: RunResult) -> None:
         progress.update(task, advance=1, description=f"{result.spec.describe()} done")
+        if lines is not None:
+            lines.advance()
 
     partial = PartialLog(args.json) if args.json else None
     try:
@@ -253,6 +266,45 @@ class PartialLog:
         runlog.write(log, self.path)
         self.last_end = self.clock()
         self.last_took = self.last_end - start
+
+
+class ProgressLines:
+    """Progress as plain lines, for a log file or CI where a live bar cannot redraw itself.
+
+    A line is printed once a tenth of the runs has finished since the last line *and*
+    `min_interval_s` have passed (whichever comes later): a quick comparison prints none, a
+    long one a few, and slow runs (an LLM's) one per run at most.
+    """
+
+    def __init__(self, total: int, *, out: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
+                 min_interval_s: float = 30.0, min_share: float = 0.1) -> None:
+        self.total, self.out, self.clock = total, out, clock
+        self.min_interval_s, self.step = min_interval_s, max(1, round(min_share * total))
+        self.start = self.last_time = clock()
+        self.done = self.last_done = 0
+
+    def advance(self) -> None:
+        """Count one finished run; print a line when one is due."""
+        self.done += 1
+        now = self.clock()
+        if self.done - self.last_done < self.step or now - self.last_time < self.min_interval_s:
+            return
+        self.last_done, self.last_time = self.done, now
+        elapsed = now - self.start
+        left = elapsed / self.done * (self.total - self.done)
+        print(f"progress: {self.done}/{self.total} runs ({100 * self.done // self.total}%), "
+              f"{_duration(elapsed)} elapsed, about {_duration(left)} left", file=self.out or sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    """`seconds` for a person: 45 s, 12 min, 1 min 20 s, 2 h 5 min."""
+    whole = round(seconds)
+    hours, minutes, secs = whole // 3600, whole % 3600 // 60, whole % 60
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    return f"{secs} s"
 
 
 def _record(log: dict[str, Any], result: RunResult) -> None:

@@ -316,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from eval import runlog
     from eval.merge import MergeError, merge
     from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
+    from eval.outputs.files import unwritable
 
     parser = argparse.ArgumentParser(
         prog="python -m eval.report", description="Show, merge and export saved comparison runs.",
@@ -323,9 +324,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("logs", nargs="+", metavar="LOG", help="run logs written by eval.compare --json")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the (merged) run log here")
     add_output_arguments(parser)
-    parser.add_argument("--quiet", action="store_true", help="print nothing; only write the outputs")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print no report; only write the outputs (a line on stderr for each)")
     args = parser.parse_args(argv)
-    problem = check_outputs(args)
+    refused = unwritable(args.json) if args.json else ""
+    problem = check_outputs(args) or (f"--json {args.json}: {refused}" if refused else None)
     logs = []
     for path in args.logs:
         try:
@@ -345,9 +348,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_console().print(Report(log))
     if args.json:
         runlog.write(log, args.json)
-    failed = write_outputs(log, args)
-    if failed:
-        print(f"error: {failed}", file=sys.stderr)
+    written = write_outputs(log, args)
+    sys.stdout.flush()  # the report first, then what was written, when both go to one file
+    for line in ([f"wrote {args.json} (run log)"] if args.json else []) + written.lines:
+        print(line, file=sys.stderr)
+    if written.error:
+        print(f"error: {written.error}", file=sys.stderr)
         return 2
     return 0
 

@@ -10,12 +10,12 @@ from the log alone: nothing needs to re-run an agent or call an LLM.
 from __future__ import annotations
 
 import json
-import os
 import platform
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
+
+from eval.outputs.files import write_atomic
 
 SCHEMA = 1
 
@@ -44,22 +44,16 @@ def new_log(*, mode: str, scenarios: list[dict[str, str]], seeds: list[int], age
 
 
 def write(log: dict[str, Any], path: str | Path) -> None:
-    """Write atomically (temp file + rename): a crash never leaves a torn log."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=".runlog-", suffix=".json", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(log, out, indent=2, sort_keys=False, ensure_ascii=False, default=str)
-            out.write("\n")
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    """Write atomically (temp file + rename): a crash never leaves a torn log. Like every output, the
+    file's mode follows the umask."""
+    text = json.dumps(log, indent=2, sort_keys=False, ensure_ascii=False, default=str)
+    write_atomic(path, text + "\n")
 
 
 def read(path: str | Path) -> dict[str, Any]:
     """Read a run log and check the keys every consumer relies on."""
+    if Path(path).exists() and not Path(path).is_file():  # a FIFO would block, a device never end
+        raise ValueError(f"{path}: not a regular file; expected a run log")
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     missing = [key for key in ("schema", "status", "mode", "scenarios", "seeds", "agents") if key not in data]
     if missing or data.get("schema") != SCHEMA:

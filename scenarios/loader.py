@@ -9,6 +9,7 @@ rejects duplicate mapping keys (plain ``safe_load`` would silently keep the last
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -65,6 +66,20 @@ class _NoDuplicates:
         return super().construct_mapping(node, deep=deep)
 
 
+class _Mapping(dict):
+    """A YAML mapping that knows the line it starts on, so that a problem inside it can name the line."""
+
+    __slots__ = ("line",)
+
+
+def _mapping(loader, node):
+    """Mapping constructor: a `_Mapping` carrying its 1-based line."""
+    data = _Mapping()
+    data.line = node.start_mark.line + 1
+    yield data
+    data.update(loader.construct_mapping(node))
+
+
 class _StrictLoader(_NoDuplicates, yaml.SafeLoader):
     """Pure-Python safe loader: the reference for parse-error wording."""
 
@@ -86,6 +101,7 @@ def _timestamp(loader, node):
 
 for _loader in {_StrictLoader, _FastLoader}:
     _loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+    _loader.add_constructor("tag:yaml.org,2002:map", _mapping)
 
 
 def _parse(text: str):
@@ -310,7 +326,7 @@ def _rounds(
     rounds: list[Round] = []
     clock: datetime | None = start or DEFAULT_START  # nominal time of the previous round
     for i, body in enumerate(value):
-        here = f"rounds[{i}]"
+        here = _round_location(i, body)
         if not isinstance(body, dict):
             p.add(here, f"expected a mapping describing a round, found {f.describe(body)}")
             clock = None
@@ -319,6 +335,17 @@ def _rounds(
         if r is not None:
             rounds.append(r)
     return tuple(rounds)
+
+
+def _round_location(index: int, body: Any) -> str:
+    """Where a round's problems are: ``rounds[2] (id r3, line 14)``, with the id and line when known."""
+    known = []
+    rid = body.get("id") if isinstance(body, dict) else None
+    if isinstance(rid, str) and rid.strip():
+        known.append(f"id {rid}" if re.fullmatch(r"[\w.:@/+-]{1,40}", rid) else f"id {rid[:40]!r}")
+    if getattr(body, "line", None):
+        known.append(f"line {body.line}")
+    return f"rounds[{index}]" + (f" ({', '.join(known)})" if known else "")
 
 
 def _round(p, body, here, index, known, first_index, clock):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from eval.outputs.files import unwritable
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,7 +20,13 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_outputs(args: argparse.Namespace) -> str | None:
-    """What stops the requested outputs before any work is done (matplotlib missing for --plots)."""
+    """What stops the requested outputs before any work is done (a folder that takes no new file,
+    matplotlib missing for --plots)."""
+    for flag, path, folder in (("--csv", args.csv, False), ("--plots", args.plots, True),
+                               ("--html", args.html, False)):
+        reason = unwritable(path, folder=folder) if path else ""
+        if reason:
+            return f"{flag} {path}: {reason}"
     if args.plots:
         from eval.outputs.plots import PlotsUnavailable, pyplot
 
@@ -28,18 +37,35 @@ def check_outputs(args: argparse.Namespace) -> str | None:
     return None
 
 
-def write_outputs(log: dict[str, Any], args: argparse.Namespace) -> str | None:
-    """Write every requested output of `log`; what went wrong, or None."""
+class Written(NamedTuple):
+    """What `write_outputs` did."""
+
+    lines: list[str]  # ``wrote PATH (what)``, one per output written
+    error: str | None  # the flag, path and reason of the output that could not be written, if one could not
+
+
+def write_outputs(log: dict[str, Any], args: argparse.Namespace) -> Written:
+    """Write every requested output of `log`, stopping at the first that cannot be written."""
     from eval.outputs.csv import write_csv
     from eval.outputs.html import write_html
     from eval.outputs.plots import write_plots
 
+    lines: list[str] = []
     for flag, path, write in (("--csv", args.csv, write_csv), ("--plots", args.plots, write_plots),
                               ("--html", args.html, write_html)):
         if not path:
             continue
         try:
-            write(log, path)
+            files = write(log, path)
         except OSError as exc:
-            return f"{flag} {path}: cannot write: {exc.strerror or exc}"
-    return None
+            return Written(lines, f"{flag} {path}: cannot write: {exc.strerror or exc}")
+        lines.append(f"wrote {path} ({_what(flag, files)})")
+    return Written(lines, None)
+
+
+def _what(flag: str, files: Any) -> str:
+    if flag == "--csv":
+        return "CSV, one row per round"
+    if flag == "--html":
+        return "HTML report"
+    return f"{len({Path(f).stem for f in files})} figures, PNG and SVG"

@@ -14,6 +14,10 @@ from typing import Any, Sequence
 from eval.stats import wilson
 
 MAX_WINDOW = 25  # rounds in the windowed curve at most (a bin of a long generated scenario)
+# Rounds a scenario needs before the learning curve shows its bands: below this, a round-level
+# 95% interval spans most of the axis (about ±0.25 at 14 rounds), every agent's band covers the
+# others', and the curves, which are what a short scenario can show, are lost under them.
+BAND_MIN_ROUNDS = 20
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,11 @@ def scenario_rounds(log: dict[str, Any], scenario: str, agent: str) -> list[Roun
         groups[record["round"]].append(record)
     return [RoundPoint(r, groups[r][0]["kind"], sum(g["first_correct"] for g in groups[r]) / len(groups[r]),
                        sum(g["attempts"] for g in groups[r]) / len(groups[r]), len(groups[r])) for r in order]
+
+
+def shows_bands(rounds: int) -> bool:
+    """Whether the learning curve of a scenario of `rounds` rounds draws its 95% bands."""
+    return rounds >= BAND_MIN_ROUNDS
 
 
 def window_for(rounds: int) -> int:

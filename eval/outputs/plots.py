@@ -45,26 +45,24 @@ def _style(i: int) -> dict[str, Any]:
 
 
 def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
-    """Cumulative (top) and windowed (bottom) first-attempt accuracy over rounds, per agent."""
+    """Cumulative (top) and windowed (bottom) first-attempt accuracy over rounds, per agent; their 95%
+    bands only when the scenario has enough rounds for them to say something (`curves.shows_bands`)."""
     plt = pyplot()
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True)
-    window = None
+    window, rounds = None, 0
     for i, agent in enumerate(log["agents"]):
         points = curves.scenario_rounds(log, scenario, agent)
         if not points:
             continue
         curve = curves.learning_curve(agent, points)
-        window = curve.window
+        window, rounds = curve.window, max(rounds, len(points))
         style = _style(i)
         every = max(1, len(curve.x) // 12)
         for ax, values, band in ((top, curve.cumulative, curve.cumulative_band),
                                  (bottom, curve.windowed, curve.windowed_band)):
             ax.plot(curve.x, values, label=agent, markevery=every, linewidth=1.6, **style)
-            ax.fill_between(curve.x, [b[0] for b in band], [b[1] for b in band], color=style["color"], alpha=0.07,
-                            linewidth=0)
-            for edge in (0, 1):  # band edges in the agent's line style: bands stay apart in grey-scale
-                ax.plot(curve.x, [b[edge] for b in band], color=style["color"], linestyle=style["linestyle"],
-                        linewidth=0.6, alpha=0.7)
+            if curves.shows_bands(len(points)):
+                _band(ax, curve.x, band, style)
     top.set_ylabel("cumulative accuracy")
     bottom.set_ylabel(f"accuracy, last {window} rounds")
     bottom.set_xlabel("round (position in the scenario)")
@@ -73,10 +71,21 @@ def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
         ax.grid(True, color="#dddddd", linewidth=0.6)
     top.legend(loc="lower right", frameon=True, fontsize=9)
     top.set_title(f"Learning curve: first-attempt accuracy\n{curves.title(log, scenario)}", fontsize=11)
-    fig.text(0.01, 0.005, "bands (thin lines): 95% Wilson interval over rounds (seeds averaged within a round)",
-             fontsize=8, color="#444444")
+    note = ("bands (thin lines): 95% Wilson interval over rounds (seeds averaged within a round)"
+            if curves.shows_bands(rounds) else
+            f"no bands: {rounds} rounds are too few for a useful 95% interval (bands from "
+            f"{curves.BAND_MIN_ROUNDS} rounds on); the report gives the intervals")
+    fig.text(0.01, 0.005, note, fontsize=8, color="#444444")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
+
+
+def _band(ax: Any, x: Any, band: Any, style: dict[str, Any]) -> None:
+    """A 95% band, faintly filled, its edges in the agent's line style (bands stay apart in grey-scale)."""
+    ax.fill_between(x, [b[0] for b in band], [b[1] for b in band], color=style["color"], alpha=0.07, linewidth=0)
+    for edge in (0, 1):
+        ax.plot(x, [b[edge] for b in band], color=style["color"], linestyle=style["linestyle"],
+                linewidth=0.6, alpha=0.7)
 
 
 def kind_figure(log: dict[str, Any]) -> Any:
