@@ -37,10 +37,10 @@ def test_runbook_loads_and_reaches_the_prompt():
 
 
 @pytest.mark.parametrize("value, message", [
-    ("[delta]", r"rounds\[0\]\.runbook\[0\]: 'delta' is not among this round's candidates"),
-    ("[gamma, gamma]", r"rounds\[0\]\.runbook\[1\]: 'gamma' is ranked twice"),
-    ("[]", r"rounds\[0\]\.runbook: expected a non-empty list of this round's candidate ids"),
-    ("gamma", r"rounds\[0\]\.runbook: expected a non-empty list"),
+    ("[delta]", r"rounds\[0\] \(id r1, line 9\)\.runbook\[0\]: 'delta' is not among this round's candidates"),
+    ("[gamma, gamma]", r"rounds\[0\] \(id r1, line 9\)\.runbook\[1\]: 'gamma' is ranked twice"),
+    ("[]", r"rounds\[0\] \(id r1, line 9\)\.runbook: expected a non-empty list of this round's candidate ids"),
+    ("gamma", r"rounds\[0\] \(id r1, line 9\)\.runbook: expected a non-empty list"),
 ])
 def test_bad_runbook_is_located(value, message):
     with pytest.raises(ScenarioError, match=message):
