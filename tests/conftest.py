@@ -1,9 +1,13 @@
 import os
 import shutil
 import sys
+import tomllib
+from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 # The suite runs on two workers (pytest-xdist, see pyproject.toml); a BLAS pool per worker on
 # top of that oversubscribes the cores and made the suite half again as slow. Set before numpy
@@ -11,7 +15,46 @@ import pytest
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+@cache
+def optional_dependencies() -> dict[str, list[str]]:
+    """pyproject.toml's [project.optional-dependencies]: extra -> its requirements."""
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        return tomllib.load(handle)["project"]["optional-dependencies"]
+
+
+@cache
+def missing_from(extra: str) -> list[str]:
+    """The distributions of the optional `extra` that are not installed."""
+    missing = []
+    for requirement in optional_dependencies()[extra]:
+        name = Requirement(requirement).name
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "extra(name): needs the optional extra `name` of pyproject.toml; "
+                                       "skips, naming it, when one of its packages is not installed")
+
+
+def pytest_collection_modifyitems(config, items):
+    # A skip mark, not a skip raised at setup: the summary then names each test, not this file.
+    for item in items:
+        for mark in item.iter_markers("extra"):
+            (extra,) = mark.args
+            if extra not in optional_dependencies():
+                raise pytest.UsageError(f"{item.nodeid}: extra({extra!r}) is not an extra of pyproject.toml "
+                                        f"(known: {', '.join(optional_dependencies())})")
+            if missing := missing_from(extra):
+                item.add_marker(pytest.mark.skip(reason=f"the {extra} extra is not installed (no "
+                                                        f"{', '.join(missing)}): pip install -e '.[{extra}]'"))
 
 
 @pytest.fixture(scope="session")

@@ -171,6 +171,7 @@ def test_recent_changes_and_votes_for_change_type_and_learned_candidates() -> No
     assert isinstance(changes[0], ChangeLink)
 
 
+@pytest.mark.extra("plots")
 def test_render_graph_draws_a_png_without_graphviz(tmp_path) -> None:
     change = fixed("pay", 0, "payments", "Enabled aggressive retries in the payments client")
     new = incident("new", 10, "orders", "orders errors since the payments retry change")
@@ -180,6 +181,7 @@ def test_render_graph_draws_a_png_without_graphviz(tmp_path) -> None:
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.extra("plots")
 def test_a_character_the_font_lacks_draws_without_a_warning(tmp_path) -> None:
     """Scenario text is any author's: an emoji the font has no glyph for is drawn as a box, not warned about
     on the command line."""
@@ -193,6 +195,7 @@ def test_a_character_the_font_lacks_draws_without_a_warning(tmp_path) -> None:
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.extra("plots")
 @pytest.mark.parametrize("bend", [0.3, -0.3, 0.78, -1.29])
 @pytest.mark.parametrize("start, end", [((0.0, 0.0), (640.0, 0.0)), ((10.0, 300.0), (900.0, -40.0)), ((5.0, 5.0), (5.0, 90.0))])
 def test_a_label_sits_at_the_middle_of_the_curve_matplotlib_draws(start, end, bend) -> None:
@@ -203,6 +206,7 @@ def test_a_label_sits_at_the_middle_of_the_curve_matplotlib_draws(start, end, be
     assert render.arc_middle(start, end, bend) == pytest.approx(tuple((a + 2 * control + b) / 4))
 
 
+@pytest.mark.extra("plots")
 def test_long_edges_between_close_lanes_stay_inside_the_picture() -> None:
     """An edge from the first to the last of twenty episodes on one lane bows far above it: the limits grow
     (and the figure with them) until every curve's middle is inside, well clear of the edge."""

@@ -1,7 +1,6 @@
 """The MCP server end to end: the README walkthrough with the SDK's own stdio client, and tool errors."""
 
 import asyncio
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from memory import EpisodicMemory
 
 # The SDK is imported by the tests that run, not at collection: each of the suite's workers collects
 # every module, and importing the SDK takes about a second.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the mcp extra is not installed")
+pytestmark = pytest.mark.extra("mcp")
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

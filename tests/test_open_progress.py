@@ -46,6 +46,7 @@ def test_the_progress_is_a_bar_on_a_terminal_and_lines_elsewhere(tmp_path, monke
     assert logging.getLogger(LOADER_LOGGER).handlers == []  # the command line's handler is gone afterwards
 
 
+@pytest.mark.extra("plots")
 @pytest.mark.filterwarnings("ignore:Tight layout not applied")  # the picture is not what is tested
 def test_drawing_a_store_s_graph_shows_the_first_open_s_progress_on_stderr(tmp_path, monkeypatch, capsys):
     path = stored(tmp_path)

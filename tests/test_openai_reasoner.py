@@ -1,6 +1,5 @@
 """`--mode openai` against a fake OpenAI-compatible server on 127.0.0.1: play, replay offline, bad answers."""
 
-import importlib.util
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,8 +12,8 @@ from eval.compare import main
 from tests.builders import T0, untried_candidates
 from tests.test_claude_reasoner import EVIDENCE, PROBLEM
 
-# find_spec, not importorskip: the SDK is imported when a test runs, not when each worker collects.
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("openai") is None, reason="the openai extra is not installed")
+# A mark, not importorskip: the SDK is imported when a test runs, not when each worker collects.
+pytestmark = pytest.mark.extra("openai")
 
 
 class FakeServer:

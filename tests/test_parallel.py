@@ -69,8 +69,8 @@ def test_jobs_below_one_and_a_missing_ray_are_usage_errors(capsys, monkeypatch):
     assert "--executor ray needs Ray: pip install '.[ray]'" in capsys.readouterr().err
 
 
+@pytest.mark.extra("ray")
 def test_ray_executor_gives_the_serial_run_log(tmp_path):
-    pytest.importorskip("ray")
     args = ("pool-vs-deploy", "--seeds", "1", "--agents", "episodic", "no_memory")
     _, serial = _run(tmp_path, "serial", *args, "--jobs", "1")
     code, distributed = _run(tmp_path, "ray", *args, "--jobs", "2", "--executor", "ray")

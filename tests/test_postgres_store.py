@@ -10,7 +10,7 @@ import pytest
 from tests.builders import INCIDENTS, T0, play_incidents
 from tests.pg_server import LocalServer
 
-psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install '.[postgres]')")
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install -e '.[postgres]'")
 
 from memory import EpisodicMemory  # noqa: E402
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError  # noqa: E402
@@ -198,6 +198,7 @@ def test_a_wrong_url_is_a_message_not_a_traceback(server, capsys):
 
 
 
+@pytest.mark.extra("mcp")
 def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
     from memory.mcp import __main__ as cli
     from memory.mcp import server as mcp_server

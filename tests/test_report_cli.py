@@ -122,8 +122,8 @@ def test_learning_curve_band_is_over_rounds_not_seeds():
     assert low < 0.5 < high
 
 
+@pytest.mark.extra("plots")
 def test_plots_and_a_self_contained_html(saved, tmp_path):
-    pytest.importorskip("matplotlib")
     path = saved["one"]
     plots, page = tmp_path / "a" / "plots", tmp_path / "b" / "report.html"
     assert report([str(path), "--plots", str(plots), "--html", str(page), "--quiet"]) == 0

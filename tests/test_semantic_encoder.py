@@ -41,18 +41,21 @@ def _cosines(encoder, triple):
     return float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
 
 
+@pytest.mark.extra("embeddings")
 @pytest.mark.parametrize("triple", PARAPHRASES, ids=lambda t: t[0][:24])
 def test_a_paraphrase_is_closer_than_an_unrelated_sentence(semantic, triple):
     paraphrase, unrelated = _cosines(semantic, triple)
     assert paraphrase > unrelated + 0.3
 
 
+@pytest.mark.extra("embeddings")
 def test_it_sees_paraphrases_that_share_no_words_where_hashing_cannot(semantic):
     margins = {name: [p - u for p, u in (_cosines(encoder, t) for t in PARAPHRASES)]
                for name, encoder in (("semantic", semantic), ("hashing", HashingEncoder()))}
     assert min(margins["semantic"]) > max(margins["hashing"])
 
 
+@pytest.mark.extra("embeddings")
 def test_vectors_are_unit_float32_rows_that_do_not_depend_on_the_batch(semantic):
     texts = [t for triple in PARAPHRASES for t in triple]
     batch = semantic.encode(texts)
@@ -63,6 +66,7 @@ def test_vectors_are_unit_float32_rows_that_do_not_depend_on_the_batch(semantic)
     assert semantic.encode([]).shape == (0, 384)
 
 
+@pytest.mark.extra("embeddings")
 def test_a_fresh_encoder_gives_identical_vectors_and_the_same_name(semantic):
     fresh = SemanticEncoder()  # a new session and an empty memo
     text = "Latency doubled after the cache node was replaced"
@@ -70,6 +74,7 @@ def test_a_fresh_encoder_gives_identical_vectors_and_the_same_name(semantic):
     assert np.array_equal(fresh.encode([text]), semantic.encode([text]))
 
 
+@pytest.mark.extra("embeddings")
 def test_named_encoder_shares_one_semantic_model_per_process_and_rejects_unknown_names(semantic):
     assert named_encoder("semantic") is semantic
     assert isinstance(named_encoder("hashing"), HashingEncoder)
@@ -77,6 +82,7 @@ def test_named_encoder_shares_one_semantic_model_per_process_and_rejects_unknown
         named_encoder("bert")
 
 
+@pytest.mark.extra("embeddings")
 def test_without_the_extra_the_error_says_what_to_install(tmp_path, monkeypatch):
     with pytest.raises(EncoderUnavailable, match=r"'no-such-model-package'.*pip install '\.\[embeddings\]'"):
         packaged_file("no-such-model-package", "model.onnx")
@@ -122,6 +128,7 @@ rounds:
 """
 
 
+@pytest.mark.extra("embeddings")
 def test_compare_runs_every_agent_on_the_semantic_encoder_and_logs_it(semantic, tmp_path):
     scenario, path = tmp_path / "small-garden.yaml", tmp_path / "log.json"
     scenario.write_text(SMALL_SCENARIO, encoding="utf-8")
@@ -133,6 +140,7 @@ def test_compare_runs_every_agent_on_the_semantic_encoder_and_logs_it(semantic, 
     assert all(len(entry["rounds"]) == 2 for entry in log["agents"].values())
 
 
+@pytest.mark.extra("embeddings")
 @pytest.mark.parametrize("query, cause", [
     ("Pages load slowly; the DB volume has no free storage", "disk"),
     ("Sign-in attempts fail since the credential server was rebooted", "auth"),  # the hashing encoder picks "disk"
