@@ -186,10 +186,10 @@ def _log(rounds):
             "mode": "heuristic"}
 
 
+@pytest.mark.extra("plots")
 @pytest.mark.parametrize("rounds, banded", [(19, False), (20, True)])
 def test_the_learning_curve_draws_bands_only_from_20_rounds(rounds, banded):
-    plots = pytest.importorskip("eval.outputs.plots")
-    pytest.importorskip("matplotlib")
+    from eval.outputs import plots
     plt = plots.pyplot()
     figure = plots.learning_curve_figure(_log(rounds), "s")
     try:

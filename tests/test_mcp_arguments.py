@@ -2,14 +2,13 @@
 expected and what was found; unknown names, times without a timezone and unknown relied-on ids are refused."""
 
 import asyncio
-import importlib.util
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from memory import EpisodicMemory
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the mcp extra is not installed")
+pytestmark = pytest.mark.extra("mcp")
 
 AT = "2026-03-02T09:00:00Z"
 

@@ -13,15 +13,21 @@ from memory import EpisodicMemory
 pytestmark = pytest.mark.extra("mcp")
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "mcp.md"
 
 
 def walkthrough() -> str:
-    """The python block of the README's MCP section."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## The memory as an MCP server"):]
+    """The python block of the MCP page's walkthrough."""
+    section = PAGE.read_text(encoding="utf-8")
     start = section.index("```python") + len("```python")
     return section[start:section.index("```", start)]
+
+
+def printed() -> list[str]:
+    """The lines the MCP page says the walkthrough prints."""
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("```text", text.index("It prints:")) + len("```text")
+    return text[start:text.index("```", start)].strip().splitlines()
 
 
 def _child_sees_this_checkout(monkeypatch):
@@ -36,8 +42,9 @@ def test_readme_walkthrough_records_an_incident_and_recalls_a_fact(tmp_path, mon
     # capfd, not capsys: the SDK hands the server process `sys.stderr`, which must be a real file
     _child_sees_this_checkout(monkeypatch)
     monkeypatch.chdir(tmp_path)
-    exec(compile(walkthrough(), "README.md", "exec"), {"__name__": "walkthrough"})
+    exec(compile(walkthrough(), "docs/mcp.md", "exec"), {"__name__": "walkthrough"})
     out = capfd.readouterr().out
+    assert out.strip().splitlines() == printed()  # the page shows what the walkthrough prints
     assert "tools: end_episode, forget_entry, list_facts, recall, record_correction, record_decision, record_observation, " \
            "record_outcome, verify_store" in out
     assert "fact: when an observation affirms connection + exhausted + pool → pool, not database confidence" in out
