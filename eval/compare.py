@@ -24,7 +24,6 @@ from agent.agents import DEFAULT_BUDGET
 from eval import runlog
 from eval.merge import summarise
 from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
-from eval.outputs.files import unwritable
 from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_reasoner
 from eval.presets import DEFAULT_AGENTS, PRESETS
 from eval.report import Report, report_console
@@ -110,9 +109,6 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         return _fail(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
     if args.seeds < 1 or args.first_seed < 0:
         return _fail("--seeds must be at least 1 and --first-seed at least 0")
-    refused = _refused_output(args.json, args.store)
-    if refused:
-        return _fail(refused)
     loaded, problems = scenarios.load_all(args.scenarios)
     if problems:
         print("\n".join(problems), file=sys.stderr)
@@ -123,7 +119,8 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
               for played in in_orders(scenario, tuple(dict.fromkeys(args.order)), args.order_seeds)]
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
-    problem = check_outputs(args)
+    problem = check_outputs(args, [("the --store file (the memory store)", args.store),
+                                   *(("a scenario file this run reads", s.source) for s in loaded)])
     if problem:
         return _fail(problem)
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
@@ -170,27 +167,6 @@ def _write_and_print(args: argparse.Namespace, log: dict[str, Any]) -> int:
 
 def _seeds(args: argparse.Namespace) -> list[int]:
     return list(range(args.first_seed, args.first_seed + args.seeds))
-
-
-def _refused_output(json_path: str | None, store: str | None) -> str:
-    """Why `--json` cannot be written (checked before the run, not after it); "" when it can."""
-    if not json_path:
-        return ""
-    target = Path(json_path)
-    if store and target.resolve() == Path(store).resolve():
-        return f"--json {json_path} is the --store file: the run log would overwrite the memory store"
-    reason = unwritable(target)
-    if reason:
-        return f"--json {json_path}: {reason}"
-    if target.exists():  # a regular file, so reading it cannot block
-        try:
-            with open(target, "rb") as handle:
-                header = handle.read(16)
-        except OSError as exc:
-            return f"--json {json_path}: cannot read the existing file ({exc.strerror})"
-        if header == b"SQLite format 3\x00":
-            return f"--json {json_path} is an SQLite database (a memory store?): refusing to overwrite it"
-    return ""
 
 
 def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:

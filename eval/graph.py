@@ -24,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line; returns the exit code."""
     import scenarios
     from memory.graph import EdgeType, render_graph
+    from memory.outputs import output_problem
     from memory.timeline import HashingEncoder
 
     parser = argparse.ArgumentParser(prog="python -m eval.graph", description=__doc__.split("\n\n")[0],
@@ -42,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(problems), file=sys.stderr)
         return 2
     scenario = loaded[0]
+    refused = output_problem("--out", args.out, sources=[("the scenario being drawn", scenario.source)])
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     encoder = HashingEncoder()
     agent = build_agent(PRESETS["episodic"], build_reasoner("heuristic", encoder), encoder)
     memory = agent.memory

@@ -316,7 +316,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from eval import runlog
     from eval.merge import MergeError, merge
     from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
-    from eval.outputs.files import unwritable
 
     parser = argparse.ArgumentParser(
         prog="python -m eval.report", description="Show, merge and export saved comparison runs.",
@@ -327,8 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true",
                         help="print no report; only write the outputs (a line on stderr for each)")
     args = parser.parse_args(argv)
-    refused = unwritable(args.json) if args.json else ""
-    problem = check_outputs(args) or (f"--json {args.json}: {refused}" if refused else None)
+    problem = check_outputs(args, [("a run log this command reads", path) for path in args.logs])
     logs = []
     for path in args.logs:
         try:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from eval.outputs.files import write_atomic
+from memory.outputs import write_atomic
 
 SCHEMA = 1
 

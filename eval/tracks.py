@@ -35,6 +35,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from eval.stats import sign_test
+from memory.outputs import output_problem, write_atomic
 
 TOP_K = 3  # the PetShop paper's second measure: the truth among the three best-ranked candidates
 CURVE_PARTS = 4  # the learning curve's bins over the stream
@@ -339,6 +340,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--command", action="append", default=[], metavar="TEXT",
                         help="a command line to print above the Markdown tables (repeatable): how the logs were made")
     args = parser.parse_args(argv)
+    inputs = [("a run log this command reads", path) for path in args.logs]
+    for flag, out in (("--json", args.json), ("--markdown", args.markdown)):
+        problem = output_problem(flag, out, sources=inputs) if out else ""
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     loaded = []
     for path in args.logs:
         try:
@@ -353,11 +360,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         loaded.append(log)
     result = tracks(merged(loaded))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, indent=1, sort_keys=True)
+        write_atomic(args.json, json.dumps(result, indent=1, sort_keys=True))
     if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as handle:
-            handle.write(markdown(result, commands=args.command))
+        write_atomic(args.markdown, markdown(result, commands=args.command))
     Console(width=220 if not sys.stdout.isatty() else None).print(render(result))
     return 0
 

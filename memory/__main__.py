@@ -9,8 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import quote
 
 from memory.errors import MemoryError_
+from memory.format_version import rewound_version
+from memory.outputs import output_problem
 from memory.persistence.audit import sidecar_findings
 from memory.persistence.progress import shown_on_stderr
 from memory.timeline import Entry, Store, audit, open_store
@@ -45,14 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m memory", description="Inspect and move memory stores.",
                                      epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = _command(commands, "verify", "check the store read-only (chain, digests, triggers, anchor); exit 1 "
-                      "naming each finding", "runs/memory.sqlite")
+    verify = _command(commands, "verify", "check the store read-only (chain, digests, triggers, anchor, schema "
+                      "version); exit 1 naming each finding", "runs/memory.sqlite")
     verify.add_argument("store", help=f"the store to check: {_STORE_HELP}")
     export = _command(commands, "export", "write every timeline entry as JSON lines (not importable when the "
                       "store holds erasures: copy the store file instead)",
                       "runs/memory.sqlite backups/memory.jsonl")
     export.add_argument("store", help=f"the store to read: {_STORE_HELP}")
-    export.add_argument("out", help="the JSON lines file to write (replaced atomically; missing folders are created)")
+    export.add_argument("out", help="the JSON lines file to write (replaced atomically; missing folders are created; "
+                        "never an SQLite file, a store's sidecar or the store itself)")
     imp = _command(commands, "import", "append a JSONL export to a store, all or nothing",
                    "backup.jsonl restored.sqlite", "more.jsonl restored.sqlite --append",
                    "backup.jsonl postgresql://app@db.internal/memory")
@@ -105,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _export(path: str, out: str) -> int:
     """Export a store; a store with erasures is exported too, with a warning that the file cannot be imported."""
+    refused = output_problem("", out, sources=[("the store being exported", path)])
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     try:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -211,12 +219,27 @@ def _verify(path: str) -> int:
     report = audit(path)
     for note in [*report.notes, *sidecar_findings(path)]:
         print(f"note {path}: {note}")
-    if not report.findings:
+    findings = [*report.findings, *_version_findings(path)]
+    if not findings:
         print(f"OK {path}: {report.entries} entries, chain intact, head {report.head}")
         return 0
-    for finding in report.findings:
+    for finding in findings:
         print(f"CORRUPT {path}: {finding}")
     return 1
+
+
+def _version_findings(path: str) -> list[str]:
+    """`rewound_version` of the store file, opened read-only ([] when it cannot be opened: audit says why)."""
+    try:
+        db = sqlite3.connect(f"file:{quote(str(Path(path).resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return []
+    try:
+        return rewound_version(db)
+    except sqlite3.Error:
+        return []
+    finally:
+        db.close()
 
 
 def _print_stats(path: str, store: Store) -> None:

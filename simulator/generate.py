@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from memory.outputs import output_problem, write_atomic
 from simulator import families as fam
 
 START = "2026-01-05T09:00:00Z"
@@ -240,6 +241,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--name must match [a-z0-9-]+")
     if args.families is not None and not args.lessons:
         parser.error("--families needs --lessons")
+    refused = output_problem("--out", args.out) if args.out else ""
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     if args.lessons:
         from simulator.lessons import generate_lessons
 
@@ -252,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        args.out.write_text(text, encoding="utf-8")
+        write_atomic(args.out, text)
     except OSError as exc:
         print(f"{args.out}: cannot write: {exc.strerror or exc}", file=sys.stderr)
         return 1

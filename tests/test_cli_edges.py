@@ -13,8 +13,8 @@ import scenarios
 from eval import runlog
 from eval.compare import main as compare
 from eval.outputs import curves
-from eval.outputs.files import write_atomic
 from eval.report import main as report
+from memory.outputs import write_atomic
 from scenarios import ScenarioError
 from tests.builders import T0
 

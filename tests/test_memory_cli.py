@@ -1,6 +1,9 @@
 """`python -m memory` in-process: exit codes and messages."""
 
 import sqlite3
+
+import pytest
+
 from memory.__main__ import main
 from tests.builders import T0, open_timeline
 
@@ -23,6 +26,19 @@ def test_verify_ok_and_corrupt(tmp_path, capsys):
     raw.commit()
     assert main(["verify", str(path)]) == 1
     assert "CORRUPT" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("version", [1, 4])
+def test_verify_reports_a_schema_version_rewound_below_what_the_rows_were_written_with(tmp_path, capsys, version):
+    path = tmp_path / "m.db"
+    _store(path)
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA user_version = {version}")
+    raw.commit()
+    raw.close()
+    assert main(["verify", str(path)]) == 1
+    assert f"CORRUPT {path}: schema version {version} recorded (PRAGMA user_version), but the store holds previous " \
+           f"ids stored as links, which only schema 5 and later write" in capsys.readouterr().out
 
 
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys):

@@ -406,7 +406,7 @@ def test_compare_refuses_to_write_its_log_over_the_store(tmp_path, capsys):
     _store(store, count=1)
     before = store.read_bytes()
     assert compare(["pool-vs-deploy", "--seeds", "1", "--json", str(store), "--store", str(store)]) == 2
-    assert "the run log would overwrite the memory store" in capsys.readouterr().err
+    assert "is the --store file (the memory store): refusing to overwrite it" in capsys.readouterr().err
     assert compare(["pool-vs-deploy", "--seeds", "1", "--json", str(store)]) == 2
     assert "is an SQLite database" in capsys.readouterr().err
     under_a_file = tmp_path / "plain.txt"

@@ -19,6 +19,7 @@ from rich.console import Console
 from eval.bench import footprint, measure, server
 from eval.bench.corpus import SITUATION, query_texts
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
+from memory.outputs import output_problem, write_atomic
 
 _EXAMPLES = """examples:
   python -m eval.bench --quick                    # under a minute: recall at 1k/10k, 200 rounds
@@ -307,6 +308,10 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     if out is not None and not out.parent.exists():
         print(f"error: --json {out}: directory {out.parent} does not exist", file=sys.stderr)
         return 2
+    refused = output_problem("--json", out) if out else ""
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     # a pipe or a log file gets the whole table, never one wrapped to 80 columns
     console = Console() if sys.stdout.isatty() else Console(width=200)
     err = Console(stderr=True)
@@ -320,5 +325,5 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     missed = failures(results)
     console.print(f"targets missed: {', '.join(missed)}" if missed else "all judged targets met")
     if out is not None:
-        out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        write_atomic(out, json.dumps(results, indent=2) + "\n")
     return 1 if args.strict and missed else 0

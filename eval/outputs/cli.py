@@ -1,4 +1,4 @@
-"""The output flags `eval.compare` and `eval.report` share: --csv, --plots, --html."""
+"""The output flags `eval.compare` and `eval.report` share: --csv, --plots, --html (and their --json)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eval.outputs.files import unwritable
+from memory.outputs import Sources, output_problem
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,14 +19,15 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write one self-contained HTML report (tables, figures, configuration)")
 
 
-def check_outputs(args: argparse.Namespace) -> str | None:
-    """What stops the requested outputs before any work is done (a folder that takes no new file,
-    matplotlib missing for --plots)."""
-    for flag, path, folder in (("--csv", args.csv, False), ("--plots", args.plots, True),
-                               ("--html", args.html, False)):
-        reason = unwritable(path, folder=folder) if path else ""
-        if reason:
-            return f"{flag} {path}: {reason}"
+def check_outputs(args: argparse.Namespace, sources: Sources = ()) -> str | None:
+    """What stops the requested outputs before any work is done (a store or one of `sources` in the
+    way, a folder that takes no new file, matplotlib missing for --plots); see `memory.outputs`."""
+    sources = list(sources)
+    for flag, path, folder in (("--json", args.json, False), ("--csv", args.csv, False),
+                               ("--plots", args.plots, True), ("--html", args.html, False)):
+        problem = output_problem(flag, path, sources=sources, folder=folder) if path else ""
+        if problem:
+            return problem
     if args.plots:
         from eval.outputs.plots import PlotsUnavailable, pyplot
 

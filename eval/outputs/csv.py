@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from eval.outputs.files import write_atomic
+from memory.outputs import write_atomic
 
 LEADING = ("agent", "scenario", "seed", "position", "round", "kind", "truth", "first_decision", "first_correct",
            "solved", "attempts", "decisions")  # the decision fields first; every other round field follows

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from eval.outputs import curves
-from eval.outputs.files import write_atomic
+from memory.outputs import write_atomic
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right}

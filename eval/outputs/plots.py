@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from eval.outputs import curves
-from eval.outputs.files import write_atomic
+from memory.outputs import write_atomic
 
 STYLES = (("-", "o", "#1f4e79"), ("--", "s", "#c55a11"), (":", "^", "#548235"), ("-.", "D", "#7030a0"),
           ((0, (5, 1, 1, 1)), "v", "#7f6000"), ((0, (1, 1)), "x", "#404040"))  # (line, marker, colour) per agent

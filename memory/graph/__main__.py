@@ -16,6 +16,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memory.agent_memory import EpisodicMemory
     from memory.errors import MemoryError_
     from memory.graph import causal_chain, render_graph
+    from memory.outputs import output_problem
     from memory.persistence.progress import shown_on_stderr
 
     parser = argparse.ArgumentParser(prog="python -m memory.graph", description="Draw a store's episode graph.",
@@ -32,6 +33,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if "://" not in args.store and not Path(args.store).exists():
         print(f"error: no store at {args.store}", file=sys.stderr)
+        return 2
+    refused = output_problem("--out", args.out, sources=[("the store being drawn", args.store)])
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
         return 2
     try:
         with shown_on_stderr():  # a store without state runs indexes its episodes first

@@ -118,6 +118,20 @@ def _recorded(entry: Entry) -> dict[str, Any]:
     return {"entry_id": entry.id, "seq": entry.seq, "kind": entry.kind.value, "timestamp": entry.timestamp.isoformat()}
 
 
+def _verified(memory: EpisodicMemory) -> dict[str, Any]:
+    """What `verify_store` tells the served principal: whether the whole chain holds, and only its own part of it.
+
+    A store holds every tenant's entries: the count and a broken entry's id are the caller's own only.
+    """
+    broken = memory.store.verify()
+    own = {entry.seq for entry in memory.store.entries(principal=memory.principal)}
+    bad = None if broken is None else (
+        {"seq": broken.seq, "id": broken.id, "reason": broken.reason} if broken.seq in own else
+        {"seq": None, "id": None, "reason": "an entry of another principal (the store's owner can run "
+                                           "`python -m memory verify` on the store)"})
+    return {"ok": broken is None, "entries": len(own), "first_bad": bad}
+
+
 def fact_dict(fact: FactVersion) -> dict[str, Any]:
     """A fact version as plain data."""
     return {"id": fact.id, "fact_id": fact.fact_id, "version": fact.version, "text": fact.text,
@@ -219,13 +233,12 @@ def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
             facts.append(item)
         return {"principal": memory.principal, "facts": facts}
 
-    @tools.tool(description="Verify the store: recompute the hash chain of every timeline entry. ok is false and "
-                             "first_bad names the first altered entry when the chain is broken.")
+    @tools.tool(description="Verify the store: recompute the hash chain of every timeline entry. ok is false when "
+                             "the chain is broken anywhere in the store; entries counts this principal's entries; "
+                             "first_bad names the first altered entry when it is one of this principal's.")
     @_user_errors
     async def verify_store() -> dict[str, Any]:
-        broken = memory.store.verify()
-        bad = None if broken is None else {"seq": broken.seq, "id": broken.id, "reason": broken.reason}
-        return {"ok": broken is None, "entries": len(memory.store), "first_bad": bad}
+        return _verified(memory)
 
     @tools.tool(description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
                              "data): its text is erased from the store, what the memory learned is rebuilt "

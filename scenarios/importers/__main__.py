@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from memory.outputs import output_problem
 from scenarios.importers import itbench, petshop
 from scenarios.importers.common import DatasetError, write_scenario
 
@@ -55,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
                                  description=ROUND_HELP[name])
         command.add_argument("folder", type=Path, metavar="DIR", help=folder)
         command.add_argument("--out", type=Path, required=True, metavar="FILE.yaml",
-                             help="where to write the scenario (replaced atomically)")
+                             help="where to write the scenario (replaced atomically; never an SQLite file)")
         command.add_argument("--name", default=None, help="the scenario's name ([a-z0-9-]+); default from the folder")
     return parser
 
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     """Imports one dataset folder; returns the exit code."""
     args = _parser().parse_args(argv)
     module = petshop if args.dataset == "petshop" else itbench
+    refused = output_problem("--out", args.out, sources=[("the dataset folder being imported", args.folder)])
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return EXIT_INVALID
     try:
         text = module.import_folder(args.folder, name=args.name)
     except DatasetError as exc:
