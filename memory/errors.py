@@ -11,6 +11,10 @@ class StoreError(MemoryError_):
     """The store cannot be opened or used (missing file, not a store, wrong schema)."""
 
 
+class DamagedStore(StoreError):
+    """The store's file, or a row in it, cannot be read as stored (a damaged database, a malformed derived record)."""
+
+
 class ImmutableRecordError(StoreError):
     """An UPDATE or DELETE was attempted on an insert-only table."""
 
@@ -45,6 +49,10 @@ class EncoderMismatch(StoreError):
 
 class EncoderUnavailable(MemoryError_):
     """An optional encoder was asked for but its model or package is not installed."""
+
+
+class DamagedBody(DamagedStore, IntegrityError):
+    """A derived record's stored body does not decompress: the store is damaged, and the record is not what was written."""
 
 
 class InvalidEntry(MemoryError_, ValueError):

@@ -1,4 +1,5 @@
-"""What `python -m memory verify` notes about the vectors sidecar (read-only)."""
+"""What `python -m memory verify` finds beyond `memory.timeline.audit` (read-only): records a
+memory cannot read, and the state of the vectors sidecar."""
 
 from __future__ import annotations
 
@@ -9,8 +10,33 @@ from urllib.parse import quote
 
 import numpy as np
 
+from memory.persistence.record_fields import problem
 from memory.persistence.runs import RUN, Corrupt, body_digest, sidecar_rows
+from memory.timeline.record_body import parse
 from memory.persistence.vectors import VectorFile, row_digests
+
+
+def record_findings(store_path: str) -> list[str]:
+    """Every derived record that lacks a field its readers need or holds one of another type
+    (`memory.persistence.record_fields`), each naming its row; [] when the file cannot be read
+    (`memory.timeline.audit` says why, and names bodies that are not JSON objects)."""
+    found = []
+    try:
+        db = sqlite3.connect(f"file:{quote(str(Path(store_path).resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return []
+    db.text_factory = lambda data: data.decode("utf-8", "surrogateescape")  # damaged text is reported, not raised
+    try:
+        for seq, kind, record_id, body in db.execute("SELECT seq, kind, id, body FROM records ORDER BY seq"):
+            read = parse(body)
+            wrong = "" if read.problem else problem(kind, read.body)
+            if wrong:
+                found.append(f"records seq={seq} kind={kind} id={record_id}: malformed: {wrong}")
+    except sqlite3.Error:
+        return []
+    finally:
+        db.close()
+    return found
 
 
 def sidecar_findings(store_path: str) -> list[str]:

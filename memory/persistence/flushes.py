@@ -12,11 +12,12 @@ closes its open episodes there before feeding them; `rebuild()` flushes at the s
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from memory.errors import HeadMoved
 from memory.timeline import RecordKind
+from memory.persistence.record_fields import checked
+from memory.timeline.record_body import decoded
 
 
 class FlushPoints:
@@ -67,7 +68,9 @@ class FlushPoints:
             return
         flush = RecordKind.FLUSH.value
         rows = self.store.record_rows(self.after, top, bodies=(flush,))
-        points = {int(json.loads(body)["seq"]) for _, kind, _, body in rows if kind == flush}
+        path = self.store.path
+        points = {checked(decoded(path, kind, i, body, seq), path, kind, i, seq)["seq"]
+                  for seq, kind, i, body in rows if kind == flush}
         self.after = top
         self.pending = sorted(set(self.pending) | {p for p in points if p > self.applied})
 

@@ -8,7 +8,6 @@ through such a map; `StoredEpisodes` gives the episode records after a point a s
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import MutableMapping, MutableSequence, MutableSet, Sequence
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -20,6 +19,8 @@ from memory.persistence import runs as snapshot
 from memory.persistence.digests import DIGEST, sorted_distinct
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
+from memory.persistence.record_fields import converted
+from memory.timeline.record_body import decoded
 
 
 class _Later:
@@ -231,7 +232,9 @@ class StoredEpisodes(Sequence):
         if start >= stop:
             return []
         rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1], bodies=(RecordKind.EPISODE.value,))
-        return [Episode.from_record(json.loads(body)) for _, kind, _, body in rows if kind == RecordKind.EPISODE]
+        path = self._store.path
+        return [converted(Episode.from_record, decoded(path, kind, i, body, seq), path, kind, i, seq)
+                for seq, kind, i, body in rows if kind == RecordKind.EPISODE]
 
 
 def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
@@ -243,7 +246,8 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
 
     def read_episode(episode_id: str, _: Any) -> Episode | None:
         body = store.record(RecordKind.EPISODE, episode_id)
-        return Episode.from_record(body) if body is not None else None
+        return converted(Episode.from_record, body, store.path, RecordKind.EPISODE.value, episode_id) \
+            if body is not None else None
 
     def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
         return Problem(text_in(episode_id, source), state.index.vector(episode_id))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -28,10 +29,12 @@ from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
 from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.lazy import EpisodeList, StoredEpisodes
+from memory.persistence.record_fields import checked, converted, unreadable
 from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests, row_offsets
 from memory.retrieval import Bounds, RetrieverConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import RecordKind
+from memory.timeline.connection import damage
 
 RUN_BODIES = (RecordKind.EDGE.value, RecordKind.FACT.value, RecordKind.MARK.value)  # what writing a run reads
 PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vectors, texts and citations
@@ -95,13 +98,26 @@ class StoredState:
         """Fill the state from the store; `index_stored(episode, entries)` indexes a record-read episode.
 
         Returns the episodes whose learning must be redone and where the segmenter resumes.
+
+        Raises:
+            DamagedStore: the store file is damaged, or a record in it is malformed (named).
         """
+        try:
+            return self._open(index_stored)
+        except sqlite3.DatabaseError as exc:  # a damaged page met in the middle of a scan
+            found = damage(self.store.path, exc)
+            if found is None:
+                raise
+            raise found from exc
+
+    def _open(self, index_stored: Any) -> Opened:
         runs, late_edges = self._load_runs()
         self.covered = start = runs[-1].upto if runs else 0
         if self.sidecar is not None:  # a slice at a time: what runs cover as the open goes is released
             tail: Any = StoredEpisodes(self.store, start)
         else:  # all at once, room reserved for the vectors this memory keeps
-            tail = [Episode.from_record(body) for _, body in self.store.records_after(RecordKind.EPISODE, start)]
+            tail = [converted(Episode.from_record, body, self.store.path, RecordKind.EPISODE.value, i)
+                    for i, body in self.store.records_after(RecordKind.EPISODE, start)]
             counts: dict[str, int] = {}
             for episode in tail:
                 counts[episode.principal] = counts.get(episode.principal, 0) + 1
@@ -141,17 +157,32 @@ class StoredState:
             state.edge_ids.defer(lambda run=run: run.id_list("edge_ids"))  # type: ignore[attr-defined]
         state.edge_ids.update(i for i, _ in tail_edges)
         add_edge_rows(state.graph, late_edges)
-        add_edges(state.graph, [Edge.from_record(body) for _, body in tail_edges])
+        add_edges(state.graph, [converted(Edge.from_record, body, self.store.path, RecordKind.EDGE.value, i)
+                                for i, body in tail_edges])
         facts = [body for run in runs for body in run.facts]
-        facts += [body for _, body in self.store.records_after(RecordKind.FACT, after)]
-        state.add_versions(resolve_records(facts), stored=True)
+        facts += [checked(body, self.store.path, RecordKind.FACT.value, i)
+                  for i, body in self.store.records_after(RecordKind.FACT, after)]
+        state.add_versions(self._versions(facts), stored=True)
         for run in runs:
             state.marks.defer(lambda run=run: run.id_list("marks"))  # type: ignore[attr-defined]
         learned = set()
         for mark, body in self.store.records_after(RecordKind.MARK, after):
+            checked(body, self.store.path, RecordKind.MARK.value, mark)
             state.marks.add(mark)
             learned.add(body["episode"])
         return learned
+
+    def _versions(self, bodies: list[dict[str, Any]]) -> list[Any]:
+        """The fact versions of stored bodies (`resolve_records`), naming the one that cannot be read."""
+        done: list[Any] = []
+        try:
+            for version in resolve_records(bodies):
+                done.append(version)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            body = bodies[len(done)]
+            raise unreadable(exc, self.store.path, RecordKind.FACT.value,
+                             f"{body.get('fact_id', '?')}@{body.get('version', '?')}") from exc
+        return done
 
     def _load_runs(self) -> tuple[list[snapshot.Run], list[tuple[str, str, Any, float, str]]]:
         """Load the state runs: episodes (read on first use), nodes, edges, partitions and bounds.

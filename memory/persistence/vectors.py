@@ -36,6 +36,9 @@ from typing import Callable
 
 import numpy as np
 
+from memory.errors import StoreError
+from memory.timeline.sidecars import open_sidecar
+
 try:
     import fcntl
 except ImportError:  # not POSIX: appends of several processes at once are not serialized
@@ -191,9 +194,12 @@ class VectorFile:
         size (`pack_rows`; `row_offsets` gives where every row begins). An exclusive ``flock`` on
         the file covers finding the end and writing, so processes writing runs of one store at
         once never record the same bytes.
+
+        Raises:
+            StoreError: the sidecar is a symbolic link (`memory.timeline.sidecars`).
         """
         packed, counts, palettes = pack_rows(np.asarray(rows, dtype=np.float32).reshape(-1, self.dim))
-        with self._lock, open(self.path, "ab") as out:
+        with self._lock, os.fdopen(open_sidecar(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666), "ab") as out:
             if fcntl is not None:
                 fcntl.flock(out.fileno(), fcntl.LOCK_EX)  # released when the file is closed
             first = out.seek(0, os.SEEK_END)  # bytes a torn write left are skipped, never reused
@@ -263,8 +269,8 @@ class VectorFile:
         with self._lock:
             if self._fd is None:
                 try:
-                    self._fd = os.open(self.path, os.O_RDONLY)
-                except OSError:
+                    self._fd = open_sidecar(self.path, os.O_RDONLY)
+                except (OSError, StoreError):  # a link is not read: its rows are recomputed
                     return None
             return self._fd
 

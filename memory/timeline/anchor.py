@@ -22,6 +22,9 @@ import hashlib
 import os
 from typing import NamedTuple
 
+from memory.errors import StoreError
+from memory.timeline.sidecars import open_sidecar
+
 SLOT = 512  # bytes per anchor slot
 DERIVED = ("records", "snapshots")  # tables chained in ``digests``
 GENESIS = "0" * 64
@@ -83,9 +86,13 @@ class Writer:
         self._fd: int | None = None
 
     def write(self, anchor: Anchor) -> None:
-        """Write an anchor into the slot its generation picks."""
+        """Write an anchor into the slot its generation picks.
+
+        Raises:
+            StoreError: the anchor file is a symbolic link (`memory.timeline.sidecars`).
+        """
         if self._fd is None:
-            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT, 0o644)
+            self._fd = open_sidecar(self._path, os.O_WRONLY | os.O_CREAT)
         os.pwrite(self._fd, encode(anchor), SLOT * (generation(anchor) % 2))
 
     def close(self) -> None:
@@ -105,8 +112,10 @@ class Read(NamedTuple):
 def read(path: str) -> Read:
     """The newest valid anchor of a store file."""
     try:
-        with open(sidecar(path), "rb") as handle:
+        with os.fdopen(open_sidecar(sidecar(path), os.O_RDONLY), "rb") as handle:
             data = handle.read(2 * SLOT)
+    except StoreError:
+        return Read(None, f"{sidecar(path)} is a symbolic link: not read")
     except FileNotFoundError:
         return Read(None, "no anchor file (a store written before anchors, or a copy without it)")
     except OSError as exc:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from memory.errors import ImmutableRecordError, StoreError
+from memory.errors import DamagedStore, ImmutableRecordError, StoreError
 from memory.timeline.schema import APPLICATION_ID, DIGESTS, READABLE_SCHEMAS, SCHEMA, SCHEMA_VERSION, SNAPSHOTS
 
 
@@ -32,6 +32,43 @@ def missing_triggers(db: sqlite3.Connection) -> list[str]:
             if f"{table}_no_{verb}" not in triggers]
 
 
+def damage(path: str, exc: BaseException) -> DamagedStore | None:
+    """The project error for an SQLite error that says the file is damaged (None for any other error).
+
+    SQLite reports a damaged page or header when a statement first reads it, so this is what
+    every read of a store raises for a flipped bit, not only its open.
+    """
+    text = str(exc)
+    if type(exc) is sqlite3.DatabaseError or text.startswith("Could not decode to UTF-8"):
+        return DamagedStore(f"{path}: the database file is damaged ({text}); "
+                            f"run `python -m memory verify {path}`")
+    return None
+
+
+class StoreConnection(sqlite3.Connection):
+    """A connection whose statements raise `DamagedStore` naming the file for a damaged database."""
+
+    path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        try:
+            return super().execute(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            found = damage(self.path, exc)
+            if found is None:
+                raise
+            raise found from exc
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        try:
+            return super().executemany(sql, parameters)
+        except sqlite3.DatabaseError as exc:
+            found = damage(self.path, exc)
+            if found is None:
+                raise
+            raise found from exc
+
+
 def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: float = 30.0) -> Opened:
     """Open (creating when allowed and missing) a store file or ``":memory:"``; see `SQLiteStore`.
 
@@ -54,7 +91,8 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
         if not file.exists() and not create:
             raise StoreError(f"{path}: no such memory store")
     try:
-        db = sqlite3.connect(path, isolation_level=None, timeout=lock_timeout)
+        db = sqlite3.connect(path, isolation_level=None, timeout=lock_timeout, factory=StoreConnection)
+        db.path = path
         db.execute(f"PRAGMA busy_timeout = {int(lock_timeout * 1000)}")
         _claim(db, path, create)
         if path != ":memory:":
@@ -65,6 +103,10 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
         missing = missing_triggers(db)
     except sqlite3.OperationalError as exc:
         raise StoreError(locked_message(path, exc, lock_timeout)) from exc
+    except DamagedStore as exc:
+        if "not a database" in str(exc.__cause__):  # a foreign file, or a store whose header is damaged
+            raise DamagedStore(f"{path}: not a memory store ({exc.__cause__})") from exc.__cause__
+        raise
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a memory store ({exc})") from exc
     if version not in READABLE_SCHEMAS:

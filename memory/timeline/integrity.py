@@ -21,7 +21,7 @@ from urllib.parse import quote
 from memory.errors import StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
-from memory.timeline import erasure
+from memory.timeline import erasure, record_body
 from memory.timeline.connection import missing_triggers
 from memory.timeline.entries import GENESIS_ID, Entry, entry_id
 from memory.timeline.schema import APPLICATION_ID, READ_COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
@@ -161,6 +161,8 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
     findings += marks.findings
     count, head, chain = _chain(db, marks.entries)
     findings += chain
+    if "records" in tables:
+        findings += _malformed(db)
     if "digests" in tables:
         bounds = {"records": marks.records_before - 1, "snapshots": marks.snapshots_upto}
         findings += [line for table in DERIVED if table in tables for line in _derived(db, table, bounds[table])]
@@ -212,6 +214,16 @@ def _chain(db: sqlite3.Connection, erased: dict[int, str]) -> tuple[int, str, li
                 return count, prev_id, [f"{where}: content does not match its id (recomputed {recomputed[:12]}…)"]
             prev_id, expected = entry.id, expected + 1
     return count, prev_id, []
+
+
+def _malformed(db: sqlite3.Connection) -> list[str]:
+    """Findings of derived records whose bodies are not JSON objects (`record_body.parse`), every one."""
+    found = []
+    for seq, kind, record_id, body in db.execute("SELECT seq, kind, id, body FROM records ORDER BY seq"):
+        wrong = record_body.parse(body).problem
+        if wrong:
+            found.append(f"records seq={seq} kind={kind} id={record_id}: malformed: {wrong}")
+    return found
 
 
 def _derived(db: sqlite3.Connection, table: str, erased_upto: int) -> list[str]:

@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
-from memory.timeline import erasure, portable
+from memory.timeline import erasure, portable, record_body
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -280,14 +280,14 @@ class PostgresStore:
 
     def records_after(self, kind: RecordKind | str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind stored after record seq `after`, in order."""
-        for record_id, body in self._rows("SELECT id, body FROM records WHERE kind = %s AND seq > %s ORDER BY seq",
-                                          (kind_text(kind), after)):
-            yield record_id, json.loads(body)
+        for seq, record_id, body in self._rows("SELECT seq, id, body FROM records WHERE kind = %s AND seq > %s "
+                                               "ORDER BY seq", (kind_text(kind), after)):
+            yield record_id, record_body.decoded(_shown(self.path), kind_text(kind), record_id, body, seq)
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
-        rows = self._rows("SELECT body FROM records WHERE kind = %s AND id = %s", (kind_text(kind), record_id))
-        return json.loads(rows[0][0]) if rows else None
+        rows = self._rows("SELECT body, seq FROM records WHERE kind = %s AND id = %s", (kind_text(kind), record_id))
+        return record_body.decoded(_shown(self.path), kind_text(kind), record_id, *rows[0]) if rows else None
 
     def record_ids(self, kind: RecordKind | str) -> list[str]:
         """The ids of the records of one kind, in no particular order."""

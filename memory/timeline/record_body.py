@@ -11,13 +11,20 @@ bodies are in stores of schema 3 and before, and erasure records (SQL reads thei
 The dictionary is part of the file format: changing it makes stored bodies unreadable.
 A new one would need its own marker, which zlib keeps in each body anyway (the
 dictionary's Adler-32), so `unpack` refuses a body made with another dictionary.
+
+A stored body that does not decompress, is not JSON or is not a JSON object is malformed:
+`decoded` raises `DamagedStore` naming its row (``records row seq=… kind=… id=…``) and
+``python -m memory verify`` lists every one (`parse`). What each kind must hold is checked by
+its readers (`memory.persistence.record_fields`).
 """
 
 from __future__ import annotations
 
+import json
 import zlib
+from typing import Any, NamedTuple
 
-from memory.errors import IntegrityError
+from memory.errors import DamagedBody, DamagedStore, IntegrityError
 
 # Least useful first: zlib finds the end of the dictionary cheapest to refer to.
 DICTIONARY = (
@@ -36,6 +43,7 @@ DICTIONARY = (
 ).encode("utf-8")
 
 LEVEL = 6
+_JSON_NAMES = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
 
 
 def pack(text: str) -> str | bytes:
@@ -61,3 +69,48 @@ def unpack(stored: str | bytes | memoryview) -> str:
         return data.decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as exc:
         raise IntegrityError(f"a stored record body is damaged ({exc}); `python -m memory verify` names it") from exc
+
+
+class Parsed(NamedTuple):
+    """A stored record body as read."""
+
+    body: Any  # the parsed JSON (None when it did not parse)
+    problem: str  # what is wrong with it ("" when it is a JSON object)
+    damaged: bool = False  # the stored bytes do not decompress (damage, not a record written wrong)
+
+
+def parse(stored: str | bytes | memoryview) -> Parsed:
+    """A stored record body parsed, and what is wrong with it."""
+    try:
+        body = json.loads(unpack(stored))
+    except IntegrityError as exc:
+        return Parsed(None, f"the stored record body is damaged: it does not decompress ({exc.__cause__ or exc})", True)
+    except (ValueError, RecursionError) as exc:
+        return Parsed(None, f"the body is not JSON ({exc})")
+    if not isinstance(body, dict):
+        return Parsed(body, f"the body is {_JSON_NAMES.get(type(body), type(body).__name__)}, not an object")
+    return Parsed(body, "")
+
+
+def where(path: str, kind: str, record_id: str, seq: int | None = None) -> str:
+    """How a message names a row of the records table."""
+    at = f"seq={seq} " if seq is not None else ""
+    return f"{path}: records row {at}kind={kind} id={record_id}"
+
+
+def malformed(path: str, kind: str, record_id: str, what: str, seq: int | None = None) -> DamagedStore:
+    """The error for a record row that cannot be read as stored."""
+    return DamagedStore(f"{where(path, kind, record_id, seq)}: {what}; run `python -m memory verify {path}`")
+
+
+def decoded(path: str, kind: str, record_id: str, stored: str | bytes | memoryview, seq: int | None = None) -> Any:
+    """The JSON object a stored record body holds.
+
+    Raises:
+        DamagedStore: the body is malformed (see the module docstring); the message names the row.
+    """
+    read = parse(stored)
+    if read.problem:
+        error = malformed(path, kind, record_id, read.problem, seq)
+        raise DamagedBody(str(error)) if read.damaged else error
+    return read.body

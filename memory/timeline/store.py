@@ -15,10 +15,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
-from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
+from memory.errors import DamagedStore, HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
-from memory.timeline import erasure, portable, record_body
+from memory.timeline import erasure, portable, record_body, sidecars
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -48,6 +48,8 @@ class SQLiteStore:
                  lock_timeout: float = 30.0) -> None:
         self.path = str(path)
         self._lock_timeout = lock_timeout
+        if self.path != ":memory:":  # before anything is written: a link would be written through
+            sidecars.refuse_links(self.path)
         self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
                                                lock_timeout=lock_timeout)
         self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
@@ -58,6 +60,9 @@ class SQLiteStore:
         if self.path != ":memory:":
             try:
                 lost = anchors.lost_tail(self._db, self.path)
+            except DamagedStore:
+                self._db.close()
+                raise
             except sqlite3.DatabaseError as exc:
                 self._db.close()
                 raise StoreError(f"{self.path}: not a memory store ({exc})") from exc
@@ -233,9 +238,10 @@ class SQLiteStore:
         return changed
 
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(id, body) of the records of one kind, in insertion order."""
-        for record_id, body in self._in_order(kind, "id, body"):
-            yield record_id, json.loads(record_body.unpack(body))
+        """(id, body) of the records of one kind, in insertion order (`DamagedStore` for a body not a JSON object)."""
+        name = kind_text(kind)
+        for seq, record_id, body in self._in_order(kind, "seq, id, body"):
+            yield record_id, record_body.decoded(self.path, name, record_id, body, seq)
 
     def _in_order(self, kind: RecordKind | str, columns: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Rows of one record kind in insertion order, read along the primary key.
@@ -269,18 +275,18 @@ class SQLiteStore:
     def records_after(self, kind: RecordKind | str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """Records of one kind stored after record `after` (a records seq), in insertion order."""
         kind = kind_text(kind)
-        for record_id, body in self._db.execute(
-                "SELECT id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
-            yield record_id, json.loads(record_body.unpack(body))
+        for seq, record_id, body in self._db.execute(
+                "SELECT seq, id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
+            yield record_id, record_body.decoded(self.path, kind, record_id, body, seq)
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
         kind = kind_text(kind)
         try:
-            row = self._db.execute("SELECT body FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+            row = self._db.execute("SELECT body, seq FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
         except sqlite3.ProgrammingError as exc:
             raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
-        return json.loads(record_body.unpack(row[0])) if row else None
+        return record_body.decoded(self.path, kind, record_id, *row) if row else None
 
     def record_ids(self, kind: RecordKind | str) -> list[str]:
         """The ids of the records of one kind, in no particular order (the (kind, id) index alone is read)."""

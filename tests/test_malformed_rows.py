@@ -1,0 +1,145 @@
+"""A malformed derived record or a damaged store file is a named finding, never a raw traceback."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sqlite3
+
+import pytest
+
+from memory.__main__ import main
+from memory.agent_memory import EpisodicMemory
+from memory.errors import DamagedStore
+from memory.timeline import RecordKind, SQLiteStore
+from memory.persistence.audit import record_findings
+from memory.persistence.record_fields import problem
+from tests.builders import play_incidents
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    """A store file with episodes, edges, facts and marks, and one fact record's body."""
+    path = tmp_path_factory.mktemp("played") / "m.sqlite"
+    with EpisodicMemory(path) as memory:
+        play_incidents(memory)
+        fact = next(body for _, body in memory.store.records(RecordKind.FACT))
+    return path, fact
+
+
+def copy_of(played, tmp_path):
+    source, fact = played
+    target = tmp_path / "m.sqlite"
+    for suffix in ("", "-anchor"):
+        shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
+    return target, dict(fact)
+
+
+def stored_through_the_store(path, kind: str, body: dict) -> None:
+    """A record written the store's own way: digested, anchored, only its body is wrong."""
+    with SQLiteStore(path) as store:
+        store.add_records(kind, [("bad", body)])
+
+
+def without(body: dict, field: str) -> dict:
+    return {key: value for key, value in body.items() if key != field}
+
+
+CASES = {
+    "missing": (RecordKind.FACT.value, lambda fact: without(fact, "fact_id"), "required field 'fact_id' missing"),
+    "wrong type": (RecordKind.FACT.value, lambda fact: {**fact, "version": "2"},
+                   "field 'version' holds a string, expected an integer"),
+    "not an object": (RecordKind.EDGE.value, lambda fact: ["source", "target"], "the body is a list, not an object"),
+    "mark": (RecordKind.MARK.value, lambda fact: {"episode": None}, "field 'episode' holds null, expected a string"),
+}
+
+
+def stored_seq(path) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT seq FROM records WHERE id = 'bad'").fetchone()[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_a_malformed_record_makes_opening_raise_a_store_error_naming_its_row(played, tmp_path, case):
+    kind, body, reason = CASES[case]
+    path, fact = copy_of(played, tmp_path)
+    stored_through_the_store(path, kind, body(fact))
+    where = re.escape(f"{path}: records row ") + rf"(seq={stored_seq(path)} )?" + re.escape(f"kind={kind} id=bad: {reason}")
+    with pytest.raises(DamagedStore, match=where):
+        EpisodicMemory(path)
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if case != "not an object"])  # `audit` names that one
+def test_every_malformed_record_is_a_finding_of_a_read_only_pass(played, tmp_path, case):
+    kind, body, reason = CASES[case]
+    path, fact = copy_of(played, tmp_path)
+    stored_through_the_store(path, kind, body(fact))
+    before = path.read_bytes()
+    assert record_findings(str(path)) == [f"records seq={stored_seq(path)} kind={kind} id=bad: malformed: {reason}"]
+    assert path.read_bytes() == before
+
+
+def test_verify_names_a_body_that_is_not_an_object(played, tmp_path, capsys):
+    path, _ = copy_of(played, tmp_path)
+    stored_through_the_store(path, RecordKind.EDGE.value, ["source", "target"])
+    assert main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert f"CORRUPT {path}: records seq={stored_seq(path)} kind=edge id=bad: malformed: the body is a list, " \
+           f"not an object" in out
+    assert out.count("CORRUPT") == 1  # the digest chain covers the row: only its body is wrong
+
+
+def test_a_body_that_is_not_json_is_named_on_open_in_verify_and_by_the_erase_command(played, tmp_path, capsys):
+    path, _ = copy_of(played, tmp_path)
+    with sqlite3.connect(path) as db:  # the triggers refuse UPDATE and DELETE, not INSERT
+        seq = db.execute("INSERT INTO records (kind, id, body) VALUES ('fact_version', 'bad', '{\"fact_id\": ')").lastrowid
+    where = f"{path}: records row seq={seq} kind=fact_version id=bad: the body is not JSON"
+    with pytest.raises(DamagedStore, match=re.escape(where)):
+        EpisodicMemory(path)
+    assert main(["verify", str(path)]) == 1
+    assert f"records seq={seq} kind=fact_version id=bad: malformed: the body is not JSON" in capsys.readouterr().out
+    assert main(["erase", str(path), "--principal", "default", "--reason", "test"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {where}") and "Traceback" not in err
+
+
+def test_a_value_its_reader_cannot_convert_names_the_row(played, tmp_path):
+    path, _ = copy_of(played, tmp_path)
+    with SQLiteStore(path) as store:
+        episode = next(body for _, body in store.records(RecordKind.EPISODE))
+    stored_through_the_store(path, RecordKind.EPISODE.value, {**episode, "id": "bad", "outcome": "MAYBE"})
+    with pytest.raises(DamagedStore, match=re.escape(f"{path}: records row kind=episode id=bad: cannot be read "
+                                                     f"('MAYBE' is not a valid Outcome)")):
+        EpisodicMemory(path)
+
+
+def test_records_the_memory_writes_are_well_formed(played):
+    path, _ = played
+    with SQLiteStore(path) as store:
+        kinds = {kind.value: list(store.records(kind)) for kind in RecordKind}
+    assert all(kinds[kind] for kind in ("episode", "edge", "fact_version", "reinforcement"))
+    assert [problem(kind, body) for kind, rows in kinds.items() for _, body in rows] == [""] * sum(map(len, kinds.values()))
+
+
+def flipped(path, offset: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(data)
+
+
+def test_a_flipped_byte_in_a_table_page_is_a_damaged_store_naming_the_file(played, tmp_path):
+    path, _ = copy_of(played, tmp_path)
+    with sqlite3.connect(path) as db:
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'records'").fetchone()[0]
+    flipped(path, (root - 1) * page_size)  # the page's type byte: SQLite reads it as damage
+    with pytest.raises(DamagedStore, match=re.escape(f"{path}: the database file is damaged (database disk image "
+                                                     f"is malformed); run `python -m memory verify {path}`")):
+        EpisodicMemory(path)
+
+
+def test_a_flipped_byte_in_the_header_is_a_damaged_store_naming_the_file(played, tmp_path):
+    path, _ = copy_of(played, tmp_path)
+    flipped(path, 0)
+    with pytest.raises(DamagedStore, match=re.escape(f"{path}: not a memory store (file is not a database)")):
+        EpisodicMemory(path)
