@@ -14,7 +14,7 @@ from urllib.parse import quote
 from memory.errors import MemoryError_
 from memory.format_version import rewound_version
 from memory.outputs import output_problem
-from memory.persistence.audit import sidecar_findings
+from memory.persistence.audit import record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
 from memory.timeline import Entry, Store, audit, open_store
 from memory.timeline.erasure import MAX_REASON, is_erased
@@ -219,7 +219,7 @@ def _verify(path: str) -> int:
     report = audit(path)
     for note in [*report.notes, *sidecar_findings(path)]:
         print(f"note {path}: {note}")
-    findings = [*report.findings, *_version_findings(path)]
+    findings = [*report.findings, *_version_findings(path), *record_findings(path)]
     if not findings:
         print(f"OK {path}: {report.entries} entries, chain intact, head {report.head}")
         return 0

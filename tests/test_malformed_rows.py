@@ -143,3 +143,13 @@ def test_a_flipped_byte_in_the_header_is_a_damaged_store_naming_the_file(played,
     flipped(path, 0)
     with pytest.raises(DamagedStore, match=re.escape(f"{path}: not a memory store (file is not a database)")):
         EpisodicMemory(path)
+
+
+
+def test_verify_names_a_record_written_through_the_store_without_a_field_it_needs(played, tmp_path, capsys):
+    """A body that parses and is digested, but lacks a field the memory's readers need, is a finding of verify."""
+    path, fact = copy_of(played, tmp_path)
+    stored_through_the_store(path, RecordKind.FACT.value, without(fact, "fact_id"))
+    assert main(["verify", str(path)]) == 1
+    assert re.search(r"CORRUPT .*kind=fact_version id=bad: malformed: required field 'fact_id' missing",
+                     capsys.readouterr().out)
