@@ -24,7 +24,7 @@ from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 import networkx as nx
 
 from memory import pipeline
-from memory.errors import MemoryError_
+from memory.errors import MemoryError_, StoreChanged
 from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
@@ -69,6 +69,9 @@ def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor
     except MemoryError_:  # e.g. the store's entries were embedded by another encoder
         store.close()
         raise
+
+
+ERASE_ATTEMPTS = 5  # an erasure planned while others write is planned again this many times at most
 
 
 class EpisodicMemory:
@@ -286,9 +289,16 @@ class EpisodicMemory:
                requested_by: str = "") -> Erasure:
         """Erase one of this principal's entries (by id) or all of a principal's: content, derived state, freed
         bytes; `verify` still proves the rest (`memory.timeline.erasure`; what it does not reach: README)."""
-        plan = make_plan(self.store, entry_id=entry_id, principal=principal, owner=self.principal, reason=reason,
-                         requested_by=requested_by, rederive=lambda erase: replayed_records(self, erase))
-        purged = self.store.erase(plan)
+        for attempt in range(1, ERASE_ATTEMPTS + 1):
+            plan = make_plan(self.store, entry_id=entry_id, principal=principal, owner=self.principal, reason=reason,
+                             requested_by=requested_by, rederive=lambda erase: replayed_records(self, erase))
+            try:
+                purged = self.store.erase(plan)
+                break
+            except StoreChanged:  # another writer appended meanwhile: plan again on the grown store
+                if attempt == ERASE_ATTEMPTS:
+                    raise
+                self._catch_up()
         self._load(self.state.graph_config)
         return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 

@@ -11,6 +11,10 @@ class StoreError(MemoryError_):
     """The store cannot be opened or used (missing file, not a store, wrong schema)."""
 
 
+class StoreChanged(StoreError):
+    """Another writer appended while a whole-store operation (an erasure) was prepared; preparing it again may succeed."""
+
+
 class DamagedStore(StoreError):
     """The store's file, or a row in it, cannot be read as stored (a damaged database, a malformed derived record)."""
 

@@ -205,3 +205,43 @@ def test_an_export_of_an_erased_store_holds_no_content_and_is_refused_on_import(
     assert main(["import", str(tmp_path / "out.jsonl"), str(tmp_path / "copy.sqlite")]) == 2
     assert f":{secret.seq + 1}: an erased entry" in capsys.readouterr().err
     assert not (tmp_path / "copy.sqlite").exists()
+
+
+def _erase_while_another_writes(memory, other, times):
+    """The store's erase, with another process appending just before each of its first `times` calls."""
+    real, calls = memory.store.erase, []
+
+    def erase(plan):
+        calls.append(plan.record_id)
+        if len(calls) <= times:
+            other.observe(f"meanwhile {len(calls)}", timestamp=T0 + timedelta(days=30, minutes=len(calls)),
+                          situation="support")
+        return real(plan)
+
+    return erase, calls
+
+
+def test_an_erasure_planned_while_another_process_appends_is_planned_again(two_tenants, monkeypatch):
+    path, secret = two_tenants
+    with _memory(path) as memory, _memory(path, "team-b") as other:
+        erase, calls = _erase_while_another_writes(memory, other, times=2)
+        monkeypatch.setattr(memory.store, "erase", erase)
+        done = memory.forget(entry_id=secret.id, reason="request #13", requested_by="dpo")
+        assert done.entries == 1 and len(calls) == 3  # two plans outgrown by the other writer, the third stands
+        assert is_erased(memory.store.get(secret.id)) and memory.projection() == memory.rebuild()
+    assert SECRET.encode() not in _files(path)
+    assert main(["verify", str(path)]) == 0
+
+
+def test_an_erasure_outgrown_every_time_gives_up_with_a_clear_error(two_tenants, monkeypatch):
+    from memory.agent_memory import ERASE_ATTEMPTS
+    from memory.errors import StoreChanged
+
+    path, secret = two_tenants
+    with _memory(path) as memory, _memory(path, "team-b") as other:
+        erase, calls = _erase_while_another_writes(memory, other, times=ERASE_ATTEMPTS)
+        monkeypatch.setattr(memory.store, "erase", erase)
+        with pytest.raises(StoreChanged, match="another writer appended"):
+            memory.forget(entry_id=secret.id, reason="request #14", requested_by="dpo")
+        assert len(calls) == ERASE_ATTEMPTS and not is_erased(memory.store.get(secret.id))
+    assert main(["verify", str(path)]) == 0

@@ -33,7 +33,7 @@ import json
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from memory.errors import StoreError
+from memory.errors import StoreChanged, StoreError
 from memory.timeline import record_body
 from memory.timeline.schema import SCHEMA_VERSION
 from memory.timeline.entries import Entry
@@ -164,7 +164,7 @@ def apply_sqlite(db: Any, plan: ErasurePlan) -> None:
     """Inside the store's write transaction: install the narrow triggers, then erase as planned.
 
     Raises:
-        StoreError: the store grew after the plan was made (make it again).
+        StoreChanged: the store grew after the plan was made (make it again).
     """
     _check_unchanged(db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
                      db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0], plan)
@@ -191,7 +191,7 @@ def apply_sqlite(db: Any, plan: ErasurePlan) -> None:
 
 def _check_unchanged(head: int, last_record: int, plan: ErasurePlan) -> None:
     if head != plan.head or last_record != plan.last_record:
-        raise StoreError("the store changed while the erasure was prepared (another writer); run it again")
+        raise StoreChanged("the store changed while the erasure was prepared (another writer appended)")
 
 
 def purge_sqlite(db: Any) -> bool:
