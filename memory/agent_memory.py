@@ -74,6 +74,25 @@ def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor
 ERASE_ATTEMPTS = 5  # an erasure planned while others write is planned again this many times at most
 
 
+def erase_settled(memory: "EpisodicMemory", **target: Any) -> tuple[Any, bool]:
+    """Plan an erasure and apply it; when another writer appended meanwhile, plan it again on the grown
+    store (at most `ERASE_ATTEMPTS` times). The plan applied and whether the file was purged.
+
+    Raises:
+        StoreChanged: the store kept growing under every plan.
+    """
+    for attempt in range(1, ERASE_ATTEMPTS + 1):
+        plan = make_plan(memory.store, owner=memory.principal,
+                         rederive=lambda erase: replayed_records(memory, erase), **target)
+        try:
+            return plan, memory.store.erase(plan)
+        except StoreChanged:
+            if attempt == ERASE_ATTEMPTS:
+                raise
+            memory._catch_up()
+    raise AssertionError("unreachable")
+
+
 class EpisodicMemory:
     """Experiential memory for one agent (or several tenants) in a few calls.
 
@@ -289,16 +308,8 @@ class EpisodicMemory:
                requested_by: str = "") -> Erasure:
         """Erase one of this principal's entries (by id) or all of a principal's: content, derived state, freed
         bytes; `verify` still proves the rest (`memory.timeline.erasure`; what it does not reach: README)."""
-        for attempt in range(1, ERASE_ATTEMPTS + 1):
-            plan = make_plan(self.store, entry_id=entry_id, principal=principal, owner=self.principal, reason=reason,
-                             requested_by=requested_by, rederive=lambda erase: replayed_records(self, erase))
-            try:
-                purged = self.store.erase(plan)
-                break
-            except StoreChanged:  # another writer appended meanwhile: plan again on the grown store
-                if attempt == ERASE_ATTEMPTS:
-                    raise
-                self._catch_up()
+        plan, purged = erase_settled(self, entry_id=entry_id, principal=principal, reason=reason,
+                                     requested_by=requested_by)
         self._load(self.state.graph_config)
         return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 

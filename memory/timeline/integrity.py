@@ -73,6 +73,36 @@ def seal(db: sqlite3.Connection) -> Anchor:
     return Anchor(int(head_seq) + 1, head_id, derived)
 
 
+# Derived records are served once a digest covers them (a store without digests yet: all of them); a row
+# written past the store's writer is never sealed (`refuse_unsealed`), so it is never served.
+SEALED = "seq <= COALESCE((SELECT MAX(seq) FROM digests WHERE tbl = 'records'), seq)"
+
+
+def sealed_top(db: sqlite3.Connection, table: str = "records") -> int | None:
+    """The last seq of `table` its digest chain covers; None when it has no digest yet (a store written
+    before digests: the first write chains its rows, and until then they are all served)."""
+    return db.execute("SELECT MAX(seq) FROM digests WHERE tbl = ?", (table,)).fetchone()[0]
+
+
+def refuse_unsealed(db: sqlite3.Connection, path: str) -> None:
+    """At the start of a write transaction: a derived row no digest covers was written past the store's
+    writer (every write seals its own rows before it commits), so sealing it now would vouch for it.
+    Derived records only: a state run (`snapshots`) is used only when its own digest and the records
+    it covers match, so a foreign one costs time, never a belief, and is sealed as before.
+
+    Raises:
+        StoreError: naming the first such row; nothing is written, and `verify` keeps reporting it.
+    """
+    for table in ("records",):
+        top = sealed_top(db, table)
+        row = None if top is None else db.execute(
+            f"SELECT seq, kind, id FROM {table} WHERE seq > ? ORDER BY seq LIMIT 1", (top,)).fetchone()
+        if row is not None:
+            raise StoreError(f"{path}: {table} seq={row[0]} kind={row[1]} id={row[2]} was written past the store's "
+                             "writer (no digest covers it); refusing to write, which would seal it "
+                             "(python -m memory verify lists every such row)")
+
+
 def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:
     row = db.execute(f"SELECT seq, {_HEX} FROM digests WHERE tbl = ? ORDER BY seq DESC LIMIT 1", (table,)).fetchone()
     return (row[0], row[1]) if row else (0, GENESIS)

@@ -253,8 +253,8 @@ class SQLiteStore:
         low, high = self._db.execute("SELECT MIN(seq), MAX(seq) FROM records WHERE kind = ?", (kind,)).fetchone()
         if low is None:
             return self._db.execute("SELECT NULL WHERE 0")
-        return self._db.execute(f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? ORDER BY seq",
-                                (*params, low, high, kind))
+        return self._db.execute(f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? AND {anchors.SEALED} "
+                                "ORDER BY seq", (*params, low, high, kind))
 
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a derived binary snapshot (ignored when one with this kind and id exists); whether it was new."""
@@ -276,14 +276,15 @@ class SQLiteStore:
         """Records of one kind stored after record `after` (a records seq), in insertion order."""
         kind = kind_text(kind)
         for seq, record_id, body in self._db.execute(
-                "SELECT seq, id, body FROM records WHERE seq > ? AND +kind = ? ORDER BY seq", (after, kind)):
+                f"SELECT seq, id, body FROM records WHERE seq > ? AND +kind = ? AND {anchors.SEALED} ORDER BY seq", (after, kind)):
             yield record_id, record_body.decoded(self.path, kind, record_id, body, seq)
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
         kind = kind_text(kind)
         try:
-            row = self._db.execute("SELECT body, seq FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+            row = self._db.execute(f"SELECT body, seq FROM records WHERE kind = ? AND id = ? AND {anchors.SEALED}",
+                                   (kind, record_id)).fetchone()
         except sqlite3.ProgrammingError as exc:
             raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
         return record_body.decoded(self.path, kind, record_id, *row) if row else None
@@ -438,6 +439,7 @@ class SQLiteStore:
     def _write(self) -> Iterator[None]:
         """One ``BEGIN IMMEDIATE`` write transaction; chains new derived rows and writes the anchor after COMMIT."""
         with WriteTransaction(self._db, self.path, self._lock_timeout):
+            anchors.refuse_unsealed(self._db, self.path)
             yield
             anchored = anchors.seal(self._db)
         if self._anchor is not None:
