@@ -2,12 +2,20 @@
 
 The default `PatternRedactor` replaces e-mail addresses (any script), phone numbers
 (international and common national forms), payment-card numbers (Luhn-checked), IBANs
-(mod-97-checked), US social security numbers, API keys and tokens of common providers,
-``name=value`` secrets (also in JSON and as metadata keys), passwords in connection URLs,
-webhook URLs and PEM private keys (IP addresses on request) with stable placeholders such as
+(mod-97-checked), US social security numbers, API keys and tokens of common providers
+(recognised by their format, with or without a word naming them), ``name=value`` secrets (also
+in JSON, XML and as metadata keys), secrets written as a phrase ("the password is …", "api key:
+…", "bearer …"), credentials in connection URLs, JDBC strings and command lines, webhook URLs
+and PEM private keys (IP addresses on request) with stable placeholders such as
 ``[EMAIL#3f1a9c2e]``: the same value always maps to the same placeholder, so entries that
 mention the same address can still be related, while the raw value is gone. The digest is
 a truncated SHA-256 of the value (optionally salted); it identifies, it does not reveal.
+A label is kept and its value replaced: "the password is [SECRET#…]".
+
+A digit run is a card number when it passes the Luhn check and is written like one: in groups
+(4-4-4-4, Amex's 4-6-5), or contiguous with a card brand's prefix and length and a card word
+nearby ("visa", "card", "cc", "pan"…), not right after an id's label ("request", "trace_id=",
+"order #"…): a 16-digit request id passes the Luhn check one time in ten.
 """
 
 from __future__ import annotations
@@ -41,33 +49,88 @@ def _luhn_ok(digits: str) -> bool:
 # Each pattern below names its class in the placeholder. Those matching digits leave a match
 # alone unless it holds at least 8 digits (the callbacks check), which the pre-check relies on.
 _EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])")
-_BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+[A-Za-z0-9\-._~+/]{12,}=*", re.IGNORECASE)
-_SECRET_NAME = (r"(?:api[_-]?key|apikey|secret|token|password|passwd|pwd|access[_-]?key|private[_-]?key"
-                r"|credentials?)")
+_BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+([A-Za-z0-9\-._~+/]{8,}=*)", re.IGNORECASE)
+_SECRET_NAME = (r"(?:api[_-]?key|apikey|secret|token|password|passwd|passphrase|pwd|access[_-]?key"
+                r"|private[_-]?key|credentials?|creds|(?<![a-z])pass(?![a-z])|(?<![a-z])pw(?![a-z])"
+                r"|(?:account|auth|license|licence|subscription|signing|encryption|master)[_-]?key)")
 _KEYED_SECRET = re.compile(
     r"(?<![A-Za-z0-9])([A-Za-z0-9_.-]*?" + _SECRET_NAME + r"[A-Za-z0-9_.-]*)"
     r"""(["']?\s*[:=]\s*)(["']?)([^\s'"]{6,})\3""",
     re.IGNORECASE,
 )
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s@/]+)@")
-_PEM = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY)-----(?:[\s\S]*?-----END \1-----|[A-Za-z0-9+/=\s]*)")
+# XML elements named like a secret: <password>…</password>
+_XML_SECRET = re.compile(r"(<([\w:.-]*" + _SECRET_NAME + r"[\w:.-]*)>)([^<>]{1,200}?)(</\2>)", re.IGNORECASE)
+# A secret written as a phrase: a label, then "is", ":", "=", "to", "-" or a space, then the value.
+# Between the label and "is", ":" or "=" may stand up to five words or a parenthesis ("the password
+# for the admin account is …", "temp password (expires friday): …"). Which values count is
+# decided in `_phrased`: written like a secret, or quoted.
+_LABEL = (r"pass(?:word|wd|phrase)?|pwd|pw|creds|credentials?|secret|token"
+          r"|(?:api|access|secret|secret[\s_-]access|private|license|licence|subscription|signing|encryption"
+          r"|master|auth|account)[\s_-]?key|apikey")
+_PHRASED_SECRET = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + _LABEL + r")(?![A-Za-z0-9])"
+    r"(?:(?:\s+[\w.@/-]+){1,5}?\s*(?:\([^()]{0,40}\))?|\s*\([^()]{0,40}\))?"
+    r"(?:\s*(?::=|[:=]|->|=>|\u2192)\s*|\s+(?:is|was|are|were)(?:\s+(?:now|still|just|literally|actually|set\s+to"
+    r"|changed\s+to|reset\s+to))?\s*:?\s+)"
+    r"(?P<quote>[\"'`]?)(?P<value>[^\s\"'`<>]{6,})"
+    r"|(?<![A-Za-z0-9])(?:" + _LABEL + r")(?![A-Za-z0-9])"
+    r"(?:\s+(?:now|set\s+to|changed\s+to|reset\s+to|rotated\s+to|updated\s+to|to)\s+|\s+[-\u2013\u2014]\s+|\s+)"
+    r"(?P<quote2>[\"'`]?)(?P<value2>[^\s\"'`<>]{6,})",
+    re.IGNORECASE,
+)
+# Credentials in connection strings: scheme://user:password@host (the password may hold "@": the
+# last "@" before the host ends it), and Oracle's thin JDBC form user/password@.
+_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+)@"
+                           r"|\b(jdbc:oracle:[a-z]+:[^\s/@:]+/)([^\s@]+)@")
+# Credentials on a command line: curl -u user:password, mysql -u root -pPASSWORD, --password X
+_CLI_PASSWORD = re.compile(r"(?<!\S)((?:-u|--user)\s+[^\s:]+:)(\S+)"
+                           r"|(?<!\S)(-u\s*\S+\s+-p\s*)(\S+)"
+                           r"|(?<!\S)(--password(?:=|\s+))(\S+)")
+_PEM = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+                  r"(?:[\s\S]*?-----END \1-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)")
 _PREFIXED_KEY = re.compile(
     r"\b(?:sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"
+    r"|whsec_[A-Za-z0-9]{16,}"
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
     r"|gh[pousr]_[A-Za-z0-9]{30,}"
     r"|github_pat_[A-Za-z0-9_]{22,}"
     r"|glpat-[A-Za-z0-9_\-]{20,}"
     r"|npm_[A-Za-z0-9]{36}"
+    r"|pypi-AgE[A-Za-z0-9_\-]{16,}"
+    r"|hf_[A-Za-z0-9]{30,}"
+    r"|dop_v1_[a-f0-9]{64}"
+    r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"
+    r"|hv[sb]\.[A-Za-z0-9_\-]{20,}"
     r"|SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"
     r"|xox[abprse]-[A-Za-z0-9\-]{10,}"
+    r"|xapp-\d-[A-Za-z0-9\-]{10,}"
     r"|AIza[0-9A-Za-z_\-]{30,}"
-    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})"
+    r"|ya29\.[A-Za-z0-9_\-.]{20,}"
+    r"|GOCSPX-[A-Za-z0-9_\-]{20,}"
+    r"|(?:AC|SK)[0-9a-f]{32}"
+    r"|key-[0-9a-z]{32}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})(?![A-Za-z0-9])"  # whole: AKIA ids are 20 long
     r"|https://(?:hooks\.slack\.com/(?:services|workflows|triggers)|discord(?:app)?\.com/api/webhooks)/[A-Za-z0-9/_\-]+"
+)
+# Secrets that carry no mark of their own, known by the id they are paired with: an AWS secret
+# access key (40 base-64 characters) in a text that holds an access key id or says "aws", a
+# Twilio auth token (32 hex digits) in one that holds an account SID or says "twilio".
+_PAIRED_SECRETS = (
+    (re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?i:aws)"), re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")),
+    (re.compile(r"\bAC[0-9a-f]{32}\b|(?i:twilio)"), re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])")),
 )
 # Cards: four groups of four, Amex's 4-6-5, or 13-19 contiguous digits (Luhn-checked; see `_card`),
 # never inside a word: a hex id such as an episode id holds digit runs that pass the Luhn check.
 _CARD = re.compile(r"(?<![\w.,])(?:\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -])\d{6}\2\d{5}|\d{13,19})(?![\d.,]*\d|\w)")
+# A contiguous run is a card only near a card word and not right after an id's label.
+_CARD_WORD = re.compile(r"(?<![A-Za-z])(?:cards?|card[_-]?(?:number|no|num)|cardholder|visa|master\s?card|amex"
+                        r"|american\s+express|discover|diners|jcb|unionpay|maestro|cc|ccn|cc[_-]?num(?:ber)?|pan"
+                        r"|credit|debit)(?![A-Za-z])", re.IGNORECASE)
+_ID_LABEL = re.compile(r"(?<![A-Za-z])(?:ids?|request|req|trace|span|order|txn|transaction|invoice|ticket|job|build"
+                       r"|run|ref|reference|correlation|session|account|acct|user|customer|msg|message|event|batch"
+                       r"|shipment|tracking)(?:[_-]?id)?[\s:=#_-]{0,3}$|#\s?$", re.IGNORECASE)
+_CARD_CONTEXT = 40  # characters looked at before a contiguous run for a card word (half as many after)
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
 _SSN = re.compile(r"(?<![\w-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
 # Phones: international (+country), or a national form whose shape is a phone number's:
@@ -80,7 +143,8 @@ _PHONE = re.compile(
     r"|(?<![\w.])\(?0\d{1,4}\)?[ /-]\d{3,4}[ -]?\d{3,5}(?![\w.])"
     r"|(?<![\w.])[6-9]\d{4}[ -]\d{5}(?![\w.])"
 )
-_PHONE_WORD = re.compile(r"\b(?:phone|tel|telephone|mobile|cell|call|fax|sms|whatsapp)\b"
+# (never the word of a placeholder: "[PHONE#11072303]" has a digest of digits only, about one time in 40)
+_PHONE_WORD = re.compile(r"(?<!\[)\b(?:phone|tel|telephone|mobile|cell|call|fax|sms|whatsapp)\b"
                          r"(?:\W{1,3}(?:me|us|them|at|on|is|no|number|nr))*\W{1,3}(\+?\d[\d ().-]{6,18}\d)",
                          re.IGNORECASE)
 _IP_CANDIDATE = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:]))")
@@ -91,19 +155,24 @@ _IP_CANDIDATE = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|[0
 # patterns it stands for, so a text that passes none of them comes out of every `sub`
 # unchanged (a test checks this against the full redactor):
 # - _EMAIL and _URL_PASSWORD need "@";
-# - _BEARER, _KEYED_SECRET and _PEM need one of _SECRET_WORDS, matched case-insensitively.
+# - _BEARER, _KEYED_SECRET, _XML_SECRET, _PHRASED_SECRET and _PEM need one of _SECRET_WORDS
+#   ("pass" and "pw" stand for every label spelt "pass…", "pw…"), matched case-insensitively.
 #   Under re.IGNORECASE exactly four non-ASCII characters match an ASCII letter: İ and ı (i),
 #   ſ (s) and the Kelvin sign (k). Mapped to those letters (ASCII_FOLDS) and then lower-cased,
 #   the text holds the word wherever the pattern could match it (no other character's lower
 #   case is ASCII, and only İ's lower case is longer than one character);
-# - _PREFIXED_KEY needs one of its literal prefixes (_KEY_PREFIX);
+# - _PREFIXED_KEY needs one of its literal prefixes (_KEY_PREFIX); _URL_PASSWORD's Oracle form needs
+#   "jdbc:oracle:", _CLI_PASSWORD needs "-u", "--user " or "--password" (_KEY_PREFIX); each of
+#   _PAIRED_SECRETS needs its context (an AKIA/ASIA or AC id in _KEY_PREFIX, "aws" or "twilio" in
+#   _SECRET_WORDS);
 # - _CARD, _IBAN, _SSN, _PHONE and _PHONE_WORD act only on matches holding 8 digits or more,
 #   so an ASCII text with fewer than 8 needs no search; otherwise each needs one of
 #   _DIGIT_GROUPS (with the same Unicode-aware \d) or, for _PHONE_WORD, a phone word.
-_SECRET_WORDS = ("key", "token", "secret", "passw", "pwd", "bearer", "basic", "credential")
+_SECRET_WORDS = ("key", "token", "secret", "pw", "pass", "cred", "bearer", "basic", "aws", "twilio")
 ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-_KEY_PREFIX = re.compile(r"sk-|_live_|_test_|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|npm_|SG\.|xox[abprse]-|AIza|eyJ"
-                         r"|hooks\.slack\.com|discord")
+_KEY_PREFIX = re.compile(r"sk-|_live_|_test_|whsec_|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|hf_|dop_v1_"
+                         r"|shp(?:at|ca|pa|ss)_|hv[sb]\.|SG\.|xox[abprse]-|xapp-|AIza|ya29\.|GOCSPX-|(?:AC|SK)[0-9a-f]|eyJ"
+                         r"|hooks\.slack\.com|discord|jdbc:oracle:|(?<!\S)(?:-u|--user\s|--password)")
 # The lookahead only states what every alternative starts with: the engine then skips most
 # positions at once instead of trying each alternative there (several times faster).
 _DIGIT_GROUPS = re.compile(r"(?=[\d+A-Z])(?:\d{13}|\d{4}[ -]\d{4}|\d{4}[ -]\d{6}|[A-Z]{2}\d\d ?[A-Z0-9]{4}"
@@ -164,6 +233,47 @@ def _iban_ok(text: str) -> bool:
         return False
 
 
+def _is_placeholder(value: str) -> bool:
+    return value.startswith("[") and "#" in value
+
+
+_SYMBOLS = frozenset("!@#$%^&*+=~?/\\|")
+
+
+def _looks_secret(value: str) -> bool:
+    """Whether a value after a label is written like a secret: letters with digits, mixed case
+    inside the word, or letters with symbols; never a plain word ("expired", "case-sensitive")."""
+    if len(value) < 6 or _is_placeholder(value):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    inner_upper = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    symbols = any(c in _SYMBOLS for c in value)
+    return letters and (digits or inner_upper or symbols)
+
+
+# Card brands: the prefix of each, and the lengths it is issued in
+_BRANDS = re.compile(r"(?P<amex>3[47])|(?P<diners>3(?:0[0-5]|[68]))|(?P<visa>4)|(?P<mastercard>5[1-5]|2(?:2[2-9]|[3-6]\d"
+                     r"|7[01]|720))|(?P<long>6011|65|64[4-9]|62|35(?:2[89]|[3-8]\d))")
+_BRAND_LENGTHS = {"amex": (15,), "diners": (14, 16), "visa": (13, 16, 19), "mastercard": (16,), "long": (16, 17, 18, 19)}
+
+
+def _written_as_card(text: str, start: int, end: int, digits: str) -> bool:
+    """A contiguous digit run counts as a card with a brand's prefix and length, a card word
+    near it on its line, and no id's label right before it."""
+    brand = _BRANDS.match(digits)
+    if brand is None or len(digits) not in _BRAND_LENGTHS[brand.lastgroup or ""]:
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    before = text[max(line_start, start - _CARD_CONTEXT):start]
+    if _ID_LABEL.search(before):
+        return False
+    after = text[end:min(line_end, end + _CARD_CONTEXT // 2)]
+    return _CARD_WORD.search(before) is not None or _CARD_WORD.search(after) is not None
+
+
 class PatternRedactor:
     """Regex-based redactor for e-mails, phones, cards, IBANs, SSNs, keys, tokens and secrets.
 
@@ -200,10 +310,16 @@ class PatternRedactor:
     def redact_all(self, text: str) -> str:
         """`redact` without the pre-check: every pattern runs."""
         text = _PEM.sub(lambda m: self._token("PRIVATEKEY", m.group(0)), text)
-        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{self._token('SECRET', m.group(2))}@", text)
-        text = _BEARER.sub(lambda m: f"{m.group(1)} {self._token('TOKEN', m.group(0))}", text)
+        text = _URL_PASSWORD.sub(self._head_value, text)
+        text = _CLI_PASSWORD.sub(self._head_value, text)
+        text = _BEARER.sub(self._bearer, text)
+        paired = [secret for context, secret in _PAIRED_SECRETS if context.search(text)]
         text = _PREFIXED_KEY.sub(lambda m: self._token("APIKEY", m.group(0)), text)
+        for secret in paired:
+            text = secret.sub(self._paired, text)
+        text = _XML_SECRET.sub(self._xml, text)
         text = _KEYED_SECRET.sub(self._keyed, text)
+        text = _PHRASED_SECRET.sub(self._phrased, text)
         text = _EMAIL.sub(lambda m: self._token("EMAIL", m.group(0).lower()), text)
         return self._redact_numbers(text)
 
@@ -217,6 +333,43 @@ class PatternRedactor:
         text = _PHONE.sub(lambda m: self._phone(m.group(0)), text)
         return self._redact_ip(text) if self._ip else text
 
+    def _head_value(self, match: re.Match[str]) -> str:
+        """A match of alternatives each of two groups, (what stays, the secret): the secret replaced."""
+        i = next(i for i in range(1, len(match.groups()), 2) if match.group(i) is not None)
+        head, value = match.group(i), match.group(i + 1)
+        rest = match.group(0)[len(head) + len(value):]  # the "@" after a URL's password
+        return match.group(0) if _is_placeholder(value) else f"{head}{self._token('SECRET', value)}{rest}"
+
+    def _bearer(self, match: re.Match[str]) -> str:
+        # "Basic troubleshooting" or "token expiration" name no credential: the value must look like one
+        if not _looks_secret(match.group(2)):
+            return match.group(0)
+        return f"{match.group(1)} {self._token('TOKEN', match.group(0))}"
+
+    def _paired(self, match: re.Match[str]) -> str:
+        value = match.group(0)
+        # a key mixes letters and digits; a 40-character one mixes cases too (a commit id does not)
+        mixed = any(c.isupper() for c in value) and any(c.islower() for c in value)
+        keylike = any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and (len(value) != 40 or mixed)
+        return self._token("SECRET", value) if keylike else value
+
+    def _xml(self, match: re.Match[str]) -> str:
+        value = match.group(3).strip()
+        if len(value) < 4 or _is_placeholder(value):
+            return match.group(0)
+        return f"{match.group(1)}{self._token('SECRET', value)}{match.group(4)}"
+
+    def _phrased(self, match: re.Match[str]) -> str:
+        group = "value" if match.group("value") is not None else "value2"
+        quoted = bool(match.group("quote" if group == "value" else "quote2"))
+        value = match.group(group)
+        if len(value.rstrip(".,;:)]}>")) >= 6:  # the end of the sentence is not the secret's
+            value = value.rstrip(".,;:)]}>")
+        if _is_placeholder(value) or not (quoted or _looks_secret(value)):
+            return match.group(0)
+        start = match.start(group) - match.start(0)
+        return match.group(0)[:start] + self._token("SECRET", value) + match.group(0)[start + len(value):]
+
     def _keyed(self, match: re.Match[str]) -> str:
         value = match.group(4)
         if value.startswith("[") and "#" in value:  # already a placeholder
@@ -227,9 +380,11 @@ class PatternRedactor:
         digits = _digits(match.group(0))
         groups = re.split(r"[ -]", match.group(0))
         round_numbers = len(groups) > 1 and all(g.endswith("00") for g in groups)  # "1000 2000 3000 4000"
-        if 13 <= len(digits) <= 19 and digits[0] in "23456" and not round_numbers and _luhn_ok(digits):
-            return self._token("CARD", digits)
-        return match.group(0)
+        if not (13 <= len(digits) <= 19 and digits[0] in "23456" and not round_numbers and _luhn_ok(digits)):
+            return match.group(0)
+        if len(groups) == 1 and not _written_as_card(match.string, match.start(), match.end(), digits):
+            return match.group(0)
+        return self._token("CARD", digits)
 
     def _phone(self, value: str) -> str:
         digits = _digits(value)
