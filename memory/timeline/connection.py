@@ -51,17 +51,15 @@ class StoreConnection(sqlite3.Connection):
     path = ""
 
     def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
-        try:
-            return super().execute(sql, parameters)
-        except sqlite3.DatabaseError as exc:
-            found = damage(self.path, exc)
-            if found is None:
-                raise
-            raise found from exc
+        return self._named(super().execute, sql, parameters)
 
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:
+        return self._named(super().executemany, sql, parameters)
+
+    def _named(self, run: Any, sql: str, parameters: Any) -> sqlite3.Cursor:
+        """`run(sql, parameters)`, a damaged database's error raised as `DamagedStore` naming the file."""
         try:
-            return super().executemany(sql, parameters)
+            return run(sql, parameters)
         except sqlite3.DatabaseError as exc:
             found = damage(self.path, exc)
             if found is None:

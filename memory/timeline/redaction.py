@@ -34,7 +34,8 @@ class Redactor(Protocol):
         ...
 
 
-def _luhn_ok(digits: str) -> bool:
+def luhn_ok(digits: str) -> bool:
+    """Whether a digit string passes the Luhn check (card numbers and some ids do)."""
     total = 0
     for position, char in enumerate(reversed(digits)):
         value = int(char)
@@ -380,7 +381,7 @@ class PatternRedactor:
         digits = _digits(match.group(0))
         groups = re.split(r"[ -]", match.group(0))
         round_numbers = len(groups) > 1 and all(g.endswith("00") for g in groups)  # "1000 2000 3000 4000"
-        if not (13 <= len(digits) <= 19 and digits[0] in "23456" and not round_numbers and _luhn_ok(digits)):
+        if not (13 <= len(digits) <= 19 and digits[0] in "23456" and not round_numbers and luhn_ok(digits)):
             return match.group(0)
         if len(groups) == 1 and not _written_as_card(match.string, match.start(), match.end(), digits):
             return match.group(0)
