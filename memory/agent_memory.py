@@ -32,7 +32,7 @@ from memory.persistence.flushes import FlushPoints
 from memory.persistence.lazy import lazy_state
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
-from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig
+from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig, with_incidents
 from memory.episodes import Segmenter, SegmenterConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import (
@@ -253,8 +253,9 @@ class EpisodicMemory:
             query = [e.text for e in window if e.seq > closed and e.kind is Kind.OBSERVATION]
         if situation is None and window:
             situation = window[-1].situation
-        return self._retriever.recall(query, principal=who, situation=situation, k=k, now=now, where=where,
-                                      since=since, until=until)
+        context = self._retriever.recall(query, principal=who, situation=situation, k=k, now=now, where=where,
+                                         since=since, until=until)
+        return with_incidents(context, self.graph_of(who), lambda episode_id: self.episode(episode_id, principal=who))
 
     def episodes(self, principal: str | None = None) -> list[Episode]:
         """Closed episodes of a principal, in closing order."""

@@ -13,6 +13,7 @@ from memory.retrieval.context import Context, IncidentNote, RecalledEpisode, Rec
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
 from memory.retrieval.ranking import Retriever
+from memory.retrieval.units import with_incidents
 
 __all__ = [
     "DEFAULT",
@@ -30,4 +31,5 @@ __all__ = [
     "ScoreParts",
     "episode_vector",
     "graph_proximity",
+    "with_incidents",
 ]

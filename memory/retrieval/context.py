@@ -4,7 +4,7 @@ chains, and its rendering as a prompt block."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 from memory.episodes import Episode
@@ -54,6 +54,7 @@ class Context:
     facts: tuple[RecalledFact, ...]  # best first
     chains: tuple[str, ...]  # distinct causal narratives of the episodes
     show_outcomes: bool = True  # whether render shows outcome labels
+    incidents: Mapping[str, "IncidentNote"] = field(default_factory=dict)  # recalled episode id → its whole incident
 
     def item_ids(self) -> list[str]:
         """Ids of the recalled episodes and fact versions (for decision metadata)."""
@@ -85,8 +86,9 @@ class Context:
         Recalled episodes are shown as incidents: the episodes of one problem together, in
         time order, under the problem's symptoms and final fix, each attempt with its choice,
         outcome, result and corrections. `incidents` says which problem each episode worked
-        on (episodes with the same `IncidentNote.key` are one incident); an episode it does
-        not name is an incident of its own. The block is cut only between items (a fact, an
+        on (episodes with the same `IncidentNote.key` are one incident; by default the notes
+        the memory attached, `memory.retrieval.units`); an episode it does not name is an
+        incident of its own. The block is cut only between items (a fact, an
         attempt, a chain), never inside one, and an incident never loses its first attempt.
         """
         blocks: list[list[str]] = []
@@ -94,7 +96,7 @@ class Context:
             blocks.append(["Heuristics learned from past outcomes:"] + [
                 f"- [{r.fact.id}] {r.fact.text} (confidence {r.fact.confidence:.2f}, version {r.fact.version}, "
                 f"support {len(r.fact.support)}, contradict {len(r.fact.contradict)})" for r in self.facts])
-        notes = incidents or {}
+        notes = self.incidents if incidents is None else incidents
         for n, unit in enumerate(incident_units(self.episodes, notes), start=1):
             blocks.append(_incident_block(n, unit, notes.get(unit[0].episode.id), self.show_outcomes))
         if self.chains:
