@@ -1,4 +1,4 @@
-"""Command line for stores: ``python -m memory verify|export|import|stats|erase``."""
+"""Command line for stores: ``python -m memory verify|export|import|stats|erase|retain``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import sqlite3
 import sys
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
@@ -16,7 +17,8 @@ from memory.format_version import rewound_version
 from memory.outputs import output_problem
 from memory.persistence.audit import record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
-from memory.timeline import Entry, Store, audit, open_store
+from memory.retention import RetentionPolicy, summary
+from memory.timeline import Entry, HashingEncoder, Store, audit, open_store
 from memory.timeline.erasure import MAX_REASON, is_erased
 
 _EXAMPLES = """examples:
@@ -28,6 +30,7 @@ _EXAMPLES = """examples:
   python -m memory import backup.jsonl postgresql://app@db.internal/memory
   python -m memory erase runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo
   python -m memory erase runs/memory.sqlite --entry ENTRY_ID --reason "request 12"
+  python -m memory retain runs/memory.sqlite --principal team-a --max-age 90d --dry-run
 
 A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
@@ -77,7 +80,42 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--entry", metavar="ID", help="erase the entry with this id")
     erase.add_argument("--reason", default="", help="why (kept in the erasure record; no content)")
     erase.add_argument("--by", default="", help="who asked (kept in the erasure record)")
+    _retain_parser(commands)
     return parser
+
+
+def _retain_parser(commands: Any) -> None:
+    retain = _command(commands, "retain", "erase what a retention policy expires of a principal's entries, "
+                      "recorded like an erasure (the record names the policy); verify still proves the rest",
+                      "runs/memory.sqlite --principal team-a --max-age 90d",
+                      "runs/memory.sqlite --principal team-a --max-entries 5000 --no-keep-lessons",
+                      "runs/memory.sqlite --principal team-a --max-age 90d --max-entries 5000 --dry-run")
+    retain.add_argument("store", help=f"the store to apply the policy to: {_STORE_HELP}")
+    retain.add_argument("--principal", required=True, help="the tenant whose entries the policy covers")
+    retain.add_argument("--max-age", metavar="AGE", type=_age,
+                        help="erase entries older than this before the principal's newest entry: a number with "
+                        "d (days), h (hours) or m (minutes), e.g. 90d")
+    retain.add_argument("--max-entries", metavar="N", type=_count, help="keep only the newest N entries")
+    retain.add_argument("--keep-lessons", action=argparse.BooleanOptionalAction, default=True,
+                        help="keep the entries of incidents that support or contradict a current fact, whatever "
+                        "their age (default: keep)")
+    retain.add_argument("--dry-run", action="store_true", help="say how many entries would be erased; change nothing")
+
+
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+def _age(text: str) -> timedelta:
+    match = re.fullmatch(r"(\d+)([dhm])", text.strip())
+    if match is None or int(match[1]) == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number with d, h or m (e.g. 90d), not {text!r}")
+    return timedelta(**{_UNITS[match[2]]: int(match[1])})
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of entries, not {text!r}")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _import(args.source, args.store, append=args.append)
         if args.command == "erase":
             return _erase(args)
+        if args.command == "retain":
+            return _retain(args)
         with open_store(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
@@ -153,7 +193,6 @@ def _import(source: str, path: str, *, append: bool) -> int:
 def _erase(args: argparse.Namespace) -> int:
     """Erase through the memory facade, with the encoder the store's entries name and default settings."""
     from memory import EpisodicMemory
-    from memory.timeline import HashingEncoder
 
     with open_store(args.store, create=False) as store:
         encoders = store.stats().encoders
@@ -162,12 +201,11 @@ def _erase(args: argparse.Namespace) -> int:
     if refused:
         print(f"error: {args.store}: {refused}", file=sys.stderr)
         return 2
-    match = re.fullmatch(r"hashing-v2-d(\d+)-c([0-9.e-]+)", encoders[0]) if len(encoders) == 1 else None
-    if encoders and match is None:
+    encoder = _hashing_encoder(encoders)
+    if encoder is None:
         print(f"error: {args.store}: entries made by {', '.join(encoders)}; erase with EpisodicMemory.forget "
               f"and that encoder", file=sys.stderr)
         return 2
-    encoder = HashingEncoder(int(match[1]), float(match[2])) if match else HashingEncoder()
     principal = entry.principal if entry is not None else args.principal
     with shown_on_stderr():  # a store without state runs indexes its episodes first
         memory = EpisodicMemory(args.store, principal=principal, encoder=encoder)
@@ -180,6 +218,45 @@ def _erase(args: argparse.Namespace) -> int:
           + ("no copy left in the store's files" if done.purged else
              "old copies may remain until the store is vacuumed (another process held it, or not the owner)"))
     return 0
+
+
+def _hashing_encoder(encoders: Sequence[str]) -> HashingEncoder | None:
+    """The hashing encoder a store's entries name (the default one for a store without entries); None for another."""
+    match = re.fullmatch(r"hashing-v2-d(\d+)-c([0-9.e-]+)", encoders[0]) if len(encoders) == 1 else None
+    if encoders and match is None:
+        return None
+    return HashingEncoder(int(match[1]), float(match[2])) if match else HashingEncoder()
+
+
+def _retain(args: argparse.Namespace) -> int:
+    """Apply a retention policy through the memory facade, with the store's hashing encoder and default settings."""
+    from memory import EpisodicMemory
+
+    if args.max_age is None and args.max_entries is None:
+        print("error: a retention policy needs --max-age or --max-entries (or both)", file=sys.stderr)
+        return 2
+    with open_store(args.store, create=False) as store:
+        encoders, present = store.stats().encoders, store.principals()
+    encoder = _hashing_encoder(encoders)
+    refused = (f"principal {args.principal!r} has no entries here (principals: {_named(present)})"
+               if args.principal not in present else "" if encoder else
+               f"entries made by {', '.join(encoders)}; retain with EpisodicMemory.retain and that encoder")
+    if refused:
+        print(f"error: {args.store}: {refused}", file=sys.stderr)
+        return 2
+    policy = RetentionPolicy(max_age=args.max_age, max_entries=args.max_entries, keep_lessons=args.keep_lessons)
+    with shown_on_stderr():  # a store without state runs indexes its episodes first
+        memory = EpisodicMemory(args.store, principal=args.principal, encoder=encoder)
+    with memory:
+        done = memory.retain(policy, dry_run=args.dry_run)
+    print(summary(done, args.principal))
+    return 0
+
+
+def _named(present: Sequence[str]) -> str:
+    """Some of the principals of a store, for a message."""
+    shown = ", ".join(present[:_SHOWN]) + (f" and {len(present) - _SHOWN} more" if len(present) > _SHOWN else "")
+    return shown or "none"
 
 
 def _nothing_to_erase(args: argparse.Namespace, store: Store, entry: Entry | None) -> str:

@@ -23,7 +23,7 @@ from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 import networkx as nx
 
-from memory import pipeline
+from memory import pipeline, retention
 from memory.errors import MemoryError_, StoreChanged
 from memory.episodes import Edge, EdgeType, Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
@@ -32,6 +32,7 @@ from memory.persistence.flushes import FlushPoints
 from memory.persistence.lazy import lazy_state
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
+from memory.retention import Retained, RetentionPolicy
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig, with_incidents
 from memory.episodes import Segmenter, SegmenterConfig
 from memory.state import MemoryState, Problem
@@ -154,7 +155,6 @@ class EpisodicMemory:
         return self.state.index
 
     # -- recording ---------------------------------------------------------------------
-
     def record(self, text: str, *, kind: Kind | str, role: Role | str = Role.ENVIRONMENT,
                timestamp: datetime | None = None, situation: str = "default",
                metadata: Mapping[str, Any] | None = None, principal: str | None = None) -> Entry:
@@ -189,8 +189,7 @@ class EpisodicMemory:
             meta["choice"] = choice
         if confidence is not None:
             meta["confidence"] = float(confidence)
-        meta["retrieved"] = list(retrieved)
-        meta["relied_on"] = list(relied_on)
+        meta.update(retrieved=list(retrieved), relied_on=list(relied_on))
         return self.record(text, kind=Kind.DECISION, metadata=meta, **{"role": Role.AGENT, **fields})
 
     def act(self, text: str, **fields: Any) -> Entry:
@@ -215,7 +214,6 @@ class EpisodicMemory:
         return self._close_open() if self._flushes.store_point(self._catch_up, self._segmenter.has_open) else []
 
     # -- reading -----------------------------------------------------------------------
-
     def recent(self, n: int = 10, *, principal: str | None = None) -> list[Entry]:
         """The last `n` entries of a principal, oldest first (the short-term window)."""
         return self._recent.last(self._who(principal), n)
@@ -314,6 +312,10 @@ class EpisodicMemory:
         self._load(self.state.graph_config)
         return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 
+    def retain(self, policy: RetentionPolicy, **options: Any) -> Retained:
+        """Erase what `policy` expires of a principal's entries like `forget` (`memory.retention.retain`: options)."""
+        return retention.retain(self, policy, settle=erase_settled, reload=self._load, **options)
+
     def close(self) -> None:
         """Close the store. Open episodes stay open and resume on the next open (see `flush`)."""
         sidecar = getattr(getattr(self, "stored", None), "sidecar", None)
@@ -332,7 +334,6 @@ class EpisodicMemory:
         return self.principal if principal is None else check_label("principal", principal)
 
     # -- the write path ------------------------------------------------------------------
-
     def _catch_up(self, stop: int | None = None) -> int:
         """Feed the entries others appended since the last one fed (up to `stop`) in timeline order, closing open
         episodes at the flush points they stored, so projections equal `rebuild()`; the last seq fed."""

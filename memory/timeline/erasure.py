@@ -1,5 +1,9 @@
 """Forgetting on request: an entry's or a principal's content erased, everything else still verifiable.
 
+The same erasure serves a request (one entry, or a whole principal; the record says who asked
+and why) and a retention policy (the set of a principal's entries it expires; the record names
+the policy and its parameters, see `memory.retention`).
+
 An entry's id is the SHA-256 of its content and its predecessor's id, so erased content
 cannot be re-hashed. Erasure therefore keeps what the chain needs and records what it did:
 
@@ -88,43 +92,59 @@ def listing_digest(entries: Iterable[tuple[int, str]]) -> str:
     return h.hexdigest()
 
 
-def make_plan(store: Any, *, entry_id: str | None, principal: str | None, owner: str, reason: str,
-              requested_by: str, rederive: Callable[[frozenset[int]], list[tuple[str, str, str]]]) -> ErasurePlan:
-    """The plan of erasing one entry of `owner` (by id) or every entry of a principal.
+class Selection(NamedTuple):
+    """The entries one erasure covers and what its record says of them (no content)."""
+
+    entries: list[tuple[int, str]]  # (seq, id) of the entries to erase, in timeline order
+    scope: dict[str, Any]  # the record's target and ground: {"by", "reason", "entry"|"principal"} or a policy's
+
+
+def make_plan(store: Any, *, owner: str, rederive: Callable[[frozenset[int]], list[tuple[str, str, str]]],
+              entry_id: str | None = None, principal: str | None = None,
+              select: Callable[[Any], Selection] | None = None, reason: str = "",
+              requested_by: str = "") -> ErasurePlan:
+    """The plan of erasing one entry of `owner` (by id), every entry of a principal, or the set `select` picks.
 
     Args:
         store: the memory's store.
-        entry_id, principal: exactly one of them.
         owner: the principal an entry id must belong to (tenants never erase each other's entries by id).
-        reason, requested_by: kept in the erasure record (no content belongs there).
         rederive: the records a replay of the timeline writes with the given seqs erased.
+        entry_id, principal, select: exactly one of them; `select` reads the store (after the plan noted
+            its head) and picks entries of one principal, e.g. those a retention policy expires.
+        reason, requested_by: kept in the erasure record of a request (no content belongs there).
 
     Raises:
         ValueError: not exactly one target, an unknown entry, another tenant's entry, nothing to erase.
     """
-    if (entry_id is None) == (principal is None):
+    if sum(target is not None for target in (entry_id, principal, select)) != 1:
         raise ValueError("forget needs exactly one of entry_id or principal")
     for name, value in (("reason", reason), ("requested_by", requested_by)):
         if not isinstance(value, str) or len(value) > MAX_REASON:
             raise ValueError(f"{name} must be a str of at most {MAX_REASON} characters")
     head, last_record = len(store) - 1, store.last_record()  # before the replay: the store must not move after
+    if select is not None:
+        targets, scope = select(store)
+    else:
+        targets, scope = _requested(store, entry_id, principal, owner)
+        scope = {"by": requested_by, "reason": reason, **scope}
+    if not targets:
+        raise ValueError("nothing to erase: the content is already erased")
+    body = {"at": datetime.now(timezone.utc).isoformat(timespec="microseconds"), **scope,
+            "entries": len(targets), "entries_sha256": listing_digest(targets), "format": 1}
+    record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    rows = rederive(frozenset(seq for seq, _ in targets))
+    return ErasurePlan(record_id, body, targets, rows, head, last_record)
+
+
+def _requested(store: Any, entry_id: str | None, principal: str | None, owner: str) -> Selection:
+    """The entries a request names: one entry of `owner`, or every entry of a principal (not yet erased)."""
     if entry_id is not None:
         entry = store.get(entry_id)
         if entry is None or entry.principal != owner:
             raise ValueError(f"no entry {entry_id[:16]}… of principal {owner!r} in this store")
-        targets = [] if is_erased(entry) else [(entry.seq, entry.id)]
-        scope = {"entry": entry.id}
-    else:
-        who = check_label("principal", principal)
-        targets = [(e.seq, e.id) for e in store.entries(principal=who) if not is_erased(e)]
-        scope = {"principal": who}
-    if not targets:
-        raise ValueError("nothing to erase: the content is already erased")
-    body = {"at": datetime.now(timezone.utc).isoformat(timespec="microseconds"), "by": requested_by,
-            "reason": reason, **scope, "entries": len(targets), "entries_sha256": listing_digest(targets), "format": 1}
-    record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    rows = rederive(frozenset(seq for seq, _ in targets))
-    return ErasurePlan(record_id, body, targets, rows, head, last_record)
+        return Selection([] if is_erased(entry) else [(entry.seq, entry.id)], {"entry": entry.id})
+    who = check_label("principal", principal)
+    return Selection([(e.seq, e.id) for e in store.entries(principal=who) if not is_erased(e)], {"principal": who})
 
 
 def _dumps(body: Mapping[str, Any]) -> str:

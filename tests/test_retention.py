@@ -1,0 +1,231 @@
+"""Retention by policy: what a policy expires is erased like a request (recorded, sealed, purged), the store
+verifies, and recall and facts equal those of a store built from the kept entries alone."""
+
+import re
+import shutil
+import sqlite3
+from datetime import timedelta
+
+import pytest
+
+from memory import EpisodicMemory
+from memory.__main__ import main
+from memory.retention import RetentionPolicy, expired, lesson_evidence
+from memory.timeline import HashingEncoder, NoRedaction, SQLiteStore, Timeline, audit
+from memory.timeline.erasure import is_erased
+from tests.builders import T0, at, entries_from
+
+ENCODER = HashingEncoder(dim=64)
+# (observations, truth, first guess, what the correction says after a wrong guess)
+PROBLEMS = [(("spool directory full on {host}", "jobs stuck in the spool queue of {host}"), "spool", "driver",
+             "the jobs were stuck in the spool queue"),
+            (("print jobs stuck on {host}, spool partition at 100%",), "spool", "spool", ""),
+            (("garbled output on {host} after the driver update", "driver version changed on {host}"), "driver",
+             "spool", "the driver update garbled the output"),
+            (("new driver package on {host}, pages print garbled",), "driver", "driver", "")]
+QUERIES = ["spool queue stuck", "garbled pages after a driver update", "print server disk full"]
+
+
+def _incident(n, start):
+    """The entries (as `Timeline.append_many` items) of incident `n`: observations naming a unique host, a
+    decision, an outcome, and after a wrong guess a correction and the right decision."""
+    observations, truth, guess, said = PROBLEMS[n % len(PROBLEMS)]
+    host, clock, items = f"prn-{n:05d}", start, []
+
+    def add(kind, role, text, **metadata):
+        nonlocal clock
+        clock += timedelta(minutes=3)
+        items.append(dict(text=text, kind=kind, role=role, timestamp=clock, situation="support",
+                          principal="team-a", metadata={"service": "print", **metadata}))
+
+    for text in observations:
+        add("observation", "environment", text.format(host=host))
+    for choice in [guess] if guess == truth else [guess, truth]:
+        add("decision", "agent", f"Decision: {choice} on {host}", choice=choice, retrieved=[], relied_on=[])
+        ok = choice == truth
+        add("outcome", "environment", f"{host}: fixed" if ok else f"{host}: still broken",
+            status="success" if ok else "failure")
+        if not ok:
+            add("correction", "user", f"Not {choice} on {host}: {said}")
+    return items
+
+
+def _items(incidents, first=0):
+    """Items of `incidents` incidents numbered from `first`, one every 12 hours."""
+    return [item for n in range(first, first + incidents) for item in _incident(n, at(hours=12 * n))]
+
+
+def _build(path, items):
+    """A store holding `items` (appended in one batch), opened once through the facade (which learns from them)
+    and flushed; closed."""
+    store = SQLiteStore(path)
+    Timeline(store, ENCODER, redactor=NoRedaction()).append_many(items)
+    store.close()
+    with _memory(path) as memory:
+        memory.flush()
+
+
+def _memory(path):
+    return EpisodicMemory(path, principal="team-a", encoder=ENCODER, redactor=NoRedaction())
+
+
+def _files(path):
+    """Every byte of a store file and its sidecars (-wal, -anchor, ...)."""
+    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+def _recalled(memory):
+    """Rendered recall for a few queries, episode ids left out (they hash entry ids, which hash the chain)."""
+    return [re.sub(r"\[[0-9a-f]{64}\]", "[…]", memory.recall(q, k=5).render(max_chars=100_000)) for q in QUERIES]
+
+
+def _facts(memory):
+    return sorted((f.condition, f.conclusion, len(f.support), len(f.contradict), f.status)
+                  for f in memory.facts(include_retired=True))
+
+
+def _rows(path):
+    """The timeline and the derived records as stored (opening a store may add state runs, nothing else)."""
+    with sqlite3.connect(path) as db:
+        return [db.execute(f"SELECT * FROM {table} ORDER BY seq").fetchall() for table in ("timeline", "records")]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A store of 2,000 entries (400 incidents) of one principal, built once."""
+    path = tmp_path_factory.mktemp("template") / "m.sqlite"
+    items = _items(400)
+    _build(path, items)
+    return path, items
+
+
+@pytest.fixture
+def store(template, tmp_path):
+    """A fresh copy of the template store (with its anchor); (path, items)."""
+    source, items = template
+    for file in source.parent.iterdir():
+        shutil.copyfile(file, tmp_path / file.name)
+    return tmp_path / source.name, items
+
+
+def test_expired_picks_by_age_and_rank_and_spares_kept_evidence():
+    entries = entries_from([{"at": 60 * 24 * day, "kind": "observation", "text": f"day {day}"} for day in range(10)])
+    ids = [e.id for e in entries]
+    by_age = expired(entries, RetentionPolicy(max_age=timedelta(days=3)), kept_evidence=())
+    assert [e.id for e in by_age] == ids[:6]  # older than 3 days before the newest (day 9): days 0-5
+    newest = expired(entries, RetentionPolicy(max_entries=4), kept_evidence={ids[1]})
+    assert [e.id for e in newest] == [ids[0], *ids[2:6]]
+    later = expired(entries, RetentionPolicy(max_age=timedelta(days=3)), kept_evidence=(), now=T0 + timedelta(days=20))
+    assert later == entries
+    both = expired(entries, RetentionPolicy(max_age=timedelta(days=8), max_entries=3), kept_evidence=())
+    assert [e.id for e in both] == ids[:7]
+    assert expired(entries, RetentionPolicy(max_entries=0), kept_evidence=()) == entries
+
+
+def test_a_policy_needs_a_limit_and_sane_values():
+    with pytest.raises(ValueError, match="needs max_age or max_entries"):
+        RetentionPolicy()
+    with pytest.raises(ValueError, match="max_age must be a positive timedelta.*max_entries must be an int"):
+        RetentionPolicy(max_age=timedelta(0), max_entries=-1)
+
+
+def test_retain_erases_the_expired_leaves_no_trace_and_equals_a_store_of_the_kept_entries(store, tmp_path):
+    path, items = store
+    policy = RetentionPolicy(max_entries=600, keep_lessons=False)
+    with _memory(path) as memory:
+        done = memory.retain(policy)
+        assert done.entries == len(items) - 600 and done.purged and done.record_id and done.kept == 0
+        assert memory.projection() == memory.rebuild()
+        kept = [e for e in memory.store.entries() if not is_erased(e)]
+        assert len(kept) == 600 and [e.text for e in kept] == [item["text"] for item in items[-600:]]
+        recalled, facts = _recalled(memory), _facts(memory)
+        record = dict(memory.store.records("erasure"))[done.record_id]
+        assert record["policy"] == {"max_age_seconds": None, "max_entries": 600, "keep_lessons": False, "now": None}
+        assert record["principal"] == "team-a" and "by" not in record and record["entries"] == done.entries
+    files = _files(path)
+    gone = {item["text"] for item in items[:-600]} - {item["text"] for item in items[-600:]}
+    assert len(gone) > 1000 and not [text for text in gone if text.encode() in files]
+    assert main(["verify", str(path)]) == 0 and audit(path).findings == []
+    alone = tmp_path / "alone" / "m.sqlite"
+    alone.parent.mkdir()
+    _build(alone, items[-600:])
+    with _memory(alone) as memory:
+        assert _recalled(memory) == recalled and _facts(memory) == facts
+    assert facts and "Past incident" in recalled[0]
+
+
+def test_a_dry_run_changes_nothing_and_a_second_identical_retain_erases_nothing(store, capsys):
+    path, items = store
+    before = _rows(path)
+    assert main(["retain", str(path), "--principal", "team-a", "--max-entries", "300", "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("would erase ") and _rows(path) == before
+    with _memory(path) as memory:
+        preview = memory.retain(RetentionPolicy(max_entries=300), dry_run=True)
+        facts = _facts(memory)
+        done = memory.retain(RetentionPolicy(max_entries=300))
+        assert (done.entries, done.kept) == (preview.entries, preview.kept) and done.kept > 0
+        left = [e for e in memory.store.entries() if not is_erased(e)]
+        assert len(left) == 300 + done.kept  # the newest 300 and the incidents the current facts cite
+        assert [e.id for e in left[-300:]] == [e.id for e in memory.store.entries()][-300:]
+        assert _facts(memory) == facts  # kept evidence: every lesson stands on what it stood on
+        again = memory.retain(RetentionPolicy(max_entries=300))
+        assert again.entries == 0 and again.record_id == "" and len(dict(memory.store.records("erasure"))) == 1
+    assert main(["verify", str(path)]) == 0
+
+
+def test_lessons_whose_evidence_expired_are_rebuilt_without_it(store):
+    path, _ = store
+    with _memory(path) as memory:
+        old = {f.conclusion: set(f.support) for f in memory.facts()}
+        memory.retain(RetentionPolicy(max_entries=40, keep_lessons=False))
+        episodes = {e.id for e in memory.episodes()}
+        for fact in memory.facts(include_retired=True):
+            for version in memory.fact_history(fact.fact_id):
+                assert set(version.support) <= episodes and set(version.contradict) <= episodes
+        assert all(len(f.support) < len(old[f.conclusion]) for f in memory.facts())
+
+
+def test_max_age_counts_from_the_newest_entry_or_now(store):
+    path, items = store
+    with _memory(path) as memory:
+        done = memory.retain(RetentionPolicy(max_age=timedelta(days=30), keep_lessons=False))
+        newest = items[-1]["timestamp"]
+        assert done.entries == sum(item["timestamp"] < newest - timedelta(days=30) for item in items)
+        later = memory.retain(RetentionPolicy(max_age=timedelta(days=30), keep_lessons=False),
+                              now=newest + timedelta(days=29, hours=23))
+        assert 0 < later.entries < len(items) - done.entries
+        with pytest.raises(ValueError, match="timezone-aware"):
+            memory.retain(RetentionPolicy(max_age=timedelta(days=1)), now=newest.replace(tzinfo=None))
+
+
+def test_the_retain_command(store, capsys):
+    path, _ = store
+    assert main(["retain", str(path), "--principal", "team-a"]) == 2
+    assert "--max-age or --max-entries" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="2"):
+        main(["retain", str(path), "--principal", "team-a", "--max-age", "ninety"])
+    assert "argument --max-age: expected a positive number with d, h or m" in capsys.readouterr().err
+    assert main(["retain", str(path), "--principal", "nobody", "--max-entries", "5"]) == 2
+    assert "no entries" in capsys.readouterr().err
+    assert main(["retain", str(path), "--principal", "team-a", "--max-age", "90d", "--max-entries", "500",
+                 "--no-keep-lessons"]) == 0
+    assert re.match(r"erased \d+ expired entries of team-a \(erasure record [0-9a-f]{16}…\)", capsys.readouterr().out)
+    assert main(["retain", str(path), "--principal", "team-a", "--max-entries", "500", "--no-keep-lessons"]) == 0
+    assert capsys.readouterr().out.startswith("nothing of team-a expired")
+    assert main(["verify", str(path)]) == 0
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM timeline WHERE text != ''").fetchone()[0] == 500
+
+
+def test_lesson_evidence_follows_retries_back_to_the_incident():
+    from memory.episodes import Edge, EdgeType
+    from memory.facts import FactVersion, Usefulness
+    from tests.builders import episode
+
+    failed, retry, other = episode("failed"), episode("retry"), episode("other")
+    fact = FactVersion("f", 1, "p", "when x → y", ("x",), "y", 0.8, ("retry",), (), T0, None, "active", "extracted",
+                       Usefulness(1, 1, 1.0, 0.5, 2.0, True))
+    edges = [Edge("retry", "failed", EdgeType.RETRY_OF, 0.9, ""), Edge("other", "failed", EdgeType.LED_TO, 0.5, "")]
+    episodes = {e.id: e for e in (failed, retry, other)}
+    assert lesson_evidence([fact], episodes, edges, principal="p") == {"failed", "retry"}
+    assert lesson_evidence([fact], episodes, edges, principal="q") == frozenset()
