@@ -126,16 +126,17 @@ def test_a_derived_vector_is_checked_through_its_text(tmp_path):
 
 
 def _as_schema_1(source, target):
-    """A copy of `source` as the code before the compact layout wrote it: dense blobs, user_version 1."""
+    """A copy of `source` as the code before the compact layout wrote it: whole previous ids, dense blobs,
+    user_version 1."""
     store = SQLiteStore(source)
     rows = store.entry_rows()
-    vectors = [entry.embedding for entry in store.entries()]
+    entries = list(store.entries())
     store.close()
     SQLiteStore(target).close()
     raw = sqlite3.connect(target, isolation_level=None)
-    for row, vector in zip(rows, vectors):
-        dense = vector.astype("<f4").tobytes()
-        raw.execute(f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", (*row[:-1], dense))
+    for row, entry in zip(rows, entries):
+        dense = entry.embedding.astype("<f4").tobytes()
+        raw.execute(f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", (*row[:2], entry.prev_id, *row[3:-1], dense))
     raw.execute("PRAGMA user_version = 1")
     raw.close()
 

@@ -106,7 +106,7 @@ class Read(NamedTuple):
     """The sidecar as `verify` finds it."""
 
     anchor: Anchor | None  # the newest valid slot, None when the file is missing or unreadable
-    note: str  # why there is no anchor ("" when there is one)
+    note: str  # why there is no anchor, or that a slot is damaged ("" when neither)
 
 
 def read(path: str) -> Read:
@@ -120,7 +120,14 @@ def read(path: str) -> Read:
         return Read(None, "no anchor file (a store written before anchors, or a copy without it)")
     except OSError as exc:
         return Read(None, f"anchor file unreadable ({exc.strerror})")
-    slots = [a for a in (decode(data[:SLOT]), decode(data[SLOT:2 * SLOT])) if a is not None]
+    stored = [data[:SLOT], data[SLOT:2 * SLOT]]
+    decoded = [decode(slot) for slot in stored]
+    slots = [a for a in decoded if a is not None]
     if not slots:
         return Read(None, "anchor file holds no valid slot")
-    return Read(max(slots, key=generation), "")
+    # A slot never written is empty or zeros; one that fails its checksum was torn by a crash during its
+    # write (what the two slots are for) or damaged since: the other slot is used, one update behind.
+    torn = [i for i, (slot, a) in enumerate(zip(stored, decoded)) if a is None and slot.strip(b"\0 ")]
+    note = f"anchor file: slot {torn[0]} fails its checksum (a write torn by a crash, or damage to the file); " \
+           "the other slot was used" if torn else ""
+    return Read(max(slots, key=generation), note)

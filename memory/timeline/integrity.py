@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 from urllib.parse import quote
 
-from memory.errors import StoreError
+from memory.errors import DamagedBody, IntegrityError, StoreError
+from memory.format_version import rewound_version
 from memory.timeline import anchor as anchor_file
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline import erasure, record_body
@@ -103,9 +104,38 @@ def refuse_unsealed(db: sqlite3.Connection, path: str) -> None:
                              "(python -m memory verify lists every such row)")
 
 
+def unpacked(path: str, seq: int, kind: str, record_id: str, body: str | bytes) -> str:
+    """A stored record body's JSON text (`record_body.unpack`) for a reader that parses it later.
+
+    Raises:
+        DamagedBody: the bytes do not decompress; the message names the file and the row.
+    """
+    try:
+        return record_body.unpack(body)
+    except IntegrityError as exc:
+        what = f"the stored record body is damaged: it does not decompress ({exc.__cause__})"
+        raise DamagedBody(str(record_body.malformed(path, kind, record_id, what, seq))) from exc
+
+
 def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:
     row = db.execute(f"SELECT seq, {_HEX} FROM digests WHERE tbl = ? ORDER BY seq DESC LIMIT 1", (table,)).fetchone()
     return (row[0], row[1]) if row else (0, GENESIS)
+
+
+def refuse_open(db: sqlite3.Connection, path: str) -> None:
+    """On open: refuse a store that lost rows its anchor records, or whose schema version was rewound
+    below what its rows were written with (the first write would mark the current version again and
+    hide it; `memory.format_version`). Both are cheap on an intact store.
+
+    Raises:
+        StoreError: naming what is wrong (a `DamagedStore` for a damaged file).
+    """
+    try:
+        problem = lost_tail(db, path) or next(iter(rewound_version(db)), "")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a memory store ({exc})") from exc
+    if problem:
+        raise StoreError(f"{path}: {problem} (run `python -m memory verify {path}`)")
 
 
 def lost_tail(db: sqlite3.Connection, path: str) -> str:
@@ -200,10 +230,9 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
         notes.append("derived records are not digest-chained yet (a store written before digests; "
                      "the next write chains them)")
     read = anchor_file.read(path)
-    if read.anchor is None:
-        notes.append(read.note)
-    else:
-        findings += _against_anchor(db, read.anchor, count, tables, marks)
+    notes += [read.note] if read.note else []
+    if read.anchor is not None:
+        findings += _against_anchor(db, read.anchor, tables, marks)
     return Audit(count, head, findings[:MAX_FINDINGS] + (
         [f"… and {len(findings) - MAX_FINDINGS} more"] if len(findings) > MAX_FINDINGS else []), notes)
 
@@ -287,14 +316,17 @@ def _digest_rows(db: sqlite3.Connection, table: str) -> Iterator[tuple[int, str]
     return iter([(row[0], row[1]) for row in rows])
 
 
-def _against_anchor(db: sqlite3.Connection, anchor: Anchor, count: int, tables: set[str],
-                    marks: erasure.Marks) -> list[str]:
+def _against_anchor(db: sqlite3.Connection, anchor: Anchor, tables: set[str], marks: erasure.Marks) -> list[str]:
+    """Findings of the store against its anchor. The timeline is judged by the anchored head's row, not by
+    how far the hash chain was read: a chain broken earlier (or a row missing before the head) is the
+    chain's finding, not a lost tail."""
     findings = []
-    if count < anchor.entries:
-        findings.append(f"timeline: {count} entries, the anchor records {anchor.entries}: the tail was lost")
-    elif anchor.entries:
+    if anchor.entries:
         row = db.execute("SELECT id FROM timeline WHERE seq = ?", (anchor.entries - 1,)).fetchone()
-        if row is None or row[0] != anchor.head:
+        if row is None:
+            count = db.execute("SELECT COUNT(*) FROM timeline").fetchone()[0]
+            findings.append(f"timeline: {count} entries, the anchor records {anchor.entries}: the tail was lost")
+        elif row[0] != anchor.head:
             findings.append(f"timeline seq={anchor.entries - 1}: not the anchored head {anchor.head[:16]}…")
     for table, (seq, digest) in anchor.derived.items():
         if not seq:

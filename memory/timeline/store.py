@@ -15,7 +15,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
-from memory.errors import DamagedStore, HeadMoved, ImportFailed, IntegrityError, StoreError
+from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import integrity as anchors
 from memory.timeline import erasure, portable, record_body, sidecars
@@ -59,16 +59,10 @@ class SQLiteStore:
         self._derive = self.path != ":memory:"
         if self.path != ":memory:":
             try:
-                lost = anchors.lost_tail(self._db, self.path)
-            except DamagedStore:
+                anchors.refuse_open(self._db, self.path)  # a lost tail, a rewound schema version
+            except StoreError:
                 self._db.close()
                 raise
-            except sqlite3.DatabaseError as exc:
-                self._db.close()
-                raise StoreError(f"{self.path}: not a memory store ({exc})") from exc
-            if lost:
-                self._db.close()
-                raise StoreError(f"{self.path}: {lost} (run `python -m memory verify {self.path}`)")
 
     # -- timeline ---------------------------------------------------------------------
 
@@ -308,7 +302,8 @@ class SQLiteStore:
         wanted = "1" if bodies is None else f"kind IN ({','.join('?' * len(bodies))})" if bodies else "0"
         rows = self._db.execute(f"SELECT seq, kind, id, CASE WHEN {wanted} THEN body END FROM records "
                                 "WHERE seq > ? AND seq <= ? ORDER BY seq", (*(bodies or ()), after, upto))
-        return [(seq, kind, i, None if body is None else record_body.unpack(body)) for seq, kind, i, body in rows]
+        return [(seq, kind, i, None if body is None else anchors.unpacked(self.path, seq, kind, i, body))
+                for seq, kind, i, body in rows]
 
     def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
         """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
