@@ -117,7 +117,7 @@ _NEW_FORMS = st.sampled_from([
 ])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, derandomize=True)  # the same 150 cases each run: CI cannot flake
 @given(st.lists(st.one_of(_NEW_FORMS, st.text(max_size=6)), max_size=8).map("".join))
 def test_new_forms_keep_the_pre_check_sound_and_stay_idempotent(text):
     once = REDACTOR.redact(text)

@@ -235,10 +235,12 @@ def _iban_ok(text: str) -> bool:
 
 
 def _is_placeholder(value: str) -> bool:
-    return value.startswith("[") and "#" in value
+    """Whether a value holds a placeholder already ("[CARD#…]", also behind a bracket: "{[CARD#…]")."""
+    return (value.startswith("[") and "#" in value) or bool(_PLACED.search(value))
 
 
 _SYMBOLS = frozenset("!@#$%^&*+=~?/\\|")
+_PLACED = re.compile(r"\[[A-Z]+#[0-9a-f]+")  # also cut short of its "]" by a sentence end
 
 
 def _looks_secret(value: str) -> bool:
