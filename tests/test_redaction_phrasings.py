@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from eval.redaction import generated, labelled, phrasings, request_id_lines
@@ -119,6 +119,7 @@ _NEW_FORMS = st.sampled_from([
 
 @settings(max_examples=150, deadline=None, derandomize=True)  # the same 150 cases each run: CI cannot flake
 @given(st.lists(st.one_of(_NEW_FORMS, st.text(max_size=6)), max_size=8).map("".join))
+@example("the password is {4539 1488 0343 6467")  # a card's placeholder behind a bracket was redacted again
 def test_new_forms_keep_the_pre_check_sound_and_stay_idempotent(text):
     once = REDACTOR.redact(text)
     assert once == REDACTOR.redact_all(text)
