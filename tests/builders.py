@@ -9,7 +9,9 @@ date was picked; builders take keyword defaults so a test names only what it is 
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Iterable
 
 import numpy as np
@@ -145,3 +147,10 @@ def untried_candidates(prompt):
     tried = prompt.split("Already tried in this incident and failed: ")[1].split("\n")[0].split(", ") \
         if "Already tried" in prompt else []
     return [c for c in offered if c not in tried]
+
+
+def copy_store(source: Path, folder: Path) -> Path:
+    """A copy of a store file with every file beside it (its anchor and other sidecars) in `folder`; the copy's path."""
+    for file in Path(source).parent.iterdir():
+        shutil.copyfile(file, Path(folder) / file.name)
+    return Path(folder) / Path(source).name

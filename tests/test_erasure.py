@@ -1,7 +1,6 @@
 """Forgetting on request: erased content is gone from the store's files and from recall, the derived
 state equals a rebuild, and `verify` still proves everything else (and sees an erasure without a record)."""
 
-import shutil
 import sqlite3
 from datetime import timedelta
 
@@ -11,7 +10,7 @@ from memory import EpisodicMemory
 from memory.__main__ import main
 from memory.timeline import HashingEncoder, audit
 from memory.timeline.erasure import is_erased
-from tests.builders import INCIDENTS, T0, play_incidents
+from tests.builders import INCIDENTS, T0, copy_store, play_incidents
 
 SECRET = "quarterly payroll export for Ingrid Vasquez"
 
@@ -36,9 +35,7 @@ def template(tmp_path_factory):
 def two_tenants(template, tmp_path):
     """A fresh copy of the template store (with its anchor); (path, the secret entry)."""
     source, secret = template
-    for file in source.parent.iterdir():
-        shutil.copyfile(file, tmp_path / file.name)
-    return tmp_path / source.name, secret
+    return copy_store(source, tmp_path), secret
 
 
 def _build(path):

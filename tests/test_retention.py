@@ -2,7 +2,6 @@
 verifies, and recall and facts equal those of a store built from the kept entries alone."""
 
 import re
-import shutil
 import sqlite3
 from datetime import timedelta
 
@@ -13,7 +12,7 @@ from memory.__main__ import main
 from memory.retention import RetentionPolicy, expired, lesson_evidence
 from memory.timeline import HashingEncoder, NoRedaction, SQLiteStore, Timeline, audit
 from memory.timeline.erasure import is_erased
-from tests.builders import T0, at, entries_from
+from tests.builders import T0, at, copy_store, entries_from
 
 ENCODER = HashingEncoder(dim=64)
 # (observations, truth, first guess, what the correction says after a wrong guess)
@@ -103,9 +102,7 @@ def template(tmp_path_factory):
 def store(template, tmp_path):
     """A fresh copy of the template store (with its anchor); (path, items)."""
     source, items = template
-    for file in source.parent.iterdir():
-        shutil.copyfile(file, tmp_path / file.name)
-    return tmp_path / source.name, items
+    return copy_store(source, tmp_path), items
 
 
 def test_expired_picks_by_age_and_rank_and_spares_kept_evidence():
