@@ -34,7 +34,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from rich.console import Console, Group
 from rich.table import Table
 
-from eval.stats import sign_test
+from eval.metrics import compare_rounds
+from eval.runner import RoundRecord
 from memory.outputs import output_problem, write_atomic
 
 TOP_K = 3  # the PetShop paper's second measure: the truth among the three best-ranked candidates
@@ -141,19 +142,19 @@ def ceiling(runbook_rows: Sequence[Mapping[str, Any]]) -> float | None:
 
 
 def paired(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Round-level comparison of two agents' first attempts (seeds averaged per scenario round)."""
-    def means(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
-        groups: dict[tuple[str, str], list[bool]] = defaultdict(list)
-        for r in rows:
-            groups[(r["scenario"], r["round"])].append(bool(r["first_correct"]))
-        return {key: sum(v) / len(v) for key, v in groups.items()}
+    """Round-level comparison of two agents' first attempts (`eval.metrics.compare_rounds`: seeds averaged
+    per scenario round, exact sign test)."""
+    found = compare_rounds(_as_records(a), _as_records(b))
+    if found is None:
+        return {"rounds": 0, "better": 0, "worse": 0, "p_value": 1.0, "difference": None}
+    return {"rounds": found["n_rounds"], "better": found["a_better"], "worse": found["b_better"],
+            "p_value": found["sign_test_p"], "difference": found["difference"]}
 
-    ma, mb = means(a), means(b)
-    keys = [key for key in ma if key in mb]
-    test = sign_test([ma[key] - mb[key] for key in keys])
-    difference = sum(ma[key] - mb[key] for key in keys) / len(keys) if keys else None
-    return {"rounds": len(keys), "better": test.a_better, "worse": test.b_better, "p_value": test.p_value,
-            "difference": difference}
+
+def _as_records(rows: Sequence[Mapping[str, Any]]) -> list[RoundRecord]:
+    """Run-log rows as the harness's round records (the fields a record has; the rest is dropped)."""
+    fields = RoundRecord.__dataclass_fields__
+    return [RoundRecord(**{key: value for key, value in row.items() if key in fields}) for row in rows]
 
 
 def tracks(log: Mapping[str, Any]) -> dict[str, Any]:

