@@ -28,7 +28,7 @@ from memory.calibration import EvidenceRecord
 from memory.episodes import Outcome
 from memory.facts import rejected_choices
 from memory.reinforcer import episode_credit
-from memory.incidents import Incident, closeness, incident_of, rarity_in, separation_in
+from memory.retrieval.incidents import Incident, closeness, incident_of, rarity_in, separation_in
 from memory.retrieval import IncidentNote
 from memory.text import terms
 from memory.timeline import Encoder
@@ -387,7 +387,7 @@ class EpisodicAgent(_LoopAgent):
 
     def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
         """Negation-aware closeness of past symptoms to the current ones, each term weighted by how
-        well it told resolutions apart here (`memory.incidents.closeness`, `separation_in`), service
+        well it told resolutions apart here (`memory.retrieval.incidents.closeness`, `separation_in`), service
         names left out."""
         log = self.memory.state.evidence.get(self.principal)
         size = len(log) if log is not None else 0

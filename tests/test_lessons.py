@@ -12,7 +12,7 @@ from memory.episodes import Outcome
 from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
 from memory.facts import FactVersion
 from memory.facts.lessons import LessonIncident, describe_lesson, lesson_wording, rejected_choices
-from memory.incidents import closeness
+from memory.retrieval.incidents import closeness
 from memory.retrieval.ranking import applicable_facts
 from memory.text import _line_terms, affirmed_clauses, normalize_term, observed_terms, term_wording, terms
 from tests.builders import T0

@@ -14,7 +14,7 @@ from typing import Callable
 import networkx as nx
 
 from memory.episodes import Episode
-from memory.incidents import incident_of
+from memory.retrieval.incidents import incident_of
 from memory.retrieval.context import Context, IncidentNote
 
 
