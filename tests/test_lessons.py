@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from memory.episodes import Outcome
 from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
-from memory.facts import FactVersion
+from memory.facts import FactVersion, Wording
 from memory.facts.lessons import LessonIncident, describe_lesson, lesson_wording, rejected_choices
 from memory.retrieval.incidents import closeness
 from memory.retrieval.ranking import applicable_facts
@@ -101,7 +101,7 @@ def test_a_lesson_reads_in_the_observations_words_through_every_version():
                     corrections=("Not the queue: the shared batch relay breaker had tripped",))
     lesson = learn_lesson(seen, rarity={})
     assert lesson.condition == ("batch", "breaker", "relay", "shar")  # "tripp" is one term too many (four at most)
-    assert lesson.wording == ("Batch", "breaker", "Relay", "shared")
+    assert lesson.wording == Wording(("Batch", "breaker", "Relay", "shared"))
     assert lesson.text == "when an observation affirms Batch + breaker + Relay + shared → ledger_lock, not queue_backlog"
     assert FactVersion.from_record(lesson.to_record()) == lesson
     again = ("payments: queue depth high", "the shared batch relay breaker opened again")
@@ -110,16 +110,17 @@ def test_a_lesson_reads_in_the_observations_words_through_every_version():
     odd = ("search: queue depth high", "The shared batch relay breaker tripped during the Canary Drills")
     narrowed = update_lesson(confirmed, incident(odd, (), (), "queue_backlog", "ep-3", 120),
                              lambda: [terms(" ".join(seen.symptoms)), terms(" ".join(again))])
-    assert narrowed.unless == ("canary", "drill") and narrowed.wording == (*lesson.wording, "Canary", "Drills")
+    assert narrowed.unless == ("canary", "drill") and narrowed.wording == Wording(lesson.wording.condition,
+                                                                                  ("Canary", "Drills"))
     assert narrowed.text.startswith("when an observation affirms Batch + breaker + Relay + shared (unless it also "
                                     "says Canary or Drills) → ledger_lock")
     assert FactVersion.from_record(narrowed.to_record()) == narrowed
-    assert narrowed.condition_words == lesson.wording  # the exceptions' words are not the condition's
+    assert narrowed.condition_words == lesson.wording.condition  # the exceptions' words are not the condition's
     why = applicable_facts(terms(again[1]), [narrowed], "team", min_match=0.5, limit=3,
                            lines=affirmed_lines(again))[0].why
     assert why.startswith("an observation affirms Batch, breaker, Relay, shared (a lesson)")
     old = {k: v for k, v in lesson.to_record().items() if k != "wording"}  # a record written before the wording
-    assert FactVersion.from_record(old).wording == () and FactVersion.from_record(old).text == lesson.text
+    assert FactVersion.from_record(old).wording == Wording() and FactVersion.from_record(old).text == lesson.text
     assert describe_lesson(lesson.condition, "ledger_lock", ["queue_backlog"], ["drill"]) == \
         "when an observation affirms batch + breaker + relay + shar (unless it also says drill) → ledger_lock, " \
         "not queue_backlog"

@@ -3,7 +3,10 @@
 Each closed episode that tested a choice contributes one `EpisodeEvidence` (`evidence`),
 kept in an indexed `EvidenceLog`; the pure functions of `rules` (whose docstring writes the
 rules out: labels, extraction, usefulness, confidence, revision) turn that evidence into
-immutable `FactVersion` records (`versions`), and a changed belief is a new version.
+immutable `FactVersion` records (`versions`), and a changed belief is a new version. A version
+holds its parts as data: status and kind as enums (`FactStatus`, `FactKind`), the terms' words
+as a `Wording`, a lesson's ruled-out choices as `rejected`; records stored before those fields
+are read into them once, on load (`FactVersion.from_record`).
 `lessons` holds the facts taught by one correction (negation-aware conditions, narrowed or
 revised when contradicted).
 """
@@ -25,8 +28,12 @@ from memory.facts.versions import (
     ACTIVE,
     LESSON,
     RETIRED,
+    RULE,
+    FactKind,
+    FactStatus,
     FactVersion,
     Usefulness,
+    Wording,
     current_facts,
     fact_id_of,
     history,
@@ -46,9 +53,12 @@ __all__ = [
     "update_lesson",
     "DEFAULT_FACTS",
     "RETIRED",
+    "RULE",
     "EpisodeEvidence",
     "EvidenceLog",
     "FactConfig",
+    "FactKind",
+    "FactStatus",
     "FactVersion",
     "ProposalHook",
     "Usefulness",
@@ -63,4 +73,5 @@ __all__ = [
     "stored_records",
     "terms",
     "update_fact",
+    "Wording",
 ]

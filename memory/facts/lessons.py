@@ -38,13 +38,14 @@ resolved; every rule below is generic English and a pure function of plain data.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import datetime
-from typing import Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
-from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, new_fact_id
+from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, Wording, new_fact_id
 from memory.text import TIME_WORDS, affirmed_clauses, looked_terms, split_negation, term_wording, terms
 
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
@@ -120,24 +121,21 @@ def lesson_wording(terms_shown: Sequence[str], texts: Sequence[str],
     return wording if all(wording) else ()
 
 
-def _written(fact: FactVersion) -> dict[str, str]:
-    """A version's terms → their words (its condition's, and its exceptions' when it has them)."""
-    shown = (*fact.condition, *fact.unless)
-    return dict(zip(shown if len(fact.wording) == len(shown) else fact.condition, fact.wording))
+def _wording(condition: Sequence[str], unless: Sequence[str], texts: Sequence[str],
+             known: Mapping[str, str]) -> Wording:
+    """The words of a lesson's terms (`lesson_wording`): the exceptions' only when the condition's are known too."""
+    words = lesson_wording((*condition, *unless), texts, known)
+    if words:
+        return Wording(words[: len(condition)], words[len(condition):])
+    return Wording(lesson_wording(condition, texts, known))
 
 
 def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str],
-                    wording: Sequence[str] = ()) -> str:
-    """A lesson as a runbook addendum line, in the observations' words where `wording` gives them (one word
-    per condition term, then one per exception term when those are known too)."""
-    shown, said = condition, unless
-    if len(wording) in (len(condition), len(condition) + len(unless)):
-        shown = wording[: len(condition)]
-    if unless and len(wording) == len(condition) + len(unless):
-        said = wording[len(condition):]
-    text = f"when an observation affirms {' + '.join(shown)}"
+                    wording: Wording = Wording()) -> str:
+    """A lesson as a runbook addendum line, in the observations' words where `wording` gives them."""
+    text = f"when an observation affirms {' + '.join(wording.condition or condition)}"
     if unless:
-        text += f" (unless it also says {' or '.join(said)})"
+        text += f" (unless it also says {' or '.join(wording.unless or unless)})"
     text += f" → {conclusion}"
     if rejected:
         text += f", not {' or '.join(rejected)}"
@@ -150,28 +148,33 @@ def _usefulness(support: int, contradict: int) -> Usefulness:
     return Usefulness(support, matched, round(precision, 6), 0.0, 0.0, support > contradict)
 
 
-def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: tuple[str, ...], conclusion: str,
-             rejected: Sequence[str], unless: tuple[str, ...], support: set[str], contradict: set[str], at: datetime,
-             reason: str, since: datetime | None, config: FactConfig, status: str = ACTIVE,
-             texts: Sequence[str] = ()) -> FactVersion:
-    """The next version; its words are the previous version's, and `texts`' for terms new to it."""
-    known = _written(prev) if prev is not None else {}
-    wording = lesson_wording((*condition, *unless), texts, known) or lesson_wording(condition, texts, known)
-    return FactVersion(
-        fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
-        text=describe_lesson(condition, conclusion, rejected, unless, wording), condition=condition, conclusion=conclusion,
-        confidence=round(confidence(len(support), len(contradict), config), 6), support=tuple(sorted(support)),
-        contradict=tuple(sorted(contradict)), created_at=at, supersedes=prev.version if prev else None,
-        status=status, reason=reason, usefulness=_usefulness(len(support), len(contradict)), since=since,
-        kind=LESSON, unless=unless, wording=wording)
+def _completed(draft: FactVersion, config: FactConfig, texts: Sequence[str] = (),
+               known: Mapping[str, str] | None = None) -> FactVersion:
+    """`draft` with what follows from its terms, choices and evidence: its words (`known`, else as `texts` write
+    them), its text, confidence and usefulness."""
+    wording = _wording(draft.condition, draft.unless, texts, known or {})
+    support, contradict = len(draft.support), len(draft.contradict)
+    return replace(draft, wording=wording, confidence=round(confidence(support, contradict, config), 6),
+                   text=describe_lesson(draft.condition, draft.conclusion, draft.rejected, draft.unless, wording),
+                   usefulness=_usefulness(support, contradict))
+
+
+def _next(fact: FactVersion, incident: LessonIncident, config: FactConfig, *, reason: str,
+          texts: Sequence[str] = (), **changes: Any) -> FactVersion:
+    """The version after `fact` for `incident`: `fact` with `changes`; its words are `fact`'s, and `texts`' for
+    terms new to it."""
+    draft = replace(fact, version=fact.version + 1, supersedes=fact.version, created_at=incident.at, reason=reason,
+                    **changes)
+    return _completed(draft, config, texts, fact.wording.written(fact.condition, fact.unless))
+
+
+def _ids(episodes: Collection[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(episodes)))
 
 
 def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
-    """The choices a lesson says were wrong where it applies (() for other facts)."""
-    if fact.kind != LESSON:
-        return ()
-    head, sep, tail = fact.text.partition(" → ")[2].partition(", not ")
-    return tuple(tail.split(" or ")) if sep else ()
+    """The choices a lesson says were wrong where it applies (() for other facts): `FactVersion.rejected`."""
+    return fact.rejected
 
 
 def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
@@ -198,11 +201,13 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
     if confidence(len(support), len(contradict), config) < config.revise_below:
         return None
     quoted = " / ".join(incident.corrections)
-    return _version(None, fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id),
-                    principal=incident.principal, condition=condition, conclusion=incident.resolution,
-                    rejected=incident.failed, unless=(), support=support, contradict=contradict,
-                    at=incident.at, since=None, config=config, reason=f"learned from the correction: {quoted}",
-                    texts=incident.symptoms)
+    draft = FactVersion(  # text, confidence and usefulness follow from the rest (`_completed`)
+        fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id), version=1,
+        principal=incident.principal, text="", condition=condition, conclusion=incident.resolution, confidence=0.0,
+        support=_ids(support), contradict=_ids(contradict), created_at=incident.at, supersedes=None, status=ACTIVE,
+        reason=f"learned from the correction: {quoted}", usefulness=_usefulness(0, 0), kind=LESSON,
+        rejected=tuple(incident.failed))
+    return _completed(draft, config, incident.symptoms)
 
 
 def update_lesson(fact: FactVersion, incident: LessonIncident,
@@ -217,50 +222,41 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
     """
     # the cheap test first: a lesson's support grows with the memory, and most incidents do not match it
     lines = affirmed_lines(incident.symptoms)
-    if (fact.status != ACTIVE or not lesson_applies(fact, lines) or incident.episode_id in fact.support
-            or incident.episode_id in fact.contradict):
+    episode = incident.episode_id
+    if (fact.status != ACTIVE or not lesson_applies(fact, lines) or episode in fact.support
+            or episode in fact.contradict):
         return None
-    common = dict(fact_id=fact.fact_id, principal=fact.principal, condition=fact.condition, at=incident.at,
-                  config=config)
-    support, contradict = set(fact.support), set(fact.contradict)
     spoken = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
+    against = _ids({*fact.contradict, episode})
     if incident.resolution is None:  # not resolved (yet): only a failed try of the conclusion says something
         if fact.conclusion not in incident.failed:
             return None
-        retire = bool(spoken & set(fact.condition))
-        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless,
-                        support=support, contradict=contradict | {incident.episode_id}, since=fact.since,
-                        status=RETIRED if retire else ACTIVE,
-                        reason=(f"retired: {fact.conclusion} failed in episode {incident.episode_id} and the "
-                                f"correction speaks of the condition: {' / '.join(incident.corrections)}") if retire
-                        else f"contradicted: {fact.conclusion} failed in episode {incident.episode_id}", **common)
+        if spoken & set(fact.condition):
+            return _next(fact, incident, config, contradict=against, status=RETIRED,
+                         reason=f"retired: {fact.conclusion} failed in episode {episode} and the correction "
+                                f"speaks of the condition: {' / '.join(incident.corrections)}")
+        return _next(fact, incident, config, contradict=against,
+                     reason=f"contradicted: {fact.conclusion} failed in episode {episode}")
     if incident.resolution == fact.conclusion:
-        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless,
-                        support=support | {incident.episode_id}, contradict=contradict, since=fact.since,
-                        reason=f"confirmed by episode {incident.episode_id}", **common)
+        return _next(fact, incident, config, support=_ids({*fact.support, episode}),
+                     reason=f"confirmed by episode {episode}")
     if spoken & set(fact.condition):
         quoted = " / ".join(incident.corrections)
-        return _version(fact, conclusion=incident.resolution, rejected=[fact.conclusion], unless=fact.unless,
-                        support={incident.episode_id}, contradict=set(), since=incident.at,
-                        reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}",
-                        **common)
+        return _next(fact, incident, config, conclusion=incident.resolution, rejected=(fact.conclusion,),
+                     support=(episode,), contradict=(), since=incident.at,
+                     reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}")
     matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
     supporting = supporting_terms() if callable(supporting_terms) else supporting_terms
     seen = set().union(*supporting) if supporting else set()
     novel = sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[
         :MAX_UNLESS_TERMS] if matched else []
-    contradict.add(incident.episode_id)
     if novel:
-        return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact),
-                        unless=tuple(sorted(set(fact.unless) | set(novel))), support=support, contradict=contradict,
-                        since=fact.since, reason=f"narrowed: not when {' or '.join(novel)} (episode "
-                                                 f"{incident.episode_id} was {incident.resolution})",
-                        texts=incident.symptoms, **common)
-    status = RETIRED if confidence(len(support), len(contradict), config) < config.revise_below else ACTIVE
-    return _version(fact, conclusion=fact.conclusion, rejected=rejected_choices(fact), unless=fact.unless, support=support,
-                    contradict=contradict, since=fact.since, status=status,
-                    reason=f"contradicted by episode {incident.episode_id} ({incident.resolution})"
-                           + ("; retired" if status == RETIRED else ""), **common)
+        return _next(fact, incident, config, unless=tuple(sorted(set(fact.unless) | set(novel))), contradict=against,
+                     texts=incident.symptoms, reason=f"narrowed: not when {' or '.join(novel)} (episode "
+                                                     f"{episode} was {incident.resolution})")
+    retire = confidence(len(fact.support), len(against), config) < config.revise_below
+    return _next(fact, incident, config, contradict=against, status=RETIRED if retire else ACTIVE,
+                 reason=f"contradicted by episode {episode} ({incident.resolution})" + ("; retired" if retire else ""))
 
 
 def common_terms(words: Collection[str], frequency: Callable[[str], int], documents: int) -> set[str]:

@@ -6,15 +6,29 @@ import hashlib
 import sys
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from memory.errors import IntegrityError
 from memory.timeline import format_timestamp, parse_timestamp
 
-ACTIVE = "active"  # the version is a usable belief
-RETIRED = "retired"  # no revision passed the usefulness check; kept for history
-RULE = "rule"  # a fact induced from terms shared by confirmed episodes (`memory.facts.rules`)
-LESSON = "lesson"  # a fact taught by a correction (`memory.facts.lessons`)
+
+class FactStatus(StrEnum):
+    """Whether a fact version is a usable belief (a string: compares, formats and serializes as its value)."""
+
+    ACTIVE = "active"  # the version is a usable belief
+    RETIRED = "retired"  # no revision passed the usefulness check; kept for history
+
+
+class FactKind(StrEnum):
+    """Where a fact came from (a string, like `FactStatus`)."""
+
+    RULE = "rule"  # a fact induced from terms shared by confirmed episodes (`memory.facts.rules`)
+    LESSON = "lesson"  # a fact taught by a correction (`memory.facts.lessons`)
+
+
+ACTIVE, RETIRED = FactStatus.ACTIVE, FactStatus.RETIRED
+RULE, LESSON = FactKind.RULE, FactKind.LESSON
 
 
 class Usefulness(NamedTuple):
@@ -26,6 +40,55 @@ class Usefulness(NamedTuple):
     base_rate: float  # share of all labelled episodes confirming the conclusion
     lift: float  # precision / base_rate
     passed: bool  # meets every threshold of the config
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How the observations wrote a fact's terms, for its text: one word per condition term, in the condition's
+    order, and one per exception (``unless``) term; a part is () when its words are not known (the terms stand)."""
+
+    condition: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()  # only recorded with the condition's words
+
+    def __bool__(self) -> bool:
+        return bool(self.condition or self.unless)
+
+    def written(self, condition: Sequence[str], unless: Sequence[str]) -> dict[str, str]:
+        """Term → word for the terms these words are known for (`condition` and `unless` are the fact's terms)."""
+        return {**dict(zip(condition, self.condition)), **dict(zip(unless, self.unless))}
+
+    def to_record(self) -> dict[str, list[str]]:
+        """JSON form: the parts that hold words."""
+        return {name: list(words) for name, words in (("condition", self.condition), ("unless", self.unless)) if words}
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any] | Sequence[str], condition: Sequence[str],
+                    unless: Sequence[str]) -> "Wording":
+        """Inverse of `to_record`, checked against the fact's terms; also reads the list of records stored before
+        this type (the condition's words, followed by the exceptions' when every one of those was known).
+
+        Raises:
+            ValueError: a part holds another number of words than the fact has terms there.
+        """
+        if not isinstance(data, Mapping):  # an older record: a list told apart by its length
+            words = tuple(data)
+            if len(words) not in (len(condition), len(condition) + len(unless)):
+                return cls()  # no layout the code wrote: the terms stand
+            return cls(words[:len(condition)], words[len(condition):])
+        wording = cls(tuple(data.get("condition", ())), tuple(data.get("unless", ())))
+        for part, terms in ((wording.condition, condition), (wording.unless, unless)):
+            if part and len(part) != len(terms):
+                raise ValueError(f"wording holds {len(part)} words for {len(terms)} terms")
+        if wording.unless and not wording.condition:
+            raise ValueError("wording holds the exceptions' words without the condition's")
+        return wording
+
+
+def _rejected_in_text(text: str) -> tuple[str, ...]:
+    """The choices a lesson's text rules out ("… → c, not a or b"): how records stored before
+    `FactVersion.rejected` say them."""
+    _, sep, tail = text.partition(" → ")[2].partition(", not ")
+    return tuple(tail.split(" or ")) if sep else ()
 
 
 @dataclass(frozen=True)
@@ -43,18 +106,23 @@ class FactVersion:
     contradict: tuple[str, ...]  # ids of contradicting episodes (sorted, unique)
     created_at: datetime  # end of the episode whose closing produced this version
     supersedes: int | None  # previous version number, None for the first
-    status: str  # ACTIVE or RETIRED
+    status: FactStatus  # ACTIVE or RETIRED
     reason: str  # why this version exists (extracted, reinforced, specialized, drift, retired)
     usefulness: Usefulness  # measured when the version was made
     since: datetime | None = None  # evidence before this time is ignored (set by drift)
-    kind: str = RULE  # RULE (induced from co-occurrence) or LESSON (taught by a correction)
+    kind: FactKind = RULE  # RULE (induced from co-occurrence) or LESSON (taught by a correction)
     unless: tuple[str, ...] = ()  # terms that, present in the matched observation, stop the fact applying
-    wording: tuple[str, ...] = ()  # each condition term as the observations wrote it, for the text (() = the terms)
+    wording: Wording = Wording()  # the terms as the observations wrote them, for the text
+    rejected: tuple[str, ...] = ()  # the choices a lesson rules out where it applies (() for rules)
+
+    def __post_init__(self) -> None:  # a status or kind given as its string is stored as the member
+        object.__setattr__(self, "status", FactStatus(self.status))
+        object.__setattr__(self, "kind", FactKind(self.kind))
 
     @property
     def condition_words(self) -> tuple[str, ...]:
         """The condition's terms as the observations wrote them (the terms themselves when not recorded)."""
-        return self.wording[: len(self.condition)] or self.condition
+        return self.wording.condition or self.condition
 
     @property
     def id(self) -> str:
@@ -68,28 +136,33 @@ class FactVersion:
             "condition": list(self.condition), "conclusion": self.conclusion,
             "confidence": round(self.confidence, 6), "support": list(self.support),
             "contradict": list(self.contradict), "created_at": format_timestamp(self.created_at),
-            "supersedes": self.supersedes, "status": self.status, "reason": self.reason,
+            "supersedes": self.supersedes, "status": self.status.value, "reason": self.reason,
             "usefulness": {**self.usefulness._asdict(), "precision": round(self.usefulness.precision, 6),
                            "base_rate": round(self.usefulness.base_rate, 6),
                            "lift": round(self.usefulness.lift, 6)},
             "since": format_timestamp(self.since) if self.since else None,
-            **({"kind": self.kind} if self.kind != RULE else {}),
+            **({"kind": self.kind.value} if self.kind != RULE else {}),
             **({"unless": list(self.unless)} if self.unless else {}),
-            **({"wording": list(self.wording)} if self.wording else {}),
+            **({"wording": self.wording.to_record()} if self.wording else {}),
+            **({"rejected": list(self.rejected)} if self.kind == LESSON else {}),
         }
 
     @classmethod
     def from_record(cls, data: Mapping[str, Any]) -> "FactVersion":
-        """Inverse of `to_record`."""
+        """Inverse of `to_record`; a record stored before a field existed is read into it here, once: a
+        lesson's rejected choices from its text, a list of words into the `Wording`."""
+        condition, unless = tuple(data["condition"]), tuple(data.get("unless", ()))
+        kind = FactKind(data.get("kind", RULE))
+        rejected = data["rejected"] if "rejected" in data else _rejected_in_text(data["text"]) if kind == LESSON else ()
         return cls(
             fact_id=data["fact_id"], version=int(data["version"]), principal=data["principal"], text=data["text"],
-            condition=tuple(data["condition"]), conclusion=data["conclusion"], confidence=float(data["confidence"]),
+            condition=condition, conclusion=data["conclusion"], confidence=float(data["confidence"]),
             # episode ids: the strings the graph already holds, not copies (a support list can be long)
             support=tuple(map(sys.intern, data["support"])), contradict=tuple(map(sys.intern, data["contradict"])),
-            created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"], status=data["status"],
-            reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
-            since=parse_timestamp(data["since"]) if data.get("since") else None,
-            kind=data.get("kind", RULE), unless=tuple(data.get("unless", ())), wording=tuple(data.get("wording", ())),
+            created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"],
+            status=FactStatus(data["status"]), reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
+            since=parse_timestamp(data["since"]) if data.get("since") else None, kind=kind, unless=unless,
+            wording=Wording.from_record(data.get("wording", ()), condition, unless), rejected=tuple(rejected),
         )
 
 

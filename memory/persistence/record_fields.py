@@ -32,6 +32,7 @@ LIST = JsonType("a list", (list,))
 OBJECT = JsonType("an object", (dict,))
 STRING_OR_NULL = JsonType("a string or null", (str, type(None)))
 INTEGER_OR_NULL = JsonType("an integer or null", (int, type(None)))
+LIST_OR_OBJECT = JsonType("a list or an object", (list, dict))
 
 _EPISODE_LISTS = ("entry_ids", "decisions", "choices", "assumptions", "corrections", "actions", "observations")
 # kind -> (required fields, optional fields), each field -> its JSON type (`memory.episodes`, `memory.facts`)
@@ -44,7 +45,9 @@ FIELDS: dict[str, tuple[dict[str, JsonType], dict[str, JsonType]]] = {
     "fact_version": ({"fact_id": STRING, "version": INTEGER, "principal": STRING, "text": STRING, "condition": LIST,
                       "conclusion": STRING, "confidence": NUMBER, "created_at": STRING, "status": STRING,
                       "supersedes": INTEGER_OR_NULL, "reason": STRING, "usefulness": OBJECT},
-                     {"since": STRING_OR_NULL, "kind": STRING, "unless": LIST, "wording": LIST}),
+                     # wording: an object since `memory.facts.Wording`, a list in records stored before it
+                     {"since": STRING_OR_NULL, "kind": STRING, "unless": LIST, "wording": LIST_OR_OBJECT,
+                      "rejected": LIST}),
     "reinforcement": ({"episode": STRING}, {}),
     "flush": ({"seq": INTEGER}, {}),
 }
