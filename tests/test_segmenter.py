@@ -195,3 +195,16 @@ def test_batch_equals_incremental(items: list[dict], config: SegmenterConfig) ->
     assert covered == sorted(e.id for e in entries)  # a partition of the stream
     for ep in batch:
         assert len({e.principal for e in entries if e.id in set(ep.entry_ids)}) == 1
+
+
+def test_the_segmenter_reads_outcomes_with_the_lexicon_it_is_given() -> None:
+    from memory.lexicon import DEFAULT_LEXICON
+    entries = entries_from([{"at": 0, "kind": "observation", "text": "Dryer 3 stops mid-cycle"},
+                            {"at": 1, "kind": "outcome", "text": "Dryer 3 is kaput"}])
+    assert [ep.outcome for ep in segment(entries)] == [Outcome.UNKNOWN]
+    site = DEFAULT_LEXICON.with_words("failure_cues", ["kaput"], "a site's own word for broken (test)")
+    assert [ep.outcome for ep in segment(entries, lexicon=site)] == [Outcome.FAILURE]
+    seg = Segmenter(lexicon=site)
+    for entry in entries:
+        seg.feed(entry)
+    assert [ep.outcome for ep in seg.flush()] == [Outcome.FAILURE]

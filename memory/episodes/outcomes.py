@@ -7,7 +7,8 @@ Outcomes are detected in this order of precedence:
    depth) with a known value: success/passed/ok/green → SUCCESS, failure/failed/error/red →
    FAILURE, partial/degraded/flaky/unstable → PARTIAL;
 2. a correction after a decision ⇒ FAILURE of that attempt;
-3. outcome text, then correction text, through the cue lexicon of `memory.text`; the last
+3. outcome text, then correction text, through the cue words of the lexicon (`memory.lexicon`,
+   groups ``success_cues``, ``failure_cues``, ``partial_cues``, ``symptom_nouns``, ``negators``); the last
    clause (split at ``; . : !`` and "but") that holds a cue decides: success cues only →
    SUCCESS, failure cues only → FAILURE, partial cues or both → PARTIAL. A negator ("not",
    "no", "no longer", "never", "without", "n't", …) among the three words before a cue flips
@@ -24,15 +25,20 @@ Outcomes are detected in this order of precedence:
 4. an outcome report with no cue at all after a decision or action in the same episode
    (a change reported without any problem) ⇒ SUCCESS, marked as such in the evidence;
 5. nothing ⇒ UNKNOWN.
+
+Every word the rules read is a group of the `Lexicon` the classifier is given (default: the
+shipped `DEFAULT_LEXICON`); the patterns are compiled once per lexicon (`patterns`).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from memory.episodes.model import Outcome
-from memory.text import FAILURE_CUES, NEGATORS, PARTIAL_CUES, SUCCESS_CUES, SYMPTOM_NOUNS, trim, words
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
+from memory.text import trim, words
 from memory.timeline import Entry, Kind
 
 
@@ -43,35 +49,27 @@ class OutcomeVerdict(NamedTuple):
     evidence: str  # metadata status or text cue, with the source text
 
 
-_STATUS_KEYS = ("status", "state", "result", "conclusion", "verdict", "outcome")
-_STATUS_VALUES = {
-    **dict.fromkeys(("success", "succeeded", "successful", "passed", "pass", "ok", "green", "fixed", "resolved"),
-                    Outcome.SUCCESS),
-    **dict.fromkeys(("failure", "failed", "fail", "error", "errored", "red", "broken"), Outcome.FAILURE),
-    **dict.fromkeys(("partial", "partially", "degraded", "flaky", "unstable", "mixed"), Outcome.PARTIAL),
-}
-
 _CLAUSES = re.compile(r"[;.!?:]\s+|[;!?]|\bbut\b|\n")
-_NEGATED_SYMPTOM = re.compile(rf"\b(?:no|zero|without)\s+(?:[\w-]+\s+){{0,2}}?(?:{SYMPTOM_NOUNS})\b")
-# "the alternator, whose regulator had failed" / "the test that had been failing": a relative
-# clause in the past perfect describes the state before, not how the attempt ended
-_EARLIER_STATE = re.compile(r"\b(?:whose|which|that|who)\s+(?:[\w-]+\s+){0,3}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b")
-# "replaced the failed disk": a cue word used as an adjective names the part, not how the attempt ended
-_ATTRIBUTIVE = re.compile(r"\b(?:the|a|an|its|their|[a-z]+'s)\s+(?:failed|broken|failing)\s+(?=[a-z])")
-# "no further work needed": a negated cue followed by this says what was not needed, not how it ended
-_NOT_NEEDED = re.compile(r"\s+(?:was\s+|were\s+)?(?:needed|required|necessary)\b")
-# "no-reads", "non-zero": a negator joined to its word by a hyphen makes a noun or adjective, not a negation
-_NEGATOR_COMPOUND = re.compile(r"\b(?:no|non|not)-(?=[a-z0-9])")
-# A fault found before the fix: a clause stating what was or had been wrong ("the seal was broken",
-# "found the job still reading the old path") ...
-_FOUND_STATE = re.compile(r"\b(?:was|were|had been|found|turned out)\b")
-# ... followed by a later clause that reports the next action in the subjectless style of a log
-# ("Replaced the seal", "Re-seated the card", "Took the node out of the pool")
-_ACTION_START = re.compile(r"^\s*(?:(?:re-?)?[a-z]+ed|took|put|set|reset|rebuilt|rewound|cut|made|gave|ran|re-ran|"
-                           r"brought|refit|after (?:a|an|the)|once (?:it|the))\b")
 # "added an alert that fires when the queue passes 1,000", "a check that stops the deploy when fewer than …":
 # what a new thing does, not how the attempt ended
 _DESCRIBED = re.compile(r"\b(?:a|an)\s+(?:[\w-]+\s+){0,3}?(?:that|which)\s.*$")
+_FLIP = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS, Outcome.PARTIAL: Outcome.PARTIAL}
+
+
+class Patterns(NamedTuple):
+    """The classifier's words, compiled from one lexicon (see the module docstring)."""
+
+    status_keys: tuple[str, ...]  # metadata keys holding a structured status
+    status_values: dict[str, Outcome]  # a structured status value → its outcome
+    negators: frozenset[str]  # a negator among the three words before a cue flips it
+    negated_symptom: re.Pattern[str]  # "no errors", "zero alerts": a success cue
+    earlier_state: re.Pattern[str]  # a past-perfect relative clause: the state before the fix
+    attributive: re.Pattern[str]  # a cue word used as an adjective ("the failed disk")
+    not_needed: re.Pattern[str]  # after a negated cue: what was not needed
+    negator_compound: re.Pattern[str]  # "no-reads", "non-zero": a noun or adjective, not a negation
+    found_state: re.Pattern[str]  # a clause stating what was or had been wrong ...
+    action_start: re.Pattern[str]  # ... before a later clause reporting the next action
+    cues: tuple[tuple[Outcome, re.Pattern[str]], ...]  # failure, partial and success cues
 
 
 def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
@@ -79,9 +77,27 @@ def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(ordered) + r")\b")
 
 
-_CUES = ((Outcome.FAILURE, _cue_pattern(FAILURE_CUES)), (Outcome.PARTIAL, _cue_pattern(PARTIAL_CUES)),
-         (Outcome.SUCCESS, _cue_pattern(SUCCESS_CUES)))
-_FLIP = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS, Outcome.PARTIAL: Outcome.PARTIAL}
+@lru_cache(maxsize=8)
+def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
+    """The classifier's patterns compiled from `lexicon` (once per lexicon)."""
+    lx = lexicon
+    values = {**dict.fromkeys(lx.words("status_success"), Outcome.SUCCESS),
+              **dict.fromkeys(lx.words("status_failure"), Outcome.FAILURE),
+              **dict.fromkeys(lx.words("status_partial"), Outcome.PARTIAL)}
+    return Patterns(
+        lx.words("status_keys"), values, lx.word_set("negators"),
+        re.compile(rf"\b(?:{lx['symptom_negators']})\s+(?:[\w-]+\s+){{0,2}}?(?:{lx['symptom_nouns']})\b"),
+        # "the alternator, whose regulator had failed" / "the test that had been failing"
+        re.compile(rf"\b(?:{lx['relative_pronouns']})\s+(?:[\w-]+\s+){{0,3}}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b"),
+        re.compile(rf"\b(?:{lx['attributive_determiners']})\s+(?:{lx['fault_adjectives']})\s+(?=[a-z])"),
+        re.compile(rf"\s+(?:was\s+|were\s+)?(?:{lx['not_needed']})\b"),
+        re.compile(rf"\b(?:{lx['negator_prefixes']})-(?=[a-z0-9])"),
+        # "the seal was broken", "found the job still reading the old path" ...
+        re.compile(rf"\b(?:{lx['found_state']})\b"),
+        # ... then "Replaced the seal", "Re-seated the card", "Took the node out of the pool"
+        re.compile(rf"^\s*(?:{lx['action_start']})\b"),
+        tuple((outcome, _cue_pattern(lx.words(group))) for outcome, group in
+              ((Outcome.FAILURE, "failure_cues"), (Outcome.PARTIAL, "partial_cues"), (Outcome.SUCCESS, "success_cues"))))
 
 
 def _blank(text: str, match: re.Match[str]) -> str:
@@ -89,20 +105,20 @@ def _blank(text: str, match: re.Match[str]) -> str:
     return text[: match.start()] + " " * len(match.group(0)) + text[match.end():]
 
 
-def _clause_cues(clause: str) -> list[tuple[Outcome, str]]:
+def _clause_cues(clause: str, p: Patterns) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
-    masked = _NEGATOR_COMPOUND.sub(lambda m: " " * len(m.group(0)), clause)
-    for pattern in (_EARLIER_STATE, _ATTRIBUTIVE, _DESCRIBED):
+    masked = p.negator_compound.sub(lambda m: " " * len(m.group(0)), clause)
+    for pattern in (p.earlier_state, p.attributive, _DESCRIBED):
         for match in pattern.finditer(clause):
             masked = _blank(masked, match)
-    for match in _NEGATED_SYMPTOM.finditer(masked):
+    for match in p.negated_symptom.finditer(masked):
         found.append((Outcome.SUCCESS, match.group(0)))
         masked = _blank(masked, match)
-    for polarity, pattern in _CUES:
+    for polarity, pattern in p.cues:
         for match in pattern.finditer(masked):
             before = words(masked[: match.start()])[-3:]
-            negated = any(word in NEGATORS or word.endswith("n't") for word in before)
-            if negated and _NOT_NEEDED.match(masked, match.end()):
+            negated = any(word in p.negators or word.endswith("n't") for word in before)
+            if negated and p.not_needed.match(masked, match.end()):
                 masked = _blank(masked, match)
                 continue
             phrase = " ".join(before[-1:] + [match.group(0)]) if negated else match.group(0)
@@ -129,21 +145,22 @@ def _clauses(lowered: str) -> list[tuple[str, bool]]:
     return [(c, b) for c, b in clauses if c.strip()]
 
 
-def classify_text(text: str) -> OutcomeVerdict:
-    """Outcome of one outcome or correction text through the cue lexicon."""
+def classify_text(text: str, lexicon: Lexicon = DEFAULT_LEXICON) -> OutcomeVerdict:
+    """Outcome of one outcome or correction text through the cue words of `lexicon`."""
+    p = patterns(lexicon)
     clauses = _clauses(text.lower())
-    acted = False  # whether a later clause reported an action (see `_FOUND_STATE`)
+    acted = False  # whether a later clause reported an action (see `Patterns.found_state`)
     reported = False  # whether a later action was followed by what came of it
     for index in range(len(clauses) - 1, -1, -1):
         clause = clauses[index][0]
-        cues = _clause_cues(clause)
+        cues = _clause_cues(clause, p)
         if not cues:
-            if _ACTION_START.match(clause):
+            if p.action_start.match(clause):
                 acted, reported = True, reported or index < len(clauses) - 1
             continue
         verdict = _clause_verdict(cues)
-        if verdict == Outcome.FAILURE and (reported or (acted and _FOUND_STATE.search(clause))):
-            continue  # the fault the later action addressed, not how the attempt ended
+        if verdict == Outcome.FAILURE and (reported or (acted and p.found_state.search(clause))):
+            continue  # the fault the later action addressed, not how the attempt ended (see `Patterns.found_state`)
         shown = ", ".join(f"'{phrase}'" for _, phrase in cues)
         later = clauses[index + 1] if index + 1 < len(clauses) else None
         if verdict == Outcome.SUCCESS and later is not None and later[1]:
@@ -152,19 +169,19 @@ def classify_text(text: str) -> OutcomeVerdict:
     return OutcomeVerdict(Outcome.UNKNOWN, "no outcome cue")
 
 
-def _structured_status(metadata: Any) -> str | None:
+def _structured_status(metadata: Any, p: Patterns) -> str | None:
     if isinstance(metadata, Mapping):
-        for key in _STATUS_KEYS:
+        for key in p.status_keys:
             value = metadata.get(key)
-            if isinstance(value, str) and value.strip().lower() in _STATUS_VALUES:
+            if isinstance(value, str) and value.strip().lower() in p.status_values:
                 return value.strip().lower()
         for value in metadata.values():
-            found = _structured_status(value)
+            found = _structured_status(value, p)
             if found is not None:
                 return found
     elif isinstance(metadata, list):
         for value in metadata:
-            found = _structured_status(value)
+            found = _structured_status(value, p)
             if found is not None:
                 return found
     return None
@@ -174,13 +191,15 @@ def _quote(text: str, limit: int = 100) -> str:
     return f'"{trim(text, limit)}"'
 
 
-def detect_outcome(entries: Sequence[Entry]) -> OutcomeVerdict:
-    """Detect an episode's outcome from its entries (see the module docstring)."""
+def detect_outcome(entries: Sequence[Entry], lexicon: Lexicon = DEFAULT_LEXICON) -> OutcomeVerdict:
+    """Detect an episode's outcome from its entries (see the module docstring), with the words of `lexicon`."""
+    p = patterns(lexicon)
     outcomes = [e for e in entries if e.kind == Kind.OUTCOME]
     for entry in reversed(outcomes):
-        status = _structured_status(entry.metadata)
+        status = _structured_status(entry.metadata, p)
         if status is not None:
-            return OutcomeVerdict(_STATUS_VALUES[status], f"structured status '{status}' on outcome {_quote(entry.text)}")
+            return OutcomeVerdict(p.status_values[status],
+                                  f"structured status '{status}' on outcome {_quote(entry.text)}")
     first_decision = next((i for i, e in enumerate(entries) if e.kind == Kind.DECISION), None)
     if first_decision is not None:
         corrections = [e for e in entries[first_decision:] if e.kind == Kind.CORRECTION]
@@ -188,7 +207,7 @@ def detect_outcome(entries: Sequence[Entry]) -> OutcomeVerdict:
             return OutcomeVerdict(Outcome.FAILURE, f"correction after the decision: {_quote(corrections[-1].text)}")
     for kind in (Kind.OUTCOME, Kind.CORRECTION):
         for entry in reversed([e for e in entries if e.kind == kind]):
-            verdict = classify_text(entry.text)
+            verdict = classify_text(entry.text, lexicon)
             if verdict.outcome != Outcome.UNKNOWN:
                 return OutcomeVerdict(verdict.outcome, f"{verdict.evidence} in {kind.value} {_quote(entry.text)}")
     changed = next((i for i, e in enumerate(entries) if e.kind in (Kind.DECISION, Kind.ACTION)), None)

@@ -22,7 +22,8 @@ Each signal is a strength in [0, 1]:
 
 With the default weights any one signal at full strength reaches the split threshold.
 
-Outcomes are detected from the stream by `memory.episodes.outcomes` (see its docstring).
+Outcomes are detected from the stream by `memory.episodes.outcomes` (see its docstring), with the
+words of the `Lexicon` the segmenter is given (default: the shipped `DEFAULT_LEXICON`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import numpy as np
 
 from memory.episodes.model import Episode, Outcome, episode_id
 from memory.episodes.outcomes import OutcomeVerdict, detect_outcome
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import split_sentences, trim
 from memory.timeline import Entry, Kind
 
@@ -182,12 +184,13 @@ def summarize(entries: Sequence[Entry], verdict: OutcomeVerdict, *, part_chars: 
     return " → ".join(trim(p, part_chars) for p in parts)
 
 
-def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFIG) -> Episode:
-    """Make the (immutable) episode of a closed run of one principal's entries."""
+def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFIG,
+                  lexicon: Lexicon = DEFAULT_LEXICON) -> Episode:
+    """Make the (immutable) episode of a closed run of one principal's entries (outcome read with `lexicon`)."""
     if not entries:
         raise ValueError("an episode needs at least one entry")
     ids = tuple(e.id for e in entries)
-    verdict = detect_outcome(entries)
+    verdict = detect_outcome(entries, lexicon)
     decisions = [e for e in entries if e.kind == Kind.DECISION]
     outcome = next((e.text for e in reversed(entries) if e.kind == Kind.OUTCOME), "")
     return Episode(
@@ -220,10 +223,12 @@ class Segmenter:
 
     Args:
         config: signal weights and thresholds.
+        lexicon: the words outcomes are read with.
     """
 
-    def __init__(self, config: SegmenterConfig = DEFAULT_CONFIG) -> None:
+    def __init__(self, config: SegmenterConfig = DEFAULT_CONFIG, lexicon: Lexicon = DEFAULT_LEXICON) -> None:
         self.config = config
+        self.lexicon = lexicon
         self._open: dict[str, _Open] = {}
         self._last_seq: dict[str, int] = {}
 
@@ -240,14 +245,14 @@ class Segmenter:
         open_ = self._open.setdefault(entry.principal, _Open())
         closed: list[Episode] = []
         if open_.entries and signals(open_, entry, self.config).split:
-            closed.append(build_episode(open_.entries, self.config))
+            closed.append(build_episode(open_.entries, self.config, self.lexicon))
             open_ = self._open[entry.principal] = _Open()
         open_.add(entry)
         return closed
 
     def peek(self) -> list[Episode]:
         """The episodes `flush` would return, without closing them (ordered by first seq)."""
-        episodes = [build_episode(o.entries, self.config) for o in self._open.values() if o.entries]
+        episodes = [build_episode(o.entries, self.config, self.lexicon) for o in self._open.values() if o.entries]
         return sorted(episodes, key=lambda ep: ep.first_seq)
 
     def flush(self) -> list[Episode]:
@@ -278,7 +283,8 @@ def boundaries(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFI
     return starts
 
 
-def segment(entries: Iterable[Entry], config: SegmenterConfig = DEFAULT_CONFIG) -> list[Episode]:
+def segment(entries: Iterable[Entry], config: SegmenterConfig = DEFAULT_CONFIG,
+            lexicon: Lexicon = DEFAULT_LEXICON) -> list[Episode]:
     """Batch segmentation of a stored stream: same episodes as feeding `Segmenter` then flushing.
 
     Returns:
@@ -290,5 +296,5 @@ def segment(entries: Iterable[Entry], config: SegmenterConfig = DEFAULT_CONFIG) 
     episodes: list[Episode] = []
     for stream in streams.values():
         starts = boundaries(stream, config) + [len(stream)]
-        episodes.extend(build_episode(stream[a:b], config) for a, b in zip(starts, starts[1:]))
+        episodes.extend(build_episode(stream[a:b], config, lexicon) for a, b in zip(starts, starts[1:]))
     return sorted(episodes, key=lambda ep: ep.first_seq)

@@ -19,7 +19,7 @@ score 0). A hypothesis' score is a sum of log-odds contributions (`CauseWeights`
   name that service ("the change made for the X incident");
 - ``overlap``: the IDF-weighted terms the observations share with what the change did (its
   actions and fix), counted more in referring sentences, where terms of the incident the
-  change resolved count half; a later fix that undoes something (`UNDO`) is read too;
+  change resolved count half; a later fix that undoes something (`Patterns.undo`) is read too;
 - ``denied``: a sentence denies the change's service ("X was not touched", "the X change was not
   involved"); ``retracted`` when a correction the incident received says so (the site's verdict
   after the fact outweighs what the symptoms suggested);
@@ -51,6 +51,9 @@ set by hand and checked on the generator's train families (`python -m simulator.
 --lessons --families train`), never on the shipped scenarios or the test families; every rule
 reads generic English. No generated family leaves a stopgap in place, so ``provisional`` (set
 equal to ``described``) was checked on the development files (`scenarios/dev/`) instead.
+
+The words of every rule are groups of the `Lexicon` the scorer is given (default: the shipped
+`DEFAULT_LEXICON`; `patterns` compiles them once per lexicon).
 """
 
 from __future__ import annotations
@@ -65,44 +68,50 @@ from typing import Callable, NamedTuple, Sequence
 from memory.episodes import Episode
 from memory.graph.changes import (TermWeights, change_terms, entity_terms, incident_terms, is_value, name_terms,
                                    stopgap_terms)
-from memory.text import CAUSAL_CUE, CHANGE_WORDS, mentions, read_as_found, split_negation, split_sentences
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
+from memory.text import causal_cue, mentions, read_as_found, split_negation, split_sentences
 
-# Generic English: a definite or dated reference to a change or an incident ("the last cache fix",
-# "since the kernel-patch change", "yesterday's hotfix", "the earlier outage"). A release or rollout
-# is a change of its own, not the fix of an earlier incident, and is not such a reference.
-CHANGE_NOUNS = (r"fix|fixes|hotfix|hotfixes|workaround|remediation|mitigation|change|changes|patch|incident|outage|"
-                r"revert|rollback|repair|repairs|replacement|upgrade|overhaul|installation|retrofit|recalibration|"
-                r"clean-out|cleanout")
-PAST_REFERENCE = re.compile(
-    rf"\b(?:the|that|those|last|previous|earlier|recent|[a-z]+'s)\s+((?:[\w\-]+\s+){{0,4}}?)(?:{CHANGE_NOUNS})\b"
-    r"(?!\s+(?:calendar|window|windows|log|logs|notes|freeze|request|requests|ticket|tickets|channel|process|review|"
-    r"board|management|schedule|train|pipeline|team|owner))",
-    re.IGNORECASE)
-# Work done on something, dated by a connective ("the day after the valve work", "since the pump
-# job", "during last month's coolant flush"): without the connective, "the work" or "the job" is too often
-# something else ("the work area", a batch or CI job).
-WORK_REFERENCE = re.compile(
-    r"\b(?:since|after|following|during|from|before|on the day of)\s+"
-    r"(?:the|that|this|last|previous|recent|(?:last|this|that)\s+(?:week|month|night)'s|[a-z]+'s)\s+"
-    r"((?:[\w\-]+\s+){0,3}?)(?:work|works|maintenance|servicing|job|flush)\b"
-    r"(?!\s+(?:window|windows|schedule|plan|request|requests|ticket|tickets|queue|team|order|orders))", re.IGNORECASE)
-# A change dated months or years back ("last oil change 14 months ago"): far beyond the look-back of
-# the cause rules (`GraphConfig.cause_window_s`, 14 days), so not one of the changes they rank
-LONG_AGO = re.compile(r"\b(?:\d+|a few|several|many|some|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-                      r"\s+(?:months|years)\s+ago\b|\ba year ago\b", re.IGNORECASE)
-# What a past reference is attached to after its noun ("the fix to billing", "yesterday's workaround on auth").
-ATTACHED = re.compile(r"\s+(?:[\w\-]+\s+){0,2}?(?:to|on|for|of|in|at)\s+((?:the\s+)?[\w\-.]+)", re.IGNORECASE)
-# Generic English for a fix that undoes an earlier change (its shared terms then count as evidence).
-UNDO = re.compile(r"\b(?:revert\w*|roll(?:ed|ing)? ?back|rollbacks?|undo|undid|removed|backed out|(?:moved|switched|"
-                  r"went|set|changed) back|disabled|restored)\b", re.IGNORECASE)
-# A change word of `CAUSAL_CUE` (what remains of a dated reference describes what was changed).
-CHANGE_WORD = re.compile(rf"\b{CHANGE_WORDS}\b", re.IGNORECASE)
-# Generic English past-tense verbs of a change (with `CAUSAL_CUE`, a dated change: "was replaced on Monday").
-CHANGE_VERBS = re.compile(r"\b(?:fixed|moved|switched|replaced|raised|lowered|introduced|added|removed|upgraded|migrated|"
-                          r"changed|rolled|shipped|deployed|applied|reverted|enabled|disabled|pinned|installed|fitted|"
-                          r"swapped|repaired|serviced|recalibrated|reconfigured|adjusted|updated|patched|rebuilt|"
-                          r"went in|put in|set to|set at|turned up|turned down|"
-                          r"(?:got|given|received) (?:a|an|the|its|their) new)\b", re.IGNORECASE)
+class Patterns(NamedTuple):
+    """What the scorer reads in a sentence, compiled from one lexicon's groups."""
+
+    # a definite or dated reference to a change or an incident ("the last cache fix", "since the
+    # kernel-patch change", "yesterday's hotfix", "the earlier outage"); a release or rollout is a change
+    # of its own, not the fix of an earlier incident (group ``change_nouns``)
+    past_reference: re.Pattern[str]
+    # work dated by a connective ("the day after the valve work", "since the pump job", "during last
+    # month's coolant flush"); without the connective "the work" or "the job" is too often something else
+    work_reference: re.Pattern[str]
+    # a change dated months or years back ("last oil change 14 months ago"): far beyond the look-back of
+    # the cause rules (`GraphConfig.cause_window_s`, 14 days), so not one of the changes they rank
+    long_ago: re.Pattern[str]
+    attached: re.Pattern[str]  # what a reference is attached to after its noun ("the fix to billing")
+    undo: re.Pattern[str]  # a fix that undoes an earlier change (its shared terms then count as evidence)
+    change_word: re.Pattern[str]  # a change word of the causal cue (the rest of a dated reference describes the change)
+    change_verbs: re.Pattern[str]  # past-tense verbs of a change (with the causal cue: "was replaced on Monday")
+    exoneration: re.Pattern[str]  # a sentence clearing its subject ("X was not involved", "X had nothing to do with it")
+    causal_cue: re.Pattern[str]  # `memory.text.causal_cue`
+
+
+@lru_cache(maxsize=8)
+def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
+    """The scorer's patterns compiled from `lexicon` (once per lexicon)."""
+    lx, i = lexicon, re.IGNORECASE
+    return Patterns(
+        re.compile(rf"\b(?:{lx['reference_determiners']})\s+((?:[\w\-]+\s+){{0,4}}?)(?:{lx['change_nouns']})\b"
+                   rf"(?!\s+(?:{lx['not_a_past_change']}))", i),
+        re.compile(rf"\b(?:{lx['work_connectives']})\s+(?:{lx['work_determiners']})\s+((?:[\w\-]+\s+){{0,3}}?)"
+                   rf"(?:{lx['work_nouns']})\b(?!\s+(?:{lx['not_work']}))", i),
+        re.compile(rf"\b(?:{lx['long_ago_counts']})\s+(?:months|years)\s+ago\b|\ba year ago\b", i),
+        re.compile(rf"\s+(?:[\w\-]+\s+){{0,2}}?(?:{lx['attached_prepositions']})\s+((?:the\s+)?[\w\-.]+)", i),
+        re.compile(rf"\b(?:{lx['undo']})\b", i),
+        re.compile(rf"\b(?:{lx['change_words']})\b", i),
+        re.compile(rf"\b(?:{lx['change_verbs']}|(?:{lx['receiving_verbs']}) (?:{lx['determiners']}) new)\b", i),
+        re.compile(rf"^(?P<subject>.{{1,120}}?)\s+(?:(?:{lx['be_forms']})\s+(?:not|never)\s+"
+                   rf"(?:{lx['exonerating_predicates']})\b|(?:{lx['have_forms']})\s+nothing to do with\b)", i),
+        causal_cue(lx))
+
+
+PAST_REFERENCE = patterns().past_reference  # of the shipped lexicon
 
 
 STOPGAP_SHARED = 2  # terms an incident must share with a stopgap (one shared word is a coincidence)
@@ -157,52 +166,47 @@ class Candidate(NamedTuple):
     corrected: tuple[Episode, ...]  # its earlier attempts (their corrections describe the change)
 
 
-# Generic English: a sentence whose subject is cleared ("the payments retry change was not involved",
-# "X had nothing to do with it"); the subject is what the sentence denies.
-EXONERATION = re.compile(
-    r"^(?P<subject>.{1,120}?)\s+(?:(?:was|were|is|are|has been|have been)\s+(?:not|never)\s+(?:involved|the cause|"
-    r"to blame|related|responsible|at fault|the problem|the culprit)\b|(?:had|has|have)\s+nothing to do with\b)",
-    re.IGNORECASE)
-
-
-def exonerated(sentence: str) -> tuple[str, str] | None:
-    """(affirmed, denied) of a sentence that clears its subject, or None: the subject is denied and
-    what follows the clearing predicate is read as usual."""
-    found = EXONERATION.match(sentence.strip())
+def exonerated(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, str] | None:
+    """(affirmed, denied) of a sentence that clears its subject ("the payments retry change was not
+    involved", "X had nothing to do with it"), or None: the subject is denied and what follows the
+    clearing predicate is read as usual."""
+    found = patterns(lexicon).exoneration.match(sentence.strip())
     if found is None:
         return None
-    rest = split_negation(sentence.strip()[found.end():])
+    rest = split_negation(sentence.strip()[found.end():], lexicon)
     return rest[0], " ".join(part for part in (found.group("subject"), rest[1]) if part)
 
 
-def referring(sentence: str) -> bool:
-    """Whether a sentence refers to a recent past change or incident (generic English); one dated
-    months or years ago (`LONG_AGO`) does not."""
-    if LONG_AGO.search(sentence):
+def referring(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
+    """Whether a sentence refers to a recent past change or incident; one dated months or years
+    ago (`Patterns.long_ago`) does not."""
+    p = patterns(lexicon)
+    if p.long_ago.search(sentence):
         return False
-    if PAST_REFERENCE.search(sentence) or WORK_REFERENCE.search(sentence):
+    if p.past_reference.search(sentence) or p.work_reference.search(sentence):
         return True
-    return bool(CAUSAL_CUE.search(sentence)) and bool(CHANGE_VERBS.search(sentence))
+    return bool(p.causal_cue.search(sentence)) and bool(p.change_verbs.search(sentence))
 
 
 @lru_cache(maxsize=65536)
-def not_referring(observation: str) -> bool:
+def not_referring(observation: str, lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
     """Whether an earlier incident's observation tells what that incident was, not what caused it:
     a sentence referring to a yet earlier change describes that change, and two incidents that
     both refer to past changes in the same words share no symptom by it."""
-    return not any(referring(s) for s in split_sentences(observation))
+    return not any(referring(s, lexicon) for s in split_sentences(observation))
 
 
 def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
                 terms: TermWeights, corrections: Sequence[str] = (), fixes: Sequence[str] = (),
                 learned: Callable[[Episode], float] = lambda ep: 0.0, led_to: Callable[[Episode], float] = lambda ep: 0.0,
-                weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
+                weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+                lexicon: Lexicon = DEFAULT_LEXICON) -> list[Hypothesis]:
     """Every candidate change as the cause of an incident, most probable first (pure).
 
     Args:
         observations: what the incident showed.
         corrections: the corrections it received (read like observations; a denial there is a retraction).
-        fixes: what its own fixes did; one that undoes something (`UNDO`) is read for shared terms.
+        fixes: what its own fixes did; one that undoes something (`Patterns.undo`) is read for shared terms.
         subject: the failing service (its name is never evidence).
         at: when the incident started.
         candidates: earlier changes that stayed in place.
@@ -211,21 +215,25 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         led_to: share of the incidents linked to changes like this one that were resolved as this
             one was (0 while the incident is not resolved).
         weights: the log-odds contributions.
+        lexicon: the words the rules read.
     """
+    p = patterns(lexicon)
     corrected = [s for text in corrections for s in split_sentences(text) if s.strip()]
     # a look that found nothing wrong ("the pump was replaced on Monday and checked: flow normal") reports
     # what is fine: it implicates no change, so it is not read (`all_clear`)
-    sentences = [s for text in observations for s in split_sentences(read_as_found(text)) if s.strip()] + corrected
-    refs = [s for s in sentences if referring(s)]
+    sentences = [s for text in observations
+                 for s in split_sentences(read_as_found(text, lexicon)) if s.strip()] + corrected
+    refs = [s for s in sentences if referring(s, lexicon)]
     own = name_terms(subject)
-    matches = [(s, m) for s in refs for pattern in (PAST_REFERENCE, WORK_REFERENCE) for m in pattern.finditer(s)]
-    dated = [CHANGE_WORD.sub(" ", m.group(0)) for s in refs for m in CAUSAL_CUE.finditer(s)]  # "since the X was replaced"
+    matches = [(s, m) for s in refs for pattern in (p.past_reference, p.work_reference) for m in pattern.finditer(s)]
+    # "since the X was replaced": what remains of a dated reference describes the change
+    dated = [p.change_word.sub(" ", m.group(0)) for s in refs for m in p.causal_cue.finditer(s)]
     described = frozenset().union(*(entity_terms(m.group(1)) for _, m in matches), *map(entity_terms, dated)) - own
-    own_described = any(names_subject(s, m, subject) for s, m in matches)
+    own_described = any(names_subject(s, m, subject, lexicon) for s, m in matches)
     ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
-    undoing = [f for f in fixes if UNDO.search(f)]
+    undoing = [f for f in fixes if p.undo.search(f)]
     other_terms = frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
-    split = {s: exonerated(s) or split_negation(s) for s in sentences}
+    split = {s: exonerated(s, lexicon) or split_negation(s, lexicon) for s in sentences}
     affirmed = {s: split[s][0] for s in sentences}
     denied = [split[s][1] for s in sentences]
     denied_terms = frozenset().union(*(entity_terms(d) for d in denied if d)) - own if any(denied) else frozenset()
@@ -238,7 +246,7 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
         factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
                            (refs_name_other and not own_described, own_described),
                            (described, ref_terms, other_terms, frozenset(filter(is_value, ref_terms))),
-                           (denied_terms, retracted), terms, (learned, led_to), weights)
+                           (denied_terms, retracted), terms, (learned, led_to), weights, lexicon)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
     top = max((s for _, s, _ in scored), default=0.0)
     norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
@@ -262,12 +270,13 @@ class _Mentions:
         return self.found[name]
 
 
-def names_subject(sentence: str, reference: re.Match[str], subject: str | None) -> bool:
-    """Whether a past reference (a `PAST_REFERENCE` or `WORK_REFERENCE` match in `sentence`) names the failing service:
-    before its noun ("the billing fix") or attached after it ("the fix to billing")."""
+def names_subject(sentence: str, reference: re.Match[str], subject: str | None,
+                  lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
+    """Whether a past reference (a `Patterns.past_reference` or ``work_reference`` match in `sentence`) names the
+    failing service: before its noun ("the billing fix") or attached after it ("the fix to billing")."""
     if mentions(reference.group(1), subject):
         return True
-    after = ATTACHED.match(sentence, reference.end())
+    after = patterns(lexicon).attached.match(sentence, reference.end())
     return after is not None and mentions(after.group(1), subject)
 
 
@@ -275,7 +284,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
              named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]],
              denials: tuple[frozenset[str], frozenset[str]], terms: TermWeights,
              record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
-             w: CauseWeights) -> list[tuple[str, float, tuple[str, ...]]]:
+             w: CauseWeights, lexicon: Lexicon) -> list[tuple[str, float, tuple[str, ...]]]:
     """The log-odds contributions for one candidate: (name, value, shared terms).
 
     `named_refs`: whether the references name another service (and not the failing one), and
@@ -297,7 +306,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     if refs and ep.subject == subject and subject and not refs_name_other:
         same = w.named_own if own_phrase else w.same_subject
     changed = change_terms(ep, c.corrected)
-    about = incident_terms(ep, c.corrected, keep=not_referring) | changed
+    about = incident_terms(ep, c.corrected, keep=lambda observation: not_referring(observation, lexicon)) | changed
     in_words, shared_words = terms.overlap(described, about)
     in_refs, shared_refs = terms.overlap(ref_terms, changed)
     in_incident, _ = terms.overlap(ref_terms - changed, about)
@@ -305,7 +314,7 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     in_rest, shared_rest = terms.overlap(other_terms, changed)
     in_values, _ = terms.overlap(ref_values, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
-    stopgap = stopgap_terms(ep)
+    stopgap = stopgap_terms(ep, lexicon)
     in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())
     name = name_terms(ep.subject) if other_service else frozenset()
     denied = w.retracted if name and name <= retracted_terms else w.denied if name and name <= denied_terms else 0.0

@@ -7,18 +7,22 @@ An episode *made a change* when it decided or acted and the problem then went aw
   ``capacity`` (a size, limit or count raised or lowered), ``parameter`` (a timeout, TTL,
   threshold or other value set), ``configuration`` (a setting, flag, policy, rule or key),
   ``schedule`` (when something runs) or ``component`` (something added, removed, replaced or
-  moved). The kind is the word class with most matches in the change text (`CHANGE_KINDS`,
-  generic English); ``component`` when none matches.
+  moved). The kind is the word class with most matches in the change text (lexicon groups
+  ``change_kind_<kind>``); ``component`` when none matches.
 - ``what``: the change's most specific terms (identifiers, numbers, rare words), for display.
 - ``where``: the episode's subject (service), ``at``: when the episode ended.
 - ``stopgap``: what the fix said it left in place only until a proper fix ("fitted the loan
-  pump until a replacement arrives", "the right valve is on back-order"; `PROVISIONAL`, generic
-  English), read from the outcome's whole text; empty for a change meant to last.
+  pump until a replacement arrives", "the right valve is on back-order"; `provisional`, lexicon
+  groups ``stopgap_*``, ``on_order``, ``out_of_*``, ``left_*``), read from the outcome's whole text;
+  empty for a change meant to last.
 
 The change text is the episode's own: its actions, the closing outcome sentence of its
 summary (what the fix did) and its corrections. `entity_terms` reads the terms an incident's
 symptoms can share with a change: normalized words and numbers, compound names split into
 their parts (``lru_cache`` → ``lru``, ``cache``), a service's own name left out by the caller.
+
+The words are the `Lexicon`'s a caller passes (default: the shipped `DEFAULT_LEXICON`); the terms
+leave out the shipped lexicon's ``term_stop_words``, ``generic_words`` and ``the_change_itself``.
 """
 
 from __future__ import annotations
@@ -31,74 +35,63 @@ from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from memory.episodes import Episode, Outcome
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import TERM_STOP_WORDS, normalize_term, split_sentences
 
-# Generic English word classes of a change (regexes over lower-case text, word-bounded).
-CHANGE_KINDS: dict[str, str] = {
-    "version": r"versions?|releases?|released|rolled back|roll(?:ed)? ?back|rollbacks?|revert(?:ed|s)?|upgrade[sd]?|"
-               r"downgrade[sd]?|pinned|pin|bump(?:ed)?|image|tag|v?\d+\.\d+(?:\.\d+)*",
-    "capacity": r"raised|increased|lowered|decreased|reduced|doubled|halved|scaled|resized|sizes?|limits?|capacity|"
-                r"quotas?|replicas?|max\w*|pools?|memory|threads?|connections?|workers?|"
-                # "min" and what it sizes (minReplicas, min_pool, minimum), not "minutes" or "minor"
-                r"min(?:imum|imal|ima|_\w+|[a-z]*(?:size|count|replicas|pool|idle|heap|threads?|workers?|conn\w*))?",
-    "parameter": r"timeouts?|ttls?|thresholds?|intervals?|retr(?:y|ies)|backoff|rates?|delays?|values?|"
-                 r"set (?:to|from)|from \d[\w.%]* to \d[\w.%]*",
-    "configuration": r"config\w*|settings?|flags?|options?|keys?|policy|policies|rules?|env\w*|variables?|"
-                     r"enabled|disabled|toggled",
-    "schedule": r"schedul\w*|cron\w*|nightly|hourly|daily|weekly|window|moved (?:the )?(?:job|run)|rescheduled",
-}
-_KIND_PATTERNS = {kind: re.compile(rf"\b(?:{words})\b") for kind, words in CHANGE_KINDS.items()}
+CHANGE_KIND_NAMES = ("version", "capacity", "parameter", "configuration", "schedule")  # ties go to the first
+
+
+@lru_cache(maxsize=8)
+def kind_patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> dict[str, re.Pattern[str]]:
+    """Each change kind → the pattern of its words (lexicon group ``change_kind_<kind>``)."""
+    return {kind: re.compile(rf"\b(?:{lexicon[f'change_kind_{kind}']})\b") for kind in CHANGE_KIND_NAMES}
+
+
 _TOKEN = re.compile(r"[a-z0-9][a-z0-9_.%\-]*[a-z0-9%]|[a-z0-9]")
 _PARTS = re.compile(r"[_\-./]+")
 _NUMBER = re.compile(r"^v?\d[\d.%]*$")
 TERM_LENGTH = 6  # terms are normalized words cut to six letters ("rolled", "rolling" → "roll")
-# Generic English words of time, frequency and amount (they date or size a thing, never name it)
-# and of symptoms, outcomes and their reports in general (every incident has them: a report that the
-# metrics are back to baseline names nothing that was changed).
-GENERIC_WORDS = frozenset("""since ago now never ever already yet soon later earlier today tonight yesterday tomorrow
-    morning afternoon evening night day days week weeks month months year years hour hours minute minutes second
-    seconds time times every many much few less least several some none whole half usual usually again once twice
-    first last next previous recent recently new old same other another
-    error errors failure failures fail fails failed failing alert alerts incident incidents issue issues problem
-    problems symptom symptoms fixed fix fixes works worked working started start starts began begin begins
-    took take takes made make makes got get gets went goes came come comes gave give put kept keep keeps left
-    brought found find saw seen held told said seemed
-    resolved resolve recovered normal baseline cleared clear green healthy confirmed verified verification passed
-    gone closing closed metrics dashboards stayed returned within applied""".split())
+# Words that never name the thing a change changed: time, frequency, amount, symptoms, outcomes and
+# their reports in general (group ``generic_words``).
+GENERIC_WORDS = DEFAULT_LEXICON.word_set("generic_words")
 
 
-# Generic English for a fix meant to hold only until a proper one is in place: a stopgap ("fitted the
-# loan pump until a replacement arrives", "the right valve is on back-order", "left the limit raised
-# for now"). What was meant to be temporary and stayed is a standing suspect when trouble touching it follows.
-PROVISIONAL = re.compile(
-    r"\b(?:temporar(?:y|ily)|stop-?gaps?|interim|makeshift|provisional(?:ly)?|for now|for the time being|"
-    r"short[- ]term|as an? (?:temporary |quick )?(?:workaround|bodge)|"
-    r"until (?:a|an|the|our|its|their)\s+(?:[\w\-]+\s+){0,2}?(?:replacement|proper|genuine|permanent|real|"
-    r"new one|new part|right one|right part)s?\b|"
-    r"until (?:things|it|they|everything|traffic|the [\w\-]+) (?:is|are|has|have|gets?|settles?|calms?)"
-    r"(?: been| down| back)? ?(?:stable|settled|down|fixed|repaired|replaced|normal|over)\b|"
-    r"(?:on|put on|placed on|still on) (?:an? )?(?:[\w\-]+ )?(?:order|back-?order)\b|back-?ordered|out of stock|"
-    r"(?:was|were|ran|are|is) out of (?:the |our |its |their )?(?:usual|normal|standard|proper|genuine|right)\b|"
-    r"left (?:[\w\-]+ ){0,4}?(?:in place|in|on|at [\w.%]+(?: [\w\-]+)?) (?:until|for now|for the rest of|"
-    r"for the time being))",
-    re.IGNORECASE)
+@lru_cache(maxsize=8)
+def provisional(lexicon: Lexicon = DEFAULT_LEXICON) -> re.Pattern[str]:
+    """A fix meant to hold only until a proper one is in place: a stopgap ("fitted the loan pump until a
+    replacement arrives", "the right valve is on back-order", "left the limit raised for now"). What was
+    meant to be temporary and stayed is a standing suspect when trouble touching it follows."""
+    lx = lexicon
+    return re.compile(
+        rf"\b(?:{lx['stopgap_words']}|"
+        rf"until (?:{lx['stopgap_until_determiners']})\s+(?:[\w\-]+\s+){{0,2}}?(?:{lx['stopgap_until_proper']})s?\b|"
+        rf"until (?:{lx['stopgap_until_subjects']}) (?:{lx['stopgap_until_verbs']})"
+        rf"(?: (?:{lx['stopgap_until_particles']}))? ?(?:{lx['stopgap_until_states']})\b|"
+        rf"(?:{lx['on_order']}) (?:an? )?(?:[\w\-]+ )?(?:{lx['order_nouns']})\b|{lx['out_of_supply']}|"
+        rf"(?:{lx['out_of_verbs']}) out of (?:(?:{lx['out_of_determiners']}) )?(?:{lx['usual_supply']})\b|"
+        rf"left (?:[\w\-]+ ){{0,4}}?(?:{lx['left_in_place']}) (?:{lx['left_until']}))",
+        re.IGNORECASE)
 
 
-def stopgap_sentences(ep: Episode) -> tuple[str, ...]:
+PROVISIONAL = provisional()  # of the shipped lexicon
+
+
+def stopgap_sentences(ep: Episode, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, ...]:
     """The sentences of an episode's actions and whole fix that say it left something in place only for
-    now (`PROVISIONAL`); none when the change was meant to last."""
-    return _stopgaps(tuple(t for t in (*ep.actions, fix_text(ep, whole=True)) if t))
+    now (`provisional`); none when the change was meant to last."""
+    return _stopgaps(tuple(t for t in (*ep.actions, fix_text(ep, whole=True)) if t), lexicon)
 
 
 @lru_cache(maxsize=16384)
-def _stopgaps(texts: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(s for text in texts if PROVISIONAL.search(text) for s in split_sentences(text) if PROVISIONAL.search(s))
+def _stopgaps(texts: tuple[str, ...], lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, ...]:
+    stopgap = provisional(lexicon)
+    return tuple(s for text in texts if stopgap.search(text) for s in split_sentences(text) if stopgap.search(s))
 
 
-def stopgap_terms(ep: Episode) -> frozenset[str]:
+def stopgap_terms(ep: Episode, lexicon: Lexicon = DEFAULT_LEXICON) -> frozenset[str]:
     """Terms of what an episode's change left in place as a stopgap (`stopgap_sentences`), its service's
     name left out."""
-    return _terms_of(stopgap_sentences(ep)) - name_terms(ep.subject)
+    return _terms_of(stopgap_sentences(ep, lexicon)) - name_terms(ep.subject)
 
 
 @dataclass(frozen=True)
@@ -166,28 +159,28 @@ def made_change(ep: Episode) -> bool:
     return bool(ep.actions) or (bool(ep.decisions) and ep.outcome in (Outcome.SUCCESS, Outcome.PARTIAL))
 
 
-def change_kind(text: str) -> str:
-    """The word class of `CHANGE_KINDS` with most matches in `text`; ``component`` when none."""
+def change_kind(text: str, lexicon: Lexicon = DEFAULT_LEXICON) -> str:
+    """The change kind (`kind_patterns`) with most matches in `text`; ``component`` when none."""
     lowered = text.lower()
-    counts = {kind: len(pattern.findall(lowered)) for kind, pattern in _KIND_PATTERNS.items()}
+    counts = {kind: len(pattern.findall(lowered)) for kind, pattern in kind_patterns(lexicon).items()}
     best = max(counts, key=lambda kind: counts[kind])
     return best if counts[best] else "component"
 
 
-def change_record(ep: Episode, *, limit: int = 5) -> ChangeRecord | None:
-    """The change an episode made (None when it made none); see the module docstring."""
+def change_record(ep: Episode, *, limit: int = 5, lexicon: Lexicon = DEFAULT_LEXICON) -> ChangeRecord | None:
+    """The change an episode made (None when it made none), read with `lexicon`; see the module docstring."""
     if not made_change(ep):
         return None
     text = " ".join([*ep.actions, fix_text(ep), *ep.corrections]).strip()
-    return ChangeRecord(ep.id, change_kind(text), " ".join(specific_words(" ".join([*ep.actions, fix_text(ep)]),
-                                                                          ep.subject)[:limit]), ep.subject, ep.end, text,
-                        " ".join(stopgap_sentences(ep)))
+    return ChangeRecord(ep.id, change_kind(text, lexicon),
+                        " ".join(specific_words(" ".join([*ep.actions, fix_text(ep)]), ep.subject)[:limit]),
+                        ep.subject, ep.end, text, " ".join(stopgap_sentences(ep, lexicon)))
 
 
 _WORD_AS_WRITTEN = re.compile(r"[A-Za-z0-9][\w.%\-]*[\w%]|[0-9]")
 
 
-_THE_CHANGE_ITSELF = frozenset({"change", "changes", "changed"})  # the act of changing, not a thing changed
+_THE_CHANGE_ITSELF = DEFAULT_LEXICON.word_set("the_change_itself")  # the act of changing, not a thing changed
 
 
 def specific_words(text: str, subject: str | None = None) -> list[str]:
