@@ -26,9 +26,9 @@ The timeline is the only source of truth; every other layer is a projection of i
 
 from memory.agent_memory import EpisodicMemory
 from memory.errors import MemoryError_, StoreError
-from memory.episodes import Edge, EdgeType, Episode, Outcome, Segmenter, SegmenterConfig, segment
+from memory.episodes import Episode, Outcome, Segmenter, SegmenterConfig, segment
 from memory.facts import FactVersion
-from memory.graph import GraphConfig, causal_chain
+from memory.graph import Edge, EdgeType, GraphConfig, causal_chain
 from memory.retrieval import Context, RetrieverConfig
 from memory.timeline import (
     Encoder,

@@ -1,4 +1,4 @@
-"""Command line for stores: ``python -m memory verify|export|import|stats|erase|retain``."""
+"""Command line for stores: ``python -m memory verify|export|import|stats|erase|retain|graph``."""
 
 from __future__ import annotations
 
@@ -12,14 +12,16 @@ from pathlib import Path
 from typing import Any, Sequence
 from urllib.parse import quote
 
+from memory.agent_memory import EpisodicMemory
+from memory.cli import graph as graph_command
 from memory.errors import MemoryError_
-from memory.format_version import rewound_version
 from memory.outputs import output_problem
 from memory.persistence.audit import record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
 from memory.retention import RetentionPolicy, summary
 from memory.timeline import Entry, HashingEncoder, Store, audit, open_store
 from memory.timeline.erasure import MAX_REASON, is_erased
+from memory.timeline.format_version import rewound_version
 
 _EXAMPLES = """examples:
   python -m memory verify runs/memory.sqlite
@@ -31,6 +33,7 @@ _EXAMPLES = """examples:
   python -m memory erase runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo
   python -m memory erase runs/memory.sqlite --entry ENTRY_ID --reason "request 12"
   python -m memory retain runs/memory.sqlite --principal team-a --max-age 90d --dry-run
+  python -m memory graph runs/memory.sqlite --principal team-a --out graph.png
 
 A store is a SQLite file or a postgresql:// URL (pip install '.[postgres]').
 """
@@ -81,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     erase.add_argument("--reason", default="", help="why (kept in the erasure record; no content)")
     erase.add_argument("--by", default="", help="who asked (kept in the erasure record)")
     _retain_parser(commands)
+    graph = _command(commands, "graph", "draw a store's episode graph, or one episode's causal chain, as a "
+                     ".png or .svg picture", graph_command.EXAMPLE,
+                     "runs/memory.sqlite --principal team-a --out chain.svg --chain EPISODE_ID")
+    graph_command.add_arguments(graph)
     return parser
 
 
@@ -132,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _erase(args)
         if args.command == "retain":
             return _retain(args)
+        if args.command == "graph":
+            return graph_command.run(args)
         with open_store(args.store, create=False) as store:
             _print_stats(args.store, store)
         return 0
@@ -192,8 +201,6 @@ def _import(source: str, path: str, *, append: bool) -> int:
 
 def _erase(args: argparse.Namespace) -> int:
     """Erase through the memory facade, with the encoder the store's entries name and default settings."""
-    from memory import EpisodicMemory
-
     with open_store(args.store, create=False) as store:
         encoders = store.stats().encoders
         entry = store.get(args.entry) if args.entry else None
@@ -230,8 +237,6 @@ def _hashing_encoder(encoders: Sequence[str]) -> HashingEncoder | None:
 
 def _retain(args: argparse.Namespace) -> int:
     """Apply a retention policy through the memory facade, with the store's hashing encoder and default settings."""
-    from memory import EpisodicMemory
-
     if args.max_age is None and args.max_entries is None:
         print("error: a retention policy needs --max-age or --max-entries (or both)", file=sys.stderr)
         return 2

@@ -32,14 +32,14 @@ from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from memory.episodes import Edge, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.facts import (ACTIVE, DEFAULT_FACTS, LESSON, EvidenceLog, FactConfig, FactVersion, LessonIncident,
                           ProposalHook, affirmed_lines, extract_facts, learn_lesson, propose_fact, rarity,
                           update_lesson)
 from memory.facts.lessons import common_terms
-from memory.graph import attempt_chain, cause_links, infer_edges
+from memory.graph import Edge, attempt_chain, cause_links, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
-from memory.retrieval import episode_vector
+from memory.retrieval.index import episode_vector
 from memory.state import MemoryState, Problem
 from memory.timeline import Entry, Kind
 

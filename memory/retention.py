@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
 
-from memory.episodes import Edge, EdgeType, Episode
+from memory.episodes import Episode
+from memory.graph.edges import Edge, EdgeType
 from memory.facts import ACTIVE, FactVersion, current_facts, resolve_records
 from memory.timeline import Entry, RecordKind, format_timestamp
 from memory.timeline.erasure import Selection, is_erased

@@ -22,10 +22,9 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import networkx as nx
 import numpy as np
 
-from memory.retrieval import ChainCache
-from memory.episodes import Edge, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.facts import EvidenceLog, FactVersion, current_facts, evidence_from
-from memory.graph import EpisodeGraph, GraphConfig, add_edges, add_episode
+from memory.graph import ChainCache, Edge, EpisodeGraph, GraphConfig, add_edges, add_episode
 
 
 @dataclass(frozen=True)

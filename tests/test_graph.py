@@ -9,8 +9,10 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from memory.episodes import Edge, EdgeType, segment
+from memory.episodes import segment
 from memory.graph import (
+    Edge,
+    EdgeType,
     GraphConfig,
     build_graph,
     causal_chain,

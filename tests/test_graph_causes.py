@@ -6,8 +6,10 @@ import warnings
 
 import pytest
 
-from memory.episodes import Edge, EdgeType, Outcome
+from memory.episodes import Outcome
 from memory.graph import (
+    Edge,
+    EdgeType,
     ChangeLink,
     build_graph,
     cause_links,

@@ -1,14 +1,13 @@
-"""Episode and edge records: the values layers 2 and 3 produce.
+"""Episode records: the values layer 2 produces (`Episode`, `Outcome`, `episode_id`).
 
-Kept apart from the algorithms (`memory.episodes.segmenter`, `memory.graph`) so that facts,
-the retriever and the reinforcer can import the values without the machinery. Edge and
-EdgeType are layer 3's values; they live here until the graph layer becomes a package.
+Kept apart from the algorithms (`memory.episodes.segmenter`) so that facts, the retriever and
+the reinforcer can import the values without the machinery. Layer 3's values, `Edge` and
+`EdgeType`, live with the graph (`memory.graph.edges`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import Enum
@@ -75,42 +74,3 @@ class Episode:
 def episode_id(entry_ids: tuple[str, ...]) -> str:
     """Content address of an episode: its entries determine it."""
     return hashlib.sha256("\n".join(entry_ids).encode("ascii")).hexdigest()
-
-
-class EdgeType(str, Enum):
-    """Typed relations between episodes (source → target)."""
-
-    CAUSED_BY = "CAUSED_BY"  # source incident was caused by a change made in target
-    LED_TO = "LED_TO"  # source (earlier) led to target (later): retrieved-and-used, or step to next step
-    RETRY_OF = "RETRY_OF"  # source is a new attempt at the problem target failed at
-    LEARNED_FROM = "LEARNED_FROM"  # source applied the lesson (correction) of target
-    CONTINUATION = "CONTINUATION"  # source continues target's activity after an interruption
-    CONTRADICTED = "CONTRADICTED"  # source's outcome contradicts what target pointed to
-
-
-@dataclass(frozen=True)
-class Edge:
-    """A typed, weighted, evidenced relation. A changed weight is a new record."""
-
-    source: str  # episode id
-    target: str  # episode id
-    type: EdgeType  # relation
-    weight: float  # strength in (0, 1]
-    evidence: str  # human-readable reason the rule fired
-
-    @property
-    def id(self) -> str:
-        """Content address of the edge record."""
-        blob = json.dumps(self.to_record(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    def to_record(self) -> dict[str, Any]:
-        """JSON form for the store."""
-        return {"source": self.source, "target": self.target, "type": self.type.value,
-                "weight": round(float(self.weight), 6), "evidence": self.evidence}
-
-    @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> "Edge":
-        """Inverse of `to_record`."""
-        return cls(source=data["source"], target=data["target"], type=EdgeType(data["type"]),
-                   weight=float(data["weight"]), evidence=data["evidence"])

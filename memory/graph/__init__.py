@@ -1,17 +1,17 @@
 """Layer 3, the episode graph: typed, weighted, evidenced causal edges between episodes.
 
-`rules` infers the edges a newly closed episode creates (`infer_edges`, pure; the rules are
-written out in its docstring), with `changes` (what an episode's fix changed: kind, what,
-where, when) and `causes` (which earlier change caused an incident: competing hypotheses with
-calibrated log-odds); `build` puts episodes and edges into a `networkx.MultiDiGraph`,
-`queries` answers causal chains, neighbours, a subject's history and an edge's versions as
-plain functions over that graph, `evidence` lists the recent changes current observations
-implicate (for a decision), `export` writes GraphML or DOT and `render` draws SVG or PNG
-(``python -m memory.graph STORE --out graph.png``).
-`Edge` and `EdgeType`, the graph's records, are re-exported here.
+`edges` holds the graph's records (`Edge`, `EdgeType`); `rules` infers the edges a newly closed
+episode creates (`infer_edges`, pure; the rules are written out in its docstring), with
+`changes` (what an episode's fix changed: kind, what, where, when) and `causes` (which earlier
+change caused an incident: competing hypotheses with calibrated log-odds); `build` puts
+episodes and edges into a `networkx.MultiDiGraph`, `queries` answers causal chains, neighbours,
+a subject's history and an edge's versions as plain functions over that graph, `chain_cache`
+remembers chain narratives between recalls (`ChainCache`), `evidence` lists the recent changes
+current observations implicate (for a decision), `export` writes GraphML or DOT and `render`
+draws SVG or PNG (``python -m memory graph STORE --out graph.png``, in `memory.cli.graph`: the
+package imports nothing above it).
 """
 
-from memory.episodes import Edge, EdgeType
 from memory.graph.build import (
     EpisodeGraph,
     add_edge_rows,
@@ -20,6 +20,8 @@ from memory.graph.build import (
     add_episode_rows,
     build_graph,
 )
+from memory.graph.edges import Edge, EdgeType
+from memory.graph.chain_cache import ChainCache
 from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis
 from memory.graph.changes import ChangeRecord, change_record
 from memory.graph.evidence import ChangeLink, recent_changes
@@ -48,6 +50,7 @@ __all__ = [
     "DEFAULT_GRAPH_CONFIG",
     "FORWARD",
     "CausalChain",
+    "ChainCache",
     "ChangeLink",
     "CauseWeights",
     "ChangeRecord",

@@ -11,7 +11,8 @@ from typing import Iterable, Sequence
 
 import networkx as nx
 
-from memory.episodes import Edge, EdgeType, Episode
+from memory.episodes import Episode
+from memory.graph.edges import Edge, EdgeType
 from memory.graph.changes import change_record
 
 

@@ -15,8 +15,9 @@ from typing import Container, NamedTuple, Sequence
 
 import networkx as nx
 
-from memory.episodes import EdgeType, Episode
+from memory.episodes import Episode
 from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, explain, rank_causes
+from memory.graph.edges import EdgeType
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates, learned_share
 from memory.text import trim

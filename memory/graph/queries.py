@@ -8,7 +8,8 @@ from typing import Any, Callable, Iterable, NamedTuple
 
 import networkx as nx
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import Episode, Outcome
+from memory.graph.edges import Edge, EdgeType
 
 BACKWARD = (EdgeType.CAUSED_BY, EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # point from later to earlier
 FORWARD = (EdgeType.LED_TO,)  # points from earlier to later

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Container, Mapping, Sequence
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.graph.causes import (
     DEFAULT_CAUSE_WEIGHTS,
     Candidate,
@@ -54,6 +54,7 @@ from memory.graph.causes import (
     explain,
     rank_causes,
 )
+from memory.graph.edges import Edge, EdgeType
 from memory.graph.changes import TermWeights, fix_text, made_change
 from memory.text import similarity
 

@@ -21,17 +21,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from memory.episodes import Edge, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.facts import resolve_records, stored_records
-from memory.graph import add_edge_rows, add_edges, add_episode_rows
-from memory import pipeline
+from memory.graph import Edge, add_edge_rows, add_edges, add_episode_rows
+import memory.pipeline as pipeline
 from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
 from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.lazy import EpisodeList, StoredEpisodes
 from memory.persistence.record_fields import checked, converted, unreadable
 from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests, row_offsets
-from memory.retrieval import Bounds, RetrieverConfig
+from memory.retrieval.bounds import Bounds
+from memory.retrieval.config import RetrieverConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import RecordKind
 from memory.timeline.connection import damage

@@ -13,7 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from memory.episodes import EdgeType, Episode
+from memory.episodes import Episode
+from memory.graph.edges import EdgeType
 from memory.persistence.runs import EDGE_TYPES, EPOCH, FORMAT, OUTCOMES, PACKED, body_digest
 
 

@@ -43,7 +43,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from memory.episodes import EdgeType, Outcome
+from memory.episodes import Outcome
+from memory.graph.edges import EdgeType
 from memory.persistence.digests import hex_digests
 from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_offsets, row_sizes
 

@@ -13,7 +13,6 @@ command-line name.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import threading
 from array import array
@@ -25,6 +24,7 @@ import numpy as np
 import mmh3
 
 from memory.errors import EncoderUnavailable
+from memory.timeline.semantic import SemanticEncoder
 
 
 class Encoder(Protocol):
@@ -249,13 +249,13 @@ class SentenceTransformerEncoder:
 
     Args:
         model: a local directory holding the model, or the name of a model already in
-            the local cache. Nothing is downloaded: a missing model raises
-            `EncoderUnavailable` instead of falling back to anything else.
+            the local cache. Nothing is downloaded: the model is loaded with
+            ``local_files_only=True``, and a missing model raises `EncoderUnavailable` instead
+            of falling back to anything else. The process's environment is left alone (a host
+            that wants every Hugging Face library offline sets ``HF_HUB_OFFLINE=1`` itself).
     """
 
     def __init__(self, model: str | Path) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
@@ -299,8 +299,6 @@ def named_encoder(choice: str) -> Encoder:
 
 @functools.cache
 def _shared_semantic_encoder() -> Encoder:
-    from memory.timeline.semantic import SemanticEncoder
-
     return SemanticEncoder()
 
 

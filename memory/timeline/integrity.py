@@ -19,7 +19,7 @@ from typing import Iterator, NamedTuple
 from urllib.parse import quote
 
 from memory.errors import DamagedBody, IntegrityError, StoreError
-from memory.format_version import rewound_version
+from memory.timeline.format_version import rewound_version
 from memory.timeline import anchor as anchor_file
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline import erasure, record_body
@@ -125,7 +125,7 @@ def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:
 def refuse_open(db: sqlite3.Connection, path: str) -> None:
     """On open: refuse a store that lost rows its anchor records, or whose schema version was rewound
     below what its rows were written with (the first write would mark the current version again and
-    hide it; `memory.format_version`). Both are cheap on an intact store.
+    hide it; `memory.timeline.format_version`). Both are cheap on an intact store.
 
     Raises:
         StoreError: naming what is wrong (a `DamagedStore` for a damaged file).
