@@ -2,11 +2,15 @@
 
 Recall over a large partition scores exactly only the rows whose upper bound can reach the
 best; `Bounds` explains why the bounds are true and `Probe` how one query refines them.
+
+BLAS's threads are left alone unless a recall asks otherwise (`RetrieverConfig.blas_threads`,
+see `blas_threads`): a thread limit is process-wide, so library code does not set one by itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any
 
 import numpy as np
@@ -86,9 +90,9 @@ class Bounds:
             self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
             self.size = end
 
-    def probe(self, query: np.ndarray) -> Probe:
-        """First-pass bounds of every row for `query` (see `Probe`)."""
-        return Probe(self, query)
+    def probe(self, query: np.ndarray, threads: int | None = None) -> Probe:
+        """First-pass bounds of every row for `query` (see `Probe`); `threads` as in `blas_threads`."""
+        return Probe(self, query, threads)
 
     @classmethod
     def from_parts(cls, basis: np.ndarray, proj: np.ndarray, resid: np.ndarray) -> "Bounds":
@@ -123,11 +127,12 @@ class Bounds:
 class Probe:
     """Bounds of ``clip(row·query, 0, 1)`` for one query: every row from the first half of
     the basis, refined on demand (`refine`) with the whole basis. `low` and `high` are
-    updated in place and are valid bounds at every moment."""
+    updated in place and are valid bounds at every moment. `threads` limits BLAS's threads
+    during a small first pass (`blas_threads`; None, the default, leaves them alone)."""
 
-    def __init__(self, bounds: Bounds, query: np.ndarray) -> None:
+    def __init__(self, bounds: Bounds, query: np.ndarray, threads: int | None = None) -> None:
         self._bounds = bounds
-        with blas_threads(bounds._head[:, : bounds.size].nbytes):
+        with blas_threads(bounds._head[:, : bounds.size].nbytes, threads):
             proj, resid = bounds.split(query)
             self._dot = proj[0, : bounds.head] @ bounds._head[:, : bounds.size]  # float32: rounding ≪ BOUND_SLACK
         self._tail = proj[0, bounds.head :]
@@ -167,22 +172,30 @@ def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return half, np.sqrt(np.einsum("ij,ij->i", diff, diff)) * np.float32(1 + 1e-5)
 
 
-_BLAS: ThreadpoolController | None = None
 PARALLEL_PASS_BYTES = 64 << 20  # a first pass that reads more than this runs on every BLAS thread
 
 
-def blas_threads(read_bytes: int) -> Any:
-    """Context for a first pass that reads `read_bytes` of projections.
+def blas_threads(read_bytes: int, threads: int | None = 1) -> Any:
+    """Context for a first pass that reads `read_bytes` of projections, on at most `threads` BLAS threads.
 
-    A small pass runs on the calling thread only: its product is bound by memory, so more
-    threads barely help, and on a busy machine their synchronisation made it several times
+    `threads` None leaves BLAS alone (what recall does by default). With a number, a small pass
+    runs on that many threads (1: the calling thread only): its product is bound by memory, so
+    more threads barely help, and on a busy machine their synchronisation made it several times
     slower. A large one (a partition of a million episodes reads 179 MB) keeps BLAS's threads:
     there, on this 2-core machine, two threads took the recall's p50 from 30–33 ms to 24–27 ms
     (three alternating runs of 300 recalls each).
+
+    The limit is threadpoolctl's, and BLAS's thread pool belongs to the process: while the pass
+    runs, every other thread's numpy runs with it too. So it is for single-threaded hosts only
+    (a benchmark, a batch job), never for a threaded one such as the MCP server. Bounds have
+    slack for rounding, so the number of threads changes speed, never a recall's result.
     """
-    if read_bytes > PARALLEL_PASS_BYTES:
+    if threads is None or read_bytes > PARALLEL_PASS_BYTES:
         return contextlib.nullcontext()
-    global _BLAS
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
+    return _controller().limit(limits=threads, user_api="blas")
+
+
+@functools.cache
+def _controller() -> ThreadpoolController:
+    """The process's thread pools, found once (looking them up costs more than a small pass)."""
+    return ThreadpoolController()

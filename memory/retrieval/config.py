@@ -53,7 +53,11 @@ class RetrieverConfig:
     show_outcomes: bool = True  # outcome labels are used in scoring and shown in the prompt
     prune_from: int = 4096  # partitions at least this large score relevance through bounds first (`Bounds`)
     score_first: int = 64  # when many rows pass the bounds, this many of the likeliest are scored first
-    # (prune_from and score_first change the speed of recall, never its result)
+    # BLAS threads of a small first pass over the bounds (`memory.retrieval.bounds.blas_threads`): None leaves
+    # numpy alone; 1 was fastest in a single-threaded benchmark. The limit is process-wide while a pass runs,
+    # so set it only in a single-threaded host (never in a threaded one such as the MCP server).
+    blas_threads: int | None = None
+    # (prune_from, score_first and blas_threads change the speed of recall, never its result)
 
 
 DEFAULT = RetrieverConfig()
