@@ -4,6 +4,7 @@ import sqlite3
 
 import pytest
 
+from memory import EpisodicMemory
 from memory.__main__ import main
 from tests.builders import T0, open_timeline
 
@@ -60,3 +61,23 @@ def test_export_import_stats(tmp_path, capsys):
     assert main(["stats", str(tmp_path / "b.db")]) == 0
     out = capsys.readouterr().out
     assert "imported 5 entries" in out and "entries" in out
+
+
+def test_graph_draws_a_store_and_the_old_spelling_runs_the_same_command(tmp_path, capsys):
+    from memory.graph.__main__ import main as old_spelling
+    from tests.test_retriever_bounds import play
+
+    store = tmp_path / "m.sqlite"
+    with EpisodicMemory(store, principal="p0") as memory:
+        play(memory, 6)
+    outs = []
+    for run, name in ((main, "new.svg"), (lambda argv: old_spelling(argv[1:]), "old.svg")):
+        picture = tmp_path / name
+        assert run(["graph", str(store), "--principal", "p0", "--out", str(picture), "--engine", "matplotlib"]) == 0
+        outs.append(capsys.readouterr().out.replace(name, "PICTURE"))
+        assert picture.read_text(encoding="utf-8").startswith("<?xml")
+    assert outs[0] == outs[1] == "wrote " + str(tmp_path / "PICTURE") + " (matplotlib)\n"
+    assert main(["graph", str(tmp_path / "none.sqlite"), "--out", str(tmp_path / "g.png")]) == 2
+    assert "no store at" in capsys.readouterr().err
+    assert main(["graph", str(store), "--principal", "p0", "--out", str(tmp_path / "g.jpg")]) == 2
+    assert "must end in .png or .svg" in capsys.readouterr().err
