@@ -117,6 +117,8 @@ def load_lexicon(path: str | Path | None = None) -> Lexicon:
     """A lexicon read from a directory of ``*.yaml`` files or one file (default: the shipped lexicon)."""
     where = LEXICON_DIR if path is None else Path(path)
     files = sorted(where.glob("*.yaml")) if where.is_dir() else [where]
+    if not files:
+        raise LexiconError(f"no lexicon files (*.yaml) in {where}")
     groups: dict[str, Group] = {}
     for file in files:
         for group in _read(file):
