@@ -504,7 +504,8 @@ def _encoder(logs: Logs) -> list[str]:
                     f"wall time per episodic round {s['latency_ms_per_round']:.0f} ms (`summary.latency_ms_per_round`)")
 
     return _lines(lines, "", "; ".join(cost) + ".", "",
-                  paired_line(_cross(hashing, semantic), "semantic episodic", "hashing episodic"))
+                  paired_line(_cross(hashing, semantic), "semantic episodic", "hashing episodic") + "  ",
+                  "With the sentence encoder, b" + verdict(semantic, ["flat_rag", "no_memory"])[1:])
 
 
 def _cross(hashing: Mapping[str, Any], semantic: Mapping[str, Any]) -> dict[str, Any] | None:
