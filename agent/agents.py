@@ -23,15 +23,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from baseline import WindowedRAGMemory
-from agent.graph_evidence import change_votes, changes_for
-from memory.calibration import EvidenceRecord
-from memory.episodes import Outcome
-from memory.facts import rejected_choices
-from memory.reinforcer import episode_credit
-from memory.retrieval.incidents import Incident, closeness, incident_of, rarity_in, separation_in
-from memory.retrieval import IncidentNote
-from memory.text import terms
-from memory.timeline import Encoder
+from agent.graph_evidence import change_votes
+from memory import Context, Encoder, EvidenceRecord, IncidentNote, RecalledIncident
 
 PRINCIPAL = "agent"  # tenant used by the harness
 
@@ -306,7 +299,6 @@ class EpisodicAgent(_LoopAgent):
         self._live: set[str] = set()  # entry ids of the round being decided
         self._members: dict[str, tuple[str, ...]] = {}  # incident evidence id → its episode ids
         self._evidence_record = EvidenceRecord(memory, principal)
-        self._weights: tuple[int, Any] | None = None  # (evidence size, term weights) for closeness
 
     def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
         entry = self.memory.record(text, kind=kind, role=role, timestamp=timestamp, situation=situation,
@@ -332,18 +324,16 @@ class EpisodicAgent(_LoopAgent):
             if self.outcome_labels else {}
 
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
-        # Incidents get the budget's items minus the fact slots; ask for as many more episodes as the
-        # live round may occupy (one episode per attempt), then drop the live round's episodes.
-        changes = self._changes(problem) if self.outcome_labels and self.graph_evidence else []
+        # Changes the graph implicates take items of the budget first; incidents get the rest minus the
+        # fact slots. Ask for as many more episodes as the live round may occupy (one per attempt): the
+        # memory leaves the live round's own out (`exclude`), with the incidents they belong to.
+        ask = dict(situation=problem.situation, principal=self.principal, subject=problem.service, exclude=self._live,
+                   unit="incident" if self.outcome_labels and self.units else "episode")
+        changes = self._changes(self.memory.recall(list(problem.observations), k=0, **ask), problem) \
+            if self.outcome_labels and self.graph_evidence else []
         slots = max(1, self.budget.items - FACT_SLOTS - len(changes))
-        context = self.memory.recall(list(problem.observations), situation=problem.situation,
-                                     principal=self.principal, k=slots + problem.attempt)
-        # The live round's episodes are the reasoner's own input; an episode of another situation
-        # that never reached an outcome (a note, a review) says nothing about a diagnosis.
-        episodes = [r for r in context.episodes if not self._live.intersection(r.episode.entry_ids)
-                    and (r.episode.situation == problem.situation or r.episode.outcome.value != "UNKNOWN")]
-        evidence = self._incidents(episodes, slots, problem) if self.outcome_labels and self.units else \
-            [self._episode_item(r, problem) for r in episodes[:slots]]
+        context = self.memory.recall(list(problem.observations), k=slots + problem.attempt, incidents=slots, **ask)
+        evidence = [self._unit_item(unit) for unit in context.incidents]
         evidence += changes
         if self.outcome_labels:
             for recalled in context.facts:
@@ -351,95 +341,53 @@ class EpisodicAgent(_LoopAgent):
                 evidence.append(Evidence(
                     id=f"{fact.fact_id}@{fact.version}", source="fact", text=fact.text,
                     relevance=max(0.0, min(1.0, float(recalled.match))), conclusion=fact.conclusion,
-                    confidence=float(fact.confidence), choices=rejected_choices(fact), why=recalled.why))
+                    confidence=float(fact.confidence), choices=fact.rejected, why=recalled.why))
         # The block shows exactly the items handed over, within the same budget.
         kept = {item.id for item in fit_budget(evidence, self.budget)}
-        shown = replace(context, episodes=tuple(r for r in episodes if r.episode.id in kept),
-                        facts=tuple(r for r in context.facts if r.fact.id in kept))
-        return evidence, shown.render(max_chars=self.budget.chars, incidents=incident_notes(evidence, self._episodes_of))
+        shown = replace(context, episodes=tuple(r for r in context.episodes if r.episode.id in kept),
+                        facts=tuple(r for r in context.facts if r.fact.id in kept), changes=())
+        return evidence, shown.render(max_chars=self.budget.chars, notes=incident_notes(evidence, self._episodes_of))
 
     def _episodes_of(self, item_id: str) -> list[Any]:
         """The episodes of the incident an evidence item stands for, oldest first (none for other items)."""
         found = (self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, ()))
         return [episode for episode in found if episode is not None]
 
-    def _changes(self, problem: Problem) -> list[Evidence]:
+    def _changes(self, context: Context, problem: Problem) -> list[Evidence]:
         """Recent changes the observations implicate, as graph evidence: one item per change, for the
-        candidate it speaks for most (`agent.graph_evidence`)."""
+        candidate it speaks for most (`agent.graph_evidence.change_votes`)."""
         items = []
-        for change in changes_for(self.memory, problem.observations, subject=problem.service, principal=self.principal):
+        for recalled in context.changes:
+            change = recalled.change
             voted = change_votes([change], problem.candidates)
             if voted.votes:
                 best = max(voted.votes, key=lambda cid: (voted.votes[cid], cid))
                 items.append(Evidence(id=change.episode_id, source="change", text=voted.reasons[best],
                                       relevance=voted.votes[best], conclusion=best, confidence=1.0, why=change.why,
-                                      sequence=self._sequence(change.episode_id)))
+                                      sequence=recalled.sequence))
         return items
 
-    def _credit(self, episode_id: str) -> float:
-        """How far a precedent still leads: lower after decisions it misled (`memory.reinforcer.episode_credit`)."""
-        return episode_credit(self.memory.graph_of(self.principal), episode_id) if self.graph_evidence else 1.0
+    def _unit_item(self, unit: RecalledIncident) -> Evidence:
+        """One recalled unit as evidence: a whole incident, an episode on its own, or plain text (ablations).
 
-    def _sequence(self, episode_id: str) -> int:
-        """1 + the episode's place in its principal's closing order (0 when unknown)."""
-        place = self.memory.state.index.place(episode_id)
-        return 0 if place is None else place + 1
-
-    def _closeness(self, problem: Problem, symptoms: Sequence[str], subject: str | None) -> float:
-        """Negation-aware closeness of past symptoms to the current ones, each term weighted by how
-        well it told resolutions apart here (`memory.retrieval.incidents.closeness`, `separation_in`), service
-        names left out."""
-        log = self.memory.state.evidence.get(self.principal)
-        size = len(log) if log is not None else 0
-        if self._weights is None or self._weights[0] != size:
-            self._weights = (size, separation_in(log) if log is not None else rarity_in(lambda term: 0, 0))
-        weight = self._weights[1]
-        services = terms(" ".join(name for name in (problem.service, subject) if name))
-        return round(closeness(problem.observations, symptoms, weight, ignore=services), 6)
-
-    def _episode_item(self, recalled: Any, problem: Problem) -> Evidence:
-        """One recalled episode as evidence (labelled, or as plain text for the ablation)."""
-        episode = recalled.episode
-        problem_of = self.memory.problem(episode.id, principal=self.principal)
-        observed = tuple(problem_of.text.split("\n")) if problem_of is not None and problem_of.text else ()
-        relevance = self._closeness(problem, observed, episode.subject) * self._credit(episode.id)
+        Its relevance is its closeness to the observations, times its credit as a precedent when the
+        graph is used."""
+        episode, incident = unit.recalled.episode, unit.incident
+        relevance = unit.closeness * (unit.credit if self.graph_evidence else 1.0)
         if not self.outcome_labels:
             return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
-                            observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
-        return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
-                        outcome=episode.outcome.value, choices=tuple(episode.choices),
-                        corrections=tuple(episode.corrections),
-                        resolved_as=self.memory.resolution(episode.id, principal=self.principal) if self.units
-                        else (episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None),
-                        observations=observed, why=recalled.why, sequence=self._sequence(episode.id))
-
-    def _incidents(self, episodes: Sequence[Any], slots: int, problem: Problem) -> list[Evidence]:
-        """Recalled episodes grouped into the incidents they belong to: one evidence item per incident."""
-        graph = self.memory.graph_of(self.principal)
-        lookup = lambda episode_id: self.memory.episode(episode_id, principal=self.principal)  # noqa: E731
-        units: dict[str, tuple[Incident, Any]] = {}
-        for recalled in episodes:
-            incident = incident_of(graph, recalled.episode.id, lookup)
-            if incident is None or any(self._live.intersection(e.entry_ids) for e in map(lookup, incident.episode_ids)
-                                       if e is not None):
-                continue
-            best = units.get(incident.opener)
-            if best is None or recalled.score.relevance > best[1].score.relevance:
-                units[incident.opener] = (incident, recalled)
-            if len(units) >= slots:
-                break
-        evidence = []
-        for incident, recalled in units.values():
-            self._members[recalled.episode.id] = incident.episode_ids
-            last = incident.attempts[-1]
-            evidence.append(Evidence(
-                id=recalled.episode.id, source="incident", text=f"{recalled.episode.summary} — {incident.story()}",
-                relevance=self._closeness(problem, incident.symptoms, incident.subject) * self._credit(recalled.episode.id),
-                outcome=Outcome.SUCCESS.value if incident.resolution else last.outcome,
-                choices=tuple(a.choice for a in incident.attempts if a.choice), corrections=incident.corrections,
-                resolved_as=incident.resolution, observations=incident.symptoms, why=recalled.why,
-                sequence=max(self._sequence(i) for i in incident.episode_ids)))
-        return evidence
+                            observations=incident.symptoms, why=unit.recalled.why, sequence=unit.sequence)
+        if not self.units:
+            return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
+                            outcome=episode.outcome.value, choices=tuple(episode.choices),
+                            corrections=tuple(episode.corrections), resolved_as=incident.resolution,
+                            observations=incident.symptoms, why=unit.recalled.why, sequence=unit.sequence)
+        self._members[episode.id] = incident.episode_ids
+        return Evidence(id=episode.id, source="incident", text=f"{episode.summary} — {incident.story()}",
+                        relevance=relevance, outcome=unit.outcome,
+                        choices=tuple(a.choice for a in incident.attempts if a.choice),
+                        corrections=incident.corrections, resolved_as=incident.resolution,
+                        observations=incident.symptoms, why=unit.recalled.why, sequence=unit.sequence)
 
     def recorded(self) -> Recorded:
         self.memory.flush()

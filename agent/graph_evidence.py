@@ -1,13 +1,12 @@
-"""Graph evidence for a decision: recent changes the observations implicate, as per-candidate votes.
+"""Graph evidence for a decision: the recent changes memory says the observations implicate, as votes.
 
-    changes = changes_for(memory, problem.observations, subject=problem.service, principal=principal)
-    votes = change_votes(changes, problem.candidates)        # pure: {candidate id: vote in [0, 1]}
-    items = change_evidence(changes)                         # Evidence(source="change", ...) for a context
+    context = memory.recall(problem.observations, subject=problem.service, ...)
+    votes = change_votes([c.change for c in context.changes], problem.candidates)   # pure
 
-`changes_for` asks the memory (`memory.graph.recent_changes`, the CAUSED_BY rule's hypotheses
-before any edge exists) which changes still in place the observations implicate, each with a
-probability and a readable chain ("this started 2 d after the capacity change on
-orders-db-proxy …"). `change_votes` turns them into votes for the candidates, from two sources:
+The memory (`EpisodicMemory.recall`, `Context.changes`) finds which changes still in place the
+observations implicate, each with a probability and a readable chain ("this started 2 d after the
+capacity change on orders-db-proxy …"). `change_votes` turns them into votes for the candidates,
+from two sources:
 
 - a candidate whose description or signals speak of a change (`CHANGE_CAUSE`, generic English:
   a release, version, configuration, setting, migration, dependency, rollout…) is a
@@ -25,18 +24,28 @@ scenario's words: the change words are generic, the rest comes from the memory.
 from __future__ import annotations
 
 import re
-from datetime import datetime
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Protocol, Sequence
 
-from agent.reasoner import CauseInfo, Evidence
-from memory.graph import ChangeLink, causes_among, recent_changes
-from memory.timeline import check_label
+from agent.reasoner import CauseInfo
 
 # Generic English for a cause that is itself a change someone made.
 CHANGE_CAUSE = re.compile(
     r"\b(?:releases?|released|versions?|deploy\w*|rollouts?|rolled out|configuration|config\w*|settings?|migrations?|"
     r"upgrades?|upgraded|dependenc(?:y|ies)|changes?|changed|shipped|flags?|patch(?:ed|es)?|updates?|updated)\b",
     re.IGNORECASE)
+
+
+class ImplicatedChange(Protocol):
+    """What a vote reads of a change memory implicates (`Context.changes`: `RecalledChange.change`)."""
+
+    @property
+    def probability(self) -> float: ...  # that this change caused what is observed now
+    @property
+    def resolved(self) -> str | None: ...  # the choice the change's incident was resolved with
+    @property
+    def led_to(self) -> tuple[str, ...]: ...  # how incidents earlier linked to such changes were resolved
+    @property
+    def chain(self) -> str: ...  # the change in one line
 
 
 class ChangeVotes(NamedTuple):
@@ -51,7 +60,7 @@ def is_change_cause(candidate: CauseInfo) -> bool:
     return bool(CHANGE_CAUSE.search(" ".join([candidate.description, *candidate.signals])))
 
 
-def change_votes(changes: Sequence[ChangeLink], candidates: Iterable[CauseInfo], *,
+def change_votes(changes: Sequence[ImplicatedChange], candidates: Iterable[CauseInfo], *,
                  change_type: bool = False) -> ChangeVotes:
     """Votes for the candidates from the implicated changes (pure; see the module docstring).
 
@@ -76,35 +85,3 @@ def change_votes(changes: Sequence[ChangeLink], candidates: Iterable[CauseInfo],
                 if vote > votes.get(candidate.id, 0.0):
                     votes[candidate.id], reasons[candidate.id] = round(vote, 3), reason
     return ChangeVotes(votes, reasons)
-
-
-def change_evidence(changes: Sequence[ChangeLink]) -> list[Evidence]:
-    """The changes as `Evidence(source="change")` items for a context (text: the chain)."""
-    return [Evidence(id=c.episode_id, source="change", text=c.chain, relevance=c.probability,
-                     resolved_as=c.resolved, why=c.why) for c in changes]
-
-
-def changes_for(memory: Any, observations: Sequence[str], *, subject: str | None = None,
-                principal: str | None = None, at: datetime | None = None, limit: int = 3) -> list[ChangeLink]:
-    """The recent changes of a memory's principal that `observations` implicate, most probable first.
-
-    Args:
-        memory: an `EpisodicMemory`.
-        observations: what is observed now.
-        subject: the failing service.
-        principal: the tenant (the memory's default when None).
-        at: now (default: the time of the principal's latest entry).
-        limit: at most this many.
-    """
-    if at is None:
-        latest = memory.recent(1, principal=principal)
-        if not latest:
-            return []
-        at = latest[-1].timestamp
-    window = memory.state.graph_config.window
-    who = memory.principal if principal is None else check_label("principal", principal)
-    history = memory.state.ended_by(who, at, window) if window > 0 else []
-    graph = memory.graph_of(who)
-    caused = causes_among(graph, [ep.id for ep in history])
-    return recent_changes(observations, subject, at, history, graph=graph, caused=caused, limit=limit,
-                          config=memory.state.graph_config)

@@ -17,7 +17,8 @@ Data flow (one package or module per stage)::
         │
         persistence/  opening: the state rebuilt from stored records and state runs
         │
-        retrieval/    query → Context (episodes with outcomes, facts, causal chains)
+        retrieval/    query → Context (episodes with outcomes, facts, causal chains, and the incidents
+                      they belong to, weighed by closeness and credit; implicated changes)
 
     text              tokens, stop words, negation, cue words (generic English) for every layer
 
@@ -25,11 +26,12 @@ The timeline is the only source of truth; every other layer is a projection of i
 """
 
 from memory.agent_memory import EpisodicMemory
+from memory.calibration import EvidenceRecord
 from memory.errors import MemoryError_, StoreError
 from memory.episodes import Episode, Outcome, Segmenter, SegmenterConfig, segment
 from memory.facts import FactVersion
 from memory.graph import Edge, EdgeType, GraphConfig, causal_chain
-from memory.retrieval import Context, RetrieverConfig
+from memory.retrieval import Context, IncidentNote, RecalledChange, RecalledIncident, RetrieverConfig
 from memory.timeline import (
     Encoder,
     Entry,
@@ -54,15 +56,19 @@ __all__ = [
     "Entry",
     "Episode",
     "EpisodicMemory",
+    "EvidenceRecord",
     "FactVersion",
     "GraphConfig",
     "HashingEncoder",
+    "IncidentNote",
     "Kind",
     "MemoryError_",
     "NoRedaction",
     "Outcome",
     "PatternRedactor",
     "Redactor",
+    "RecalledChange",
+    "RecalledIncident",
     "RetrieverConfig",
     "Role",
     "SQLiteStore",

@@ -33,7 +33,7 @@ from memory.persistence.lazy import lazy_state
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
 from memory.retention import Retained, RetentionPolicy
-from memory.retrieval import DEFAULT, Context, EpisodeIndex, Retriever, RetrieverConfig, with_incidents
+from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
 from memory.episodes import Segmenter, SegmenterConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import (
@@ -138,6 +138,7 @@ class EpisodicMemory:
         chain = lambda graph, episode_id, hops, most: self.state.chains.narrative(episode_id, hops, most)  # noqa: E731
         self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
                                     facts=self.state.facts_of, chain=chain, config=self.retriever_config)
+        self._units = IncidentRecall(self.state)
         self._open()
 
     @property
@@ -184,12 +185,9 @@ class EpisodicMemory:
                retrieved: Iterable[str] = (), relied_on: Iterable[str] = (),
                metadata: Mapping[str, Any] | None = None, **fields: Any) -> Entry:
         """Record the agent's decision; `retrieved`/`relied_on` name Context items (see `Context.item_ids`)."""
-        meta = dict(metadata or {})
-        if choice is not None:
-            meta["choice"] = choice
-        if confidence is not None:
-            meta["confidence"] = float(confidence)
-        meta.update(retrieved=list(retrieved), relied_on=list(relied_on))
+        meta = {**(metadata or {}), **({} if choice is None else {"choice": choice}),
+                **({} if confidence is None else {"confidence": float(confidence)}),
+                "retrieved": list(retrieved), "relied_on": list(relied_on)}
         return self.record(text, kind=Kind.DECISION, metadata=meta, **{"role": Role.AGENT, **fields})
 
     def act(self, text: str, **fields: Any) -> Entry:
@@ -199,9 +197,7 @@ class EpisodicMemory:
     def outcome(self, text: str, *, status: str | None = None, metadata: Mapping[str, Any] | None = None,
                 **fields: Any) -> Entry:
         """Record an outcome signal; `status` ("success"/"failure") is stored as a structured check."""
-        meta = dict(metadata or {})
-        if status is not None:
-            meta["status"] = status
+        meta = {**(metadata or {}), **({} if status is None else {"status": status})}
         return self.record(text, kind=Kind.OUTCOME, metadata=meta, **{"role": Role.ENVIRONMENT, **fields})
 
     def correct(self, text: str, **fields: Any) -> Entry:
@@ -225,35 +221,39 @@ class EpisodicMemory:
     def recall(self, query: str | Sequence[str] | None = None, *, situation: str | None = None,
                principal: str | None = None, k: int = 5, now: datetime | None = None,
                where: Mapping[str, Any] | None = None, since: datetime | None = None,
-               until: datetime | None = None) -> Context:
-        """Past episodes with outcomes, applicable facts and causal chains for a query.
+               until: datetime | None = None, unit: Unit = "incident", subject: str | None = None,
+               exclude: Collection[str] = (), incidents: int | None = None) -> Context:
+        """Past incidents with outcomes, applicable facts, causal chains and implicated changes for a query.
 
         Args:
             query: text or observation texts; None uses the observations recorded since
                 the principal's last closed episode.
             situation: situation label to favour; None uses the latest entry's.
             principal: tenant; nothing of another tenant is read.
-            k: most episodes.
+            k: most episodes recalled; `Context.incidents` are the units they belong to.
             now: reference time for recency (default: end of the latest closed episode).
             where: attributes an episode must match, applied before scoring like the principal
                 (keys service, situation, outcome: ``{"outcome": ["SUCCESS", "FAILURE"]}``).
-            since: only episodes that ended at or after this (timezone-aware) time.
-            until: only episodes that ended at or before this (timezone-aware) time.
+            since, until: only episodes that ended in this (timezone-aware) time range, ends included.
+            unit: "incident" (all attempts at a recalled problem) or "episode" (`memory.retrieval.units`).
+            subject: the service at hand (its name does not count toward closeness).
+            exclude: entry ids whose episodes and incidents are left out (e.g. the live problem's own).
+            incidents: most units (default: every one the recalled episodes give).
 
         Raises:
-            ValueError: an unknown filter key, or a naive or reversed time range.
+            ValueError: an unknown filter key or unit, or a naive or reversed time range.
         """
         self._catch_up()
         who = self._who(principal)
         window = self._recent.window(who)
         if query is None:
-            closed = self.state.closed_seq.get(who, -1)
-            query = [e.text for e in window if e.seq > closed and e.kind is Kind.OBSERVATION]
-        if situation is None and window:
-            situation = window[-1].situation
+            query = self._recent.observations_since(who, self.state.closed_seq.get(who, -1))
+        situation = window[-1].situation if situation is None and window else situation
         context = self._retriever.recall(query, principal=who, situation=situation, k=k, now=now, where=where,
                                          since=since, until=until)
-        return with_incidents(context, self.graph_of(who), lambda episode_id: self.episode(episode_id, principal=who))
+        return self._units.attach(context, unit=unit, observations=query.splitlines() if isinstance(query, str)
+                                  else query, subject=subject, exclude=exclude, limit=incidents,
+                                  at=window[-1].timestamp if window else None)
 
     def episodes(self, principal: str | None = None) -> list[Episode]:
         """Closed episodes of a principal, in closing order."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from memory.timeline import Entry, Role
+from memory.timeline import Entry, Kind, Role
 
 RECENT_WINDOW = 256  # entries kept per principal
 
@@ -35,6 +35,10 @@ class RecentEntries:
         """A new entry was appended (windows not read yet are read later, with it)."""
         if entry.principal in self._windows:
             self._windows[entry.principal].append(entry)
+
+    def observations_since(self, principal: str, seq: int) -> list[str]:
+        """The texts of a principal's observations in the window after timeline position `seq`."""
+        return [e.text for e in self.window(principal) if e.seq > seq and e.kind is Kind.OBSERVATION]
 
     def last(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first."""

@@ -34,7 +34,7 @@ NOTES = {"first": IncidentNote("\n".join(SYMPTOMS), SYMPTOMS, "broker_quota"),
 
 def test_the_attempts_at_one_problem_render_as_one_incident_in_time_order():
     # the retry ranks first, the failed attempt last: they still come together, oldest first
-    text = _context(_recalled(FIXED, 0.9), _recalled(OTHER, 0.8), _recalled(FAILED, 0.5)).render(incidents=NOTES)
+    text = _context(_recalled(FIXED, 0.9), _recalled(OTHER, 0.8), _recalled(FAILED, 0.5)).render(notes=NOTES)
     assert text.split("\n\n")[0] == "\n".join([
         "Past incident 1: 2026-03-02 ops, svc (2 attempts, final fix: broker_quota)",
         "  Symptom: queue depth 40k and growing",
@@ -51,7 +51,7 @@ def test_the_attempts_at_one_problem_render_as_one_incident_in_time_order():
 
 def test_an_incident_memory_hands_over_whole_shows_every_attempt_and_cites_the_recalled_one():
     whole = {"retry": IncidentNote("k", SYMPTOMS, "broker_quota", episodes=(FAILED, FIXED))}
-    text = _context(_recalled(FIXED)).render(incidents=whole)
+    text = _context(_recalled(FIXED)).render(notes=whole)
     assert "  Attempt 2026-03-02 10:00: tried prefetch_limit, outcome FAILURE" in text  # not recalled: no id
     assert "    Correction: It was the broker quota" in text
     assert "  Attempt [retry] 2026-03-02 11:00: tried broker_quota, outcome SUCCESS" in text
@@ -66,18 +66,18 @@ def test_without_notes_each_episode_is_its_own_incident_and_hidden_outcomes_stay
 
 def test_an_incident_that_does_not_fit_keeps_whole_attempts_and_never_only_its_head():
     context = _context(_recalled(FAILED), _recalled(FIXED))
-    whole = context.render(incidents=NOTES)
+    whole = context.render(notes=NOTES)
     cut = whole.index("  Attempt [retry]")
-    assert context.render(cut, incidents=NOTES) == whole[:cut - 1]  # the first attempt, whole
-    assert context.render(whole.index("    Result: Lag"), incidents=NOTES) == ""  # head alone is not shown
+    assert context.render(cut, notes=NOTES) == whole[:cut - 1]  # the first attempt, whole
+    assert context.render(whole.index("    Result: Lag"), notes=NOTES) == ""  # head alone is not shown
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(min_value=0, max_value=900))
 def test_render_never_exceeds_the_budget_and_cuts_only_between_items(budget):
-    text = _context(_recalled(FIXED), _recalled(OTHER), _recalled(FAILED)).render(budget, incidents=NOTES)
+    text = _context(_recalled(FIXED), _recalled(OTHER), _recalled(FAILED)).render(budget, notes=NOTES)
     assert len(text) <= budget
-    full = _context(_recalled(FIXED), _recalled(OTHER), _recalled(FAILED)).render(incidents=NOTES)
+    full = _context(_recalled(FIXED), _recalled(OTHER), _recalled(FAILED)).render(notes=NOTES)
     for line in text.split("\n"):
         assert line in full.split("\n")  # no line is cut short
 

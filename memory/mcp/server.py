@@ -197,9 +197,11 @@ def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
 
 
 def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
-    @tools.tool(description="Recall past experience for the current problem: episodes with their outcomes, "
-                             "decisions and corrections, applicable facts with confidence, causal chains. The text "
-                             "is a prompt block; the structured result has every item's id, provenance and reasons.")
+    @tools.tool(description="Recall past experience for the current problem: past incidents whole (symptoms, every "
+                             "attempt with its outcome, the corrections, the final fix, weighed by closeness and "
+                             "credit), applicable facts with confidence, recent changes the observations implicate, "
+                             "causal chains. The text is a prompt block; the structured result has every item's id, "
+                             "provenance and reasons.")
     @_user_errors
     async def recall(query: Annotated[str | None, Field(description="What you are looking at; default: the observations "
                                                               "recorded since the last closed episode.")] = None,
@@ -215,7 +217,7 @@ def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
                ) -> CallToolResult:
         where = {key: value for key, value in (("service", service), ("outcome", outcome)) if value}
         context = memory.recall(query, k=k, where=where or None, since=_time(since, "since"),
-                                until=_time(until, "until"))
+                                until=_time(until, "until"), subject=service)
         text = context.render(max_chars=max_chars) or "(no past experience matches)"
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=context.to_dict())
 

@@ -9,11 +9,19 @@ from `proximity`; `ChainCache` (`chains`) remembers causal chain narratives betw
 from memory.retrieval.bounds import Bounds
 from memory.retrieval.chains import ChainCache
 from memory.retrieval.config import DEFAULT, PRESETS, RetrieverConfig
-from memory.retrieval.context import Context, IncidentNote, RecalledEpisode, RecalledFact, ScoreParts
+from memory.retrieval.context import (
+    Context,
+    IncidentNote,
+    RecalledChange,
+    RecalledEpisode,
+    RecalledFact,
+    RecalledIncident,
+    ScoreParts,
+)
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
 from memory.retrieval.ranking import Retriever
-from memory.retrieval.units import with_incidents
+from memory.retrieval.units import IncidentRecall, Unit
 
 __all__ = [
     "DEFAULT",
@@ -23,13 +31,16 @@ __all__ = [
     "Context",
     "EpisodeIndex",
     "IncidentNote",
+    "IncidentRecall",
     "Partition",
     "RecalledEpisode",
+    "RecalledChange",
     "RecalledFact",
+    "RecalledIncident",
     "Retriever",
     "RetrieverConfig",
     "ScoreParts",
+    "Unit",
     "episode_vector",
     "graph_proximity",
-    "with_incidents",
 ]

@@ -7,8 +7,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-from memory.episodes import Episode
+from memory.episodes import Episode, Outcome
 from memory.facts import FactVersion
+from memory.graph import ChangeLink
+from memory.retrieval.incidents import Incident
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,37 @@ class RecalledFact:
 
 
 @dataclass(frozen=True)
+class RecalledIncident:
+    """One unit of past experience in a `Context`, weighed for the current problem."""
+
+    incident: Incident  # symptoms, attempts with outcomes and corrections, final fix
+    recalled: RecalledEpisode  # its best-matching recalled episode: the id a reader cites
+    episodes: tuple[Episode, ...]  # every episode of the unit, oldest first
+    closeness: float  # in [0, 1]: how close its symptoms are to the current observations
+    credit: float  # in (0, 1]: its weight as a precedent after the decisions that recalled it
+    sequence: int  # 1 + the place of its latest episode in the principal's closing order
+    why: str  # closeness, credit and the recall score, in words
+
+    @property
+    def id(self) -> str:
+        """The id a reader cites (the recalled episode's)."""
+        return self.recalled.episode.id
+
+    @property
+    def outcome(self) -> str:
+        """SUCCESS when something fixed it, else the last attempt's outcome."""
+        return Outcome.SUCCESS.value if self.incident.resolution else self.incident.attempts[-1].outcome
+
+
+@dataclass(frozen=True)
+class RecalledChange:
+    """A recent change the current observations implicate, with its place in the closing order."""
+
+    change: ChangeLink  # the change, its probability, chain and what such changes led to
+    sequence: int  # 1 + the place of its episode in the principal's closing order (0 when unknown)
+
+
+@dataclass(frozen=True)
 class Context:
     """What memory hands the reasoner for one decision."""
 
@@ -54,7 +87,9 @@ class Context:
     facts: tuple[RecalledFact, ...]  # best first
     chains: tuple[str, ...]  # distinct causal narratives of the episodes
     show_outcomes: bool = True  # whether render shows outcome labels
-    incidents: Mapping[str, "IncidentNote"] = field(default_factory=dict)  # recalled episode id → its whole incident
+    incidents: tuple[RecalledIncident, ...] = ()  # the recalled episodes as units (`memory.retrieval.units`)
+    changes: tuple[RecalledChange, ...] = ()  # recent changes the query implicates, most probable first
+    notes: Mapping[str, "IncidentNote"] = field(default_factory=dict)  # recalled episode id → its whole incident
 
     def item_ids(self) -> list[str]:
         """Ids of the recalled episodes and fact versions (for decision metadata)."""
@@ -74,18 +109,22 @@ class Context:
             "episodes": [_episode_dict(rank, r, self.show_outcomes) for rank, r in enumerate(self.episodes, start=1)],
             "facts": [_fact_dict(rank, r) for rank, r in enumerate(self.facts, start=1)],
             "chains": list(self.chains),
+            "incidents": [_incident_dict(rank, u, self.show_outcomes) for rank, u in enumerate(self.incidents, start=1)],
+            "changes": [{"id": c.change.episode_id, "probability": c.change.probability, "chain": c.change.chain,
+                         "resolved": c.change.resolved, "led_to": list(c.change.led_to), "why": c.change.why}
+                        for c in self.changes],
         }
 
     def to_json(self, **dumps: Any) -> str:
         """`to_dict` as a JSON string (keyword arguments go to `json.dumps`)."""
         return json.dumps(self.to_dict(), **{"ensure_ascii": False, **dumps})
 
-    def render(self, max_chars: int = 4000, *, incidents: Mapping[str, IncidentNote] | None = None) -> str:
-        """A prompt block of at most `max_chars` characters: facts, past incidents, chains.
+    def render(self, max_chars: int = 4000, *, notes: Mapping[str, IncidentNote] | None = None) -> str:
+        """A prompt block of at most `max_chars` characters: facts, past incidents, implicated changes, chains.
 
         Recalled episodes are shown as incidents: the episodes of one problem together, in
         time order, under the problem's symptoms and final fix, each attempt with its choice,
-        outcome, result and corrections. `incidents` says which problem each episode worked
+        outcome, result and corrections. `notes` says which problem each episode worked
         on (episodes with the same `IncidentNote.key` are one incident; by default the notes
         the memory attached, `memory.retrieval.units`); an episode it does not name is an
         incident of its own. The block is cut only between items (a fact, an
@@ -96,9 +135,13 @@ class Context:
             blocks.append(["Heuristics learned from past outcomes:"] + [
                 f"- [{r.fact.id}] {r.fact.text} (confidence {r.fact.confidence:.2f}, version {r.fact.version}, "
                 f"support {len(r.fact.support)}, contradict {len(r.fact.contradict)})" for r in self.facts])
-        notes = self.incidents if incidents is None else incidents
+        notes = self.notes if notes is None else notes
         for n, unit in enumerate(incident_units(self.episodes, notes), start=1):
             blocks.append(_incident_block(n, unit, notes.get(unit[0].episode.id), self.show_outcomes))
+        if self.changes:
+            blocks.append(["Recent changes the observations implicate:"] + [
+                f"- [{c.change.episode_id}] {c.change.chain} (probability {c.change.probability:.2f})"
+                for c in self.changes])
         if self.chains:
             blocks.append(["Causal chains:"] + [f"- {c}" for c in self.chains])
         return _fit_items(blocks, max_chars)
@@ -219,6 +262,20 @@ def _episode_dict(rank: int, r: RecalledEpisode, show_outcomes: bool) -> dict[st
     if show_outcomes:
         data["outcome"] = ep.outcome.value
         data["outcome_evidence"] = ep.outcome_evidence
+    return data
+
+
+def _incident_dict(rank: int, u: RecalledIncident, show_outcomes: bool) -> dict[str, Any]:
+    """A unit as data: the episode a reader cites, the symptoms, every attempt, the fix, its weights and why."""
+    attempts = [{"episode": a.episode_id, "choice": a.choice, "corrections": list(a.corrections),
+                 **({"outcome": a.outcome, "verdict": a.verdict} if show_outcomes else {})}
+                for a in u.incident.attempts]
+    data: dict[str, Any] = {"rank": rank, "id": u.id, "opener": u.incident.opener, "situation": u.incident.situation,
+                            "subject": u.incident.subject, "symptoms": list(u.incident.symptoms), "attempts": attempts,
+                            "corrections": list(u.incident.corrections), "closeness": u.closeness, "credit": u.credit,
+                            "why": u.why}
+    if show_outcomes:
+        data.update(outcome=u.outcome, final_fix=u.incident.resolution)
     return data
 
 

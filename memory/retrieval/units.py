@@ -1,37 +1,147 @@
-"""Recalled episodes as whole incidents: the notes that make `Context.render` show a past
-problem with every attempt, its outcome and its corrections, not only the episode that ranked.
+"""Recalled episodes as whole incidents, weighed for the problem at hand.
 
 A recall returns episodes; the episode that ranked is often the attempt that fixed the
-problem, while the lesson is in the failed attempt and the correction before it. Every caller
-of `EpisodicMemory.recall` (an agent loop, the MCP server) gets the incident whole.
+problem, while the lesson is in the failed attempt and the correction before it. `IncidentRecall`
+turns the recalled episodes into units a reader can act on, and every caller of
+`EpisodicMemory.recall` (an agent loop, the MCP server, the harness) gets the same units:
+
+- **incident** (the default): the episodes that worked on one problem (`incidents.incident_of`),
+  with the symptoms, every attempt and its outcome, the corrections and the final fix;
+- **episode**: each recalled episode on its own, with only its own outcome and corrections.
+
+Each unit carries what weighs it: its **closeness** to the current observations (negation-aware,
+each term weighted by how well it told resolutions apart in this memory, `incidents.separation_in`;
+service names left out: they say where, not what), its **credit** as a precedent (lower after
+decisions it misled, `memory.reinforcer.episode_credit`) and its place in the closing order.
+Beside the units, the recent **changes** the observations implicate (`changes.changes_for`).
+
+Two rules decide what is a unit at all: an episode holding an entry the caller excludes (the
+live problem's own, which the caller already has) is left out with its whole incident, and an
+episode of another situation that never reached an outcome (a note, a review) says nothing about
+a diagnosis.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from datetime import datetime
+from typing import Callable, Collection, Literal, Sequence
 
-import networkx as nx
+from memory.episodes import Episode, Outcome
+from memory.reinforcer import episode_credit
+from memory.retrieval.changes import changes_for
+from memory.retrieval.context import Context, IncidentNote, RecalledChange, RecalledEpisode, RecalledIncident
+from memory.retrieval.incidents import Attempt, Incident, closeness, incident_of, rarity_in, separation_in
+from memory.state import MemoryState
+from memory.text import terms
 
-from memory.episodes import Episode
-from memory.retrieval.incidents import incident_of
-from memory.retrieval.context import Context, IncidentNote
+Unit = Literal["incident", "episode"]
+UNITS: tuple[str, ...] = ("incident", "episode")
 
 
-def with_incidents(context: Context, G: nx.MultiDiGraph, lookup: Callable[[str], Episode | None]) -> Context:
-    """`context` with a note per recalled episode naming its incident's symptoms, final fix and episodes.
+class IncidentRecall:
+    """Builds the units of a recall from a memory's derived state (one per memory: it caches term weights)."""
 
-    Args:
-        context: what the retriever recalled.
-        G: the principal's episode graph (RETRY_OF / LEARNED_FROM join an incident's attempts).
-        lookup: an episode by id (None when unknown).
-    """
-    notes = {}
-    for recalled in context.episodes:
-        incident = incident_of(G, recalled.episode.id, lookup)
-        if incident is None:
-            continue
-        episodes = tuple(e for e in map(lookup, incident.episode_ids) if e is not None)
-        notes[recalled.episode.id] = IncidentNote(key=incident.opener, symptoms=incident.symptoms,
-                                                  final_fix=incident.resolution, episodes=episodes)
-    return replace(context, incidents=notes)
+    def __init__(self, state: MemoryState) -> None:
+        self.state = state
+        self._weights: dict[str, tuple[int, Callable[[str], float]]] = {}  # principal → (log size, weights)
+
+    def attach(self, context: Context, *, unit: Unit = "incident", observations: Sequence[str] = (),
+               subject: str | None = None, exclude: Collection[str] = (), limit: int | None = None,
+               at: datetime | None = None, changes: int = 3) -> Context:
+        """`context` with its units, the notes that render them whole, and the implicated changes.
+
+        Args:
+            unit: "incident" (episodes grouped by problem) or "episode" (one by one).
+            observations: the current observation lines (closeness is measured against them).
+            subject: the service or subject at hand (its name does not count toward closeness).
+            exclude: entry ids whose episodes are left out, with their incidents.
+            limit: most units (default: as many as the recalled episodes give).
+            at: now, for the changes still in place (None: no changes).
+            changes: most changes.
+        """
+        if unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
+        live = set(exclude)
+        episodes = tuple(r for r in context.episodes if not live.intersection(r.episode.entry_ids)
+                         and (r.episode.situation == context.situation or r.episode.outcome is not Outcome.UNKNOWN))
+        weigh = self._weigh(context.principal, observations, subject)
+        units = self._incidents(episodes, context.principal, live, limit, weigh) if unit == "incident" else \
+            [self._episode_unit(r, context.principal, weigh) for r in episodes[:limit]]
+        found = changes_for(self.state, observations, principal=context.principal, subject=subject, at=at,
+                            limit=changes) if at is not None and changes > 0 else []
+        return replace(context, episodes=episodes, incidents=tuple(units),
+                       changes=tuple(RecalledChange(c, self.sequence(c.episode_id)) for c in found),
+                       notes={u.id: IncidentNote(key=u.incident.opener, symptoms=u.incident.symptoms,
+                                                 final_fix=u.incident.resolution, episodes=u.episodes)
+                              for u in units} if unit == "incident" else {})
+
+    def sequence(self, episode_id: str) -> int:
+        """1 + the episode's place in its principal's closing order (0 when unknown)."""
+        place = self.state.index.place(episode_id)
+        return 0 if place is None else place + 1
+
+    def _weigh(self, principal: str, observations: Sequence[str],
+               subject: str | None) -> Callable[[Sequence[str], str | None, str], tuple[float, float, str]]:
+        """closeness × credit of a unit: (closeness, credit, why) from its symptoms, subject and cited episode."""
+        log = self.state.evidence.get(principal)
+        size = len(log) if log is not None else 0
+        cached = self._weights.get(principal)
+        if cached is None or cached[0] != size:
+            cached = (size, separation_in(log) if log is not None else rarity_in(lambda term: 0, 0))
+            self._weights[principal] = cached
+        weight, graph = cached[1], self.state.graph_of(principal)
+
+        def weigh(symptoms: Sequence[str], its_subject: str | None, episode_id: str) -> tuple[float, float, str]:
+            services = terms(" ".join(name for name in (subject, its_subject) if name))
+            near = round(closeness(observations, symptoms, weight, ignore=services), 6)
+            credit = episode_credit(graph, episode_id)
+            return near, credit, f"closeness {near:.2f} to the observations, credit {credit:.2f} as a precedent"
+        return weigh
+
+    def _incidents(self, episodes: Sequence[RecalledEpisode], principal: str, live: set[str], limit: int | None,
+                   weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]]) -> list[RecalledIncident]:
+        """The recalled episodes grouped into incidents, in order of first appearance; each cites its member
+        that matched the query best (among those recalled before the `limit`-th incident)."""
+        graph = self.state.graph_of(principal)
+        lookup = self._lookup(principal)
+        found: dict[str, tuple[Incident, RecalledEpisode]] = {}
+        for recalled in episodes:
+            incident = incident_of(graph, recalled.episode.id, lookup)
+            if incident is None or any(live.intersection(e.entry_ids) for e in map(lookup, incident.episode_ids)
+                                       if e is not None):
+                continue
+            best = found.get(incident.opener)
+            if best is None or recalled.score.relevance > best[1].score.relevance:
+                found[incident.opener] = (incident, recalled)
+            if limit is not None and len(found) >= limit:
+                break
+        units = []
+        for incident, recalled in found.values():
+            near, credit, why = weigh(incident.symptoms, incident.subject, recalled.episode.id)
+            members = tuple(e for e in map(lookup, incident.episode_ids) if e is not None)
+            units.append(RecalledIncident(incident, recalled, members, near, credit,
+                                          max(self.sequence(i) for i in incident.episode_ids), f"{why}; {recalled.why}"))
+        return units
+
+    def _episode_unit(self, recalled: RecalledEpisode, principal: str,
+                      weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]]) -> RecalledIncident:
+        """One recalled episode as a unit of its own: its problem's observations, its own outcome and fix."""
+        episode = recalled.episode
+        problem = self.state.problems.get(episode.id)
+        symptoms = tuple(problem.text.split("\n")) if problem is not None and problem.text else ()
+        fixed = episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None
+        incident = Incident(opener=episode.id, situation=episode.situation, subject=episode.subject,
+                            symptoms=symptoms, resolution=fixed,
+                            attempts=(Attempt(episode.id, episode.choices[-1] if episode.choices else None,
+                                              episode.outcome.value, episode.outcome_evidence,
+                                              tuple(episode.corrections)),))
+        near, credit, why = weigh(symptoms, episode.subject, episode.id)
+        return RecalledIncident(incident, recalled, (episode,), near, credit, self.sequence(episode.id),
+                                f"{why}; {recalled.why}")
+
+    def _lookup(self, principal: str) -> Callable[[str], Episode | None]:
+        def lookup(episode_id: str) -> Episode | None:
+            episode = self.state.episodes.get(episode_id)
+            return episode if episode is not None and episode.principal == principal else None
+        return lookup
