@@ -38,8 +38,8 @@ from rich.table import Table
 from agent.agents import PRINCIPAL, EpisodicAgent, Recorded
 from agent.reasoner import Decision, Problem
 from memory import EpisodicMemory
-from memory.episodes import Edge, EdgeType, Episode
-from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, GraphConfig, standing_edges
+from memory.episodes import Episode
+from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, Edge, EdgeType, GraphConfig, standing_edges
 from memory.episodes import SegmenterConfig
 from memory.episodes.segmenter import DEFAULT_CONFIG
 

@@ -37,8 +37,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import networkx as nx
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.graph import resolution
+from memory.episodes import Episode, Outcome
+from memory.graph import Edge, EdgeType, resolution
 from memory.facts import (
     DEFAULT_FACTS,
     EpisodeEvidence,

@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 
 from memory.agent_memory import EpisodicMemory
-from memory.episodes import EdgeType, Outcome
+from memory import EdgeType, Outcome
 from tests.builders import INCIDENTS, T0, play_incidents as play
 
 ROOT = Path(__file__).resolve().parents[1]

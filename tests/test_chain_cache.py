@@ -5,10 +5,8 @@ import pytest
 import scenarios
 from agent.heuristic import HeuristicReasoner
 from eval.presets import PRESETS, build_agent
-from memory.retrieval import ChainCache
 from memory.timeline import HashingEncoder
-from memory.episodes import Edge, EdgeType
-from memory.graph import causal_chain
+from memory.graph import ChainCache, Edge, EdgeType, causal_chain
 from simulator import DebugEnv
 from simulator.generate import generate, to_yaml
 

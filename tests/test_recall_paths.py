@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
-from memory.graph import BACKWARD, FORWARD, Link, add_edges, add_episode, causal_chain
+from memory.episodes import Episode, Outcome
+from memory.graph import BACKWARD, FORWARD, Edge, EdgeType, Link, add_edges, add_episode, causal_chain
 from memory.retrieval import DEFAULT, EpisodeIndex, Retriever, episode_vector, graph_proximity
 from memory.retrieval.proximity import power_iteration
 from memory.retrieval.ranking import at_most_kth, kth

@@ -2,9 +2,9 @@
 
 import networkx as nx
 
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.facts import FactVersion, Usefulness
-from memory.graph import add_edges, add_episode, resolution
+from memory.graph import Edge, EdgeType, add_edges, add_episode, resolution
 from memory.reinforcer import DecisionNote, mark_id, reinforce
 from tests.builders import T0, episode, evidence_of
 

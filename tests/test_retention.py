@@ -215,7 +215,7 @@ def test_the_retain_command(store, capsys):
 
 
 def test_lesson_evidence_follows_retries_back_to_the_incident():
-    from memory.episodes import Edge, EdgeType
+    from memory.graph import Edge, EdgeType
     from memory.facts import FactVersion, Usefulness
     from tests.builders import episode
 

@@ -6,9 +6,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memory.timeline import HashingEncoder
-from memory.episodes import Edge, EdgeType, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.facts import FactVersion, Usefulness
-from memory.graph import add_edges, add_episode
+from memory.graph import Edge, EdgeType, add_edges, add_episode
 from memory.retrieval import EpisodeIndex, Retriever, episode_vector
 from memory.retrieval.config import DEFAULT, NO_FACTS, NO_GRAPH, NO_MMR, NO_OUTCOME_LABELS, RetrieverConfig
 

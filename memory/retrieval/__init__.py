@@ -3,11 +3,11 @@
 `RetrieverConfig` and its named presets (`config`) set the weights of the episode score;
 `EpisodeIndex` (`index`) holds each principal's episode vectors, bounded for fast scoring
 (`bounds`); `Retriever` (`ranking`) scores, prunes and diversifies, with graph proximity
-from `proximity`; `ChainCache` (`chains`) remembers causal chain narratives between recalls.
+from `proximity`. Causal chain narratives are remembered between recalls by the graph layer's
+`ChainCache` (`memory.graph.chain_cache`), which the derived state holds.
 """
 
 from memory.retrieval.bounds import Bounds
-from memory.retrieval.chains import ChainCache
 from memory.retrieval.config import DEFAULT, PRESETS, RetrieverConfig
 from memory.retrieval.context import (
     Context,
@@ -27,7 +27,6 @@ __all__ = [
     "DEFAULT",
     "PRESETS",
     "Bounds",
-    "ChainCache",
     "Context",
     "EpisodeIndex",
     "IncidentNote",

@@ -16,9 +16,9 @@ from typing import Callable, Collection, Sequence
 
 import networkx as nx
 
-from memory.episodes import EdgeType, Episode, Outcome
+from memory.episodes import Episode, Outcome
 from memory.facts import EvidenceLog, affirmed_lines
-from memory.graph import later_attempts
+from memory.graph import EdgeType, later_attempts
 
 _EARLIER = {EdgeType.RETRY_OF.value, EdgeType.LEARNED_FROM.value}
 
