@@ -67,9 +67,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
-from memory.episodes import Outcome, classify_text
-from memory.text import affirmed_clauses, all_clear, looked_terms, read_as_found, split_negation, stems, terms
-from memory.timeline import Encoder, HashingEncoder
+from memory import Encoder, HashingEncoder, Outcome, Reader
 
 KINDS = ("prior", "memory", "facts", "graph", "track")  # evidence kinds whose reliability the memory records
 PRIOR_HITS, PRIOR_MISSES = 2.0, 1.0  # Beta prior of a kind's reliability with no record: 2/3
@@ -105,7 +103,7 @@ def favourites(votes: Mapping[str, Mapping[str, float]]) -> dict[str, str]:
     return found
 
 
-def superseded(evidence: Sequence[Evidence]) -> dict[str, float]:
+def superseded(evidence: Sequence[Evidence], reader: Reader = Reader()) -> dict[str, float]:
     """How much of each labelled precedent still stands once later experience is known, in [0, 1].
 
     When a later precedent resolved as something else shows the same picture (the terms both
@@ -113,7 +111,7 @@ def superseded(evidence: Sequence[Evidence]) -> dict[str, float]:
     its strength is multiplied by ``1 − overlap`` (stem Jaccard of the affirmed observations).
     What fixed this picture most recently is what the site is like now (drift).
     """
-    labelled = [(item, stems(affirmed_clauses(" ".join(item.observations))), answer)
+    labelled = [(item, reader.stems(reader.affirmed_clauses(" ".join(item.observations))), answer)
                 for item in evidence if item.sequence and item.observations and (answer := resolution_of(item))]
     standing: dict[str, float] = {}
     for item, words, answer in labelled:
@@ -125,12 +123,12 @@ def superseded(evidence: Sequence[Evidence]) -> dict[str, float]:
     return standing
 
 
-def checked_clear(item: Evidence, cleared: set[str]) -> bool:
+def checked_clear(item: Evidence, cleared: set[str], reader: Reader = Reader()) -> bool:
     """Whether the round reports a look that found nothing wrong at what a precedent's corrections
     pointed to: two or more terms the corrections affirm are in the round's all-clear sentences."""
     if not item.corrections:
         return False
-    said = set().union(*(terms(split_negation(text)[0]) for text in item.corrections))
+    said = set().union(*(reader.terms(reader.split_negation(text)[0]) for text in item.corrections))
     return len(said & cleared) >= 2
 
 
@@ -178,12 +176,15 @@ class HeuristicReasoner:
 
     Args:
         encoder: used for the description cosine; the same encoder the memories use.
+        reader: how observation lines are read (negation, all-clear reports, outcome cues); the
+            memory's (`EpisodicMemory.lexicon`), as the encoder is.
     """
 
     name = "heuristic"
 
-    def __init__(self, encoder: Encoder | None = None) -> None:
+    def __init__(self, encoder: Encoder | None = None, reader: Reader | None = None) -> None:
         self.encoder = encoder or HashingEncoder()
+        self.reader = reader or Reader()
         self._cause_vectors: dict[tuple[str, str], np.ndarray] = {}
 
     # -- world knowledge -----------------------------------------------------------------
@@ -197,10 +198,11 @@ class HeuristicReasoner:
 
     def signal_score(self, observations: Sequence[str], cause: CauseInfo) -> float:
         """Mean of the best three signal coverages (negated clauses do not count)."""
-        observed = [stems(split_negation(read_as_found(text))[0]) for text in observations]
+        read = self.reader
+        observed = [read.stems(read.split_negation(read.read_as_found(text))[0]) for text in observations]
         coverages = []
         for signal in cause.signals:
-            wanted = stems(signal)
+            wanted = read.stems(signal)
             if wanted:
                 coverages.append(max((len(wanted & have) / len(wanted) for have in observed), default=0.0))
         best = sorted(coverages, reverse=True)[:3]
@@ -218,7 +220,7 @@ class HeuristicReasoner:
         candidate's distinctive stems (description and signals, minus stems shared by all
         candidates) present in the text. The part after a negation cue counts against.
         """
-        affirmed, rejected = split_negation(text)
+        affirmed, rejected = self.reader.split_negation(text)
         votes: dict[str, float] = {}
         for part, sign in ((affirmed, 1.0), (rejected, -1.0)):
             if not part.strip():
@@ -229,8 +231,8 @@ class HeuristicReasoner:
 
     def _association(self, text: str, candidates: tuple[CauseInfo, ...]) -> dict[str, float]:
         lowered = text.lower()
-        present = stems(text)
-        vocab = {c.id: stems(c.description + " " + " ".join(c.signals) + " " + c.id) for c in candidates}
+        present = self.reader.stems(text)
+        vocab = {c.id: self.reader.stems(c.description + " " + " ".join(c.signals) + " " + c.id) for c in candidates}
         shared = frozenset.intersection(*vocab.values()) if vocab else frozenset()
         result = {}
         for cause in candidates:
@@ -285,18 +287,19 @@ class HeuristicReasoner:
         votes: dict[str, dict[str, float]] = {"prior": runbook, "track": track_votes(problem, runbook)}
         supporters: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
         # what the round reports looked at and found fine: a precedent whose corrections pointed there does not hold
-        cleared = set().union(*(terms(all_clear(line)) for line in problem.observations)) - looked_terms()
+        read = self.reader
+        cleared = set().union(*(read.terms(read.all_clear(line)) for line in problem.observations)) - read.looked_terms()
         for kind, sources in (("memory", ("episode", "incident", "chunk")), ("facts", ("fact",)), ("graph", ("change",))):
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
-            current = superseded(evidence) if kind == "memory" else {}
+            current = superseded(evidence, read) if kind == "memory" else {}
             for item in evidence:
                 if item.source not in sources or (kind != "memory" and item.conclusion in problem.tried):
                     continue  # a fact whose conclusion already failed in this round does not hold here
                 strength = max(0.0, min(1.0, item.relevance)) * (item.confidence if kind != "memory" and
                                                                   item.confidence is not None else 1.0)
                 strength *= current.get(item.id, 1.0)
-                if cleared and kind == "memory" and checked_clear(item, cleared):
+                if cleared and kind == "memory" and checked_clear(item, cleared, read):
                     strength = 0.0
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
@@ -307,7 +310,7 @@ class HeuristicReasoner:
             for cause_id, vote in self.mentions(text, candidates).items():
                 feedback[cause_id] += vote
         for line in problem.observations:
-            cleared_text = all_clear(line)
+            cleared_text = read.all_clear(line)
             if cleared_text:
                 for cause_id, strength in self._association(cleared_text, tuple(candidates)).items():
                     feedback[cause_id] -= CORRECTION_SHARE * strength
@@ -365,7 +368,7 @@ class HeuristicReasoner:
             if named is not None:
                 pending, state, found = named, "await", True
             elif state == "await":
-                verdict = classify_text(line).outcome
+                verdict = self.reader.outcome(line)
                 if verdict in (Outcome.SUCCESS, Outcome.FAILURE):
                     votes[pending] += 1.0 if verdict == Outcome.SUCCESS else -1.0
                     state = "corrected?" if verdict == Outcome.FAILURE else ""

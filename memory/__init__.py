@@ -28,7 +28,7 @@ The timeline is the only source of truth; every other layer is a projection of i
 from memory.agent_memory import EpisodicMemory
 from memory.calibration import EvidenceRecord
 from memory.errors import MemoryError_, StoreError
-from memory.episodes import Episode, Outcome, Segmenter, SegmenterConfig, segment
+from memory.episodes import Episode, Outcome, Reader, Segmenter, SegmenterConfig, segment
 from memory.facts import FactVersion
 from memory.graph import Edge, EdgeType, GraphConfig, causal_chain
 from memory.retrieval import Context, IncidentNote, RecalledChange, RecalledIncident, RetrieverConfig
@@ -66,6 +66,7 @@ __all__ = [
     "NoRedaction",
     "Outcome",
     "PatternRedactor",
+    "Reader",
     "Redactor",
     "RecalledChange",
     "RecalledIncident",

@@ -264,3 +264,14 @@ def test_an_all_clear_is_one_sentence_of_its_line_and_the_rest_is_kept(words, se
     assert cleared in line and any(w in cleared for w in ("checked", "verified"))
     assert not {"tripped", "leak"} & set(split_negation(cleared)[0].replace(",", " ").split())  # nothing found wrong
     assert sorted((read_as_found(line) + " " + cleared).split()) == sorted(line.split())
+
+
+def test_the_reasoner_reads_with_the_lexicon_it_is_handed():
+    # a site's own word for broken: only a reasoner reading with that site's lexicon counts it as a failure
+    from memory import Reader
+    from memory.lexicon import DEFAULT_LEXICON
+
+    site = Reader(DEFAULT_LEXICON.with_words("failure_cues", ["banjaxed"], "a site's own word for broken (test)"))
+    window = "Decision: bad_release — rolled back\nThe conveyor is banjaxed again"
+    assert REASONER.sequence_votes(window, (POOL, DEPLOY)) == {}
+    assert HeuristicReasoner(reader=site).sequence_votes(window, (POOL, DEPLOY)) == {"bad_release": -1.0}

@@ -13,12 +13,14 @@ from typing import Any
 
 from memory.episodes.model import Episode, Outcome, episode_id
 from memory.episodes.outcomes import OutcomeVerdict, classify_text, detect_outcome
+from memory.episodes.reading import Reader
 from memory.episodes.segmenter import Segmenter, SegmenterConfig, build_episode, segment
 
 __all__ = [
     "Episode",
     "Outcome",
     "OutcomeVerdict",
+    "Reader",
     "Segmenter",
     "SegmenterConfig",
     "build_episode",
