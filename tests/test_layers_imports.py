@@ -71,17 +71,7 @@ KNOWN_AGENT_IMPORTS: set[str] = set()
 # Files still importing Edge/EdgeType from memory.episodes (they live in memory.graph.edges; take them
 # from `memory` or `memory.graph`). When this is empty, `memory.episodes.__getattr__` goes.
 KNOWN_EDGE_IMPORTERS: set[str] = {
-    "eval/layers.py",
     "memory/agent_memory.py",
-    "memory/reinforcer.py",
-    "memory/retrieval/chains.py",
-    "memory/retrieval/incidents.py",
-    "tests/test_agent_memory.py",
-    "tests/test_chain_cache.py",
-    "tests/test_recall_paths.py",
-    "tests/test_reinforcer.py",
-    "tests/test_retention.py",
-    "tests/test_retriever.py",
 }
 
 
