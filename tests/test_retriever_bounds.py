@@ -119,11 +119,26 @@ def test_only_a_large_first_pass_runs_on_more_than_one_blas_thread():
     from threadpoolctl import threadpool_info
     blas = lambda: [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]  # noqa: E731
     outside = blas()
-    with bounds_module.blas_threads(1 << 20):
+    with bounds_module.blas_threads(1 << 20, threads=1):
         assert blas() and set(blas()) == {1}
-    with bounds_module.blas_threads(bounds_module.PARALLEL_PASS_BYTES + 1):
+    with bounds_module.blas_threads(bounds_module.PARALLEL_PASS_BYTES + 1, threads=1):
         assert blas() == outside
     assert blas() == outside
+
+
+@pytest.mark.parametrize("threads", [None, 1])
+def test_recall_hands_its_blas_threads_to_the_first_pass(monkeypatch, threads):
+    asked, probe = [], Bounds.probe
+
+    def spy(self, query, threads=None):
+        asked.append(threads)
+        return probe(self, query, threads)
+
+    monkeypatch.setattr(Bounds, "probe", spy)
+    r = build(300, config=replace(DEFAULT, prune_from=1, blas_threads=threads))  # every recall reads the bounds
+    for text, _ in synthetic_texts(3, seed=1):
+        r.recall(text, principal="p0", situation="ops", k=3)
+    assert asked and set(asked) == {threads}
 
 
 def test_top_breaks_ties_by_lower_index_also_at_the_cut():

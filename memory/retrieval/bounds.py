@@ -175,10 +175,10 @@ def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 PARALLEL_PASS_BYTES = 64 << 20  # a first pass that reads more than this runs on every BLAS thread
 
 
-def blas_threads(read_bytes: int, threads: int | None = 1) -> Any:
+def blas_threads(read_bytes: int, threads: int | None = None) -> Any:
     """Context for a first pass that reads `read_bytes` of projections, on at most `threads` BLAS threads.
 
-    `threads` None leaves BLAS alone (what recall does by default). With a number, a small pass
+    `threads` None, the default, leaves BLAS alone (as recall does unless asked). With a number, a small pass
     runs on that many threads (1: the calling thread only): its product is bound by memory, so
     more threads barely help, and on a busy machine their synchronisation made it several times
     slower. A large one (a partition of a million episodes reads 179 MB) keeps BLAS's threads:

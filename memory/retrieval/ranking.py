@@ -140,7 +140,8 @@ class Retriever:
         cfg = self.config
         recency, sit, outcome, rest = self._parts(part, situation, now)
         bounds = part.bounded(cfg.prune_from) if eligible is None else None
-        scores = RelevanceScores(part, qvec, None if bounds is None else bounds.probe(qvec), eligible)
+        probe = None if bounds is None else bounds.probe(qvec, threads=cfg.blas_threads)
+        scores = RelevanceScores(part, qvec, probe, eligible)
         graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
             seeds = scores.seeds(cfg.seeds, cfg.score_first)
