@@ -140,7 +140,8 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         seeds=_seeds(args), agents=list(args.agents),
         config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
                 "base_url": getattr(reasoner, "base_url", None),
-                "store": args.store, "budget": {"items": DEFAULT_BUDGET.items, "chars": DEFAULT_BUDGET.chars}}, now=now)
+                "store": args.store, "budget": {"items": DEFAULT_BUDGET.items, "chars": DEFAULT_BUDGET.chars}}, now=now,
+        environment=runlog.environment())
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -18,6 +19,7 @@ from typing import Any, Callable
 from memory.outputs import write_atomic
 
 SCHEMA = 1
+CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout this code runs from, when it is one
 
 
 def utc_now() -> datetime:
@@ -25,9 +27,37 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _git(*args: str, root: Path) -> str | None:
+    """The stripped output of ``git -C root ARGS``; None when git is absent, fails or hangs."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def code_version(root: Path = CODE_ROOT) -> dict[str, str | None]:
+    """The git commit the code at `root` was checked out at (``git rev-parse HEAD``) and whether its
+    tree was ``"clean"`` or ``"dirty"`` (``git status --porcelain`` non-empty: uncommitted or untracked
+    files); both None when git is missing or `root` is not the top of a git checkout (an installed copy)."""
+    top = _git("rev-parse", "--show-toplevel", root=root)
+    commit = _git("rev-parse", "HEAD", root=root) if top and Path(top).resolve() == root.resolve() else None
+    # --no-optional-locks: reading the status never takes the index lock a concurrent git command needs
+    status = _git("--no-optional-locks", "status", "--porcelain", root=root) if commit else None
+    return {"commit": commit, "tree": None if status is None else ("dirty" if status else "clean")}
+
+
+def environment(root: Path = CODE_ROOT) -> dict[str, Any]:
+    """The ``environment`` block of a run log: Python, platform and the code's commit (`code_version`)."""
+    return {"python": platform.python_version(), "platform": platform.platform(), **code_version(root)}
+
+
 def new_log(*, mode: str, scenarios: list[dict[str, str]], seeds: list[int], agents: list[str],
-            config: dict[str, Any], now: Callable[[], datetime] = utc_now) -> dict[str, Any]:
-    """An empty run log in status "error" until `finish` marks it successful; `now` stamps its start."""
+            config: dict[str, Any], now: Callable[[], datetime] = utc_now,
+            environment: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An empty run log in status "error" until `finish` marks it successful; `now` stamps its start.
+    `environment` is the block `environment()` builds (the caller gathers it: it runs git); without it,
+    only Python and the platform are recorded."""
     return {
         "schema": SCHEMA,
         "status": "error",
@@ -39,7 +69,7 @@ def new_log(*, mode: str, scenarios: list[dict[str, str]], seeds: list[int], age
         "started_at": now().isoformat(),
         "finished_at": None,
         "error": None,
-        "environment": {"python": platform.python_version(), "platform": platform.platform()},
+        "environment": environment or {"python": platform.python_version(), "platform": platform.platform()},
     }
 
 

@@ -173,7 +173,9 @@ class BenchReport:
         machine = self.results.get("machine", {})
         lines = [f"machine: {machine.get('cpu_count')} CPUs, Python {machine.get('python')}, {machine.get('platform')}; "
                  f"load average {machine.get('load_avg_start')} → {machine.get('load_avg_end')}; "
-                 f"bench took {machine.get('elapsed_s')} s"]
+                 f"bench took {machine.get('elapsed_s')} s"
+                 + (f"; code at commit {machine['commit'][:12]}" + (" with uncommitted changes" if machine.get("tree") == "dirty" else "")
+                    if machine.get("commit") else "")]
         for size, entry in self.results["recall_ms"].items():
             store = entry.get("store") or {}
             lines.append(f"store {int(size):,}: {store.get('episodes', 0):,} episodes, {store.get('entries', 0):,} entries, "
