@@ -1,10 +1,11 @@
 """The figures of the documentation, rendered from saved run logs (compute, then render).
 
-``python -m eval.docs_pages`` rewrites every generated section of the pages under docs/: the
-text between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``. Each section is a
-table or a few lines computed from the run logs it names, with the commands that made those logs
-printed beside it, so a figure in the docs is always the figure of a log. It prints one line per
-page it wrote and nothing else.
+``python -m eval.docs_pages`` rewrites every generated section of the pages under docs/ and of
+README.md: the text between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``. Each
+section is a table or a few lines computed from the run logs it names, with the commands that made
+those logs printed beside it (and the commit of the code that ran them, when the log records one),
+so a figure in the docs is always the figure of a log. It prints one line per page it wrote and
+nothing else.
 
 ``--make`` first runs, one after another, the commands of every log that is missing (each
 command line is the one printed in the pages); ``--check`` writes nothing and exits 1 when a page
@@ -268,15 +269,21 @@ def agents_table(logs: Sequence[tuple[str, Mapping[str, Any]]], kinds: Sequence[
 
 
 def groups_table(groups: Sequence[tuple[str, Mapping[str, Any]]], agents: Sequence[str], versus: str,
-                 subject: str = "episodic") -> list[str]:
-    """One row per (label, log): rounds, each agent's accuracy and the paired test against `versus`."""
+                 subject: str = "episodic", sources: Sequence[str] | None = None) -> list[str]:
+    """One row per (label, log): rounds, each agent's accuracy and the paired test against `versus`;
+    with `sources` (one per group), a last column naming the run log of each row."""
     rows = []
-    for label, log in groups:
+    for i, (label, log) in enumerate(groups):
         cells = [pct(accuracy(_rows(log, a))) if a in log["agents"] else "" for a in agents]
         result = paired(log, subject, versus) if versus in log["agents"] else None
         test = f"+{result['a_better']}/−{result['b_better']}, p = {p_value(result['sign_test_p'])}" if result else ""
-        rows.append([label, f"{rounds_of(_rows(log, subject)):,}", *cells, test])
-    return _table(["files", "rounds", *agents, f"{subject} vs {versus} (rounds)"], rows)
+        rows.append([label, f"{rounds_of(_rows(log, subject)):,}", *cells, test,
+                     *([f"`{sources[i]}`"] if sources is not None else [])])
+    header = ["files", "rounds", *agents, f"{subject} vs {versus} (rounds)", *(["run log"] if sources is not None else [])]
+    lines = _table(header, rows)
+    if sources is not None:  # the run log column reads left-aligned
+        lines[1] = lines[1].removesuffix("---:|") + "---|"
+    return lines
 
 
 def layers_table(groups: Sequence[tuple[str, Mapping[str, Any], str | None]],
@@ -312,6 +319,16 @@ def machine_line(results: Mapping[str, Any]) -> str:
     m = results.get("machine", {})
     return (f"Machine (from the log): {m.get('cpu_count')} CPUs, Python {m.get('python')}, {m.get('platform')}; "
             f"load average {m.get('load_avg_start')} → {m.get('load_avg_end')}; the bench took {m.get('elapsed_s')} s.")
+
+
+def commit_of(log: Mapping[str, Any]) -> str | None:
+    """"commit 0123456789ab" (", uncommitted changes" when the tree was dirty) of the code that made a
+    log, from its ``environment`` (eval.compare) or ``machine`` (eval.bench) block; None when unrecorded."""
+    for key in ("environment", "machine"):
+        block = log.get(key) or {}
+        if block.get("commit"):
+            return f"commit {block['commit'][:12]}" + (", uncommitted changes" if block.get("tree") == "dirty" else "")
+    return None
 
 
 def server_table(results: Mapping[str, Any]) -> list[str]:
@@ -353,12 +370,15 @@ Logs = Mapping[str, Mapping[str, Any]]
 
 @dataclass(frozen=True)
 class Section:
-    """A generated section: the page it is on, its name, the logs it reads and how it renders them."""
+    """A generated section: the page it is on (a path from the repository's root), its name, the logs it
+    reads and how it renders them. `commands_below`: the body names each log itself (README.md's table
+    has a column for it), and the commands follow the body instead of opening the section."""
 
     page: str
     name: str
     logs: tuple[str, ...]
     render: Callable[[Logs], list[str]]
+    commands_below: bool = False
 
 
 def only(log: Mapping[str, Any], keep: Callable[[str], bool]) -> dict[str, Any]:
@@ -421,17 +441,29 @@ def _glance(logs: Logs) -> list[str]:
     return groups_table(groups, ["episodic", "classifier", "flat_rag", "no_memory"], "no_memory")
 
 
-def _index_table(logs: Logs) -> list[str]:
+def _wins(logs: Logs) -> list[tuple[str, Mapping[str, Any], str]]:
+    """The front pages' rows: (label, log view, log name)."""
     data = lambda log: only(log, lambda name: "@" not in name)  # noqa: E731  the data's order
     pet = data(logs["petshop"])
-    groups = [("PetShop high_traffic, data's order", only(pet, lambda n: "high" in n)),
-              ("PetShop temporal_traffic1 and 2, data's order", only(pet, lambda n: "temporal" in n)),
-              ("ITBench SRE, data's order", data(logs["itbench"])),
-              ("generated lesson files, test families 11–14", logs["lessons"]),
-              ("shipped scenarios, 5 seeds", logs["shipped"]),
-              ("development files, other domains, 5 seeds", logs["dev"]),
-              ("held-out files, other domains, 5 seeds (only measured)", logs["heldout"])]
+    return [("PetShop high_traffic, data's order", only(pet, lambda n: "high" in n), "petshop"),
+            ("PetShop temporal_traffic1 and 2, data's order", only(pet, lambda n: "temporal" in n), "petshop"),
+            ("ITBench SRE, data's order", data(logs["itbench"]), "itbench"),
+            ("generated lesson files, test families 11–14", logs["lessons"], "lessons"),
+            ("shipped scenarios, 5 seeds", logs["shipped"], "shipped"),
+            ("development files, other domains, 5 seeds", logs["dev"], "dev"),
+            ("held-out files, other domains, 5 seeds (only measured)", logs["heldout"], "heldout")]
+
+
+def _index_table(logs: Logs) -> list[str]:
+    groups = [(label, log) for label, log, _ in _wins(logs)]
     return groups_table(groups, ["episodic", "classifier", "flat_rag", "no_memory"], "no_memory")
+
+
+def _readme_table(logs: Logs) -> list[str]:
+    """The index page's table with each row's run log beside it."""
+    rows = _wins(logs)
+    return groups_table([(label, log) for label, log, _ in rows], ["episodic", "classifier", "flat_rag", "no_memory"],
+                        "no_memory", sources=[LOGS[name].path for *_, name in rows])
 
 
 def _lessons(logs: Logs) -> list[str]:
@@ -537,28 +569,38 @@ def _bench(logs: Logs) -> list[str]:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("index.md", "wins", ("petshop", "itbench", "lessons", "shipped", "dev", "heldout"), _index_table),
-    Section("results.md", "glance", ("lessons", "plain", "shipped", "dev", "heldout"), _glance),
-    Section("results.md", "lessons", ("lessons", "lessons-ablations"), _lessons),
-    Section("results.md", "plain", ("plain",), _plain),
-    Section("results.md", "fresh", ("lessons-fresh", "plain-fresh"), _fresh),
-    Section("results.md", "shipped", ("shipped",), _shipped),
-    Section("results.md", "heldout", ("heldout",), _other_domains("heldout")),
-    Section("results.md", "dev", ("dev",), _other_domains("dev")),
-    Section("graph.md", "links", ("shipped", "lessons-train", "lessons-ablations", "lessons-fresh", "plain",
+    Section("README.md", "wins", ("petshop", "itbench", "lessons", "shipped", "dev", "heldout"), _readme_table,
+            commands_below=True),
+    Section("docs/index.md", "wins", ("petshop", "itbench", "lessons", "shipped", "dev", "heldout"), _index_table),
+    Section("docs/results.md", "glance", ("lessons", "plain", "shipped", "dev", "heldout"), _glance),
+    Section("docs/results.md", "lessons", ("lessons", "lessons-ablations"), _lessons),
+    Section("docs/results.md", "plain", ("plain",), _plain),
+    Section("docs/results.md", "fresh", ("lessons-fresh", "plain-fresh"), _fresh),
+    Section("docs/results.md", "shipped", ("shipped",), _shipped),
+    Section("docs/results.md", "heldout", ("heldout",), _other_domains("heldout")),
+    Section("docs/results.md", "dev", ("dev",), _other_domains("dev")),
+    Section("docs/graph.md", "links", ("shipped", "lessons-train", "lessons-ablations", "lessons-fresh", "plain",
                                   "plain-fresh", "dev", "heldout"), _graph_links),
-    Section("harness.md", "encoder", ("shipped", "shipped-semantic"), _encoder),
-    Section("bench.md", "bench", ("bench-quick",), _bench),
+    Section("docs/harness.md", "encoder", ("shipped", "shipped-semantic"), _encoder),
+    Section("docs/bench.md", "bench", ("bench-quick",), _bench),
 )
 
 BEGIN = "<!-- generated: {name} -->"
 END = "<!-- end generated -->"
 
 
-def commands_of(names: Iterable[str]) -> list[str]:
+def commands_of(names: Iterable[str], logs: Logs | None = None) -> list[str]:
+    """The command lines that make the logs `names`, each once, in order; with `logs` (name → log), the
+    line that writes a log ends with the commit of the code that ran it (``# commit …``) when the log
+    records one."""
     out: list[str] = []
     for name in names:
-        for line in LOGS[name].commands:
+        log = LOGS[name]
+        writer = next((c for c in reversed(log.commands) if log.path in c), log.commands[-1])
+        commit = commit_of(logs[name]) if logs is not None and name in logs else None
+        for line in log.commands:
+            if commit and line == writer:
+                line = f"{line}  # {commit}"
             if line not in out:
                 out.append(line)
     return out
@@ -568,9 +610,13 @@ def render_section(section: Section, logs: Logs) -> str:
     """The whole generated block of `section`, markers included, from `logs` (name → log)."""
     paths = ", ".join(f"`{LOGS[n].path}`" for n in section.logs)
     body = section.render(logs)
-    lines = [BEGIN.format(name=section.name),
-             "<!-- written by python -m eval.docs_pages from the run logs named below; do not edit by hand -->",
-             "", f"Run logs: {paths}, made by:", "", "```bash", *commands_of(section.logs), "```", "", *body, "", END]
+    commands = ["```bash", *commands_of(section.logs, logs), "```"]
+    head = [BEGIN.format(name=section.name),
+            "<!-- written by python -m eval.docs_pages from the run logs named below; do not edit by hand -->", ""]
+    if section.commands_below:
+        lines = [*head, *body, "", "The commands that made the logs named in the table:", "", *commands, "", END]
+    else:
+        lines = [*head, f"Run logs: {paths}, made by:", "", *commands, "", *body, "", END]
     return "\n".join(lines)
 
 
@@ -592,7 +638,7 @@ def render_pages(root: Path = ROOT, sections: Sequence[Section] = SECTIONS) -> d
     cache: dict[str, dict[str, Any]] = {}
     pages: dict[Path, str] = {}
     for section in sections:
-        path = root / "docs" / section.page
+        path = root / section.page
         text = pages.get(path) or path.read_text(encoding="utf-8")
         if BEGIN.format(name=section.name) not in text:
             continue
@@ -605,7 +651,7 @@ def render_pages(root: Path = ROOT, sections: Sequence[Section] = SECTIONS) -> d
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.docs_pages",
-                                     description="Render the generated sections of docs/ from saved run logs.")
+                                     description="Render the generated sections of docs/ and README.md from saved run logs.")
     parser.add_argument("--make", action="store_true",
                         help="first run the commands of every missing log, one after another")
     parser.add_argument("--check", action="store_true",

@@ -13,7 +13,7 @@ from eval import docs_pages
 from eval.docs_pages import BEGIN, END, LOGS, SECTIONS, Section, render_pages, sections_in
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def test_every_generated_section_is_declared_and_names_its_logs_and_commands():
@@ -21,19 +21,20 @@ def test_every_generated_section_is_declared_and_names_its_logs_and_commands():
     found = set()
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
+        where = page.relative_to(ROOT).as_posix()
         names = sections_in(text)
-        assert len(names) == len(set(names)), f"{page.name}: a section appears twice"
+        assert len(names) == len(set(names)), f"{where}: a section appears twice"
         for name in names:
-            assert (page.name, name) in declared, f"{page.name}: section {name!r} has no renderer in eval.docs_pages"
-            found.add((page.name, name))
+            assert (where, name) in declared, f"{where}: section {name!r} has no renderer in eval.docs_pages"
+            found.add((where, name))
             block = text[text.index(BEGIN.format(name=name)):]
             block = block[:block.index(END)]
-            section = next(s for s in SECTIONS if (s.page, s.name) == (page.name, name))
+            section = next(s for s in SECTIONS if (s.page, s.name) == (where, name))
             for log in section.logs:
-                assert f"`{LOGS[log].path}`" in block, f"{page.name} {name}: log {LOGS[log].path} not named"
+                assert f"`{LOGS[log].path}`" in block, f"{where} {name}: log {LOGS[log].path} not named"
                 for command in LOGS[log].commands:
-                    assert command in block, f"{page.name} {name}: command not printed: {command}"
-            assert "|" in block or "episodic" in block, f"{page.name} {name}: empty section"
+                    assert command in block, f"{where} {name}: command not printed: {command}"
+            assert "|" in block or "episodic" in block, f"{where} {name}: empty section"
     assert found == declared, f"declared sections missing from the pages: {sorted(declared - found)}"
 
 
@@ -66,7 +67,7 @@ def test_a_generated_section_is_what_the_renderer_makes_of_its_log(tmp_path, mon
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "tiny.json").write_text(json.dumps(log))
     monkeypatch.setitem(LOGS, "tiny", docs_pages.Log("runs/tiny.json", ("python -m eval.compare s --json runs/tiny.json",)))
-    section = Section("page.md", "tiny", ("tiny",), lambda logs: docs_pages.scenarios_table(logs["tiny"], ["episodic", "no_memory"]))
+    section = Section("docs/page.md", "tiny", ("tiny",), lambda logs: docs_pages.scenarios_table(logs["tiny"], ["episodic", "no_memory"]))
     (tmp_path / "docs").mkdir()
     page = tmp_path / "docs" / "page.md"
     page.write_text(f"# Page\n\n{BEGIN.format(name='tiny')}\nstale figures\n{END}\n\nafter\n")
@@ -103,13 +104,37 @@ def test_a_missing_log_is_named_with_the_command_that_makes_it(tmp_path, monkeyp
     (tmp_path / "docs" / "page.md").write_text(f"{BEGIN.format(name='tiny')}\n{END}\n")
     monkeypatch.setitem(LOGS, "tiny", docs_pages.Log("runs/tiny.json", ("python -m eval.compare s --json runs/tiny.json",)))
     monkeypatch.setattr(docs_pages, "ROOT", tmp_path)
-    monkeypatch.setattr(docs_pages, "SECTIONS", (Section("page.md", "tiny", ("tiny",), lambda logs: []),))
+    monkeypatch.setattr(docs_pages, "SECTIONS", (Section("docs/page.md", "tiny", ("tiny",), lambda logs: []),))
     monkeypatch.setattr(docs_pages, "render_pages", lambda: render_pages(tmp_path, docs_pages.SECTIONS))
     assert docs_pages.main([]) == 2
     err = capsys.readouterr().err
     assert "runs/tiny.json is missing" in err and "python -m eval.compare s --json runs/tiny.json" in err
 
 
-@pytest.mark.parametrize("page", ["results.md", "bench.md", "graph.md", "index.md"])
+@pytest.mark.parametrize("page", ["docs/results.md", "docs/bench.md", "docs/graph.md", "docs/index.md", "README.md"])
 def test_the_pages_whose_figures_moved_to_logs_carry_generated_sections(page):
-    assert sections_in((ROOT / "docs" / page).read_text(encoding="utf-8"))
+    assert sections_in((ROOT / page).read_text(encoding="utf-8"))
+
+
+def test_the_commit_a_log_records_is_printed_beside_the_command_that_wrote_it(tmp_path, monkeypatch):
+    log = _log({"episodic": [True, False], "no_memory": [False, False]})
+    log["environment"] = {"python": "3.11", "commit": "0123456789abcdef0123456789abcdef01234567", "tree": "dirty"}
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "tiny.json").write_text(json.dumps(log))
+    make = ("python -m simulator.generate --out runs/tiny.yaml", "python -m eval.compare runs/tiny.yaml --json runs/tiny.json")
+    monkeypatch.setitem(LOGS, "tiny", docs_pages.Log("runs/tiny.json", make))
+    (tmp_path / "README.md").write_text(f"{BEGIN.format(name='tiny')}\n{END}\n")
+    section = Section("README.md", "tiny", ("tiny",), lambda logs: docs_pages.groups_table(
+        [("tiny files", logs["tiny"])], ["episodic", "no_memory"], "no_memory", sources=["runs/tiny.json"]),
+        commands_below=True)
+
+    text = render_pages(tmp_path, [section])[tmp_path / "README.md"]
+    assert f"{make[0]}\n" in text  # the generating command carries no commit: it did not write the log
+    assert f"{make[1]}  # commit 0123456789ab, uncommitted changes\n" in text
+    assert "| tiny files | 2 | 50.0% | 0.0% | +1/−0, p = 1 | `runs/tiny.json` |" in text
+    assert text.index("| tiny files") < text.index("```bash")  # the commands follow the table
+
+    log["environment"] = {"python": "3.11"}  # a log made before commits were recorded
+    assert docs_pages.commit_of(log) is None
+    assert docs_pages.commands_of(["tiny"], {"tiny": log}) == list(make)
+    assert docs_pages.commit_of({"machine": {"commit": "feedface" * 5, "tree": "clean"}}) == "commit feedfacefeed"
