@@ -7,7 +7,11 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from memory.agent_memory import EpisodicMemory
+from memory.errors import MemoryError_
+from memory.persistence.progress import shown_on_stderr
 from memory.timeline import ENCODER_NAMES, named_encoder
+from memory.timeline.stores import is_server_url
 
 _EXAMPLES = """examples:
   python -m memory.mcp --store ~/.agent-memory/memory.sqlite --principal team-a
@@ -43,10 +47,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         print(f"error: the MCP server needs the mcp SDK: pip install 'mcp>=2' ({exc})", file=sys.stderr)
         return 2
-    from memory import EpisodicMemory
-    from memory.errors import MemoryError_
-    from memory.persistence.progress import shown_on_stderr
-    from memory.timeline.stores import is_server_url
 
     try:
         if is_server_url(args.store):
