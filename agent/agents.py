@@ -5,8 +5,8 @@ builds the same `Problem`, asks the same `Reasoner` and gets the same context bu
 They differ only in what their memory returns as evidence:
 
 * `EpisodicAgent`: the full memory (episodes with outcomes, facts, causal graph).
-* `FlatRAGAgent`: top-k raw-text windows of consecutive events by cosine (or one event
-  per chunk, the weaker variant).
+* `baseline.FlatRAGAgent`: top-k raw-text windows of consecutive events by cosine (or one
+  event per chunk, the weaker variant), built on this loop in `baseline` like the classifier peer.
 * `NoMemoryAgent`: nothing (the lower bound).
 
 Fairness rules every agent follows: no agent retrieves the live round's own events (its
@@ -22,9 +22,8 @@ from datetime import datetime
 from typing import Any, Callable, Protocol, Sequence
 
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
-from baseline import WindowedRAGMemory
 from agent.graph_evidence import change_votes
-from memory import Context, Encoder, EvidenceRecord, IncidentNote, RecalledIncident
+from memory import Context, EvidenceRecord, IncidentNote, RecalledIncident
 
 PRINCIPAL = "agent"  # tenant used by the harness
 
@@ -220,55 +219,6 @@ class NoMemoryAgent(_LoopAgent):
     """Remembers nothing across rounds: the lower bound."""
 
     name = "no_memory"
-
-
-class FlatRAGAgent(_LoopAgent):
-    """Flat vector RAG over the same raw timeline: windows of consecutive events, top-k by cosine.
-
-    Args:
-        reasoner: the shared reasoner.
-        encoder: the shared encoder.
-        budget: the shared budget.
-        window: events per chunk (1: one chunk per event, the weaker baseline).
-        stride: events between chunk starts.
-        name: agent name in reports.
-    """
-
-    name = "flat_rag"
-
-    def __init__(self, reasoner: Reasoner, encoder: Encoder, budget: Budget = DEFAULT_BUDGET, *,
-                 window: int = 4, stride: int = 2, name: str = "flat_rag") -> None:
-        super().__init__(reasoner, budget)
-        self.memory = WindowedRAGMemory(encoder, window=window, stride=stride)
-        self.name = name
-        self._sources: dict[str, tuple[int, ...]] = {}
-
-    def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
-        self.memory.append(text, source=source)
-        return None
-
-    def _new_round(self) -> None:
-        self.memory.commit()
-
-    def provenance(self, item_id: str) -> tuple[int, ...]:
-        return self._sources.get(item_id, ())
-
-    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
-        query = " ".join(problem.observations)
-        hits = self.memory.search(query, k=self.budget.items)
-        evidence = []
-        for window, score in hits:
-            self._sources[window.id] = window.sources
-            evidence.append(Evidence(id=window.id, source="chunk", text=window.text, relevance=max(0.0, score),
-                                     observations=(window.text,), why=f"cosine {score:.3f} to the observations"))
-        lines, used = [], 0
-        for item in fit_budget(evidence, self.budget):
-            line = f"- [{item.id}] ({item.relevance:.2f}) {item.text}"
-            if used + len(line) > self.budget.chars:
-                break
-            lines.append(line)
-            used += len(line) + 1
-        return evidence, "Related notes from memory:\n" + "\n".join(lines) if lines else ""
 
 
 class EpisodicAgent(_LoopAgent):

@@ -4,6 +4,10 @@ It stores exactly the text the episodic memory stores (every observation, decisi
 outcome and correction), chunked and embedded with the same encoder, and retrieves the
 top-k chunks by cosine similarity within the caller's principal. No time, no situation,
 no outcome, no links: the honest version of what most agent memories do today.
+
+`FlatRAGAgent` puts `WindowedRAGMemory` behind the agents' shared loop (`agent.agents`),
+as `baseline.classifier` does its classifier: the baselines build on the agent loop, never
+the other way round.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from agent.agents import DEFAULT_BUDGET, Budget, NoMemoryAgent, fit_budget
+from agent.reasoner import Evidence, Problem, Reasoner
 from memory.timeline import Encoder, PatternRedactor, Redactor
 
 
@@ -176,3 +182,55 @@ class WindowedRAGMemory:
         scores = self._matrix @ self.encoder.encode([query])[0]
         order = np.argsort(-scores, kind="stable")[:k]
         return [(self._windows[self._order[i]], float(scores[i])) for i in order]
+
+
+class FlatRAGAgent(NoMemoryAgent):
+    """Flat vector RAG over the same raw timeline: windows of consecutive events, top-k by cosine.
+
+    The shared loop of `agent.agents` (through `NoMemoryAgent`, as `ClassifierAgent`), with this
+    memory's recording and recall.
+
+    Args:
+        reasoner: the shared reasoner.
+        encoder: the shared encoder.
+        budget: the shared budget.
+        window: events per chunk (1: one chunk per event, the weaker baseline).
+        stride: events between chunk starts.
+        name: agent name in reports.
+    """
+
+    name = "flat_rag"
+
+    def __init__(self, reasoner: Reasoner, encoder: Encoder, budget: Budget = DEFAULT_BUDGET, *,
+                 window: int = 4, stride: int = 2, name: str = "flat_rag") -> None:
+        super().__init__(reasoner, budget)
+        self.memory = WindowedRAGMemory(encoder, window=window, stride=stride)
+        self.name = name
+        self._sources: dict[str, tuple[int, ...]] = {}
+
+    def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
+        self.memory.append(text, source=source)
+        return None
+
+    def _new_round(self) -> None:
+        self.memory.commit()
+
+    def provenance(self, item_id: str) -> tuple[int, ...]:
+        return self._sources.get(item_id, ())
+
+    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
+        query = " ".join(problem.observations)
+        hits = self.memory.search(query, k=self.budget.items)
+        evidence = []
+        for window, score in hits:
+            self._sources[window.id] = window.sources
+            evidence.append(Evidence(id=window.id, source="chunk", text=window.text, relevance=max(0.0, score),
+                                     observations=(window.text,), why=f"cosine {score:.3f} to the observations"))
+        lines, used = [], 0
+        for item in fit_budget(evidence, self.budget):
+            line = f"- [{item.id}] ({item.relevance:.2f}) {item.text}"
+            if used + len(line) > self.budget.chars:
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return evidence, "Related notes from memory:\n" + "\n".join(lines) if lines else ""

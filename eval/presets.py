@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, FlatRAGAgent, NoMemoryAgent
+from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, NoMemoryAgent
 from agent.reasoner import Reasoner
-from baseline.classifier import ClassifierAgent
+from baseline import ClassifierAgent, FlatRAGAgent
 from memory.timeline import Encoder
 
 

@@ -56,7 +56,6 @@ KNOWN_UPWARD: set[str] = {
 }
 # Import cycles (strongly connected modules, sorted, joined with " <-> ").
 KNOWN_CYCLES: set[str] = {
-    "agent.agents <-> baseline <-> baseline.classifier",
     "eval.merge <-> eval.outputs.cli <-> eval.outputs.html <-> eval.report",
     "simulator.generate <-> simulator.lessons",
 }
