@@ -19,6 +19,7 @@ from rich.console import Console
 from eval.bench import footprint, measure, server
 from eval.bench.corpus import SITUATION, query_texts
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
+from eval.runlog import code_version
 from memory.outputs import output_problem, write_atomic
 
 _EXAMPLES = """examples:
@@ -120,7 +121,7 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
     """Measure everything in `plan`, building stores under `directory`; the results document (judged)."""
     started = time.perf_counter()
     machine = {"cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-               "load_avg_start": _load()}
+               "load_avg_start": _load(), **code_version()}
     # small measurements first, while the process holds no large store
     durable, batch = _appends(plan, directory, progress)
     rounds = _rounds(plan, progress)
