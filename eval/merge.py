@@ -8,10 +8,43 @@ comparison run at once.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections import defaultdict
+from typing import Any, Iterable, Sequence
 
 from eval.metrics import comparisons, summary
-from eval.report import SUBJECT, mean_layers, records
+from eval.runner import RoundRecord
+
+SUBJECT = "episodic"  # the agent every other one is compared with
+
+
+def records(log: dict[str, Any], agent: str) -> list[RoundRecord]:
+    """The round records of one agent, rebuilt from the log."""
+    fields = RoundRecord.__dataclass_fields__
+    return [RoundRecord(**{k: (tuple(v) if k in ("decisions", "retrieved_items") else v)
+                           for k, v in row.items() if k in fields})
+            for row in log["agents"][agent]["rounds"]]
+
+
+def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """Average layer-quality dicts over runs (None when there are none)."""
+    items = [i for i in items if i]
+    if not items:
+        return None
+    def avg(values: list[float | None]) -> float | None:
+        values = [v for v in values if v is not None and v == v]
+        return sum(values) / len(values) if values else None
+    edges: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for item in items:
+        for edge_type, score in item.get("edges", {}).items():
+            for key in ("precision", "recall"):
+                edges[edge_type][key].append(score.get(key))
+    return {
+        "boundary_f1": avg([i.get("boundary_f1") for i in items]),
+        "boundary_precision": avg([i.get("boundary_precision") for i in items]),
+        "boundary_recall": avg([i.get("boundary_recall") for i in items]),
+        "outcome_accuracy": avg([i.get("outcome_accuracy") for i in items]),
+        "edges": {t: {k: avg(v) for k, v in scores.items()} for t, scores in sorted(edges.items())},
+    }
 
 
 class MergeError(ValueError):

@@ -8,7 +8,7 @@ from baseline import WindowedRAGMemory
 from eval import runlog
 from eval.compare import main
 from eval.metrics import evidence_hits
-from eval.report import records
+from eval.merge import records
 from memory.timeline import HashingEncoder
 from tests.builders import T0
 

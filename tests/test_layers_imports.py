@@ -56,7 +56,6 @@ KNOWN_UPWARD: set[str] = {
 }
 # Import cycles (strongly connected modules, sorted, joined with " <-> ").
 KNOWN_CYCLES: set[str] = {
-    "eval.merge <-> eval.outputs.cli <-> eval.outputs.html <-> eval.report",
     "simulator.generate <-> simulator.lessons",
 }
 # Imports of the package face from inside it: "importing file -> what it names".

@@ -10,7 +10,8 @@ import pytest
 from eval import runlog
 from eval.compare import main as compare
 from eval.outputs import curves
-from eval.report import main as report, paired_verdict
+from eval.outputs.console import paired_verdict
+from eval.report import main as report
 from tests.builders import T0
 
 AGENTS = ("--agents", "episodic", "flat_rag", "--jobs", "1")

@@ -1,7 +1,7 @@
 """Research outputs of a run log: CSV rows, figures (PNG/SVG), a self-contained HTML report.
 
-Everything is computed from the log alone (`curves`), then rendered (`csv`, `plots`,
-`html`); every file is written atomically with its parent folders created, and checked before
+Everything is computed from the log alone (`curves`), then rendered (`console`: the terminal
+report; `csv`, `plots`, `html`); every file is written atomically with its parent folders created, and checked before
 a run (`cli.check_outputs`, with `memory.outputs`: never over a store or the command's input).
 """
 

@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from eval.outputs.csv import write_csv
+from eval.outputs.html import write_html
+from eval.outputs.plots import PlotsUnavailable, pyplot, write_plots
 from memory.outputs import Sources, output_problem
 
 
@@ -29,8 +32,6 @@ def check_outputs(args: argparse.Namespace, sources: Sources = ()) -> str | None
         if problem:
             return problem
     if args.plots:
-        from eval.outputs.plots import PlotsUnavailable, pyplot
-
         try:
             pyplot()
         except PlotsUnavailable as exc:
@@ -47,10 +48,6 @@ class Written(NamedTuple):
 
 def write_outputs(log: dict[str, Any], args: argparse.Namespace) -> Written:
     """Write every requested output of `log`, stopping at the first that cannot be written."""
-    from eval.outputs.csv import write_csv
-    from eval.outputs.html import write_html
-    from eval.outputs.plots import write_plots
-
     lines: list[str] = []
     for flag, path, write in (("--csv", args.csv, write_csv), ("--plots", args.plots, write_plots),
                               ("--html", args.html, write_html)):

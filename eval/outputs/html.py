@@ -15,7 +15,8 @@ from typing import Any
 
 from rich.console import Console
 
-from eval.outputs import curves
+from eval.outputs import curves, plots
+from eval.outputs.console import Report
 from memory.outputs import write_atomic
 
 _STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -53,16 +54,12 @@ def accuracy_table(log: dict[str, Any]) -> str:
 
 def _report_html(log: dict[str, Any]) -> str:
     """The terminal report, every table of it, as inline-styled HTML."""
-    from eval.report import Report
-
     console = Console(record=True, width=160, file=io.StringIO())
     console.print(Report(log))
     return console.export_html(inline_styles=True, code_format="<pre>{code}</pre>")
 
 
 def _figures_html(log: dict[str, Any]) -> str:
-    from eval.outputs import plots
-
     try:
         plt = plots.pyplot()
     except plots.PlotsUnavailable as exc:
