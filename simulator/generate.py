@@ -33,8 +33,9 @@ import yaml
 
 from memory.outputs import output_problem, write_atomic
 from simulator import families as fam
+from simulator.lessons import generate_lessons
+from simulator.scenario_parts import START, interludes
 
-START = "2026-01-05T09:00:00Z"
 CUE_EVERY, CUE_OFFSET = 8, 3  # rounds i with i % 8 == 3 carry the drift cue
 CAUSED_EVERY, CAUSED_OFFSET = 11, 7  # rounds i with i % 11 == 7 are caused by an earlier fix
 HERRING_EVERY, HERRING_OFFSET = 5, 2  # rounds i with i % 5 == 2 are red herrings
@@ -95,7 +96,7 @@ def generate(rounds: int, seed: int, name: str | None = None) -> dict:
             k: {"description": f["description"], "signals": list(f["signals"])}
             for k, f in fam.FAMILIES.items()
         },
-        "interludes": _interludes(rng, max(1, rounds // 6)),
+        "interludes": interludes(rng, max(1, rounds // 6)),
         "rounds": draft.rounds,
     }
 
@@ -195,19 +196,6 @@ def _round(rng, rid, kind, v, obs, truth, needed, ids, caused_by, *, first) -> d
     return out
 
 
-def _interludes(rng, count: int) -> list[dict]:
-    situations = list(fam.INTERLUDES)
-    out = []
-    for _ in range(count):
-        situation = situations[int(rng.integers(len(situations)))]
-        texts = fam.INTERLUDES[situation]
-        n = int(rng.integers(1, 3))
-        svc = fam.SERVICES[int(rng.integers(len(fam.SERVICES)))]
-        picks = rng.choice(len(texts), size=min(n, len(texts)), replace=False)
-        out.append({"situation": situation, "events": [texts[int(k)].format(svc=svc) for k in picks]})
-    return out
-
-
 def _description(cue, a, b, setup_ids, drift_ids) -> str:
     text = "Synthetic rounds for scale tests and statistics."
     if setup_ids:
@@ -246,8 +234,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {refused}", file=sys.stderr)
         return 2
     if args.lessons:
-        from simulator.lessons import generate_lessons
-
         doc = generate_lessons(args.rounds, args.seed, args.families or "test", args.name)
         print(doc["description"].rsplit(". ", 1)[-1], file=sys.stderr)  # the lesson/recurrence word overlap
         text = to_yaml(doc)

@@ -32,6 +32,7 @@ import numpy as np
 from memory.text import stems
 from simulator import families as fam
 from simulator import lesson_pools as pools
+from simulator.scenario_parts import START, interludes
 
 BLOCK = ("lesson", "plain", "lesson_recur", "plain", "red_herring", "lesson_recur", "caused", "lesson_recur",
          "plain", "lesson_recur")
@@ -152,8 +153,6 @@ def generate_lessons(rounds: int, seed: int, families: str = "test", name: str |
         raise ValueError("rounds must be >= 1")
     if families not in SPLITS:
         raise ValueError(f"families must be one of {', '.join(SPLITS)}")
-    from simulator.generate import START, _interludes
-
     rng = np.random.default_rng(seed)
     ids = SPLITS[families]
     draft = _Lessons(rng, ids, rounds)
@@ -171,7 +170,7 @@ def generate_lessons(rounds: int, seed: int, families: str = "test", name: str |
         "start": START,
         "root_causes": {k: {"description": fam.FAMILIES[k]["description"], "signals": list(fam.FAMILIES[k]["signals"])}
                         for k in ids},
-        "interludes": _interludes(rng, max(1, rounds // 6)),
+        "interludes": interludes(rng, max(1, rounds // 6)),
         "rounds": draft.rounds,
     }
 
