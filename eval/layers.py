@@ -42,6 +42,8 @@ from memory.episodes import Episode
 from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, Edge, EdgeType, GraphConfig, standing_edges
 from memory.episodes import SegmenterConfig
 from memory.episodes.segmenter import DEFAULT_CONFIG
+from simulator import DebugEnv
+import scenarios
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")
@@ -188,8 +190,6 @@ def play(scenario: Any, seed: int, policy: str, *, segmenter: SegmenterConfig = 
     on a first attempt and picks the truth on a retry (so rounds are solved after a
     correction, which exercises LEARNED_FROM).
     """
-    from simulator import DebugEnv
-
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r} (known: {', '.join(POLICIES)})")
     reasoner = ScriptedReasoner()
@@ -215,8 +215,6 @@ def measure_scenario(scenario_ref: Any, seed: int = 0, policy: str = "first-cand
                      segmenter: SegmenterConfig = DEFAULT_CONFIG,
                      graph: GraphConfig = DEFAULT_GRAPH_CONFIG) -> LayerQuality:
     """Play, record, segment, link and score one scenario (a name, path or `Scenario`)."""
-    import scenarios
-
     scenario = scenarios.load(scenario_ref) if isinstance(scenario_ref, str) else scenario_ref
     played = play(scenario, seed, policy, segmenter=segmenter, graph=graph)
     recorded = played.recorded
@@ -282,8 +280,6 @@ def _seeds(args: argparse.Namespace) -> list[int] | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: measure layer quality on scenarios; returns the exit code."""
-    import scenarios
-
     parser = argparse.ArgumentParser(
         prog="python -m eval.layers",
         description="Measure segmentation and graph quality against the simulator's ground truth.",

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from agent.agents import Agent, Budget, DEFAULT_BUDGET, EpisodicAgent, NoMemoryAgent
 from agent.reasoner import Reasoner
 from baseline import ClassifierAgent, FlatRAGAgent
+from memory.agent_memory import EpisodicMemory
+from memory.retrieval import config as retriever_module
 from memory.timeline import Encoder
 
 
@@ -53,9 +55,6 @@ def build_agent(preset: AgentPreset, reasoner: Reasoner, encoder: Encoder, *, st
     if preset.memory == "flat_rag":
         return FlatRAGAgent(reasoner, encoder, budget, window=preset.window, stride=max(1, preset.window // 2),
                             name=preset.name)
-    from memory.retrieval import config as retriever_module
-    from memory.agent_memory import EpisodicMemory
-
     config = getattr(retriever_module, preset.retriever)
     memory = EpisodicMemory(store_path, principal=principal, encoder=encoder, retriever=config)
     return EpisodicAgent(reasoner, memory, budget, name=preset.name, outcome_labels=preset.outcome_labels,
