@@ -20,7 +20,9 @@ Data flow (one package or module per stage)::
         retrieval/    query → Context (episodes with outcomes, facts, causal chains, and the incidents
                       they belong to, weighed by closeness and credit; implicated changes)
 
-    text              tokens, stop words, negation, cue words (generic English) for every layer
+    lexicon/          the words every layer reads (data: YAML groups, each with its provenance), passed in
+                      like the encoder
+    text              how the words are read: tokens, negation, looks, causal cues, for every layer
 
 The timeline is the only source of truth; every other layer is a projection of it.
 """
@@ -31,6 +33,7 @@ from memory.errors import MemoryError_, StoreError
 from memory.episodes import Episode, Outcome, Reader, Segmenter, SegmenterConfig, segment
 from memory.facts import FactVersion
 from memory.graph import Edge, EdgeType, GraphConfig, causal_chain
+from memory.lexicon import DEFAULT_LEXICON, Lexicon, load_lexicon
 from memory.retrieval import Context, IncidentNote, RecalledChange, RecalledIncident, RetrieverConfig
 from memory.timeline import (
     Encoder,
@@ -50,6 +53,7 @@ from memory.timeline import (
 
 __all__ = [
     "Context",
+    "DEFAULT_LEXICON",
     "Edge",
     "EdgeType",
     "Encoder",
@@ -62,6 +66,7 @@ __all__ = [
     "HashingEncoder",
     "IncidentNote",
     "Kind",
+    "Lexicon",
     "MemoryError_",
     "NoRedaction",
     "Outcome",
@@ -81,5 +86,6 @@ __all__ = [
     "StoreError",
     "Timeline",
     "causal_chain",
+    "load_lexicon",
     "segment",
 ]

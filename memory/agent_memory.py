@@ -13,6 +13,10 @@ those changes and applies them. Opening a store rebuilds the state from the stor
 (`memory.persistence`) and feeds the entries after the last closed episode to the segmenter
 again, so a new process recalls what the old one did. `rebuild` replays the whole timeline
 into a fresh memory; the result equals the live state. The facade owns no rules.
+
+The words the layers read are the memory's lexicon (`memory.lexicon`), handed to the segmenter
+and the derived state like the encoder to the timeline; a store opens only with the lexicon its
+derived records were read with (`memory.persistence.lexicons`).
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
 
 import networkx as nx
 
-from memory import pipeline, retention
+import memory.pipeline as pipeline
+import memory.retention as retention
 from memory.errors import MemoryError_, StoreChanged
-from memory.episodes import Edge, EdgeType, Episode
+from memory.episodes import Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
-from memory.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, resolution
+from memory.graph import DEFAULT_GRAPH_CONFIG, Edge, GraphConfig, resolution
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.persistence.flushes import FlushPoints
 from memory.persistence.lazy import lazy_state
+from memory.persistence.lexicons import check_lexicon, record_lexicon
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
 from memory.retention import Retained, RetentionPolicy
@@ -62,14 +69,24 @@ class Projection(NamedTuple):
     facts: tuple[FactVersion, ...]  # every fact version, in insertion order
 
 
-def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor | None) -> tuple[Store, Timeline]:
-    """The store `path` names and a timeline on it; the store is closed again if the timeline refuses it."""
+def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor | None,
+                   lexicon: Lexicon) -> tuple[Store, Timeline]:
+    """The store `path` names and a timeline on it; the store is closed again if the timeline refuses it, or if
+    its derived records were read with another lexicon (`memory.persistence.lexicons`)."""
     store = open_store(path)
     try:
-        return store, Timeline(store, encoder, redactor)
+        timeline = Timeline(store, encoder, redactor)
+        check_lexicon(store, lexicon)
+        return store, timeline
     except MemoryError_:  # e.g. the store's entries were embedded by another encoder
         store.close()
         raise
+
+
+def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) -> Retriever:
+    """The retriever over a derived state: its index, graph, facts and cached chain narratives."""
+    chain = lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most)  # noqa: E731
+    return Retriever(state.index, encoder.encode, graph=state.graph, facts=state.facts_of, chain=chain, config=config)
 
 
 ERASE_ATTEMPTS = 5  # an erasure planned while others write is planned again this many times at most
@@ -86,11 +103,14 @@ def erase_settled(memory: "EpisodicMemory", **target: Any) -> tuple[Any, bool]:
         plan = make_plan(memory.store, owner=memory.principal,
                          rederive=lambda erase: replayed_records(memory, erase), **target)
         try:
-            return plan, memory.store.erase(plan)
+            purged = memory.store.erase(plan)
         except StoreChanged:
             if attempt == ERASE_ATTEMPTS:
                 raise
             memory._catch_up()
+            continue
+        record_lexicon(memory.store, memory.lexicon)  # erasing deleted the snapshots (this one too); the replay used it
+        return plan, purged
     raise AssertionError("unreachable")
 
 
@@ -102,6 +122,8 @@ class EpisodicMemory:
             None keeps everything in memory.
         principal: default tenant for records and recall.
         encoder: text encoder (default `HashingEncoder`); a stored memory opens only with the one that wrote it.
+        lexicon: the words outcomes, causes and lessons are read with (`memory.lexicon`, default the shipped one); a
+            stored memory opens only with the one that derived its records (`memory.persistence.lexicons`).
         redactor: applied before anything is stored (default `PatternRedactor`).
         retriever: retriever preset (`memory.retrieval.config.DEFAULT`, `NO_GRAPH`, ...).
         segmenter: segmentation thresholds.
@@ -112,13 +134,14 @@ class EpisodicMemory:
     """
 
     def __init__(self, path: str | Path | None = None, *, principal: str = "default",
-                 encoder: Encoder | None = None, redactor: Redactor | None = None,
+                 encoder: Encoder | None = None, redactor: Redactor | None = None, lexicon: Lexicon = DEFAULT_LEXICON,
                  retriever: RetrieverConfig = DEFAULT, segmenter: SegmenterConfig | None = None,
                  links: GraphConfig = DEFAULT_GRAPH_CONFIG, facts: FactConfig = DEFAULT_FACTS,
                  proposer: ProposalHook | None = None, persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
         self.principal = check_label("principal", principal)
         self.encoder = encoder or HashingEncoder()
-        self.store, self.timeline = _open_timeline(path, self.encoder, redactor)
+        self.lexicon = lexicon
+        self.store, self.timeline = _open_timeline(path, self.encoder, redactor, lexicon)
         self.retriever_config = retriever
         self.segmenter_config = segmenter or SegmenterConfig()
         self.learning = Learning(facts=facts, proposer=proposer)
@@ -128,16 +151,14 @@ class EpisodicMemory:
     def _load(self, links: GraphConfig) -> None:
         """Build the derived state from the store (on open, and after an erasure rewrote it)."""
         self.reinforcements: list[pipeline.Reinforcement] = []  # what each episode closed in this process changed
-        self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store)
+        self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store, self.lexicon)
         self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config,
                                   persistence=self.persistence)
-        self._segmenter = Segmenter(self.segmenter_config)
+        self._segmenter = Segmenter(self.segmenter_config, self.lexicon)
         self._recent = RecentEntries(self.store)
         self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
         self._flushes = FlushPoints(self.store)
-        chain = lambda graph, episode_id, hops, most: self.state.chains.narrative(episode_id, hops, most)  # noqa: E731
-        self._retriever = Retriever(self.state.index, self.encoder.encode, graph=self.state.graph,
-                                    facts=self.state.facts_of, chain=chain, config=self.retriever_config)
+        self._retriever = _retriever(self.state, self.encoder, self.retriever_config)
         self._units = IncidentRecall(self.state)
         self._open()
 
@@ -261,10 +282,7 @@ class EpisodicMemory:
 
     def edges(self, principal: str | None = None) -> list[Edge]:
         """Edges among a principal's episodes (graph rules and reinforcement), in insertion order."""
-        who = self._who(principal)
-        graph = self.state.graph
-        return [Edge(u, v, EdgeType(d["type"]), d["weight"], d["evidence"]) for u, v, d in graph.edges(data=True)
-                if graph.nodes[u].get("principal") == who]
+        return self.state.edges_of(self._who(principal))
 
     def episode(self, episode_id: str, *, principal: str | None = None) -> Episode | None:
         """A closed episode of a principal by id (None for another tenant's episode)."""
@@ -402,7 +420,7 @@ def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemor
     Flushes happen where they happened (after the entry a flush record names, or, when that
     entry is erased, before the next one), so the fresh memory closes the same episodes.
     """
-    fresh = EpisodicMemory(None, principal=memory.principal, encoder=memory.encoder,
+    fresh = EpisodicMemory(None, principal=memory.principal, encoder=memory.encoder, lexicon=memory.lexicon,
                            retriever=memory.retriever_config, segmenter=memory.segmenter_config,
                            links=memory.state.graph_config, facts=memory.learning.facts,
                            proposer=memory.learning.proposer)

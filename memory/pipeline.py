@@ -22,6 +22,7 @@ and the layer evaluation::
    lessons that apply to its symptoms are confirmed, narrowed or revised, and a corrected
    incident whose first attempts failed teaches a new lesson.
 
+The rules read text with the state's lexicon (`MemoryState.lexicon`, the facade's `lexicon`).
 Nothing here reads the disk or the clock; the same state and episode give the same changes.
 """
 
@@ -115,7 +116,8 @@ def close_episode(state: MemoryState, episode: Episode, entries: Sequence[Entry]
     who = episode.principal
     prior = state.prior(episode)
     caused = cause_links(state.graph, [ep.id for ep in prior], state.episodes_lookup)
-    linked = state.new_edges(infer_edges(episode, prior, config=state.graph_config, caused=caused))
+    linked = state.new_edges(infer_edges(episode, prior, config=state.graph_config, caused=caused,
+                                         lexicon=state.lexicon))
     evidence = state.evidence.get(who, EvidenceLog())
     current = state.facts_of(who)
     result = reinforce(episode, decision_notes(entries), lookup=state.episodes_lookup, graph=state.graph,
@@ -179,16 +181,17 @@ def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revise
     made = []
     for fact in sorted(latest.values(), key=lambda f: f.fact_id):
         supporting = lambda fact=fact: [ev.terms for ev in map(evidence.find, fact.support) if ev is not None]  # noqa: E731
-        version = update_lesson(fact, incident, supporting, config=learning.facts)
+        version = update_lesson(fact, incident, supporting, config=learning.facts, lexicon=state.lexicon)
         if version is not None:
             made.append(version)
             latest[fact.fact_id] = version
     taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
     if not taught:
-        words = set().union(*affirmed_lines(incident.symptoms))
+        words = set().union(*affirmed_lines(incident.symptoms, state.lexicon))
         lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)),
                               lambda condition: (evidence[p] for p in evidence.matching(condition)),
-                              common=common_terms(words, evidence.frequency, len(evidence)), config=learning.facts)
+                              common=common_terms(words, evidence.frequency, len(evidence)), config=learning.facts,
+                              lexicon=state.lexicon)
         if lesson is not None and lesson.fact_id not in latest:
             made.append(lesson)
     return made

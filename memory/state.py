@@ -24,7 +24,8 @@ import numpy as np
 
 from memory.episodes import Episode, Outcome
 from memory.facts import EvidenceLog, FactVersion, current_facts, evidence_from
-from memory.graph import ChainCache, Edge, EpisodeGraph, GraphConfig, add_edges, add_episode
+from memory.graph import ChainCache, Edge, EdgeType, EpisodeGraph, GraphConfig, add_edges, add_episode
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,15 @@ class MemoryState:
         episodes: id → episode mapping to use (a lazily reading one when opening a store).
         problems: id → `Problem` mapping to use.
         edge_ids, marks: sets to use (lazily completed ones when opening a store).
+        lexicon: the words the rules read (outcomes are read by the segmenter, with the same lexicon).
     """
 
     def __init__(self, index: Any, graph_config: GraphConfig, *, episodes: MutableMapping[str, Episode] | None = None,
                  problems: MutableMapping[str, Problem] | None = None, edge_ids: MutableSet[str] | None = None,
-                 marks: MutableSet[str] | None = None) -> None:
+                 marks: MutableSet[str] | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> None:
         self.index = index
         self.graph_config = graph_config
+        self.lexicon = lexicon
         self.graph = EpisodeGraph()
         self.chains = ChainCache(self.graph, self.episodes_lookup)
         self.episodes: MutableMapping[str, Episode] = episodes if episodes is not None else {}
@@ -149,6 +152,12 @@ class MemoryState:
             return nx.graphviews.generic_graph_view(self.graph)
         nodes = self.graph.nodes
         return nx.subgraph_view(self.graph, filter_node=lambda n: nodes[n].get("principal") == principal)
+
+    def edges_of(self, principal: str) -> list[Edge]:
+        """Edges among a principal's episodes (graph rules and reinforcement), in insertion order."""
+        graph = self.graph
+        return [Edge(u, v, EdgeType(d["type"]), d["weight"], d["evidence"]) for u, v, d in graph.edges(data=True)
+                if graph.nodes[u].get("principal") == principal]
 
     def ended_by(self, principal: str, at: datetime, n: int) -> list[Episode]:
         """The last `n` of a principal's closed episodes (in closing order) that ended by `at`, oldest first.
@@ -211,7 +220,7 @@ class MemoryState:
             self.cites[episode.id] = list(cited)
         if dict.__contains__(self.evidence, episode.principal):  # else built on first use
             log = self.evidence[episode.principal]
-            ev = evidence_from(episode, problem.text, cited=cited, shared=log.term_sets)
+            ev = evidence_from(episode, problem.text, cited=cited, shared=log.term_sets, lexicon=self.lexicon)
             if ev is not None:
                 log.append(ev)
 
@@ -248,10 +257,10 @@ class MemoryState:
             if known is not None:  # not read yet: what the evidence needs comes from stored columns
                 seen, text = known
                 ev = evidence_from(seen, text, cited=self.cites.get(i, ()),  # type: ignore[arg-type]
-                                   shared=found.term_sets)
+                                   shared=found.term_sets, lexicon=self.lexicon)
             else:
                 ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()),
-                                   shared=found.term_sets)
+                                   shared=found.term_sets, lexicon=self.lexicon)
             if ev is not None:
                 items.append(ev)
         found.extend(items)  # postings added per distinct term set

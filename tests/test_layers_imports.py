@@ -57,17 +57,12 @@ KNOWN_UPWARD: set[str] = {
 # Import cycles (strongly connected modules, sorted, joined with " <-> "): none left.
 KNOWN_CYCLES: set[str] = set()
 # Imports of the package face from inside it: "importing file -> what it names".
-KNOWN_FACE_IMPORTS: set[str] = {
-    "memory/agent_memory.py -> memory.pipeline",
-    "memory/agent_memory.py -> memory.retention",
-}
+KNOWN_FACE_IMPORTS: set[str] = set()
 # agent/ imports of memory below its face: none left, agent/ reads the memory through `memory` alone.
 KNOWN_AGENT_IMPORTS: set[str] = set()
 # Files still importing Edge/EdgeType from memory.episodes (they live in memory.graph.edges; take them
 # from `memory` or `memory.graph`). When this is empty, `memory.episodes.__getattr__` goes.
-KNOWN_EDGE_IMPORTERS: set[str] = {
-    "memory/agent_memory.py",
-}
+KNOWN_EDGE_IMPORTERS: set[str] = set()
 
 
 class Import(NamedTuple):

@@ -11,6 +11,7 @@ from typing import Iterable, Iterator, Sequence, overload
 import numpy as np
 
 from memory.episodes import Episode, Outcome
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import observed_terms
 from memory.facts.versions import fact_id_of
 
@@ -35,15 +36,17 @@ NO_CITATIONS: frozenset[str] = frozenset()  # one empty set for every episode th
 
 
 def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = (),
-                  shared: dict[frozenset[str], frozenset[str]] | None = None) -> EpisodeEvidence | None:
-    """Evidence of a closed episode, or None when it tested no choice or has no verdict.
+                  shared: dict[frozenset[str], frozenset[str]] | None = None,
+                  lexicon: Lexicon = DEFAULT_LEXICON) -> EpisodeEvidence | None:
+    """Evidence of a closed episode, or None when it tested no choice or has no verdict (its observations'
+    affirmed terms read with `lexicon`).
 
     With `shared` (an `EvidenceLog`'s `term_sets`), a term set equal to one seen before is
     that set: a stream that repeats its alerts holds each picture once.
     """
     if not episode.choices or episode.outcome not in (Outcome.SUCCESS, Outcome.FAILURE):
         return None
-    seen, affirmed = observed_terms(observation_text)
+    seen, affirmed = observed_terms(observation_text, lexicon)
     if shared is not None:
         seen, affirmed = shared.setdefault(seen, seen), shared.setdefault(affirmed, affirmed)
     return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=seen,

@@ -3,7 +3,9 @@
 A *lesson* is what an engineer writes in a runbook addendum after a wrong call: "when
 <symptom> shows up, it was <cause>, not <the cause we first tried>". It is learned from a
 single incident whose first attempts failed, that received a correction and that was then
-resolved; every rule below is generic English and a pure function of plain data.
+resolved; every rule below is generic English and a pure function of plain data. The words that
+tell an affirmed clause from a denied or normal-state one are the `Lexicon`'s a caller passes
+(default: the shipped `DEFAULT_LEXICON`).
 
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
@@ -46,6 +48,7 @@ from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
 from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, Wording, new_fact_id
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import TIME_WORDS, affirmed_clauses, looked_terms, split_negation, term_wording, terms
 
 MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (the rarest)
@@ -67,9 +70,9 @@ class LessonIncident(NamedTuple):
     at: datetime  # when it closed
 
 
-def affirmed_lines(symptoms: Sequence[str]) -> list[frozenset[str]]:
+def affirmed_lines(symptoms: Sequence[str], lexicon: Lexicon = DEFAULT_LEXICON) -> list[frozenset[str]]:
     """The terms each observation line affirms (negated and normal-state clauses dropped)."""
-    return [terms(affirmed_clauses(line)) for line in symptoms]
+    return [terms(affirmed_clauses(line, lexicon)) for line in symptoms]
 
 
 def _name_terms(names: Collection[str | None]) -> set[str]:
@@ -77,23 +80,24 @@ def _name_terms(names: Collection[str | None]) -> set[str]:
 
 
 def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float],
-                     common: Collection[str] = ()) -> tuple[str, ...]:
+                     common: Collection[str] = (), lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, ...]:
     """The telling detail the correction points at (see the module docstring); () when none.
 
     Args:
         rarity: term → weight (e.g. inverse document frequency over the principal's incidents);
             unknown terms count as rare.
         common: terms most of the principal's episodes affirm; they tell no incident apart.
+        lexicon: the words the corrections and observations are read with.
     """
     said, denied = set(), set()
     for text in incident.corrections:
-        affirmed, negated = split_negation(text)
+        affirmed, negated = split_negation(text, lexicon)
         said |= terms(affirmed)
         denied |= terms(negated)
     excluded = denied | _name_terms([incident.subject]) | TIME_WORDS | looked_terms() | set(common)
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
-    for line in affirmed_lines(incident.symptoms):
+    for line in affirmed_lines(incident.symptoms, lexicon):
         shared = sorted((line & said) - excluded, key=lambda t: (-rarity.get(t, top), t))[:MAX_CONDITION_TERMS]
         weight = sum(rarity.get(t, top) for t in shared)
         if len(shared) >= MIN_CONDITION_TERMS and weight > best[0]:
@@ -110,24 +114,24 @@ def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
 
 
 def lesson_wording(terms_shown: Sequence[str], texts: Sequence[str],
-                   known: Mapping[str, str] | None = None) -> tuple[str, ...]:
+                   known: Mapping[str, str] | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, ...]:
     """Each term as the observations first wrote it ("shared" for *shar*): from `known`, else from the
     affirmed clauses of `texts`; () when a term is written nowhere."""
     written = dict(known or {})
     for line in texts:
-        for term, word in term_wording(affirmed_clauses(line)).items():
+        for term, word in term_wording(affirmed_clauses(line, lexicon)).items():
             written.setdefault(term, word)
     wording = tuple(written.get(term, "") for term in terms_shown)
     return wording if all(wording) else ()
 
 
 def _wording(condition: Sequence[str], unless: Sequence[str], texts: Sequence[str],
-             known: Mapping[str, str]) -> Wording:
+             known: Mapping[str, str], lexicon: Lexicon) -> Wording:
     """The words of a lesson's terms (`lesson_wording`): the exceptions' only when the condition's are known too."""
-    words = lesson_wording((*condition, *unless), texts, known)
+    words = lesson_wording((*condition, *unless), texts, known, lexicon)
     if words:
         return Wording(words[: len(condition)], words[len(condition):])
-    return Wording(lesson_wording(condition, texts, known))
+    return Wording(lesson_wording(condition, texts, known, lexicon))
 
 
 def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str],
@@ -149,10 +153,10 @@ def _usefulness(support: int, contradict: int) -> Usefulness:
 
 
 def _completed(draft: FactVersion, config: FactConfig, texts: Sequence[str] = (),
-               known: Mapping[str, str] | None = None) -> FactVersion:
+               known: Mapping[str, str] | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> FactVersion:
     """`draft` with what follows from its terms, choices and evidence: its words (`known`, else as `texts` write
-    them), its text, confidence and usefulness."""
-    wording = _wording(draft.condition, draft.unless, texts, known or {})
+    them, read with `lexicon`), its text, confidence and usefulness."""
+    wording = _wording(draft.condition, draft.unless, texts, known or {}, lexicon)
     support, contradict = len(draft.support), len(draft.contradict)
     return replace(draft, wording=wording, confidence=round(confidence(support, contradict, config), 6),
                    text=describe_lesson(draft.condition, draft.conclusion, draft.rejected, draft.unless, wording),
@@ -160,12 +164,12 @@ def _completed(draft: FactVersion, config: FactConfig, texts: Sequence[str] = ()
 
 
 def _next(fact: FactVersion, incident: LessonIncident, config: FactConfig, *, reason: str,
-          texts: Sequence[str] = (), **changes: Any) -> FactVersion:
+          texts: Sequence[str] = (), lexicon: Lexicon = DEFAULT_LEXICON, **changes: Any) -> FactVersion:
     """The version after `fact` for `incident`: `fact` with `changes`; its words are `fact`'s, and `texts`' for
     terms new to it."""
     draft = replace(fact, version=fact.version + 1, supersedes=fact.version, created_at=incident.at, reason=reason,
                     **changes)
-    return _completed(draft, config, texts, fact.wording.written(fact.condition, fact.unless))
+    return _completed(draft, config, texts, fact.wording.written(fact.condition, fact.unless), lexicon)
 
 
 def _ids(episodes: Collection[str]) -> tuple[str, ...]:
@@ -179,7 +183,8 @@ def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
 
 def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
                  history: Callable[[Sequence[str]], Iterable[EpisodeEvidence]] = lambda condition: (), *,
-                 common: Collection[str] = (), config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+                 common: Collection[str] = (), config: FactConfig = DEFAULT_FACTS,
+                 lexicon: Lexicon = DEFAULT_LEXICON) -> FactVersion | None:
     """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none.
 
     The condition is checked against the principal's earlier resolved episodes (`history`):
@@ -187,11 +192,11 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
     fixed by its conclusion and contradict it otherwise (`history(condition)` yields at least
     the episodes whose observations hold every condition term). A detail that earlier incidents show
     with other causes does not separate this cause: when the confidence that results stays
-    below ``revise_below``, no lesson is made.
+    below ``revise_below``, no lesson is made. The incident's texts are read with `lexicon`.
     """
     if not incident.corrections or not incident.failed or incident.resolution is None:
         return None
-    condition = lesson_condition(incident, rarity, common)
+    condition = lesson_condition(incident, rarity, common, lexicon)
     if not condition:
         return None
     support, contradict = {incident.episode_id}, set()
@@ -207,21 +212,22 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
         support=_ids(support), contradict=_ids(contradict), created_at=incident.at, supersedes=None, status=ACTIVE,
         reason=f"learned from the correction: {quoted}", usefulness=_usefulness(0, 0), kind=LESSON,
         rejected=tuple(incident.failed))
-    return _completed(draft, config, incident.symptoms)
+    return _completed(draft, config, incident.symptoms, lexicon=lexicon)
 
 
 def update_lesson(fact: FactVersion, incident: LessonIncident,
                   supporting_terms: Sequence[frozenset[str]] | Callable[[], Sequence[frozenset[str]]], *,
-                  config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+                  config: FactConfig = DEFAULT_FACTS, lexicon: Lexicon = DEFAULT_LEXICON) -> FactVersion | None:
     """The next version of a lesson after a resolved incident, or None when it says nothing about it.
 
     Args:
         supporting_terms: observation terms of the incidents that support the lesson (for narrowing),
             or a function giving them (called only when the lesson is narrowed: a lesson's support
             grows with the memory, and most incidents say nothing about most lessons).
+        lexicon: the words the incident's observations are read with.
     """
     # the cheap test first: a lesson's support grows with the memory, and most incidents do not match it
-    lines = affirmed_lines(incident.symptoms)
+    lines = affirmed_lines(incident.symptoms, lexicon)
     episode = incident.episode_id
     if (fact.status != ACTIVE or not lesson_applies(fact, lines) or episode in fact.support
             or episode in fact.contradict):
@@ -232,18 +238,18 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
         if fact.conclusion not in incident.failed:
             return None
         if spoken & set(fact.condition):
-            return _next(fact, incident, config, contradict=against, status=RETIRED,
+            return _next(fact, incident, config, lexicon=lexicon, contradict=against, status=RETIRED,
                          reason=f"retired: {fact.conclusion} failed in episode {episode} and the correction "
                                 f"speaks of the condition: {' / '.join(incident.corrections)}")
-        return _next(fact, incident, config, contradict=against,
+        return _next(fact, incident, config, lexicon=lexicon, contradict=against,
                      reason=f"contradicted: {fact.conclusion} failed in episode {episode}")
     if incident.resolution == fact.conclusion:
-        return _next(fact, incident, config, support=_ids({*fact.support, episode}),
+        return _next(fact, incident, config, lexicon=lexicon, support=_ids({*fact.support, episode}),
                      reason=f"confirmed by episode {episode}")
     if spoken & set(fact.condition):
         quoted = " / ".join(incident.corrections)
-        return _next(fact, incident, config, conclusion=incident.resolution, rejected=(fact.conclusion,),
-                     support=(episode,), contradict=(), since=incident.at,
+        return _next(fact, incident, config, lexicon=lexicon, conclusion=incident.resolution,
+                     rejected=(fact.conclusion,), support=(episode,), contradict=(), since=incident.at,
                      reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}")
     matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
     supporting = supporting_terms() if callable(supporting_terms) else supporting_terms
@@ -251,11 +257,11 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
     novel = sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[
         :MAX_UNLESS_TERMS] if matched else []
     if novel:
-        return _next(fact, incident, config, unless=tuple(sorted(set(fact.unless) | set(novel))), contradict=against,
-                     texts=incident.symptoms, reason=f"narrowed: not when {' or '.join(novel)} (episode "
-                                                     f"{episode} was {incident.resolution})")
+        return _next(fact, incident, config, lexicon=lexicon, unless=tuple(sorted(set(fact.unless) | set(novel))),
+                     contradict=against, texts=incident.symptoms,
+                     reason=f"narrowed: not when {' or '.join(novel)} (episode {episode} was {incident.resolution})")
     retire = confidence(len(fact.support), len(against), config) < config.revise_below
-    return _next(fact, incident, config, contradict=against, status=RETIRED if retire else ACTIVE,
+    return _next(fact, incident, config, lexicon=lexicon, contradict=against, status=RETIRED if retire else ACTIVE,
                  reason=f"contradicted by episode {episode} ({incident.resolution})" + ("; retired" if retire else ""))
 
 

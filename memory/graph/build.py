@@ -14,6 +14,7 @@ import networkx as nx
 from memory.episodes import Episode
 from memory.graph.edges import Edge, EdgeType
 from memory.graph.changes import change_record
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 
 class EpisodeGraph(nx.MultiDiGraph):
@@ -47,8 +48,9 @@ def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
                outcome=ep.outcome.value)
 
 
-def change_attributes(ep: Episode) -> dict[str, str]:
-    """The node attributes of an episode's change record (`memory.graph.changes`); empty when it made none.
+def change_attributes(ep: Episode, lexicon: Lexicon = DEFAULT_LEXICON) -> dict[str, str]:
+    """The node attributes of an episode's change record (`memory.graph.changes`, read with `lexicon`); empty when
+    it made none.
 
     A pure function of the episode: the exports and `memory.graph.recent_changes` add them to the
     nodes they read (the stored graph keeps the columns a store can reload without the episodes).
@@ -58,7 +60,7 @@ def change_attributes(ep: Episode) -> dict[str, str]:
     (ISO time the change was in place) and, for a stopgap, ``change_stopgap`` (what its fix said
     was left in place only for now).
     """
-    record = change_record(ep)
+    record = change_record(ep, lexicon=lexicon)
     if record is None:
         return {}
     attributes = {"change_kind": record.kind, "change_what": record.what, "change_where": record.where or "",

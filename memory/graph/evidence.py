@@ -20,6 +20,7 @@ from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, explain, ra
 from memory.graph.edges import EdgeType
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates, learned_share
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import trim
 
 STOPGAP_CHARS = 120  # a chain line quotes at most this much of what a change left in place for now
@@ -79,7 +80,8 @@ def _resolved(incident: Episode, history: Sequence[Episode]) -> str | None:
 def recent_changes(observations: Sequence[str], subject: str | None, at: datetime, history: Sequence[Episode], *,
                    graph: nx.MultiDiGraph | None = None, caused: Container[str] = (), limit: int = 3,
                    min_probability: float = 0.2, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                   weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[ChangeLink]:
+                   weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+                   lexicon: Lexicon = DEFAULT_LEXICON) -> list[ChangeLink]:
     """The recent changes the observations implicate, most probable first (pure).
 
     Args:
@@ -92,17 +94,18 @@ def recent_changes(observations: Sequence[str], subject: str | None, at: datetim
         limit: at most this many changes.
         min_probability: leave out changes less probable than this.
         config, weights: the graph rules' windows and the hypotheses' weights.
+        lexicon: the words the hypotheses and the change records are read with.
     """
     candidates = change_candidates(at, history, config)
     if not candidates or not observations:
         return []
     ranked = rank_causes(list(observations), subject, at, candidates, terms=TermWeights(history, compared=1),
-                         learned=learned_share(history, caused), weights=weights)
+                         learned=learned_share(history, caused), weights=weights, lexicon=lexicon)
     by_id = {c.episode.id: c.episode for c in candidates}
     out = []
     for h in ranked[:limit]:
         ep = by_id[h.episode_id]
-        record = change_record(ep)
+        record = change_record(ep, lexicon=lexicon)
         if h.probability < min_probability or record is None:
             continue
         resolved = ep.choices[-1] if ep.choices else None

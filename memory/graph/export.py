@@ -11,6 +11,7 @@ import networkx as nx
 
 from memory.episodes import Episode
 from memory.graph.build import change_attributes
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 
 def _plain(value: Any) -> str | int | float | bool:
@@ -25,20 +26,22 @@ def _plain(value: Any) -> str | int | float | bool:
     return str(value)
 
 
-def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | None = None) -> nx.MultiDiGraph:
+def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | None = None,
+                lexicon: Lexicon = DEFAULT_LEXICON) -> nx.MultiDiGraph:
     """A copy whose attributes are strings or numbers (what GraphML and DOT accept).
 
     Every node and edge gets a readable ``label`` (what graph viewers show instead of the
     64-hex id): with `episodes` (a lookup by id) a node's label is the episode's summary,
     outcome and start, and the node also carries summary, start and end; without it, the
     label is the subject, situation and outcome. An edge's label is its type and weight. An
-    episode that made a change also carries its change record (`memory.graph.build.change_attributes`).
+    episode that made a change also carries its change record (`memory.graph.build.change_attributes`, read
+    with `lexicon`).
     """
     H = nx.MultiDiGraph()
     for node, data in G.nodes(data=True):
         episode = episodes(node) if episodes is not None else None
         more = {"summary": episode.summary, "start": episode.start, "end": episode.end,
-                **change_attributes(episode)} if episode is not None else {}
+                **change_attributes(episode, lexicon)} if episode is not None else {}
         attrs = {k: _plain(v) for k, v in {**data, **more}.items()}
         attrs["label"] = _node_label(node, data, episode)
         H.add_node(node, **attrs)
@@ -70,18 +73,20 @@ def _edge_label(key: Any, data: dict[str, Any]) -> str:
 Lookup = Callable[[str], Episode | None]
 
 
-def export_graphml(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None) -> None:
+def export_graphml(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None,
+                   lexicon: Lexicon = DEFAULT_LEXICON) -> None:
     """Write GraphML with networkx's writer (enums, times and None become strings; see `plain_graph`)."""
-    nx.write_graphml(plain_graph(G, episodes), str(path))
+    nx.write_graphml(plain_graph(G, episodes, lexicon), str(path))
 
 
 def _dot_quote(value: Any) -> str:
     return '"' + str(_plain(value)).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def write_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None) -> None:
+def write_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None,
+              lexicon: Lexicon = DEFAULT_LEXICON) -> None:
     """Minimal DOT writer used when pydot is absent: one statement per node and edge."""
-    H = plain_graph(G, episodes)
+    H = plain_graph(G, episodes, lexicon)
     lines = ["digraph episodes {"]
     for node, data in H.nodes(data=True):
         attrs = ", ".join(f"{k}={_dot_quote(v)}" for k, v in sorted(data.items()))
@@ -93,12 +98,13 @@ def write_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None =
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def export_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None) -> None:
+def export_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None,
+               lexicon: Lexicon = DEFAULT_LEXICON) -> None:
     """Write DOT with networkx's pydot writer when pydot is installed, else `write_dot`."""
     try:
         from networkx.drawing.nx_pydot import write_dot as pydot_write
         import pydot  # noqa: F401
     except ImportError:
-        write_dot(G, path, episodes=episodes)
+        write_dot(G, path, episodes=episodes, lexicon=lexicon)
         return
-    pydot_write(plain_graph(G, episodes), str(path))
+    pydot_write(plain_graph(G, episodes, lexicon), str(path))

@@ -22,6 +22,7 @@ import networkx as nx
 
 from memory.episodes import Episode, Outcome
 from memory.graph.changes import change_record
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 EDGE_COLOURS = {"CAUSED_BY": "#d62728", "LED_TO": "#bbbbbb", "RETRY_OF": "#1f77b4", "LEARNED_FROM": "#2ca02c",
                 "CONTINUATION": "#9467bd", "CONTRADICTED": "#ff7f0e"}
@@ -38,12 +39,12 @@ def picture_nodes(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None],
     return sorted(shown, key=lambda ep: (ep.start, ep.first_seq))
 
 
-def node_caption(ep: Episode, *, width: int = 26) -> str:
-    """A short multi-line caption: service · outcome, time, what it saw or did, its change."""
+def node_caption(ep: Episode, *, width: int = 26, lexicon: Lexicon = DEFAULT_LEXICON) -> str:
+    """A short multi-line caption: service · outcome, time, what it saw or did, its change (read with `lexicon`)."""
     head = f"{ep.subject or ep.situation} · {ep.outcome.value.lower()}"
     said = ep.observations[0] if ep.observations else (ep.choices[-1] if ep.choices else ep.summary)
     lines = [head, f"{ep.start:%m-%d %H:%M}", *textwrap.wrap(said, width)[:2]]
-    change = change_record(ep)
+    change = change_record(ep, lexicon=lexicon)
     if change is not None and change.what:
         lines.append(textwrap.shorten(f"{change.kind}: {change.what}", width + 6, placeholder="…"))
     return "\n".join(lines)
@@ -51,7 +52,7 @@ def node_caption(ep: Episode, *, width: int = 26) -> str:
 
 def render_graph(G: nx.MultiDiGraph, path: str | Path, *, episodes: Callable[[str], Episode | None],
                  nodes: Iterable[str] | None = None, everything: bool = False, engine: str = "auto",
-                 title: str | None = None) -> str:
+                 title: str | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> str:
     """Draw the graph (or `nodes` of it) to `path` (.svg or .png); returns the engine used.
 
     Args:
@@ -62,15 +63,16 @@ def render_graph(G: nx.MultiDiGraph, path: str | Path, *, episodes: Callable[[st
         everything: also draw episodes without decisions or a service's observations.
         engine: "dot", "matplotlib" or "auto" (dot when installed).
         title: a title for the picture.
+        lexicon: the words the episodes' change records are read with.
     """
     shown = picture_nodes(G, episodes, nodes=nodes, everything=everything)
     path = Path(path)
     if engine not in ("auto", "dot", "matplotlib"):
         raise ValueError(f"unknown engine {engine!r} (known: auto, dot, matplotlib)")
     if engine == "dot" or (engine == "auto" and shutil.which("dot")):
-        _render_dot(G, shown, path, title)
+        _render_dot(G, shown, path, title, lexicon)
         return "dot"
-    _render_matplotlib(G, shown, path, title)
+    _render_matplotlib(G, shown, path, title, lexicon)
     return "matplotlib"
 
 
@@ -79,13 +81,14 @@ def _shown_edges(G: nx.MultiDiGraph, ids: set[str]) -> list[tuple[str, str, str,
             if u in ids and v in ids and str(d.get("type", k)) in DRAWN_TYPES]
 
 
-def _render_dot(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None) -> None:
+def _render_dot(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None, lexicon: Lexicon) -> None:
     quote = lambda text: '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     lines = ["digraph episodes {", "  rankdir=LR; node [shape=box, style=filled, fontsize=10];"]
     if title:
         lines.append(f"  label={quote(title)}; labelloc=t;")
     for ep in shown:
-        lines.append(f"  {quote(ep.id)} [label={quote(node_caption(ep))}, fillcolor={quote(OUTCOME_COLOURS[ep.outcome])}];")
+        caption = node_caption(ep, lexicon=lexicon)
+        lines.append(f"  {quote(ep.id)} [label={quote(caption)}, fillcolor={quote(OUTCOME_COLOURS[ep.outcome])}];")
     for u, v, kind, weight in _shown_edges(G, {ep.id for ep in shown}):
         lines.append(f"  {quote(u)} -> {quote(v)} [label={quote(f'{kind} {weight:.2f}')}, "
                      f"color={quote(EDGE_COLOURS[kind])}, fontcolor={quote(EDGE_COLOURS[kind])}];")
@@ -119,7 +122,8 @@ def arc_middle(start: tuple[float, float], end: tuple[float, float], bend: float
     return (x1 + x2) / 2 + bend / 2 * (y2 - y1), (y1 + y2) / 2 - bend / 2 * (x2 - x1)
 
 
-def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None) -> None:
+def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None,
+                       lexicon: Lexicon) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -139,7 +143,7 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
                                      shrinkA=30, shrinkB=30, zorder=1))
     for ep in shown:
         x, y = place[ep.id]
-        ax.text(x, y, node_caption(ep), ha="center", va="center", fontsize=6.8, zorder=2,
+        ax.text(x, y, node_caption(ep, lexicon=lexicon), ha="center", va="center", fontsize=6.8, zorder=2,
                 bbox={"boxstyle": "round,pad=0.35", "fc": OUTCOME_COLOURS[ep.outcome], "ec": "#555555"})
     xs = [p[0] for p in place.values()] or [0.0]
     rows = sorted({p[1] for p in place.values()}) or [0.0]

@@ -56,6 +56,7 @@ from memory.graph.causes import (
 )
 from memory.graph.edges import Edge, EdgeType
 from memory.graph.changes import TermWeights, fix_text, made_change
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import similarity
 
 
@@ -240,7 +241,8 @@ def resolved_choice(ep: Episode) -> str | None:
 def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corrections: Sequence[str] = (),
                          fixes: Sequence[str] = (), resolved_as: str | None = None,
                          caused: Container[str] = (), config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                         weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Hypothesis]:
+                         weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+                         lexicon: Lexicon = DEFAULT_LEXICON) -> list[Hypothesis]:
     """The earlier changes that may have caused `incident`, most probable first (see `memory.graph.causes`).
 
     Args:
@@ -252,13 +254,14 @@ def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corre
         caused: ids of episodes already linked as causes (for the learned share); a mapping
             from those ids to what their incidents were resolved as (`cause_links`) adds the
             led-to share.
+        lexicon: the words the hypotheses are read with.
     """
     candidates = change_candidates(incident.start, history, config)
     if not candidates:
         return []
     return rank_causes(list(incident.observations), incident.subject, incident.start, candidates,
                        terms=TermWeights([*history, incident], compared=2), corrections=corrections, fixes=fixes, learned=learned_share(history, caused),
-                       led_to=led_to_share(history, caused, resolved_as), weights=weights)
+                       led_to=led_to_share(history, caused, resolved_as), weights=weights, lexicon=lexicon)
 
 
 def _caused_edges(incident: Episode, best: Hypothesis, note: str) -> list[Edge]:
@@ -277,17 +280,18 @@ def _fixes(episodes: Sequence[Episode]) -> list[str]:
 
 
 def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig, caused: Container[str],
-           weights: CauseWeights) -> list[Edge]:
+           weights: CauseWeights, lexicon: Lexicon) -> list[Edge]:
     if not new.observations:
         return []
     ranked = rank_incident_causes(new, history, corrections=_corrections([new]), fixes=_fixes([new]),
-                                  resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights)
+                                  resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights,
+                                  lexicon=lexicon)
     best = best_cause(ranked, weights)
     return _caused_edges(new, best, "") if best is not None else []
 
 
 def _later_evidence(new: Episode, chain: Sequence[Episode], history: Sequence[Episode], config: GraphConfig,
-                    caused: Container[str], weights: CauseWeights) -> list[Edge]:
+                    caused: Container[str], weights: CauseWeights, lexicon: Lexicon) -> list[Edge]:
     """New versions of an incident's CAUSED_BY edge once a later attempt adds corrections or a fix.
 
     The incident's causes are ranked again with the later texts (corrections naming or denying
@@ -301,9 +305,11 @@ def _later_evidence(new: Episode, chain: Sequence[Episode], history: Sequence[Ep
     attempts = [*reversed(chain), new]
     before_history = [ep for ep in history if ep.last_seq < opener.first_seq]
     before = rank_incident_causes(opener, before_history, corrections=_corrections([opener]),
-                                  fixes=_fixes([opener]), caused=caused, config=config, weights=weights)
+                                  fixes=_fixes([opener]), caused=caused, config=config, weights=weights,
+                                  lexicon=lexicon)
     after = rank_incident_causes(opener, before_history, corrections=_corrections(attempts), fixes=_fixes(attempts),
-                                 resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights)
+                                 resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights,
+                                 lexicon=lexicon)
     if not after:
         return []
     edges: list[Edge] = []
@@ -355,7 +361,8 @@ def _contradiction(new: Episode, history: Sequence[Episode], chain: list[Episode
 
 
 def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                caused: Container[str] = (), weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS) -> list[Edge]:
+                caused: Container[str] = (), weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+                lexicon: Lexicon = DEFAULT_LEXICON) -> list[Edge]:
     """Edges created by the rules for a newly closed episode (pure).
 
     Args:
@@ -367,15 +374,16 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
             learned share of `memory.graph.causes`; a mapping from them to what their incidents
             were resolved as (`memory.graph.queries.cause_links`) adds the led-to share.
         weights: the cause hypotheses' log-odds contributions.
+        lexicon: the words the cause hypotheses are read with (`memory.graph.causes`).
     """
     recent = [ep for ep in history if ep.principal == new.principal and ep.last_seq < new.first_seq]
     recent = sorted(recent, key=lambda ep: ep.first_seq)[-config.window:] if config.window > 0 else []
     chain = attempt_chain(new, recent, config)
     edges = _retry_and_lesson(new, chain)
     if not chain:
-        edges.extend(_cause(new, recent, config, caused, weights))
+        edges.extend(_cause(new, recent, config, caused, weights, lexicon))
     else:
-        edges.extend(_later_evidence(new, chain, recent, config, caused, weights))
+        edges.extend(_later_evidence(new, chain, recent, config, caused, weights, lexicon))
     continuation = _continuation(new, recent, config)
     if continuation is not None:
         edges.append(continuation)
@@ -388,14 +396,15 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
     return edges
 
 
-def link_episodes(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Edge]:
+def link_episodes(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+                  lexicon: Lexicon = DEFAULT_LEXICON) -> list[Edge]:
     """Batch linking: each episode's edges against its principal's earlier episodes (by first seq)."""
     histories: dict[str, deque[Episode]] = {}
     edges: list[Edge] = []
     caused: dict[str, tuple[str, ...]] = {}  # change → what the incidents linked to it were resolved as
     for ep in sorted(episodes, key=lambda e: e.first_seq):
         history = histories.setdefault(ep.principal, deque(maxlen=max(config.window, 1)))
-        found = infer_edges(ep, history, config=config, caused=caused)
+        found = infer_edges(ep, history, config=config, caused=caused, lexicon=lexicon)
         edges.extend(found)
         answer = resolved_choice(ep)
         for e in found:

@@ -12,12 +12,17 @@ and compile it from a `Lexicon` they are handed, like the encoder (``lexicon[nam
 group's alternation, ``"a|an|the"``; `Lexicon.words` and `Lexicon.word_set` give the words).
 `DEFAULT_LEXICON` is the shipped one, loaded once; `load_lexicon` reads another directory or
 file of the same shape, and `Lexicon.with_words` extends one group (a site's own failure word).
+`Lexicon.fingerprint` names a lexicon by its words (a store records the one its derived records
+were read with: `memory.persistence.lexicons`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Iterable, Mapping
@@ -75,6 +80,17 @@ class Lexicon:
 
     def word_set(self, name: str) -> frozenset[str]:
         return frozenset(self.group(name).words)
+
+    def canonical(self) -> bytes:
+        """The groups' words as canonical JSON (group names sorted, words in matching order; no provenance:
+        it does not change what is read)."""
+        words = {name: list(group.words) for name, group in self.groups.items()}
+        return json.dumps(words, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of `canonical`: two lexicons with the same words read every text alike."""
+        return hashlib.sha256(self.canonical()).hexdigest()
 
     def with_words(self, name: str, words: Iterable[str], provenance: str) -> "Lexicon":
         """A copy with `words` added at the end of group `name` (created when absent); `provenance`

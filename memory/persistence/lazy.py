@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from memory.episodes import Episode
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.persistence import runs as snapshot
 from memory.persistence.digests import DIGEST, sorted_distinct
 from memory.state import MemoryState, Problem, Verdict
@@ -237,8 +238,8 @@ class StoredEpisodes(Sequence):
                 for seq, kind, i, body in rows if kind == RecordKind.EPISODE]
 
 
-def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
-    """A state whose episodes and problems can be read from `store` on first use.
+def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEFAULT_LEXICON) -> MemoryState:
+    """A state whose episodes and problems can be read from `store` on first use (its rules read `lexicon`).
 
     Its hooks answer from a state run's columns, without reading, for an episode not read yet:
     `problem_text` (no vector is read), `verdict_of` and `verdict_lookup` (no record is read).
@@ -282,6 +283,6 @@ def lazy_state(index: Any, graph_config: Any, store: Any) -> MemoryState:
         return known[0] if known is not None else state.episodes_lookup(episode_id)
 
     state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
-                        edge_ids=LazySet(), marks=LazySet())
+                        edge_ids=LazySet(), marks=LazySet(), lexicon=lexicon)
     state.verdict_of, state.problem_text, state.verdict_lookup = verdict_of, problem_text, verdict_lookup
     return state

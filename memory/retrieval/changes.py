@@ -31,4 +31,4 @@ def changes_for(state: MemoryState, observations: Sequence[str], *, principal: s
     graph = state.graph_of(principal)
     caused = causes_among(graph, [episode.id for episode in history])
     return recent_changes(observations, subject, at, history, graph=graph, caused=caused, limit=limit,
-                          config=state.graph_config)
+                          config=state.graph_config, lexicon=state.lexicon)
