@@ -2,7 +2,7 @@
 
 A pure function of the closed episode, the metadata of its decision entries and the
 current memory state (episodes, graph, facts, evidence). The caller persists the result.
-Edges point as `memory.episodes.EdgeType` documents (source → target):
+Edges point as `memory.graph.EdgeType` documents (source → target):
 
 - LED_TO (retrieved → new): a retrieved episode pointed to the choice — it succeeded
   with it, or it failed and its problem was later resolved with it (`memory.graph.resolution`: a

@@ -20,7 +20,7 @@ COMMANDS = {  # the command a user types → the module whose main() builds its 
     "python -m eval.bench": "eval.bench.cli",
     "python -m eval.bench.shared": "eval.bench.shared",
     "python -m eval.docs_pages": "eval.docs_pages",
-    "python -m memory": "memory.__main__",  # its subcommands too (graph: `python -m memory.graph` is an alias)
+    "python -m memory": "memory.__main__",  # its subcommands too
     "python -m memory.mcp": "memory.mcp.__main__",
     "python -m scenarios.validate": "scenarios.validate",
     "python -m scenarios.importers": "scenarios.importers.__main__",

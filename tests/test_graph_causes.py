@@ -237,7 +237,7 @@ def test_edges_between_the_same_nodes_bow_apart() -> None:
 
 def test_picture_commands_refuse_a_wrong_output_and_a_missing_store(tmp_path, capsys) -> None:
     from eval.graph import main as scenario_picture
-    from memory.graph.__main__ import main as store_picture
+    from memory.cli.graph import main as store_picture
 
     assert scenario_picture(["pool-vs-deploy", "--out", str(tmp_path / "graph.jpg")]) == 2
     assert "must end in .png or .svg" in capsys.readouterr().err

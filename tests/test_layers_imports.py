@@ -47,21 +47,15 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 )
 
 # Imports that run up a floor, in files whose owners are moving them: "importing file -> imported module".
-KNOWN_UPWARD: set[str] = {
-    # the old place of Edge/EdgeType answers until `KNOWN_EDGE_IMPORTERS` is empty
-    "memory/episodes/__init__.py -> memory.graph.edges",
-    # the older spelling of `python -m memory graph`, until docs/graph.md, tests/test_docs.py and
-    # tests/test_open_progress.py name `python -m memory graph` / `memory.cli.graph`
-    "memory/graph/__main__.py -> memory.cli.graph",
-}
+KNOWN_UPWARD: set[str] = set()  # none left
 # Import cycles (strongly connected modules, sorted, joined with " <-> "): none left.
 KNOWN_CYCLES: set[str] = set()
 # Imports of the package face from inside it: "importing file -> what it names".
 KNOWN_FACE_IMPORTS: set[str] = set()
 # agent/ imports of memory below its face: none left, agent/ reads the memory through `memory` alone.
 KNOWN_AGENT_IMPORTS: set[str] = set()
-# Files still importing Edge/EdgeType from memory.episodes (they live in memory.graph.edges; take them
-# from `memory` or `memory.graph`). When this is empty, `memory.episodes.__getattr__` goes.
+# Files importing Edge/EdgeType from memory.episodes, which no longer has them (they live in memory.graph.edges;
+# take them from `memory` or `memory.graph`): none.
 KNOWN_EDGE_IMPORTERS: set[str] = set()
 
 
@@ -101,11 +95,11 @@ def _type_only_nodes(tree: ast.Module) -> set[int]:
     return hidden
 
 
-def _imports_of(module: str, path: Path) -> Iterator[Import]:
+def _imports_of(module: str, path: Path, root: Path = ROOT) -> Iterator[Import]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     hidden = _type_only_nodes(tree)
-    rel = path.relative_to(ROOT).as_posix()
+    rel = path.relative_to(root).as_posix()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -206,8 +200,18 @@ def test_the_checks_see_what_they_check() -> None:
     by_source: dict[str, set[str]] = defaultdict(set)
     for imp in IMPORTS:
         by_source[imp.source].add(imp.target)
-    assert "memory.graph.edges" in by_source["memory.episodes"]  # the lazy alias, inside a function
     assert "memory.pipeline" in by_source["memory.persistence.loader"]
+    assert "memory.retrieval.units" in by_source["memory.retrieval"]  # `from package import submodule`
     assert floor_of("memory.timeline.store") < floor_of("memory.episodes.segmenter") < floor_of("memory.graph.rules")
     assert floor_of("memory.retrieval.index") < floor_of("memory.state") < floor_of("memory.retrieval.ranking")
     assert floor_of("memory") == floor_of("memory.__main__") == len(FLOORS) - 1
+
+
+def test_an_import_inside_a_function_counts(tmp_path) -> None:
+    """A module that imports upwards only inside a function is still seen importing upwards."""
+    hidden = tmp_path / "memory" / "episodes" / "lazy.py"
+    hidden.parent.mkdir(parents=True)
+    hidden.write_text("def late():\n    from memory.graph import edges\n    return edges\n", encoding="utf-8")
+    found = list(_imports_of("memory.episodes.lazy", hidden, root=tmp_path))
+    assert [(imp.target, imp.type_only) for imp in found] == [("memory.graph.edges", False)]
+    assert floor_of(found[0].source) < floor_of(found[0].target)

@@ -63,15 +63,15 @@ def test_export_import_stats(tmp_path, capsys):
     assert "imported 5 entries" in out and "entries" in out
 
 
-def test_graph_draws_a_store_and_the_old_spelling_runs_the_same_command(tmp_path, capsys):
-    from memory.graph.__main__ import main as old_spelling
+def test_graph_draws_a_store_and_its_own_parser_runs_the_same_command(tmp_path, capsys):
+    from memory.cli.graph import main as own_parser
     from tests.test_retriever_bounds import play
 
     store = tmp_path / "m.sqlite"
     with EpisodicMemory(store, principal="p0") as memory:
         play(memory, 6)
     outs = []
-    for run, name in ((main, "new.svg"), (lambda argv: old_spelling(argv[1:]), "old.svg")):
+    for run, name in ((main, "new.svg"), (lambda argv: own_parser(argv[1:]), "own.svg")):
         picture = tmp_path / name
         assert run(["graph", str(store), "--principal", "p0", "--out", str(picture), "--engine", "matplotlib"]) == 0
         outs.append(capsys.readouterr().out.replace(name, "PICTURE"))

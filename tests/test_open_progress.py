@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 from memory import EpisodicMemory
-from memory.graph.__main__ import main as graph_main
+from memory.cli.graph import main as graph_main
 from memory.persistence import Persistence, loader
 from memory.persistence.progress import LOADER_LOGGER, shown_on_stderr
 from tests.test_retriever_bounds import play

@@ -1,7 +1,7 @@
 """Draw a store's episode graph: ``python -m memory graph STORE --principal NAME --out graph.png``.
 
 ``--chain EPISODE_ID`` draws only the causal chain of one episode (an id prefix is enough).
-``python -m memory.graph STORE ...`` runs the same command (`main`).
+`main` runs the same command on a parser of its own.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m memory.graph``: the same command on a parser of its own; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m memory.graph", description=SUMMARY,
+    """``python -m memory graph`` on a parser of its own (argv without ``graph``); returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m memory graph", description=SUMMARY,
                                      epilog=f"example: python -m memory graph {EXAMPLE}")
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -3,13 +3,8 @@ each one ended. `model` holds the values (Episode, Outcome), `segmenter` the bou
 and episode building, `outcomes` the outcome detection from structured status, corrections and
 generic English cues (`memory.text`).
 
-Layer 3's records, `Edge` and `EdgeType`, live in `memory.graph` (`memory.graph.edges`).
-`memory.episodes.Edge` and `.EdgeType` still answer for importers not moved yet: read from there
-on first use, the package's one import upwards, until those importers take them from `memory`
-or `memory.graph` (they are not in `__all__`).
+Layer 3's records, `Edge` and `EdgeType`, live with the graph (`memory.graph.edges`).
 """
-
-from typing import Any
 
 from memory.episodes.model import Episode, Outcome, episode_id
 from memory.episodes.outcomes import OutcomeVerdict, classify_text, detect_outcome
@@ -30,14 +25,3 @@ __all__ = [
     "segment",
 ]
 
-
-_MOVED = frozenset({"Edge", "EdgeType"})  # to `memory.graph.edges`
-
-
-def __getattr__(name: str) -> Any:
-    """`Edge` and `EdgeType` for importers of their old place (they moved to the graph layer)."""
-    if name in _MOVED:
-        from memory.graph import edges  # the one import upwards: goes once nothing asks for these here
-
-        return getattr(edges, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
