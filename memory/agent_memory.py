@@ -86,7 +86,8 @@ def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor
 def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) -> Retriever:
     """The retriever over a derived state: its index, graph, facts and cached chain narratives."""
     chain = lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most)  # noqa: E731
-    return Retriever(state.index, encoder.encode, graph=state.graph, facts=state.facts_of, chain=chain, config=config)
+    return Retriever(state.index, encoder.encode, graph=state.graph, facts=state.facts_of, chain=chain, config=config,
+                     lexicon=state.lexicon)
 
 
 ERASE_ATTEMPTS = 5  # an erasure planned while others write is planned again this many times at most

@@ -140,3 +140,16 @@ def test_an_erasure_keeps_the_store_s_lexicon(tmp_path):
         assert [e.outcome for e in reopened.episodes()][:2] == [Outcome.FAILURE, Outcome.SUCCESS]
     with pytest.raises(LexiconMismatch):
         EpisodicMemory(path)
+
+
+def test_recall_reads_the_query_with_the_memory_s_lexicon():
+    # "tank level hunky-dory" reports a normal state only to a site that says so: its terms then do not make
+    # a past incident close (closeness reads the lines' affirmed clauses)
+    site = DEFAULT_LEXICON.with_words("normal_state", ["hunky-dory"], "tests: a site's word for fine")
+    query = ["borehole pump silent", "tank level hunky-dory"]
+    near = {}
+    for name, lexicon in (("default", DEFAULT_LEXICON), ("site", site)):
+        with EpisodicMemory(principal="ops", lexicon=lexicon) as memory:
+            play(memory)
+            near[name] = memory.recall(query, situation="ops", subject="pump").incidents[0].closeness
+    assert 0 < near["site"] < near["default"]

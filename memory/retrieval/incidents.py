@@ -19,6 +19,7 @@ import networkx as nx
 from memory.episodes import Episode, Outcome
 from memory.facts import EvidenceLog, affirmed_lines
 from memory.graph import EdgeType, later_attempts
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 _EARLIER = {EdgeType.RETRY_OF.value, EdgeType.LEARNED_FROM.value}
 
@@ -111,17 +112,18 @@ def incident_of(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Epi
 
 
 def closeness(query: Sequence[str], symptoms: Sequence[str], rarity: Callable[[str], float], *,
-              ignore: Collection[str] = ()) -> float:
+              ignore: Collection[str] = (), lexicon: Lexicon = DEFAULT_LEXICON) -> float:
     """How close a past incident's symptoms are to the current ones, in [0, 1], negation-aware.
 
     Both sides are reduced to the terms their observation lines affirm (a denied or normal-state
     clause does not count), `ignore` removed (e.g. service names: where it happened, not what),
-    and compared by a weighted overlap (weights: `separation_in` or `rarity_in`) ``Σ_shared w / sqrt(Σ_query w · Σ_past w)``: a shared
-    rare detail counts for more than a phrase every incident uses.
+    and compared by a weighted overlap (weights: `separation_in` or `rarity_in`)
+    ``Σ_shared w / sqrt(Σ_query w · Σ_past w)``: a shared rare detail counts for more than a phrase
+    every incident uses. The lines are read with `lexicon` (the memory's).
     """
     ignored = set(ignore)
-    now = set().union(*affirmed_lines(query)) - ignored if query else set()
-    then = set().union(*affirmed_lines(symptoms)) - ignored if symptoms else set()
+    now = set().union(*affirmed_lines(query, lexicon)) - ignored if query else set()
+    then = set().union(*affirmed_lines(symptoms, lexicon)) - ignored if symptoms else set()
     if not now or not then:
         return 0.0
     shared = sum(rarity(t) for t in now & then)

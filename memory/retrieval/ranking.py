@@ -23,6 +23,7 @@ import numpy as np
 
 from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, LESSON, FactVersion, affirmed_lines, lesson_applies, terms
+from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.retrieval.bounds import Probe
 from memory.retrieval.config import DEFAULT, RetrieverConfig
 from memory.retrieval.filters import RecallFilter
@@ -50,13 +51,15 @@ class Retriever:
     def __init__(self, index: EpisodeIndex, encode: Callable[[Sequence[str]], np.ndarray], *,
                  graph: nx.MultiDiGraph | None = None,
                  facts: Callable[[str], Sequence[FactVersion]] | None = None,
-                 chain: ChainFinder | None = None, config: RetrieverConfig = DEFAULT) -> None:
+                 chain: ChainFinder | None = None, config: RetrieverConfig = DEFAULT,
+                 lexicon: Lexicon = DEFAULT_LEXICON) -> None:
         self.index = index
         self.encode = encode
         self.graph = graph if graph is not None else nx.MultiDiGraph()
         self.facts = facts or (lambda principal: ())
         self.chain = chain
         self.config = config
+        self.lexicon = lexicon  # how the query's lines are read (negated and normal-state clauses apply no fact)
 
     def query_vector(self, query: str | Sequence[str]) -> tuple[str, np.ndarray]:
         """Query text and unit vector (mean of the observation embeddings)."""
@@ -98,7 +101,7 @@ class Retriever:
         if cfg.facts:
             facts = applicable_facts(terms(text), self.facts(principal), principal,
                                      min_match=cfg.fact_min_match, limit=cfg.max_facts,
-                                     lines=affirmed_lines(text.split("\n")))
+                                     lines=affirmed_lines(text.split("\n"), self.lexicon))
         chains = tuple(dict.fromkeys(r.chain for r in recalled if r.chain))
         return Context(query=text, principal=principal, situation=situation, episodes=tuple(recalled),
                        facts=tuple(facts), chains=chains, show_outcomes=cfg.show_outcomes)

@@ -94,7 +94,7 @@ class IncidentRecall:
 
         def weigh(symptoms: Sequence[str], its_subject: str | None, episode_id: str) -> tuple[float, float, str]:
             services = terms(" ".join(name for name in (subject, its_subject) if name))
-            near = round(closeness(observations, symptoms, weight, ignore=services), 6)
+            near = round(closeness(observations, symptoms, weight, ignore=services, lexicon=self.state.lexicon), 6)
             credit = episode_credit(graph, episode_id)
             return near, credit, f"closeness {near:.2f} to the observations, credit {credit:.2f} as a precedent"
         return weigh
