@@ -17,12 +17,13 @@ in characters (`evidence_chars`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
-from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from agent.graph_evidence import change_votes
+from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
 from memory import Context, EvidenceRecord, IncidentNote, RecalledIncident
 
 PRINCIPAL = "agent"  # tenant used by the harness
@@ -127,8 +128,18 @@ class _LoopAgent:
 
     # -- recording (subclasses store text in their memory) ----------------------------------
 
-    def _record(self, text: str, *, kind: str, role: str, timestamp: datetime, situation: str,
-                metadata: dict[str, Any], source: int | None = None, live: bool = False) -> str | None:
+    def _record(
+        self,
+        text: str,
+        *,
+        kind: str,
+        role: str,
+        timestamp: datetime,
+        situation: str,
+        metadata: dict[str, Any],
+        source: int | None = None,
+        live: bool = False,
+    ) -> str | None:
         """Store one entry; `source` is its environment event index, `live` whether it belongs
         to the round being decided (an interlude note before the round does not)."""
         return None
@@ -158,9 +169,16 @@ class _LoopAgent:
             if event.index in self._seen:
                 continue
             self._seen.add(event.index)
-            entry_id = self._record(event.text, kind=event.kind, role=event.role, timestamp=event.timestamp,
-                                    situation=event.situation, metadata=dict(event.metadata), source=event.index,
-                                    live=event.kind != "note")
+            entry_id = self._record(
+                event.text,
+                kind=event.kind,
+                role=event.role,
+                timestamp=event.timestamp,
+                situation=event.situation,
+                metadata=dict(event.metadata),
+                source=event.index,
+                live=event.kind != "note",
+            )
             if entry_id is not None:
                 self.entry_events[entry_id] = event.index
             if event.kind == "observation":
@@ -176,13 +194,16 @@ class _LoopAgent:
             self._new_round()
         self.observe(prompt.events)
         if prompt.attempt == 1:
-            self._observations = [text for situation, text in self._pending_observations
-                                  if situation == prompt.situation]
+            self._observations = [
+                text for situation, text in self._pending_observations if situation == prompt.situation
+            ]
             self._feedback = []
         problem = Problem(
             observations=tuple(self._observations),
-            candidates=tuple(CauseInfo(cid, prompt.root_causes[cid].description, tuple(prompt.root_causes[cid].signals))
-                             for cid in prompt.candidates),
+            candidates=tuple(
+                CauseInfo(cid, prompt.root_causes[cid].description, tuple(prompt.root_causes[cid].signals))
+                for cid in prompt.candidates
+            ),
             situation=prompt.situation,
             service=prompt.service,
             attempt=prompt.attempt,
@@ -200,10 +221,19 @@ class _LoopAgent:
         self._tried.append(decision.choice)
         self._record(
             f"Decision: {decision.choice} — {decision.rationale}",
-            kind="decision", role="agent", timestamp=prompt.decision_time, situation=prompt.situation,
-            metadata={"choice": decision.choice, "confidence": decision.confidence, "service": prompt.service,
-                      "retrieved": [item.id for item in evidence], "relied_on": list(decision.relied_on),
-                      "attempt": prompt.attempt, **({"favoured": dict(decision.favoured)} if decision.favoured else {})},
+            kind="decision",
+            role="agent",
+            timestamp=prompt.decision_time,
+            situation=prompt.situation,
+            metadata={
+                "choice": decision.choice,
+                "confidence": decision.confidence,
+                "service": prompt.service,
+                "retrieved": [item.id for item in evidence],
+                "relied_on": list(decision.relied_on),
+                "attempt": prompt.attempt,
+                **({"favoured": dict(decision.favoured)} if decision.favoured else {}),
+            },
             live=True,
         )
         return Turn(decision, tuple(evidence), context_text)
@@ -236,9 +266,18 @@ class EpisodicAgent(_LoopAgent):
 
     name = "episodic"
 
-    def __init__(self, reasoner: Reasoner, memory: Any, budget: Budget = DEFAULT_BUDGET, *,
-                 name: str = "episodic", outcome_labels: bool = True, principal: str = PRINCIPAL,
-                 units: bool = True, graph_evidence: bool = True) -> None:
+    def __init__(
+        self,
+        reasoner: Reasoner,
+        memory: Any,
+        budget: Budget = DEFAULT_BUDGET,
+        *,
+        name: str = "episodic",
+        outcome_labels: bool = True,
+        principal: str = PRINCIPAL,
+        units: bool = True,
+        graph_evidence: bool = True,
+    ) -> None:
         super().__init__(reasoner, budget)
         self.memory = memory
         self.name = name
@@ -251,8 +290,15 @@ class EpisodicAgent(_LoopAgent):
         self._evidence_record = EvidenceRecord(memory, principal)
 
     def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
-        entry = self.memory.record(text, kind=kind, role=role, timestamp=timestamp, situation=situation,
-                                   metadata=metadata, principal=self.principal)
+        entry = self.memory.record(
+            text,
+            kind=kind,
+            role=role,
+            timestamp=timestamp,
+            situation=situation,
+            metadata=metadata,
+            principal=self.principal,
+        )
         if live:
             self._live.add(entry.id)
         return entry.id
@@ -262,25 +308,45 @@ class EpisodicAgent(_LoopAgent):
 
     def provenance(self, item_id: str) -> tuple[int, ...]:
         found = [self.memory.episode(i, principal=self.principal) for i in self._members.get(item_id, (item_id,))]
-        return tuple(sorted({self.entry_events[e] for episode in found if episode is not None
-                             for e in episode.entry_ids if e in self.entry_events}))
+        return tuple(
+            sorted(
+                {
+                    self.entry_events[e]
+                    for episode in found
+                    if episode is not None
+                    for e in episode.entry_ids
+                    if e in self.entry_events
+                }
+            )
+        )
 
     def _record_of(self) -> dict[str, tuple[int, int]]:
         return self._evidence_record.update() if self.outcome_labels else {}
 
     def _track_of(self) -> dict[str, dict[str, int]]:
         # read after `_record_of`, whose update counted the episodes closed since the last decision
-        return {choice: dict(answers) for choice, answers in self._evidence_record.track.items()} \
-            if self.outcome_labels else {}
+        return (
+            {choice: dict(answers) for choice, answers in self._evidence_record.track.items()}
+            if self.outcome_labels
+            else {}
+        )
 
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         # Changes the graph implicates take items of the budget first; incidents get the rest minus the
         # fact slots. Ask for as many more episodes as the live round may occupy (one per attempt): the
         # memory leaves the live round's own out (`exclude`), with the incidents they belong to.
-        ask = dict(situation=problem.situation, principal=self.principal, subject=problem.service, exclude=self._live,
-                   unit="incident" if self.outcome_labels and self.units else "episode")
-        changes = self._changes(self.memory.recall(list(problem.observations), k=0, **ask), problem) \
-            if self.outcome_labels and self.graph_evidence else []
+        ask = dict(
+            situation=problem.situation,
+            principal=self.principal,
+            subject=problem.service,
+            exclude=self._live,
+            unit="incident" if self.outcome_labels and self.units else "episode",
+        )
+        changes = (
+            self._changes(self.memory.recall(list(problem.observations), k=0, **ask), problem)
+            if self.outcome_labels and self.graph_evidence
+            else []
+        )
         slots = max(1, self.budget.items - FACT_SLOTS - len(changes))
         context = self.memory.recall(list(problem.observations), k=slots + problem.attempt, incidents=slots, **ask)
         evidence = [self._unit_item(unit) for unit in context.incidents]
@@ -288,14 +354,26 @@ class EpisodicAgent(_LoopAgent):
         if self.outcome_labels:
             for recalled in context.facts:
                 fact = recalled.fact
-                evidence.append(Evidence(
-                    id=f"{fact.fact_id}@{fact.version}", source="fact", text=fact.text,
-                    relevance=max(0.0, min(1.0, float(recalled.match))), conclusion=fact.conclusion,
-                    confidence=float(fact.confidence), choices=fact.rejected, why=recalled.why))
+                evidence.append(
+                    Evidence(
+                        id=f"{fact.fact_id}@{fact.version}",
+                        source="fact",
+                        text=fact.text,
+                        relevance=max(0.0, min(1.0, float(recalled.match))),
+                        conclusion=fact.conclusion,
+                        confidence=float(fact.confidence),
+                        choices=fact.rejected,
+                        why=recalled.why,
+                    )
+                )
         # The block shows exactly the items handed over, within the same budget.
         kept = {item.id for item in fit_budget(evidence, self.budget)}
-        shown = replace(context, episodes=tuple(r for r in context.episodes if r.episode.id in kept),
-                        facts=tuple(r for r in context.facts if r.fact.id in kept), changes=())
+        shown = replace(
+            context,
+            episodes=tuple(r for r in context.episodes if r.episode.id in kept),
+            facts=tuple(r for r in context.facts if r.fact.id in kept),
+            changes=(),
+        )
         return evidence, shown.render(max_chars=self.budget.chars, notes=incident_notes(evidence, self._episodes_of))
 
     def _episodes_of(self, item_id: str) -> list[Any]:
@@ -312,9 +390,18 @@ class EpisodicAgent(_LoopAgent):
             voted = change_votes([change], problem.candidates)
             if voted.votes:
                 best = max(voted.votes, key=lambda cid: (voted.votes[cid], cid))
-                items.append(Evidence(id=change.episode_id, source="change", text=voted.reasons[best],
-                                      relevance=voted.votes[best], conclusion=best, confidence=1.0, why=change.why,
-                                      sequence=recalled.sequence))
+                items.append(
+                    Evidence(
+                        id=change.episode_id,
+                        source="change",
+                        text=voted.reasons[best],
+                        relevance=voted.votes[best],
+                        conclusion=best,
+                        confidence=1.0,
+                        why=change.why,
+                        sequence=recalled.sequence,
+                    )
+                )
         return items
 
     def _unit_item(self, unit: RecalledIncident) -> Evidence:
@@ -325,37 +412,72 @@ class EpisodicAgent(_LoopAgent):
         episode, incident = unit.recalled.episode, unit.incident
         relevance = unit.closeness * (unit.credit if self.graph_evidence else 1.0)
         if not self.outcome_labels:
-            return Evidence(id=episode.id, source="chunk", text=_episode_text(episode), relevance=relevance,
-                            observations=incident.symptoms, why=unit.recalled.why, sequence=unit.sequence)
+            return Evidence(
+                id=episode.id,
+                source="chunk",
+                text=_episode_text(episode),
+                relevance=relevance,
+                observations=incident.symptoms,
+                why=unit.recalled.why,
+                sequence=unit.sequence,
+            )
         if not self.units:
-            return Evidence(id=episode.id, source="episode", text=episode.summary, relevance=relevance,
-                            outcome=episode.outcome.value, choices=tuple(episode.choices),
-                            corrections=tuple(episode.corrections), resolved_as=incident.resolution,
-                            observations=incident.symptoms, why=unit.recalled.why, sequence=unit.sequence)
+            return Evidence(
+                id=episode.id,
+                source="episode",
+                text=episode.summary,
+                relevance=relevance,
+                outcome=episode.outcome.value,
+                choices=tuple(episode.choices),
+                corrections=tuple(episode.corrections),
+                resolved_as=incident.resolution,
+                observations=incident.symptoms,
+                why=unit.recalled.why,
+                sequence=unit.sequence,
+            )
         self._members[episode.id] = incident.episode_ids
-        return Evidence(id=episode.id, source="incident", text=f"{episode.summary} — {incident.story()}",
-                        relevance=relevance, outcome=unit.outcome,
-                        choices=tuple(a.choice for a in incident.attempts if a.choice),
-                        corrections=incident.corrections, resolved_as=incident.resolution,
-                        observations=incident.symptoms, why=unit.recalled.why, sequence=unit.sequence)
+        return Evidence(
+            id=episode.id,
+            source="incident",
+            text=f"{episode.summary} — {incident.story()}",
+            relevance=relevance,
+            outcome=unit.outcome,
+            choices=tuple(a.choice for a in incident.attempts if a.choice),
+            corrections=incident.corrections,
+            resolved_as=incident.resolution,
+            observations=incident.symptoms,
+            why=unit.recalled.why,
+            sequence=unit.sequence,
+        )
 
     def recorded(self) -> Recorded:
         self.memory.flush()
-        return Recorded(tuple(self.memory.episodes(self.principal)), tuple(self.memory.edges(self.principal)),
-                        dict(self.entry_events))
+        return Recorded(
+            tuple(self.memory.episodes(self.principal)),
+            tuple(self.memory.edges(self.principal)),
+            dict(self.entry_events),
+        )
 
     def close(self) -> None:
         self.memory.flush()
         self.memory.close()
 
 
-def incident_notes(evidence: Sequence[Evidence],
-                   episodes_of: Callable[[str], Sequence[Any]] = lambda item_id: ()) -> dict[str, IncidentNote]:
+def incident_notes(
+    evidence: Sequence[Evidence], episodes_of: Callable[[str], Sequence[Any]] = lambda item_id: ()
+) -> dict[str, IncidentNote]:
     """Per recalled episode, the problem it worked on, so that a rendered context shows one incident per
     problem; `episodes_of` gives an item's whole incident (its episodes, oldest first) when memory knows it."""
-    return {item.id: IncidentNote(key="\n".join(item.observations) or item.id, symptoms=item.observations,
-                                  final_fix=item.resolved_as, episodes=tuple(episodes_of(item.id)))
-            for item in evidence if item.source != "fact"}
+    return {
+        item.id: IncidentNote(
+            key="\n".join(item.observations) or item.id,
+            symptoms=item.observations,
+            final_fix=item.resolved_as,
+            episodes=tuple(episodes_of(item.id)),
+        )
+        for item in evidence
+        if item.source != "fact"
+    }
 
 
 def _episode_text(episode: Any) -> str:

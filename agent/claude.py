@@ -29,13 +29,12 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from agent.llm import (
-    REPAIR_PROMPT,
     TOKEN_KEYS,
-    TOOL_NAME,
     CachedLLMReasoner,
     CacheMiss,
     MissingKey,
@@ -44,9 +43,9 @@ from agent.llm import (
     decision_schema,
     drop_parameters,
     named_parameter,
-    system_parts,
     user_prompt,
 )
+from agent.prompt import REPAIR_PROMPT, TOOL_NAME, system_parts
 from agent.reasoner import Problem
 
 __all__ = ["DEFAULT_MODEL", "CacheMiss", "ClaudeReasoner", "MissingKey", "ReasonerError", "cost_usd"]
@@ -67,10 +66,17 @@ CACHE_READ_RATE = 0.1
 # (Anthropic's prompt-caching page and third-party tables, looked up 2026-11; a model listed
 # here by id or dated snapshot only). A model not listed is taken to need the largest.
 CACHE_MINIMUM: dict[str, int] = {
-    "claude-opus-5": 2048, "claude-fable-5": 2048, "claude-mythos-5": 2048,
-    "claude-sonnet-5": 1024, "claude-opus-4-8": 1024, "claude-sonnet-4-5": 1024,
-    "claude-sonnet-4-6": 2048, "claude-opus-4-7": 2048,
-    "claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096,
+    "claude-opus-5": 2048,
+    "claude-fable-5": 2048,
+    "claude-mythos-5": 2048,
+    "claude-sonnet-5": 1024,
+    "claude-opus-4-8": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-sonnet-4-6": 2048,
+    "claude-opus-4-7": 2048,
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
 }
 CHARS_PER_TOKEN = 4  # a conservative estimate for English prose and JSON
 
@@ -90,8 +96,16 @@ class ClaudeReasoner(CachedLLMReasoner):
     name = "claude"
     key_name = "ANTHROPIC_API_KEY"
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, api_key: str | None = None, cache_dir: str | Path | None = None,
-                 client: Any = None, max_retries: int = 6, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        cache_dir: str | Path | None = None,
+        client: Any = None,
+        max_retries: int = 6,
+        timeout: float = 60.0,
+    ) -> None:
         if client is None and not api_key and not cache_dir:
             raise MissingKey("Claude mode needs ANTHROPIC_API_KEY (or --cache DIR holding a finished run to replay)")
         super().__init__(model, cache_dir=cache_dir, can_call=client is not None or bool(api_key))
@@ -113,8 +127,9 @@ class ClaudeReasoner(CachedLLMReasoner):
             return True, f"prompt caching on: stable prefix ~{tokens} tokens >= {minimum} for {self.model}"
         return False, f"prompt caching off: stable prefix ~{tokens} tokens < {minimum} for {self.model}"
 
-    def build_request(self, problem: Problem, context_text: str, *,
-                      repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+    def build_request(
+        self, problem: Problem, context_text: str, *, repair: tuple[Mapping[str, Any], str] | None = None
+    ) -> dict[str, Any]:
         """The exact request sent (and hashed for the cache), before refused parameters are dropped.
 
         The system prompt is two blocks, the guide and the scenario's catalogue; the cache
@@ -130,8 +145,13 @@ class ClaudeReasoner(CachedLLMReasoner):
         if cache:
             system[-1]["cache_control"] = {"type": "ephemeral"}
         request: dict[str, Any] = {
-            "model": self.model, "max_tokens": self.max_tokens, "system": system, "messages": messages,
-            "tools": [self._tool(problem)], "thinking": {"type": "disabled"}, "temperature": 0,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system,
+            "messages": messages,
+            "tools": [self._tool(problem)],
+            "thinking": {"type": "disabled"},
+            "temperature": 0,
             "tool_choice": {"type": "tool", "name": TOOL_NAME, "disable_parallel_tool_use": True},
         }
         if "thinking" in self.dropped:  # the model thinks: a forced tool call is not allowed then
@@ -141,15 +161,20 @@ class ClaudeReasoner(CachedLLMReasoner):
 
     @staticmethod
     def _tool(problem: Problem) -> dict[str, Any]:
-        return {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.", "strict": True,
-                "input_schema": decision_schema(problem)}
+        return {
+            "name": TOOL_NAME,
+            "description": "Record the diagnosis for this incident.",
+            "strict": True,
+            "input_schema": decision_schema(problem),
+        }
 
     def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
             import anthropic  # lazy: heuristic mode never imports the SDK
 
-            self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self._max_retries,
-                                               timeout=self._timeout)
+            self._client = anthropic.Anthropic(
+                api_key=self._api_key, max_retries=self._max_retries, timeout=self._timeout
+            )
         import anthropic
 
         try:
@@ -168,8 +193,10 @@ class ClaudeReasoner(CachedLLMReasoner):
         marked = any("cache_control" in block for block in request.get("system", []))
         tokens = self._tokens(response)
         if marked and not tokens["cache_creation_input_tokens"] and not tokens["cache_read_input_tokens"]:
-            note = (f"{self.model} cached nothing of a prefix marked for caching: its minimum cacheable "
-                    "length is above the estimate in agent.claude.CACHE_MINIMUM")
+            note = (
+                f"{self.model} cached nothing of a prefix marked for caching: its minimum cacheable "
+                "length is above the estimate in agent.claude.CACHE_MINIMUM"
+            )
             if note not in self.notes:
                 self.notes.append(note)
 
@@ -198,13 +225,18 @@ THINKING_MAX_TOKENS = 4096  # a model that cannot stop thinking needs room to th
 
 def _repair_turns(response: Mapping[str, Any], complaint: str) -> list[dict[str, Any]]:
     """The model's answer replayed as the assistant turn, and the complaint as an error tool result."""
-    content = [{k: v for k, v in b.items() if k in ("type", "id", "name", "input", "text")}
-               for b in response.get("content", []) if b.get("type") in ("tool_use", "text")]
+    content = [
+        {k: v for k, v in b.items() if k in ("type", "id", "name", "input", "text")}
+        for b in response.get("content", [])
+        if b.get("type") in ("tool_use", "text")
+    ]
     calls = [b for b in content if b["type"] == "tool_use"]
     text = REPAIR_PROMPT.format(complaint=complaint)
     if not calls:  # nothing to attach an error result to: the complaint goes in a user turn
-        return [{"role": "assistant", "content": content or [{"type": "text", "text": "(no answer)"}]},
-                {"role": "user", "content": text}]
+        return [
+            {"role": "assistant", "content": content or [{"type": "text", "text": "(no answer)"}]},
+            {"role": "user", "content": text},
+        ]
     results = [{"type": "tool_result", "tool_use_id": b["id"], "is_error": True, "content": text} for b in calls]
     return [{"role": "assistant", "content": content}, {"role": "user", "content": results}]
 
@@ -232,12 +264,22 @@ def _by_model(table: Mapping[str, Any], model: str) -> Any:
     return table.get(base)
 
 
-def cost_usd(model: str, *, input_tokens: int = 0, output_tokens: int = 0, cache_read_input_tokens: int = 0,
-             cache_creation_input_tokens: int = 0) -> float | None:
+def cost_usd(
+    model: str,
+    *,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cache_read_input_tokens: int = 0,
+    cache_creation_input_tokens: int = 0,
+) -> float | None:
     """Dollar cost of one response (None for a model without a price on file)."""
     price = _by_model(PRICES, model)
     if price is None:
         return None
     per_in, per_out = price[0] / 1e6, price[1] / 1e6
-    return (input_tokens * per_in + output_tokens * per_out + cache_read_input_tokens * per_in * CACHE_READ_RATE
-            + cache_creation_input_tokens * per_in * CACHE_WRITE_RATE)
+    return (
+        input_tokens * per_in
+        + output_tokens * per_out
+        + cache_read_input_tokens * per_in * CACHE_READ_RATE
+        + cache_creation_input_tokens * per_in * CACHE_WRITE_RATE
+    )

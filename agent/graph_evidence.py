@@ -24,7 +24,8 @@ scenario's words: the change words are generic, the rest comes from the memory.
 from __future__ import annotations
 
 import re
-from typing import Iterable, NamedTuple, Protocol, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Protocol
 
 from agent.reasoner import CauseInfo
 
@@ -32,7 +33,8 @@ from agent.reasoner import CauseInfo
 CHANGE_CAUSE = re.compile(
     r"\b(?:releases?|released|versions?|deploy\w*|rollouts?|rolled out|configuration|config\w*|settings?|migrations?|"
     r"upgrades?|upgraded|dependenc(?:y|ies)|changes?|changed|shipped|flags?|patch(?:ed|es)?|updates?|updated)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 class ImplicatedChange(Protocol):
@@ -60,8 +62,9 @@ def is_change_cause(candidate: CauseInfo) -> bool:
     return bool(CHANGE_CAUSE.search(" ".join([candidate.description, *candidate.signals])))
 
 
-def change_votes(changes: Sequence[ImplicatedChange], candidates: Iterable[CauseInfo], *,
-                 change_type: bool = False) -> ChangeVotes:
+def change_votes(
+    changes: Sequence[ImplicatedChange], candidates: Iterable[CauseInfo], *, change_type: bool = False
+) -> ChangeVotes:
     """Votes for the candidates from the implicated changes (pure; see the module docstring).
 
     Args:
@@ -79,8 +82,12 @@ def change_votes(changes: Sequence[ImplicatedChange], candidates: Iterable[Cause
             if change_type and is_change_cause(candidate):
                 found.append((change.probability, f"a change-type cause; {change.chain}"))
             if candidate.id in change.led_to:
-                found.append((change.probability, f"changes resolving {change.resolved} led to {candidate.id} "
-                                                  f"before; {change.chain}"))
+                found.append(
+                    (
+                        change.probability,
+                        f"changes resolving {change.resolved} led to {candidate.id} before; {change.chain}",
+                    )
+                )
             for vote, reason in found:
                 if vote > votes.get(candidate.id, 0.0):
                     votes[candidate.id], reasons[candidate.id] = round(vote, 3), reason

@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -111,8 +111,11 @@ def superseded(evidence: Sequence[Evidence], reader: Reader = Reader()) -> dict[
     its strength is multiplied by ``1 − overlap`` (stem Jaccard of the affirmed observations).
     What fixed this picture most recently is what the site is like now (drift).
     """
-    labelled = [(item, reader.stems(reader.affirmed_clauses(" ".join(item.observations))), answer)
-                for item in evidence if item.sequence and item.observations and (answer := resolution_of(item))]
+    labelled = [
+        (item, reader.stems(reader.affirmed_clauses(" ".join(item.observations))), answer)
+        for item in evidence
+        if item.sequence and item.observations and (answer := resolution_of(item))
+    ]
     standing: dict[str, float] = {}
     for item, words, answer in labelled:
         share = 1.0
@@ -253,8 +256,9 @@ class HeuristicReasoner:
         ids = [c.id for c in candidates]
         if problem.runbook:
             ranks = {cid: rank for rank, cid in enumerate(problem.runbook, start=1)}
-            prior = {cid: math.log(1.0 / ranks[cid]) * RUNBOOK_TEMPERATURE if cid in ranks else -math.inf
-                     for cid in ids}  # the softmax in `votes` turns these back into 1 / rank (0 unranked)
+            prior = {
+                cid: math.log(1.0 / ranks[cid]) * RUNBOOK_TEMPERATURE if cid in ranks else -math.inf for cid in ids
+            }  # the softmax in `votes` turns these back into 1 / rank (0 unranked)
         else:
             prior = {c.id: self.prior(problem.observations, c) for c in candidates}
         votes, supporters = self.votes(problem, evidence, prior)
@@ -274,12 +278,19 @@ class HeuristicReasoner:
         relied = tuple(item for _, item in sorted(backing, key=lambda key: -backing[key]))
         described = ", ".join(f"{kind} {parts[choice][kind]:+.2f}" for kind in weights if parts[choice][kind])
         rationale = f"{choice}: {described or 'no evidence'}; {len(relied)} memory item(s) relied on"
-        return Decision(choice=choice, confidence=round(confidence, 4), rationale=rationale, relied_on=relied,
-                        scores={cid: round(value, 6) for cid, value in scores.items()}, parts=parts,
-                        favoured={kind + setting: cid for kind, cid in favourites({k: votes[k] for k in KINDS}).items()})
+        return Decision(
+            choice=choice,
+            confidence=round(confidence, 4),
+            rationale=rationale,
+            relied_on=relied,
+            scores={cid: round(value, 6) for cid, value in scores.items()},
+            parts=parts,
+            favoured={kind + setting: cid for kind, cid in favourites({k: votes[k] for k in KINDS}).items()},
+        )
 
-    def votes(self, problem: Problem, evidence: Sequence[Evidence], prior: Mapping[str, float]
-              ) -> tuple[dict[str, dict[str, float]], dict[str, dict[tuple[str, str], float]]]:
+    def votes(
+        self, problem: Problem, evidence: Sequence[Evidence], prior: Mapping[str, float]
+    ) -> tuple[dict[str, dict[str, float]], dict[str, dict[tuple[str, str], float]]]:
         """Each kind's vote per candidate (before weighting), and per candidate each (kind, evidence item id)'s support."""
         candidates = problem.candidates
         top = max(prior.values())
@@ -288,22 +299,31 @@ class HeuristicReasoner:
         supporters: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
         # what the round reports looked at and found fine: a precedent whose corrections pointed there does not hold
         read = self.reader
-        cleared = set().union(*(read.terms(read.all_clear(line)) for line in problem.observations)) - read.looked_terms()
-        for kind, sources in (("memory", ("episode", "incident", "chunk")), ("facts", ("fact",)), ("graph", ("change",))):
+        cleared = (
+            set().union(*(read.terms(read.all_clear(line)) for line in problem.observations)) - read.looked_terms()
+        )
+        for kind, sources in (
+            ("memory", ("episode", "incident", "chunk")),
+            ("facts", ("fact",)),
+            ("graph", ("change",)),
+        ):
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
             current = superseded(evidence, read) if kind == "memory" else {}
             for item in evidence:
                 if item.source not in sources or (kind != "memory" and item.conclusion in problem.tried):
                     continue  # a fact whose conclusion already failed in this round does not hold here
-                strength = max(0.0, min(1.0, item.relevance)) * (item.confidence if kind != "memory" and
-                                                                  item.confidence is not None else 1.0)
+                strength = max(0.0, min(1.0, item.relevance)) * (
+                    item.confidence if kind != "memory" and item.confidence is not None else 1.0
+                )
                 strength *= current.get(item.id, 1.0)
                 if cleared and kind == "memory" and checked_clear(item, cleared, read):
                     strength = 0.0
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
-                    supporters[cause_id][(kind, item.id)] = supporters[cause_id].get((kind, item.id), 0.0) + vote * strength
+                    supporters[cause_id][(kind, item.id)] = (
+                        supporters[cause_id].get((kind, item.id), 0.0) + vote * strength
+                    )
             votes[kind] = {cid: noisy_or(pro.get(cid, ())) - noisy_or(con.get(cid, ())) for cid in prior}
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:

@@ -37,18 +37,26 @@ import re
 import tempfile
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from agent.prompt import REPAIR_PROMPT, TOOL_NAME, catalogue_of, system_parts, user_prompt
+from agent.prompt import catalogue_of, user_prompt
 from agent.reasoner import Decision, Evidence, Problem
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 MAX_TOKENS = 1024  # the first output budget; doubled on a max_tokens stop
 MAX_TOKENS_CAP = 16384  # the largest budget asked for before the answer counts as invalid
 # Parameters a model may refuse; a 400 naming one is retried once without it.
-OPTIONAL_PARAMETERS = ("temperature", "top_p", "top_k", "thinking", "strict", "disable_parallel_tool_use",
-                       "parallel_tool_calls")
+OPTIONAL_PARAMETERS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "thinking",
+    "strict",
+    "disable_parallel_tool_use",
+    "parallel_tool_calls",
+)
 _ALIAS_PREFIX = {"episode": "E", "incident": "E", "fact": "F", "chunk": "C"}
 
 
@@ -249,12 +257,14 @@ class CachedLLMReasoner(ABC):
             raise MissingKey(f"{self.name} mode cannot reach the model (no {self.key_name}) and {where} to replay")
 
     @abstractmethod
-    def build_request(self, problem: Problem, context_text: str, *,
-                      repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+    def build_request(
+        self, problem: Problem, context_text: str, *, repair: tuple[Mapping[str, Any], str] | None = None
+    ) -> dict[str, Any]:
         """See the class docstring; `repair` is the previous response and what was wrong with it."""
 
-    def request_for(self, problem: Problem, context_text: str, *,
-                    repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+    def request_for(
+        self, problem: Problem, context_text: str, *, repair: tuple[Mapping[str, Any], str] | None = None
+    ) -> dict[str, Any]:
         """The request as sent: `build_request` without the parameters the model refused."""
         return drop_parameters(self.build_request(problem, context_text, repair=repair), self.dropped)
 
@@ -277,15 +287,28 @@ class CachedLLMReasoner(ABC):
         prompt = user_prompt(problem, shown)
         if parsed is None:
             self.usage["invalid"] += 1
-            return Decision(choice="", confidence=0.0, rationale="", usage=usage, notes=notes, prompt=prompt,
-                            invalid=f"no valid decision after one repair: {complaint}")
-        return Decision(choice=parsed["root_cause"], confidence=float(min(1.0, max(0.0, parsed["confidence"]))),
-                        rationale=str(parsed["rationale"])[:500],
-                        relied_on=resolve_citations(parsed.get("relied_on"), alias), usage=usage, notes=notes,
-                        prompt=prompt)
+            return Decision(
+                choice="",
+                confidence=0.0,
+                rationale="",
+                usage=usage,
+                notes=notes,
+                prompt=prompt,
+                invalid=f"no valid decision after one repair: {complaint}",
+            )
+        return Decision(
+            choice=parsed["root_cause"],
+            confidence=float(min(1.0, max(0.0, parsed["confidence"]))),
+            rationale=str(parsed["rationale"])[:500],
+            relied_on=resolve_citations(parsed.get("relied_on"), alias),
+            usage=usage,
+            notes=notes,
+            prompt=prompt,
+        )
 
-    def _ask(self, problem: Problem, context_text: str,
-             previous: tuple[Mapping[str, Any], str] | None) -> tuple[dict[str, Any], str]:
+    def _ask(
+        self, problem: Problem, context_text: str, previous: tuple[Mapping[str, Any], str] | None
+    ) -> tuple[dict[str, Any], str]:
         """One answer the model did not cut short, learning refused parameters and budgets on the way."""
         while True:
             request = self.request_for(problem, context_text, repair=previous)

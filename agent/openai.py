@@ -14,21 +14,20 @@ limits, server errors, timeouts and dropped connections.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from agent.llm import (
-    REPAIR_PROMPT,
-    TOOL_NAME,
     CachedLLMReasoner,
     MissingKey,
     Rejected,
     decision_schema,
     drop_parameters,
     named_parameter,
-    system_parts,
     user_prompt,
 )
+from agent.prompt import REPAIR_PROMPT, TOOL_NAME, system_parts
 from agent.reasoner import Problem
 
 __all__ = ["OpenAIReasoner"]
@@ -53,16 +52,26 @@ class OpenAIReasoner(CachedLLMReasoner):
     name = "openai"
     key_name = "OPENAI_API_KEY or --base-url"
 
-    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 cache_dir: str | Path | None = None, client: Any = None, max_retries: int = 4,
-                 timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        cache_dir: str | Path | None = None,
+        client: Any = None,
+        max_retries: int = 4,
+        timeout: float = 120.0,
+    ) -> None:
         if not model:
             raise MissingKey("OpenAI mode needs --model NAME (the model as the server knows it)")
         # OpenAI's own endpoint needs a key; a server at --base-url may not.
         reachable = client is not None or bool(api_key) or bool(base_url)
         if not reachable and not cache_dir:
-            raise MissingKey("OpenAI mode needs --base-url URL (a local or self-hosted server) or OPENAI_API_KEY, "
-                             "or --cache DIR holding a finished run to replay")
+            raise MissingKey(
+                "OpenAI mode needs --base-url URL (a local or self-hosted server) or OPENAI_API_KEY, "
+                "or --cache DIR holding a finished run to replay"
+            )
         super().__init__(model, cache_dir=cache_dir, can_call=reachable)
         self.base_url = base_url
         self._client = client
@@ -70,13 +79,20 @@ class OpenAIReasoner(CachedLLMReasoner):
         self._max_retries = max_retries
         self._timeout = timeout
 
-    def build_request(self, problem: Problem, context_text: str, *,
-                      repair: tuple[Mapping[str, Any], str] | None = None) -> dict[str, Any]:
+    def build_request(
+        self, problem: Problem, context_text: str, *, repair: tuple[Mapping[str, Any], str] | None = None
+    ) -> dict[str, Any]:
         """The exact request sent (and hashed for the cache; the server's address is not part of it)."""
-        function = {"name": TOOL_NAME, "description": "Record the diagnosis for this incident.", "strict": True,
-                    "parameters": decision_schema(problem)}
-        messages: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(system_parts(problem))},
-                                          {"role": "user", "content": user_prompt(problem, context_text)}]
+        function = {
+            "name": TOOL_NAME,
+            "description": "Record the diagnosis for this incident.",
+            "strict": True,
+            "parameters": decision_schema(problem),
+        }
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "\n\n".join(system_parts(problem))},
+            {"role": "user", "content": user_prompt(problem, context_text)},
+        ]
         if repair:
             messages += _repair_turns(*repair)
         return {
@@ -93,8 +109,12 @@ class OpenAIReasoner(CachedLLMReasoner):
         if self._client is None:
             import openai  # lazy: heuristic mode never imports the SDK
 
-            self._client = openai.OpenAI(api_key=self._api_key or _KEYLESS, base_url=self.base_url,
-                                         max_retries=self._max_retries, timeout=self._timeout)
+            self._client = openai.OpenAI(
+                api_key=self._api_key or _KEYLESS,
+                base_url=self.base_url,
+                max_retries=self._max_retries,
+                timeout=self._timeout,
+            )
         import openai
 
         try:
@@ -109,8 +129,7 @@ class OpenAIReasoner(CachedLLMReasoner):
     def _answer(self, response: Mapping[str, Any]) -> tuple[Any, str]:
         choices = response.get("choices") or []
         message = (choices[0].get("message") or {}) if choices else {}
-        calls = [c for c in message.get("tool_calls") or []
-                 if (c.get("function") or {}).get("name") == TOOL_NAME]
+        calls = [c for c in message.get("tool_calls") or [] if (c.get("function") or {}).get("name") == TOOL_NAME]
         if len(calls) > 1:
             return None, f"expected one {TOOL_NAME} call, got {len(calls)}"
         if not calls:
@@ -128,9 +147,12 @@ class OpenAIReasoner(CachedLLMReasoner):
     def _tokens(self, response: Mapping[str, Any]) -> dict[str, int]:
         usage = response.get("usage") or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        return {"input_tokens": int(usage.get("prompt_tokens") or 0) - int(cached),
-                "output_tokens": int(usage.get("completion_tokens") or 0),
-                "cache_read_input_tokens": int(cached), "cache_creation_input_tokens": 0}
+        return {
+            "input_tokens": int(usage.get("prompt_tokens") or 0) - int(cached),
+            "output_tokens": int(usage.get("completion_tokens") or 0),
+            "cache_read_input_tokens": int(cached),
+            "cache_creation_input_tokens": 0,
+        }
 
 
 def _repair_turns(response: Mapping[str, Any], complaint: str) -> list[dict[str, Any]]:
@@ -140,9 +162,13 @@ def _repair_turns(response: Mapping[str, Any], complaint: str) -> list[dict[str,
     calls = [c for c in message.get("tool_calls") or [] if c.get("id")]
     text = REPAIR_PROMPT.format(complaint=complaint)
     if not calls:
-        return [{"role": "assistant", "content": str(message.get("content") or "(no answer)")},
-                {"role": "user", "content": text}]
-    assistant = {"role": "assistant", "content": message.get("content"),
-                 "tool_calls": [{"id": c["id"], "type": "function", "function": c.get("function") or {}}
-                                for c in calls]}
+        return [
+            {"role": "assistant", "content": str(message.get("content") or "(no answer)")},
+            {"role": "user", "content": text},
+        ]
+    assistant = {
+        "role": "assistant",
+        "content": message.get("content"),
+        "tool_calls": [{"id": c["id"], "type": "function", "function": c.get("function") or {}} for c in calls],
+    }
     return [assistant, *({"role": "tool", "tool_call_id": c["id"], "content": f"Error: {text}"} for c in calls)]

@@ -253,7 +253,9 @@ Call record_decision exactly once, with:
   shown (for example "E2" or "F1"), or an empty list when none did. Cite an item you set
   aside only in the rationale, not in relied_on."""
 
-REPAIR_PROMPT = "That answer was not valid: {complaint}. Call record_decision once more, with one of the allowed root_cause ids."
+REPAIR_PROMPT = (
+    "That answer was not valid: {complaint}. Call record_decision once more, with one of the allowed root_cause ids."
+)
 
 
 def catalogue_of(problem: Problem) -> tuple[CauseInfo, ...]:
@@ -278,8 +280,13 @@ def system_parts(problem: Problem) -> tuple[str, str]:
 
 def user_prompt(problem: Problem, context_text: str) -> str:
     """The user message: the incident, this round's candidates, what was tried, and the memory block."""
-    lines = [f"Service: {problem.service}", f"Situation: {problem.situation}", f"Attempt: {problem.attempt}", "",
-             "Observations:"]
+    lines = [
+        f"Service: {problem.service}",
+        f"Situation: {problem.situation}",
+        f"Attempt: {problem.attempt}",
+        "",
+        "Observations:",
+    ]
     lines += [f"- {text}" for text in problem.observations]
     lines += ["", "Candidate root causes (described in the catalogue):"]
     lines += [f"- {cause.id}" for cause in problem.candidates]
@@ -287,9 +294,13 @@ def user_prompt(problem: Problem, context_text: str) -> str:
         lines += ["", "The site's standard method (no memory) ranks, most likely first: " + ", ".join(problem.runbook)]
         answers = problem.track.get(problem.runbook[0], {})
         if answers:  # what memory knows of that method here: where its favourite's incidents were finally fixed
-            shown = ", ".join(f"{cid} ({count})" for cid, count in sorted(answers.items(), key=lambda kv: (-kv[1], kv[0])))
-            lines += [f"Its record here: the {sum(answers.values())} earlier incident(s) where it favoured "
-                      f"{problem.runbook[0]} were finally fixed at: {shown}"]
+            shown = ", ".join(
+                f"{cid} ({count})" for cid, count in sorted(answers.items(), key=lambda kv: (-kv[1], kv[0]))
+            )
+            lines += [
+                f"Its record here: the {sum(answers.values())} earlier incident(s) where it favoured "
+                f"{problem.runbook[0]} were finally fixed at: {shown}"
+            ]
     if problem.tried:
         lines += ["", "Already tried in this incident and failed: " + ", ".join(problem.tried)]
     if problem.feedback:

@@ -7,8 +7,9 @@ has them (episodic memory) and only text and a relevance score when it does not 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class Problem:
     catalogue: tuple[CauseInfo, ...] = ()  # every root cause of the scenario, by id (the candidates among them)
     record: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # evidence kind → (hits, misses) at this site
     runbook: tuple[str, ...] = ()  # the site's standard method's ranking of the candidates, best first (may be empty)
-    track: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # runbook favourite → {final answer: incidents} here
+    track: Mapping[str, Mapping[str, int]] = field(
+        default_factory=dict
+    )  # runbook favourite → {final answer: incidents} here
 
 
 @dataclass(frozen=True)

@@ -7,5 +7,13 @@ nothing from here."""
 from baseline.classifier import CauseClassifier, ClassifierAgent
 from baseline.flat_rag import Chunk, FlatRAGAgent, FlatRAGMemory, ScoredChunk, Window, WindowedRAGMemory
 
-__all__ = ["CauseClassifier", "Chunk", "ClassifierAgent", "FlatRAGAgent", "FlatRAGMemory", "ScoredChunk", "Window",
-           "WindowedRAGMemory"]
+__all__ = [
+    "CauseClassifier",
+    "Chunk",
+    "ClassifierAgent",
+    "FlatRAGAgent",
+    "FlatRAGMemory",
+    "ScoredChunk",
+    "Window",
+    "WindowedRAGMemory",
+]

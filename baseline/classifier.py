@@ -30,8 +30,9 @@ memory's stored decisions and episodes, none of which this agent has.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
@@ -75,8 +76,9 @@ class CauseClassifier:
     def __init__(self, *, features: int = FEATURES, smoothing: float = SMOOTHING) -> None:
         self.vectorizer = HashingVectorizer(ngram_range=(1, 2), alternate_sign=False, norm="l2", n_features=features)
         # the standard method's favourite, one hashed column of unit weight: as much say as the whole text
-        self.method_vectorizer = HashingVectorizer(analyzer=lambda favourite: [favourite], alternate_sign=False,
-                                                   norm="l2", n_features=METHOD_FEATURES)
+        self.method_vectorizer = HashingVectorizer(
+            analyzer=lambda favourite: [favourite], alternate_sign=False, norm="l2", n_features=METHOD_FEATURES
+        )
         self.smoothing = smoothing
         self.model: MultinomialNB | None = None
         self.rows: list[Any] = []  # one sparse row per learned round, kept to rebuild when the classes grow
@@ -103,8 +105,9 @@ class CauseClassifier:
         favourite = self.method_vectorizer.transform([method or ""])
         return sp.hstack([text, favourite if method else favourite * 0]).tocsr()
 
-    def learn(self, observations: Sequence[str], label: str, classes: Iterable[str] = (),
-              method: str | None = None) -> None:
+    def learn(
+        self, observations: Sequence[str], label: str, classes: Iterable[str] = (), method: str | None = None
+    ) -> None:
         """Learn one round: its observations (and its method's favourite) and the cause that fixed it;
         `classes` are the other causes it may later be asked about (declared up front, as `partial_fit` requires)."""
         row = self.row(observations, method)
@@ -117,8 +120,9 @@ class CauseClassifier:
         self.model = MultinomialNB(alpha=self.smoothing, fit_prior=False)  # a new class: rebuilt from every row
         self.model.partial_fit(sp.vstack(self.rows), self.labels, classes=wanted)
 
-    def predict(self, observations: Sequence[str], candidates: Sequence[str],
-                method: str | None = None) -> Prediction | None:
+    def predict(
+        self, observations: Sequence[str], candidates: Sequence[str], method: str | None = None
+    ) -> Prediction | None:
         """The most probable of `candidates` and its probability among them (None unless `covers` them)."""
         if self.model is None or not candidates or not self.covers(candidates):
             return None
@@ -206,8 +210,14 @@ class ClassifierAgent(NoMemoryAgent):
 
     name = "classifier"
 
-    def __init__(self, reasoner: Reasoner, budget: Budget = DEFAULT_BUDGET, *,
-                 classifier: CauseClassifier | None = None, name: str = "classifier") -> None:
+    def __init__(
+        self,
+        reasoner: Reasoner,
+        budget: Budget = DEFAULT_BUDGET,
+        *,
+        classifier: CauseClassifier | None = None,
+        name: str = "classifier",
+    ) -> None:
         super().__init__(reasoner, budget)
         self.name = name
         self.classifier = classifier or CauseClassifier()
@@ -248,8 +258,11 @@ class ClassifierAgent(NoMemoryAgent):
     def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
         playing = self._playing
         if playing is not None and kind == "decision":
-            playing.attempts.append(Attempt(str(metadata.get("choice", "")), int(metadata.get("attempt", 0)),
-                                            dict(metadata.get("favoured", {}))))
+            playing.attempts.append(
+                Attempt(
+                    str(metadata.get("choice", "")), int(metadata.get("attempt", 0)), dict(metadata.get("favoured", {}))
+                )
+            )
         elif playing is not None and playing.attempts and kind in ("outcome", "correction"):
             playing.attempts[-1].feedback.append(Said(kind, text, dict(metadata)))
         return None
@@ -269,7 +282,13 @@ class ClassifierAgent(NoMemoryAgent):
         if found is None:
             return [], ""
         text = f"classifier over {found.rounds} past rounds: {found.probability:.2f} for {found.cause}"
-        item = Evidence(id=f"classifier@{found.rounds}", source="fact", text=text, relevance=1.0,
-                        conclusion=found.cause, confidence=found.probability,
-                        why="naive Bayes over word 1-2-grams of past rounds' observations")
+        item = Evidence(
+            id=f"classifier@{found.rounds}",
+            source="fact",
+            text=text,
+            relevance=1.0,
+            conclusion=found.cause,
+            confidence=found.probability,
+            why="naive Bayes over word 1-2-grams of past rounds' observations",
+        )
         return [item], f"Learned from past rounds:\n- {text}"

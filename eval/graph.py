@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from eval.parallel import build_reasoner
 from eval.presets import PRESETS, build_agent
@@ -27,8 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memory.outputs import output_problem
     from memory.timeline import HashingEncoder
 
-    parser = argparse.ArgumentParser(prog="python -m eval.graph", description=__doc__.split("\n\n")[0],
-                                     epilog="example: python -m eval.graph pool-vs-deploy --out docs/pool-vs-deploy-graph.png")
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.graph",
+        description=__doc__.split("\n\n")[0],
+        epilog="example: python -m eval.graph pool-vs-deploy --out docs/pool-vs-deploy-graph.png",
+    )
     parser.add_argument("scenario", help="a shipped scenario's name or a scenario file")
     parser.add_argument("--out", required=True, help="output picture (.png or .svg)")
     parser.add_argument("--seed", type=int, default=0, help="simulator seed (default 0)")
@@ -54,8 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         play(scenario, args.seed, agent)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        engine = render_graph(memory.graph, args.out, episodes=memory.episode, engine=args.engine,
-                              title=f"{scenario.name}: episode graph (seed {args.seed})")
+        engine = render_graph(
+            memory.graph,
+            args.out,
+            episodes=memory.episode,
+            engine=args.engine,
+            title=f"{scenario.name}: episode graph (seed {args.seed})",
+        )
         if args.edges:
             for u, v, key, data in memory.graph.edges(keys=True, data=True):
                 if key == EdgeType.CAUSED_BY.value:

@@ -29,21 +29,21 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from rich.console import Console
 from rich.table import Table
 
+import scenarios
 from agent.agents import PRINCIPAL, EpisodicAgent, Recorded
 from agent.reasoner import Decision, Problem
 from memory import EpisodicMemory
-from memory.episodes import Episode
-from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, Edge, EdgeType, GraphConfig, standing_edges
-from memory.episodes import SegmenterConfig
+from memory.episodes import Episode, SegmenterConfig
 from memory.episodes.segmenter import DEFAULT_CONFIG
+from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, Edge, EdgeType, GraphConfig, standing_edges
 from simulator import DebugEnv
-import scenarios
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")
@@ -83,8 +83,16 @@ class LayerQuality:
             "boundary_precision": self.boundary_precision,
             "boundary_recall": self.boundary_recall,
             "outcome_accuracy": self.outcome_accuracy,
-            "edges": {name: {"precision": s.precision, "recall": s.recall, "predicted": s.predicted,
-                             "true": s.true, "correct": s.correct} for name, s in self.edges.items()},
+            "edges": {
+                name: {
+                    "precision": s.precision,
+                    "recall": s.recall,
+                    "predicted": s.predicted,
+                    "true": s.true,
+                    "correct": s.correct,
+                }
+                for name, s in self.edges.items()
+            },
             "episodes": self.episodes,
             "true_episodes": self.true_episodes,
             "edge_counts": dict(self.edge_counts),
@@ -95,8 +103,14 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def layer_quality(truth: Any, event_index: Mapping[str, int], episodes: Sequence[Episode],
-                  edges: Sequence[Edge], *, events: Sequence[Any] | None = None) -> LayerQuality:
+def layer_quality(
+    truth: Any,
+    event_index: Mapping[str, int],
+    episodes: Sequence[Episode],
+    edges: Sequence[Edge],
+    *,
+    events: Sequence[Any] | None = None,
+) -> LayerQuality:
     """Score predicted episodes and edges against a simulator's ground truth.
 
     Args:
@@ -146,13 +160,24 @@ def layer_quality(truth: Any, event_index: Mapping[str, int], episodes: Sequence
         pairs = {(mapped.get(e.source, -1 - i), mapped.get(e.target, -1 - i)) for i, e in enumerate(mine)}
         correct = len(pairs & true_rel[kind.value])
         truth_n = len(true_rel[kind.value])
-        scores[kind.value] = EdgeScore(_ratio(correct, len(pairs)), _ratio(correct, truth_n), len(pairs), truth_n, correct)
+        scores[kind.value] = EdgeScore(
+            _ratio(correct, len(pairs)), _ratio(correct, truth_n), len(pairs), truth_n, correct
+        )
     counts = Counter(e.type.value for e in edges)
-    return LayerQuality(precision, recall, f1, _ratio(right, decided), scores, len(episodes), len(truth.episodes),
-                        {t.value: counts.get(t.value, 0) for t in EdgeType})
+    return LayerQuality(
+        precision,
+        recall,
+        f1,
+        _ratio(right, decided),
+        scores,
+        len(episodes),
+        len(truth.episodes),
+        {t.value: counts.get(t.value, 0) for t in EdgeType},
+    )
 
 
 # -- scripted runs -------------------------------------------------------------------------
+
 
 class Played(NamedTuple):
     """A simulator run recorded by the agent loop into an episodic memory."""
@@ -182,8 +207,14 @@ def _choose(prompt: Any, policy: str, last_info: Mapping[str, Any] | None) -> st
     return prompt.candidates[0]
 
 
-def play(scenario: Any, seed: int, policy: str, *, segmenter: SegmenterConfig = DEFAULT_CONFIG,
-         graph: GraphConfig = DEFAULT_GRAPH_CONFIG) -> Played:
+def play(
+    scenario: Any,
+    seed: int,
+    policy: str,
+    *,
+    segmenter: SegmenterConfig = DEFAULT_CONFIG,
+    graph: GraphConfig = DEFAULT_GRAPH_CONFIG,
+) -> Played:
     """Play `scenario` with a scripted policy through the agent loop into a fresh in-memory `EpisodicMemory`.
 
     Policies: "first-candidate" always picks the first candidate; "truth-on-retry" does so
@@ -211,18 +242,23 @@ def play(scenario: Any, seed: int, policy: str, *, segmenter: SegmenterConfig = 
         agent.close()
 
 
-def measure_scenario(scenario_ref: Any, seed: int = 0, policy: str = "first-candidate", *,
-                     segmenter: SegmenterConfig = DEFAULT_CONFIG,
-                     graph: GraphConfig = DEFAULT_GRAPH_CONFIG) -> LayerQuality:
+def measure_scenario(
+    scenario_ref: Any,
+    seed: int = 0,
+    policy: str = "first-candidate",
+    *,
+    segmenter: SegmenterConfig = DEFAULT_CONFIG,
+    graph: GraphConfig = DEFAULT_GRAPH_CONFIG,
+) -> LayerQuality:
     """Play, record, segment, link and score one scenario (a name, path or `Scenario`)."""
     scenario = scenarios.load(scenario_ref) if isinstance(scenario_ref, str) else scenario_ref
     played = play(scenario, seed, policy, segmenter=segmenter, graph=graph)
     recorded = played.recorded
-    return layer_quality(played.truth, recorded.entry_events, recorded.episodes, recorded.edges,
-                         events=played.events)
+    return layer_quality(played.truth, recorded.entry_events, recorded.episodes, recorded.edges, events=played.events)
 
 
 # -- report and command line -------------------------------------------------------------
+
 
 class LayerRow(NamedTuple):
     """One measured run."""
@@ -251,10 +287,19 @@ class LayerReport:
             table.add_column(f"{kind.value}\nP/R (true)", justify="right")
         for row in self.rows:
             q = row.quality
-            table.add_row(row.scenario, str(row.seed), row.policy, _fmt(q.boundary_precision),
-                          _fmt(q.boundary_recall), _fmt(q.boundary_f1), _fmt(q.outcome_accuracy),
-                          *(f"{_fmt(q.edges[k.value].precision)}/{_fmt(q.edges[k.value].recall)} "
-                            f"({q.edges[k.value].true})" for k in SCORED_EDGES))
+            table.add_row(
+                row.scenario,
+                str(row.seed),
+                row.policy,
+                _fmt(q.boundary_precision),
+                _fmt(q.boundary_recall),
+                _fmt(q.boundary_f1),
+                _fmt(q.outcome_accuracy),
+                *(
+                    f"{_fmt(q.edges[k.value].precision)}/{_fmt(q.edges[k.value].recall)} ({q.edges[k.value].true})"
+                    for k in SCORED_EDGES
+                ),
+            )
         table.caption = "P/R: precision/recall; — when nothing was predicted (P) or true (R)"
         return table
 
@@ -283,12 +328,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m eval.layers",
         description="Measure segmentation and graph quality against the simulator's ground truth.",
-        epilog="example: python -m eval.layers pool-vs-deploy --seeds 3 --policy truth-on-retry")
+        epilog="example: python -m eval.layers pool-vs-deploy --seeds 3 --policy truth-on-retry",
+    )
     parser.add_argument("scenarios", nargs="*", help="scenario names or files (default: every shipped scenario)")
-    parser.add_argument("--seeds", type=int, default=None, metavar="N",
-                        help="number of simulator seeds, 0..N-1, as in eval.compare (default 3)")
-    parser.add_argument("--seed", type=int, nargs="+", default=None, metavar="S",
-                        help="deprecated: explicit seeds (use --seeds N)")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="number of simulator seeds, 0..N-1, as in eval.compare (default 3)",
+    )
+    parser.add_argument(
+        "--seed", type=int, nargs="+", default=None, metavar="S", help="deprecated: explicit seeds (use --seeds N)"
+    )
     parser.add_argument("--policy", choices=POLICIES, action="append", help="scripted policy (default: both)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)

@@ -9,7 +9,8 @@ comparison run at once.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from eval.metrics import comparisons, summary
 from eval.runner import RoundRecord
@@ -20,9 +21,12 @@ SUBJECT = "episodic"  # the agent every other one is compared with
 def records(log: dict[str, Any], agent: str) -> list[RoundRecord]:
     """The round records of one agent, rebuilt from the log."""
     fields = RoundRecord.__dataclass_fields__
-    return [RoundRecord(**{k: (tuple(v) if k in ("decisions", "retrieved_items") else v)
-                           for k, v in row.items() if k in fields})
-            for row in log["agents"][agent]["rounds"]]
+    return [
+        RoundRecord(
+            **{k: (tuple(v) if k in ("decisions", "retrieved_items") else v) for k, v in row.items() if k in fields}
+        )
+        for row in log["agents"][agent]["rounds"]
+    ]
 
 
 def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
@@ -30,9 +34,11 @@ def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     items = [i for i in items if i]
     if not items:
         return None
+
     def avg(values: list[float | None]) -> float | None:
         values = [v for v in values if v is not None and v == v]
         return sum(values) / len(values) if values else None
+
     edges: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for item in items:
         for edge_type, score in item.get("edges", {}).items():
@@ -65,11 +71,17 @@ def summarise(log: dict[str, Any], *, paired: bool = True) -> None:
     if not paired:
         return
     # Round-level paired results: the unit is scenario × round, seeds are repeated measures.
-    log["comparisons"] = {"subject": SUBJECT, "unit": "scenario round (mean over seeds)",
-                          "versus": comparisons(per_agent, SUBJECT),
-                          "per_scenario": {s["name"]: comparisons(
-                              {n: [r for r in rows if r.scenario == s["name"]] for n, rows in per_agent.items()},
-                              SUBJECT) for s in log["scenarios"]}}
+    log["comparisons"] = {
+        "subject": SUBJECT,
+        "unit": "scenario round (mean over seeds)",
+        "versus": comparisons(per_agent, SUBJECT),
+        "per_scenario": {
+            s["name"]: comparisons(
+                {n: [r for r in rows if r.scenario == s["name"]] for n, rows in per_agent.items()}, SUBJECT
+            )
+            for s in log["scenarios"]
+        },
+    }
 
 
 def merge(logs: Sequence[dict[str, Any]], sources: Sequence[str]) -> dict[str, Any]:
@@ -83,17 +95,31 @@ def merge(logs: Sequence[dict[str, Any]], sources: Sequence[str]) -> dict[str, A
         return logs[0]
     modes = {log["mode"] for log in logs}
     if len(modes) > 1:
-        raise MergeError(f"cannot merge logs of different modes ({', '.join(sorted(modes))}): "
-                         + ", ".join(f"{s} is {log['mode']}" for s, log in zip(sources, logs)))
+        raise MergeError(
+            f"cannot merge logs of different modes ({', '.join(sorted(modes))}): "
+            + ", ".join(f"{s} is {log['mode']}" for s, log in zip(sources, logs))
+        )
     merged: dict[str, Any] = {
-        "schema": logs[0]["schema"], "status": "success", "mode": logs[0]["mode"],
-        "scenarios": _scenarios(logs, sources), "seeds": sorted({s for log in logs for s in log["seeds"]}),
-        "agents": {}, "config": _config(logs),
+        "schema": logs[0]["schema"],
+        "status": "success",
+        "mode": logs[0]["mode"],
+        "scenarios": _scenarios(logs, sources),
+        "seeds": sorted({s for log in logs for s in log["seeds"]}),
+        "agents": {},
+        "config": _config(logs),
         "started_at": min((log.get("started_at") or "" for log in logs), default=None),
         "finished_at": max((log.get("finished_at") or "" for log in logs), default=None),
-        "error": None, "environment": logs[0].get("environment"),
-        "merged_from": [{"path": s, "status": log.get("status"), "started_at": log.get("started_at"),
-                         "finished_at": log.get("finished_at")} for s, log in zip(sources, logs)],
+        "error": None,
+        "environment": logs[0].get("environment"),
+        "merged_from": [
+            {
+                "path": s,
+                "status": log.get("status"),
+                "started_at": log.get("started_at"),
+                "finished_at": log.get("finished_at"),
+            }
+            for s, log in zip(sources, logs)
+        ],
     }
     seen: dict[tuple[str, int, str], str] = {}
     for source, log in zip(sources, logs):
@@ -102,8 +128,9 @@ def merge(logs: Sequence[dict[str, Any]], sources: Sequence[str]) -> dict[str, A
             for run in entry.get("runs", []):
                 key = (run["scenario"], run["seed"], name)
                 if key in seen:
-                    raise MergeError(f"{source}: scenario {key[0]} seed {key[1]} agent {name} "
-                                     f"is already in {seen[key]}")
+                    raise MergeError(
+                        f"{source}: scenario {key[0]} seed {key[1]} agent {name} is already in {seen[key]}"
+                    )
                 seen[key] = source
             target["rounds"].extend(entry["rounds"])
             target["runs"].extend(entry.get("runs", []))
@@ -121,8 +148,9 @@ def _scenarios(logs: Sequence[dict[str, Any]], sources: Sequence[str]) -> list[d
         for scenario in log["scenarios"]:
             known = found.get(scenario["name"])
             if known and known[0] != scenario["sha256"]:
-                raise MergeError(f"scenario {scenario['name']} differs between {known[1]} and {source} "
-                                 "(another version of the file)")
+                raise MergeError(
+                    f"scenario {scenario['name']} differs between {known[1]} and {source} (another version of the file)"
+                )
             found.setdefault(scenario["name"], (scenario["sha256"], source))
     return [{"name": name, "sha256": sha} for name, (sha, _) in found.items()]
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from eval.runner import RoundRecord
 from eval.stats import Interval, McNemar, SignTest, cluster_bootstrap, mcnemar_exact, sign_test, wilson
@@ -37,11 +38,19 @@ def summary(records: Sequence[RoundRecord]) -> dict[str, Any]:
         "solve_rate_ci95": [solved.low, solved.high] if n else None,
         "mean_attempts": (sum(r.attempts for r in records) / n) if n else None,
         "round_level": round_level(records),
-        "per_kind": {kind: {"n": len(group), "first_attempt_accuracy": accuracy(group).value,
-                            "ci95": [accuracy(group).low, accuracy(group).high],
-                            **{key: value for key, value in evidence_hits(group).items()
-                               if key in ("evidence_hit1", "evidence_hitk")}}
-                     for kind, group in by_kind(records).items()},
+        "per_kind": {
+            kind: {
+                "n": len(group),
+                "first_attempt_accuracy": accuracy(group).value,
+                "ci95": [accuracy(group).low, accuracy(group).high],
+                **{
+                    key: value
+                    for key, value in evidence_hits(group).items()
+                    if key in ("evidence_hit1", "evidence_hitk")
+                },
+            }
+            for kind, group in by_kind(records).items()
+        },
         "retrieval": {
             "items_retrieved": retrieved,
             "labelled_share": (sum(r.labelled for r in records) / retrieved) if retrieved else None,
@@ -60,8 +69,9 @@ def summary(records: Sequence[RoundRecord]) -> dict[str, Any]:
 def paired_test(a: Sequence[RoundRecord], b: Sequence[RoundRecord]) -> McNemar | None:
     """Exact McNemar on first-attempt correctness, paired by (scenario, seed, round)."""
     right_b = {(r.scenario, r.seed, r.round): r.first_correct for r in b}
-    pairs = [(r.first_correct, right_b[(r.scenario, r.seed, r.round)]) for r in a
-             if (r.scenario, r.seed, r.round) in right_b]
+    pairs = [
+        (r.first_correct, right_b[(r.scenario, r.seed, r.round)]) for r in a if (r.scenario, r.seed, r.round) in right_b
+    ]
     if not pairs:
         return None
     return mcnemar_exact([x for x, _ in pairs], [y for _, y in pairs])
@@ -84,9 +94,12 @@ def round_level(records: Sequence[RoundRecord]) -> dict[str, Any]:
     """Accuracy over scenario rounds with a cluster-bootstrap 95% interval (rounds resampled)."""
     means = round_means(records)
     interval = cluster_bootstrap(list(means.values()))
-    return {"rounds": len(means), "seeds_per_round": (len(records) / len(means)) if means else None,
-            "first_attempt_accuracy": interval.value if means else None,
-            "ci95": [interval.low, interval.high] if means else None}
+    return {
+        "rounds": len(means),
+        "seeds_per_round": (len(records) / len(means)) if means else None,
+        "first_attempt_accuracy": interval.value if means else None,
+        "ci95": [interval.low, interval.high] if means else None,
+    }
 
 
 def compare_rounds(a: Sequence[RoundRecord], b: Sequence[RoundRecord]) -> dict[str, Any] | None:
@@ -102,10 +115,16 @@ def compare_rounds(a: Sequence[RoundRecord], b: Sequence[RoundRecord]) -> dict[s
     differences = [mean_a[key] - mean_b[key] for key in keys]
     test: SignTest = sign_test(differences)
     interval = cluster_bootstrap(differences)
-    return {"n_rounds": len(keys), "discordant": test.a_better + test.b_better,
-            "a_better": test.a_better, "b_better": test.b_better, "sign_test_p": test.p_value,
-            "difference": interval.value, "difference_ci95": [interval.low, interval.high],
-            "significant": test.p_value < 0.05}
+    return {
+        "n_rounds": len(keys),
+        "discordant": test.a_better + test.b_better,
+        "a_better": test.a_better,
+        "b_better": test.b_better,
+        "sign_test_p": test.p_value,
+        "difference": interval.value,
+        "difference_ci95": [interval.low, interval.high],
+        "significant": test.p_value < 0.05,
+    }
 
 
 def comparisons(per_agent: dict[str, Sequence[RoundRecord]], subject: str) -> dict[str, Any]:
@@ -122,6 +141,7 @@ def comparisons(per_agent: dict[str, Sequence[RoundRecord]], subject: str) -> di
 
 
 # -- retrieval judged by provenance, apart from the reasoner ----------------------------------
+
 
 def fact_precision(records: Sequence[RoundRecord]) -> dict[str, Any]:
     """How often the facts handed to first attempts concluded the round's truth.
@@ -151,8 +171,10 @@ def evidence_hits(records: Sequence[RoundRecord]) -> dict[str, Any]:
         hitk += any(item.get("same_cause") is True for item in experience)
     traced = [item for r in records for item in r.retrieved_items if item.get("same_cause") is not None]
     other = sum(1 for item in traced if item["same_cause"] is False)
-    return {"evidence_rounds": len(eligible),
-            "evidence_hit1": hit1 / len(eligible) if eligible else None,
-            "evidence_hitk": hitk / len(eligible) if eligible else None,
-            "traced_items": len(traced),
-            "other_cause_share": other / len(traced) if traced else None}
+    return {
+        "evidence_rounds": len(eligible),
+        "evidence_hit1": hit1 / len(eligible) if eligible else None,
+        "evidence_hitk": hitk / len(eligible) if eligible else None,
+        "traced_items": len(traced),
+        "other_cause_share": other / len(traced) if traced else None,
+    }

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from eval.presets import PRESETS, build_agent
 from eval.runner import Playthrough, play
@@ -50,8 +51,15 @@ class RunResult:
     error: str | None = None  # "Type: message" when the run failed
 
 
-def build_reasoner(mode: str, encoder: Any, *, model: str | None = None, cache: str | None = None,
-                   base_url: str | None = None, api_key: str | None = None) -> Any:
+def build_reasoner(
+    mode: str,
+    encoder: Any,
+    *,
+    model: str | None = None,
+    cache: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> Any:
     """The reasoner every agent of a comparison shares (LLM modes raise MissingKey without a key or cache)."""
     if mode == "heuristic":
         from agent.heuristic import HeuristicReasoner
@@ -62,12 +70,19 @@ def build_reasoner(mode: str, encoder: Any, *, model: str | None = None, cache: 
     if mode == "openai":
         from agent.openai import OpenAIReasoner
 
-        return OpenAIReasoner(model=model, base_url=base_url, cache_dir=cache,
-                              api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"))
+        return OpenAIReasoner(
+            model=model,
+            base_url=base_url,
+            cache_dir=cache,
+            api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
+        )
     from agent.claude import DEFAULT_MODEL, ClaudeReasoner
 
-    return ClaudeReasoner(model=model or DEFAULT_MODEL, cache_dir=cache,
-                          api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"))
+    return ClaudeReasoner(
+        model=model or DEFAULT_MODEL,
+        cache_dir=cache,
+        api_key=api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY"),
+    )
 
 
 def run_one(spec: RunSpec) -> RunResult:
@@ -79,8 +94,13 @@ def run_one(spec: RunSpec) -> RunResult:
     try:
         encoder = named_encoder(spec.encoder)
         reasoner = build_reasoner(spec.mode, encoder, model=spec.model, cache=spec.cache, base_url=spec.base_url)
-        agent = build_agent(PRESETS[spec.agent], reasoner, encoder,
-                            store_path=spec.store if spec.agent == "episodic" else None, principal=spec.principal)
+        agent = build_agent(
+            PRESETS[spec.agent],
+            reasoner,
+            encoder,
+            store_path=spec.store if spec.agent == "episodic" else None,
+            principal=spec.principal,
+        )
         play(spec.scenario, spec.seed, agent, outcome)
     except Exception as exc:  # reported with the scenario and seed; the traceback is ours to debug
         result.error = f"{type(exc).__name__}: {exc}"
@@ -97,8 +117,14 @@ class Runs:
     in completion order.
     """
 
-    def __init__(self, specs: Sequence[RunSpec], *, jobs: int = 1, executor: str = "process",
-                 on_done: Callable[[RunResult], None] = lambda result: None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[RunSpec],
+        *,
+        jobs: int = 1,
+        executor: str = "process",
+        on_done: Callable[[RunResult], None] = lambda result: None,
+    ) -> None:
         self.specs = list(specs)
         self.jobs = max(1, min(jobs, len(self.specs) or 1))
         self.executor = executor
@@ -107,7 +133,7 @@ class Runs:
         self._futures: list[Future] = []
         self._ray: Any = None
 
-    def __enter__(self) -> "Runs":
+    def __enter__(self) -> Runs:
         if self.executor == "ray":
             self._ray = _RayRuns(self.specs, self.jobs)
         elif self.jobs > 1:
@@ -150,12 +176,16 @@ class Runs:
                 yield i, RunResult(self.specs[i], error=f"{type(exc).__name__}: {exc}")
 
     def _cancel_after(self, index: int) -> None:
-        for future in self._futures[index + 1:]:
+        for future in self._futures[index + 1 :]:
             future.cancel()
 
 
-def _in_order(completed: Iterator[tuple[int, RunResult]], total: int, on_done: Callable[[RunResult], None],
-              cancel_after: Callable[[int], None]) -> Iterator[RunResult]:
+def _in_order(
+    completed: Iterator[tuple[int, RunResult]],
+    total: int,
+    on_done: Callable[[RunResult], None],
+    cancel_after: Callable[[int], None],
+) -> Iterator[RunResult]:
     """Reorder completions into the serial order; stop after the first failure in that order."""
     waiting: dict[int, RunResult] = {}
     following = 0
@@ -205,10 +235,9 @@ class _RayRuns:
                     yield i, RunResult(self.specs[i], error=f"{type(exc).__name__}: {exc}")
 
     def cancel_after(self, index: int) -> None:
-        for ref in self.refs[index + 1:]:
+        for ref in self.refs[index + 1 :]:
             self.ray.cancel(ref)
 
     def close(self) -> None:
         if self.started:
             self.ray.shutdown()
-

@@ -25,8 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from rich.console import Console
@@ -70,7 +71,9 @@ def labelled(path: Path = CORPUS) -> list[dict[str, str]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             item = json.loads(line)
-            items.append({"class": item["class"], "text": item["text"], "secret": item.get("secret", item.get("value"))})
+            items.append(
+                {"class": item["class"], "text": item["text"], "secret": item.get("secret", item.get("value"))}
+            )
     return items
 
 
@@ -93,8 +96,11 @@ def _chars(rng: np.random.Generator, alphabet: str, n: int) -> str:
 def _password(rng: np.random.Generator) -> str:
     """Letters, then digits, then a symbol sometimes, as people choose them."""
     word = _chars(rng, _B62[:52], int(rng.integers(5, 10)))
-    return word + _chars(rng, "0123456789", int(rng.integers(1, 5))) + ("" if rng.random() < 0.5 else
-                                                                        _chars(rng, "!#$%&*@", 1))
+    return (
+        word
+        + _chars(rng, "0123456789", int(rng.integers(1, 5)))
+        + ("" if rng.random() < 0.5 else _chars(rng, "!#$%&*@", 1))
+    )
 
 
 def _luhn_complete(body: str) -> str:
@@ -119,16 +125,20 @@ _VALUES = {  # class -> a value of that class
     "private_key": lambda rng: "MII" + _chars(rng, _B64, 61),
     "github": lambda rng: str(rng.choice(["ghp_", "gho_", "ghs_", "ghu_"])) + _chars(rng, _B62, 36),
     "github_pat": lambda rng: "github_pat_" + _chars(rng, _B62, 22) + "_" + _chars(rng, _B62, 59),
-    "slack": lambda rng: (f"xox{rng.choice(list('bpars'))}-{_chars(rng, '0123456789', 12)}-"
-                          f"{_chars(rng, '0123456789', 13)}-{_chars(rng, _B62, 24)}"),
+    "slack": lambda rng: (
+        f"xox{rng.choice(list('bpars'))}-{_chars(rng, '0123456789', 12)}-"
+        f"{_chars(rng, '0123456789', 13)}-{_chars(rng, _B62, 24)}"
+    ),
     "aws_access_key": lambda rng: str(rng.choice(["AKIA", "ASIA"])) + _chars(rng, _B62[:26] + "234567", 16),
     "aws_secret_key": lambda rng: _chars(rng, _B64, 40),
     "stripe": lambda rng: str(rng.choice(["sk_live_", "rk_live_", "sk_test_"])) + _chars(rng, _B62, 24),
     "google": lambda rng: "AIza" + _chars(rng, _B62 + "-_", 35),
     "openai": lambda rng: str(rng.choice(["sk-", "sk-proj-"])) + _chars(rng, _B62 + "-_", 48),
     "anthropic": lambda rng: "sk-ant-api03-" + _chars(rng, _B62 + "-_", 93) + "AA",
-    "jwt": lambda rng: (f"eyJ{_chars(rng, _B62, int(rng.integers(15, 30)))}.eyJ{_chars(rng, _B62, int(rng.integers(20, 60)))}"
-                        f".{_chars(rng, _B62 + '-_', 43)}"),
+    "jwt": lambda rng: (
+        f"eyJ{_chars(rng, _B62, int(rng.integers(15, 30)))}.eyJ{_chars(rng, _B62, int(rng.integers(20, 60)))}"
+        f".{_chars(rng, _B62 + '-_', 43)}"
+    ),
     "twilio": lambda rng: "SK" + _chars(rng, _HEX, 32),
     "sendgrid": lambda rng: f"SG.{_chars(rng, _B62 + '-_', 22)}.{_chars(rng, _B62 + '-_', 43)}",
 }
@@ -140,41 +150,91 @@ _LABELS = {
     "secret": ["secret", "client secret", "shared secret", "webhook secret", "client_secret", "Secret"],
 }
 _LABELLED_PHRASINGS = [
-    "the {label} is {value}", "{label}: {value}", "{label}={value}", "{label} = '{value}'", "{label} was {value}",
-    "set the {label} to {value}", "the {label} for the billing service is {value}", "{upper}={value}",
-    '"{snake}": "{value}"', "{label} -> {value}", "new {label}: {value} (rotate monthly)", "{label} {value}",
-    "FYI {label} is now {value}, don't share it", "{label} (staging): {value}",
+    "the {label} is {value}",
+    "{label}: {value}",
+    "{label}={value}",
+    "{label} = '{value}'",
+    "{label} was {value}",
+    "set the {label} to {value}",
+    "the {label} for the billing service is {value}",
+    "{upper}={value}",
+    '"{snake}": "{value}"',
+    "{label} -> {value}",
+    "new {label}: {value} (rotate monthly)",
+    "{label} {value}",
+    "FYI {label} is now {value}, don't share it",
+    "{label} (staging): {value}",
 ]
 # Classes recognised by their own format: phrasings without a word naming them
 _FORMAT_PHRASINGS = [
-    "{value}", "found {value} in the build log", "leaked {value} in a public gist", "rotate {value} asap",
-    "config.yaml had {value} hardcoded", "`{value}`", "'{value}',", "(was {value})", "{value}, please revoke",
+    "{value}",
+    "found {value} in the build log",
+    "leaked {value} in a public gist",
+    "rotate {value} asap",
+    "config.yaml had {value} hardcoded",
+    "`{value}`",
+    "'{value}',",
+    "(was {value})",
+    "{value}, please revoke",
     "CI printed {value} when set -x was on",
 ]
 _PHRASINGS = {  # other classes: their phrasings, {value} the secret (and {id} an AWS access key id)
-    "bearer": ["Authorization: Bearer {value}", "bearer {value}", "curl -H 'Authorization: Bearer {value}' https://api",
-               "headers={{'Authorization': 'Bearer {value}'}}", "BEARER {value} rejected with 401"],
-    "basic_auth": ["Authorization: Basic {value}", "-H 'Authorization: Basic {value}'", "auth=Basic {value}",
-                   "Proxy-Authorization: basic {value}"],
-    "connection_string": ["postgres://app:{value}@db.internal:5432/orders", "DATABASE_URL=postgresql://ro:{value}@10.0.0.5/dw",
-                          "mongodb+srv://admin:{value}@cluster0.example.net/db?retryWrites=true",
-                          "redis://:{value}@cache:6379/0 timed out", "amqp://worker:{value}@rabbit:5672/ down",
-                          "could not connect to mysql://root:{value}@mysql-ro:3306/sales",
-                          "host=pg port=5432 user=etl password={value} sslmode=require",
-                          "Server=sql01;Database=crm;User ID=app;Password={value};"],
-    "jdbc": ["jdbc:postgresql://pg:5432/inv?user=inv&password={value}", "jdbc:mysql://db:3306/shop?password={value}&useSSL=false",
-             "jdbc:sqlserver://mssql:1433;databaseName=hr;user=hr;password={value};",
-             "jdbc:oracle:thin:scott/{value}@//ora:1521/ORCL", "spring.datasource.password={value}"],
-    "private_key": ["-----BEGIN RSA PRIVATE KEY-----\n{value}\n-----END RSA PRIVATE KEY-----",
-                    "-----BEGIN PRIVATE KEY----- {value} -----END PRIVATE KEY-----",
-                    "-----BEGIN OPENSSH PRIVATE KEY-----\n{value}",
-                    '{{"private_key": "-----BEGIN PRIVATE KEY-----\\n{value}\\n-----END PRIVATE KEY-----\\n"}}',
-                    "pasted -----BEGIN EC PRIVATE KEY----- {value} (truncated)"],
-    "aws_secret_key": ["{id} {value}", "aws creds: {id} / {value}", "aws_secret_access_key = {value}",
-                       "AWS_SECRET_ACCESS_KEY={value}", "id {id} secret {value}", "the aws secret key is {value}"],
-    "card": ["visa {grouped}", "customer card {grouped} was charged twice", "{grouped} declined with code 05",
-             "card {plain} declined", "cc: {plain} exp 12/27", '"card_number": "{plain}"', "Visa {plain} refunded",
-             "pan={plain}", "mastercard ending in 4444, full number {plain}"],
+    "bearer": [
+        "Authorization: Bearer {value}",
+        "bearer {value}",
+        "curl -H 'Authorization: Bearer {value}' https://api",
+        "headers={{'Authorization': 'Bearer {value}'}}",
+        "BEARER {value} rejected with 401",
+    ],
+    "basic_auth": [
+        "Authorization: Basic {value}",
+        "-H 'Authorization: Basic {value}'",
+        "auth=Basic {value}",
+        "Proxy-Authorization: basic {value}",
+    ],
+    "connection_string": [
+        "postgres://app:{value}@db.internal:5432/orders",
+        "DATABASE_URL=postgresql://ro:{value}@10.0.0.5/dw",
+        "mongodb+srv://admin:{value}@cluster0.example.net/db?retryWrites=true",
+        "redis://:{value}@cache:6379/0 timed out",
+        "amqp://worker:{value}@rabbit:5672/ down",
+        "could not connect to mysql://root:{value}@mysql-ro:3306/sales",
+        "host=pg port=5432 user=etl password={value} sslmode=require",
+        "Server=sql01;Database=crm;User ID=app;Password={value};",
+    ],
+    "jdbc": [
+        "jdbc:postgresql://pg:5432/inv?user=inv&password={value}",
+        "jdbc:mysql://db:3306/shop?password={value}&useSSL=false",
+        "jdbc:sqlserver://mssql:1433;databaseName=hr;user=hr;password={value};",
+        "jdbc:oracle:thin:scott/{value}@//ora:1521/ORCL",
+        "spring.datasource.password={value}",
+    ],
+    "private_key": [
+        "-----BEGIN RSA PRIVATE KEY-----\n{value}\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN PRIVATE KEY----- {value} -----END PRIVATE KEY-----",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n{value}",
+        '{{"private_key": "-----BEGIN PRIVATE KEY-----\\n{value}\\n-----END PRIVATE KEY-----\\n"}}',
+        "pasted -----BEGIN EC PRIVATE KEY----- {value} (truncated)",
+    ],
+    "aws_secret_key": [
+        "{id} {value}",
+        "aws creds: {id} / {value}",
+        "aws_secret_access_key = {value}",
+        "AWS_SECRET_ACCESS_KEY={value}",
+        "id {id} secret {value}",
+        "the aws secret key is {value}",
+    ],
+    "card": [
+        "visa {grouped}",
+        "customer card {grouped} was charged twice",
+        "{grouped} declined with code 05",
+        "card {plain} declined",
+        "cc: {plain} exp 12/27",
+        '"card_number": "{plain}"',
+        "Visa {plain} refunded",
+        "pan={plain}",
+        "mastercard ending in 4444, full number {plain}",
+    ],
 }
 
 
@@ -192,14 +252,18 @@ def generated(seed: int = 0, draws: int = 3) -> list[dict[str, str]]:
         for template, label in templates:
             for _ in range(draws):
                 value = _VALUES[cls](rng)
-                text = template.format(value=value, label=label, upper=label.upper().replace(" ", "_").replace("-", "_"),
-                                       snake=label.lower().replace(" ", "_").replace("-", "_"),
-                                       id=_VALUES["aws_access_key"](rng))
+                text = template.format(
+                    value=value,
+                    label=label,
+                    upper=label.upper().replace(" ", "_").replace("-", "_"),
+                    snake=label.lower().replace(" ", "_").replace("-", "_"),
+                    id=_VALUES["aws_access_key"](rng),
+                )
                 items.append({"class": cls, "text": text, "secret": value})
     for template in _PHRASINGS["card"]:
         for _ in range(draws):
             number = _card_number(rng)
-            grouped = " ".join(number[i:i + 4] for i in range(0, 16, 4))
+            grouped = " ".join(number[i : i + 4] for i in range(0, 16, 4))
             if rng.random() < 0.5:
                 grouped = grouped.replace(" ", "-")
             value = grouped if "{grouped}" in template else number
@@ -208,11 +272,22 @@ def generated(seed: int = 0, draws: int = 3) -> list[dict[str, str]]:
 
 
 _ID_LINES = [
-    "request {id} failed with 502", "trace_id={id}", "order #{id} stuck in PENDING", "GET /api/orders/{id} 404",
-    "job {id} retried 3 times", "txn {id} rolled back", "span_id: {id} parent 0", "correlation-id {id}",
-    "payment request {id} retried after timeout", "card-service: request {id} timed out",
-    "refund for order {id} (card payment) queued", "invoice {id} sent to billing", "user_id={id} locked out",
-    "ticket {id}: checkout hangs", "event {id} dropped by consumer", "req={id} status=499 upstream=checkout",
+    "request {id} failed with 502",
+    "trace_id={id}",
+    "order #{id} stuck in PENDING",
+    "GET /api/orders/{id} 404",
+    "job {id} retried 3 times",
+    "txn {id} rolled back",
+    "span_id: {id} parent 0",
+    "correlation-id {id}",
+    "payment request {id} retried after timeout",
+    "card-service: request {id} timed out",
+    "refund for order {id} (card payment) queued",
+    "invoice {id} sent to billing",
+    "user_id={id} locked out",
+    "ticket {id}: checkout hangs",
+    "event {id} dropped by consumer",
+    "req={id} status=499 upstream=checkout",
 ]
 
 
@@ -233,24 +308,43 @@ def request_id_lines(count: int = 1000, seed: int = 0) -> list[str]:
 def _templates() -> list[str]:
     texts: list[str] = []
     for family in fam.FAMILIES.values():
-        texts += [family["description"], family["fix"], family["correction"], *family["signals"],
-                  *family["surface"], *family["tells"]]
+        texts += [
+            family["description"],
+            family["fix"],
+            family["correction"],
+            *family["signals"],
+            *family["surface"],
+            *family["tells"],
+        ]
     texts += fam.CUES + fam.NOISE + [t for group in fam.INTERLUDES.values() for t in group]
     return texts
 
 
 _GENERIC = [
-    "backoff {a} {b} {c} {d} ms", "retry delays {a}, {b}, {c}, {d} ms", "p50 {a} ms p95 {b} ms p99 {c} ms max {d} ms",
-    "latency buckets {a} {b} {c} {d} {e}", "GC pauses {a} {b} {c} ms over the last hour",
-    "{ts} ERROR {svc} request {uuid} failed after {a} ms", "{ts} WARN {svc} queue depth {b} (limit {d})",
-    "deployed {svc} {ver} at {ts}; {a} pods restarted", "connection to {dep} at {ip}:{port} refused ({a} attempts)",
-    "host {host} disk at {pct}% ({b} GB of {d} GB)", "commit {sha} reverted; build {build} green",
-    "order {order} stuck in state PENDING for {a} s", "trace id {trace} spans {a} services",
-    "{a} of {d} requests failed between {hh}:{mm} and {hh2}:{mm}", "heap {a} MB -> {b} MB -> {c} MB -> {d} MB",
-    "thread pool {a}/{d} busy, {b} queued, {c} rejected", "rate limit {a} req/s, burst {b}, window {c} s",
-    "TTL set to {a} s; {b} keys evicted, {c} expired", "kafka lag {a} {b} {c} {d} on partitions 0-3",
-    "error codes 500 502 503 504 seen {a} {b} {c} {d} times", "sizes {a} KB {b} KB {c} KB {d} KB",
-    "ran {a} {b} {c} {d} {e} {f} iterations", "IDs {a}{b} and {c}{d} were retried", "exit code {small} after {a} ms",
+    "backoff {a} {b} {c} {d} ms",
+    "retry delays {a}, {b}, {c}, {d} ms",
+    "p50 {a} ms p95 {b} ms p99 {c} ms max {d} ms",
+    "latency buckets {a} {b} {c} {d} {e}",
+    "GC pauses {a} {b} {c} ms over the last hour",
+    "{ts} ERROR {svc} request {uuid} failed after {a} ms",
+    "{ts} WARN {svc} queue depth {b} (limit {d})",
+    "deployed {svc} {ver} at {ts}; {a} pods restarted",
+    "connection to {dep} at {ip}:{port} refused ({a} attempts)",
+    "host {host} disk at {pct}% ({b} GB of {d} GB)",
+    "commit {sha} reverted; build {build} green",
+    "order {order} stuck in state PENDING for {a} s",
+    "trace id {trace} spans {a} services",
+    "{a} of {d} requests failed between {hh}:{mm} and {hh2}:{mm}",
+    "heap {a} MB -> {b} MB -> {c} MB -> {d} MB",
+    "thread pool {a}/{d} busy, {b} queued, {c} rejected",
+    "rate limit {a} req/s, burst {b}, window {c} s",
+    "TTL set to {a} s; {b} keys evicted, {c} expired",
+    "kafka lag {a} {b} {c} {d} on partitions 0-3",
+    "error codes 500 502 503 504 seen {a} {b} {c} {d} times",
+    "sizes {a} KB {b} KB {c} KB {d} KB",
+    "ran {a} {b} {c} {d} {e} {f} iterations",
+    "IDs {a}{b} and {c}{d} were retried",
+    "exit code {small} after {a} ms",
 ]
 
 
@@ -272,16 +366,28 @@ def ordinary_lines(count: int = 2400, seed: int = 0) -> list[str]:
 
 
 def _generic_values(rng: np.random.Generator) -> dict[str, object]:
-    steps = sorted(int(x) for x in rng.choice([50, 100, 125, 200, 250, 400, 500, 750, 1000, 1500, 2000, 3000,
-                                                4000, 5000, 8000, 10000, 16000, 30000], 6, replace=False))
+    steps = sorted(
+        int(x)
+        for x in rng.choice(
+            [50, 100, 125, 200, 250, 400, 500, 750, 1000, 1500, 2000, 3000, 4000, 5000, 8000, 10000, 16000, 30000],
+            6,
+            replace=False,
+        )
+    )
     day, hour, minute = int(rng.integers(1, 29)), int(rng.integers(0, 24)), int(rng.integers(0, 60))
     hexes = "".join(rng.choice(list("0123456789abcdef"), 40))
     return {
-        **dict(zip("abcdef", steps)), "ts": f"2026-03-{day:02d}T{hour:02d}:{minute:02d}:{int(rng.integers(60)):02d}Z",
-        "uuid": f"{hexes[:8]}-{hexes[8:12]}-{hexes[12:16]}-{hexes[16:20]}-{hexes[20:32]}", "sha": hexes[:12],
+        **dict(zip("abcdef", steps)),
+        "ts": f"2026-03-{day:02d}T{hour:02d}:{minute:02d}:{int(rng.integers(60)):02d}Z",
+        "uuid": f"{hexes[:8]}-{hexes[8:12]}-{hexes[12:16]}-{hexes[16:20]}-{hexes[20:32]}",
+        "sha": hexes[:12],
         "ip": f"10.{int(rng.integers(256))}.{int(rng.integers(256))}.{int(rng.integers(1, 255))}",
-        "port": int(rng.choice([80, 443, 5432, 6379, 9092, 3306, 8080])), "build": int(rng.integers(10**6, 10**9)),
-        "order": int(rng.integers(10**5, 10**8)), "trace": hexes[:32], "hh": f"{hour:02d}", "mm": f"{minute:02d}",
+        "port": int(rng.choice([80, 443, 5432, 6379, 9092, 3306, 8080])),
+        "build": int(rng.integers(10**6, 10**9)),
+        "order": int(rng.integers(10**5, 10**8)),
+        "trace": hexes[:32],
+        "hh": f"{hour:02d}",
+        "mm": f"{minute:02d}",
         "hh2": f"{(hour + 1) % 24:02d}",
     }
 
@@ -295,8 +401,9 @@ def evaluate(secrets: Sequence[dict[str, str]], lines: Sequence[str]) -> Evaluat
         if item["secret"] in out:
             misses.append(f"{item['class']}: {item['text']!r} -> {out!r}")
     changed = [(line, default.redact(line)) for line in lines]
-    return Evaluation(len(secrets), len(secrets) - len(misses), misses, len(lines),
-                      [(a, b) for a, b in changed if a != b])
+    return Evaluation(
+        len(secrets), len(secrets) - len(misses), misses, len(lines), [(a, b) for a, b in changed if a != b]
+    )
 
 
 class Corpus(NamedTuple):
@@ -335,8 +442,12 @@ class Report(NamedTuple):
             if corpus.kind == "secrets":
                 table.add_row(corpus.name, "secrets redacted", f"{r.redacted}/{r.secrets}", f"{100 * r.recall:.1f}%")
             else:
-                table.add_row(corpus.name, "lines changed", f"{len(r.false_positives)}/{r.ordinary}",
-                              f"{100 * r.false_positive_rate:.2f}%")
+                table.add_row(
+                    corpus.name,
+                    "lines changed",
+                    f"{len(r.false_positives)}/{r.ordinary}",
+                    f"{100 * r.false_positive_rate:.2f}%",
+                )
         table.add_row("all secrets", "secrets redacted", "", f"{100 * self.recall:.1f}%")
         table.add_row("all ordinary lines", "lines changed", "", f"{100 * self.false_positive_rate:.2f}%")
         return table
@@ -344,20 +455,25 @@ class Report(NamedTuple):
 
 def measure(lines: int = 2400, ids: int = 1000, seed: int = 0) -> Report:
     """Every corpus's figure: the three secret corpora, ordinary lines and request-id lines."""
-    return Report([
-        Corpus("labelled (eval/data/redaction_secrets.jsonl)", "secrets", evaluate(labelled(), [])),
-        Corpus("generated (classes x phrasings)", "secrets", evaluate(generated(seed), [])),
-        Corpus("hand-written (tests/data/redaction_phrasings.jsonl)", "secrets", evaluate(phrasings(), [])),
-        Corpus("ordinary incident lines", "ordinary", evaluate([], ordinary_lines(lines, seed))),
-        Corpus("request-id lines", "ordinary", evaluate([], request_id_lines(ids, seed))),
-    ])
+    return Report(
+        [
+            Corpus("labelled (eval/data/redaction_secrets.jsonl)", "secrets", evaluate(labelled(), [])),
+            Corpus("generated (classes x phrasings)", "secrets", evaluate(generated(seed), [])),
+            Corpus("hand-written (tests/data/redaction_phrasings.jsonl)", "secrets", evaluate(phrasings(), [])),
+            Corpus("ordinary incident lines", "ordinary", evaluate([], ordinary_lines(lines, seed))),
+            Corpus("request-id lines", "ordinary", evaluate([], request_id_lines(ids, seed))),
+        ]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print recall per secret corpus and false positives per kind of ordinary line."""
-    parser = argparse.ArgumentParser(prog="python -m eval.redaction", description=__doc__.split("\n\n")[0],
-                                     epilog="example: python -m eval.redaction --show",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.redaction",
+        description=__doc__.split("\n\n")[0],
+        epilog="example: python -m eval.redaction --show",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--lines", type=int, default=2400, help="ordinary lines to generate (default 2400)")
     parser.add_argument("--show", action="store_true", help="list every miss and every false positive")
     args = parser.parse_args(argv)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from eval import runlog
 from eval.merge import MergeError, merge, records
@@ -32,13 +32,17 @@ Logs merge when they share a mode and no scenario × seed × agent run appears t
 def main(argv: Sequence[str] | None = None) -> int:
     """Render (or merge) run logs; 0 on success, 2 on a usage error (unreadable or unmergeable logs)."""
     parser = argparse.ArgumentParser(
-        prog="python -m eval.report", description="Show, merge and export saved comparison runs.",
-        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="python -m eval.report",
+        description="Show, merge and export saved comparison runs.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="run logs written by eval.compare --json")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the (merged) run log here")
     add_output_arguments(parser)
-    parser.add_argument("--quiet", action="store_true",
-                        help="print no report; only write the outputs (a line on stderr for each)")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print no report; only write the outputs (a line on stderr for each)"
+    )
     args = parser.parse_args(argv)
     problem = check_outputs(args, [("a run log this command reads", path) for path in args.logs])
     logs = []

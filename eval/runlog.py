@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memory.outputs import write_atomic
 
@@ -24,7 +25,7 @@ CODE_ROOT = Path(__file__).resolve().parents[1]  # the checkout this code runs f
 
 def utc_now() -> datetime:
     """The wall clock, in UTC: the default of every clock parameter in `eval`."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _git(*args: str, root: Path) -> str | None:
@@ -52,9 +53,16 @@ def environment(root: Path = CODE_ROOT) -> dict[str, Any]:
     return {"python": platform.python_version(), "platform": platform.platform(), **code_version(root)}
 
 
-def new_log(*, mode: str, scenarios: list[dict[str, str]], seeds: list[int], agents: list[str],
-            config: dict[str, Any], now: Callable[[], datetime] = utc_now,
-            environment: dict[str, Any] | None = None) -> dict[str, Any]:
+def new_log(
+    *,
+    mode: str,
+    scenarios: list[dict[str, str]],
+    seeds: list[int],
+    agents: list[str],
+    config: dict[str, Any],
+    now: Callable[[], datetime] = utc_now,
+    environment: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """An empty run log in status "error" until `finish` marks it successful; `now` stamps its start.
     `environment` is the block `environment()` builds (the caller gathers it: it runs git); without it,
     only Python and the platform are recorded."""

@@ -53,8 +53,14 @@ class RoundRecord:
         return data
 
 
-def trace_items(evidence: Any, agent: Agent, event_round: dict[int, str | None], order: dict[str, int],
-                truths: dict[str, str], current: str) -> tuple[dict[str, Any], ...]:
+def trace_items(
+    evidence: Any,
+    agent: Agent,
+    event_round: dict[int, str | None],
+    order: dict[str, int],
+    truths: dict[str, str],
+    current: str,
+) -> tuple[dict[str, Any], ...]:
     """Each evidence item with its provenance: the earlier round most of its events came from.
 
     ``round`` is None for facts and for items made only of interlude notes or agent-written
@@ -69,11 +75,21 @@ def trace_items(evidence: Any, agent: Agent, event_round: dict[int, str | None],
         if rounds:
             top = max(rounds.values())
             origin = min((r for r, n in rounds.items() if n == top), key=lambda r: order.get(r, 0))
-        traced.append({"id": item.id, "source": item.source, "score": round(float(item.relevance), 4),
-                       "why": item.why, "round": origin,
-                       "same_cause": None if origin is None else truths.get(origin) == truths.get(current),
-                       **({"conclusion": item.conclusion, "right": item.conclusion == truths.get(current)}
-                          if item.source == "fact" else {})})
+        traced.append(
+            {
+                "id": item.id,
+                "source": item.source,
+                "score": round(float(item.relevance), 4),
+                "why": item.why,
+                "round": origin,
+                "same_cause": None if origin is None else truths.get(origin) == truths.get(current),
+                **(
+                    {"conclusion": item.conclusion, "right": item.conclusion == truths.get(current)}
+                    if item.source == "fact"
+                    else {}
+                ),
+            }
+        )
     return tuple(traced)
 
 
@@ -103,8 +119,17 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     while prompt is not None:
         event_round.update((e.index, None if e.kind == "note" else prompt.round_id) for e in prompt.events)
         if prompt.attempt == 1:
-            current = {"decisions": [], "latency": 0.0, "in": 0, "out": 0, "cost": 0.0, "cached": 0,
-                       "written": 0, "invalid": [], "notes": []}
+            current = {
+                "decisions": [],
+                "latency": 0.0,
+                "in": 0,
+                "out": 0,
+                "cost": 0.0,
+                "cached": 0,
+                "written": 0,
+                "invalid": [],
+                "notes": [],
+            }
         started = time.perf_counter()
         turn = agent.decide(prompt)
         decision = turn.decision
@@ -112,12 +137,17 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
         _add_usage(current, decision, prompt.attempt)
         if prompt.attempt == 1:
             evidence = turn.evidence
-            current.update(confidence=decision.confidence, retrieved=len(evidence),
-                           labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
-                           relied=bool(decision.relied_on), relied_ids=tuple(decision.relied_on), rationale=decision.rationale,
-                           prompt=decision.prompt,
-                           scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
-                           items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id))
+            current.update(
+                confidence=decision.confidence,
+                retrieved=len(evidence),
+                labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
+                relied=bool(decision.relied_on),
+                relied_ids=tuple(decision.relied_on),
+                rationale=decision.rationale,
+                prompt=decision.prompt,
+                scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
+                items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id),
+            )
         current["decisions"].append(decision.choice)
         step = env.step(decision.choice)
         event_round.update((e.index, prompt.round_id) for e in step.events)
@@ -125,20 +155,40 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
         if step.round_done:
             info = step.info
             decisions = tuple(current["decisions"])
-            result.rounds.append(RoundRecord(
-                scenario=scenario.name, seed=seed, round=info["round_id"], kind=info["kind"], truth=info["truth"],
-                first_decision=decisions[0], first_correct=decisions[0] == info["truth"],
-                solved=bool(info["solved"]), attempts=len(decisions), decisions=decisions,
-                first_confidence=float(current["confidence"]), retrieved=current["retrieved"],
-                labelled=current["labelled"], relied_on_memory=current["relied"],
-                relied_on=current["relied_ids"],
-                latency_ms=round(current["latency"], 3), input_tokens=current["in"], output_tokens=current["out"],
-                cost_usd=round(current["cost"], 6), rationale=current["rationale"],
-                candidate_scores=current["scores"], retrieved_items=current["items"],
-                cache_read_tokens=current["cached"], invalid=tuple(current["invalid"]),
-                notes=tuple(current["notes"]), cache_write_tokens=current["written"], prompt=current["prompt"],
-                evidence_eligible=any(truths[r.id] == info["truth"] for r in scenario.rounds[:order[info["round_id"]]]),
-            ))
+            result.rounds.append(
+                RoundRecord(
+                    scenario=scenario.name,
+                    seed=seed,
+                    round=info["round_id"],
+                    kind=info["kind"],
+                    truth=info["truth"],
+                    first_decision=decisions[0],
+                    first_correct=decisions[0] == info["truth"],
+                    solved=bool(info["solved"]),
+                    attempts=len(decisions),
+                    decisions=decisions,
+                    first_confidence=float(current["confidence"]),
+                    retrieved=current["retrieved"],
+                    labelled=current["labelled"],
+                    relied_on_memory=current["relied"],
+                    relied_on=current["relied_ids"],
+                    latency_ms=round(current["latency"], 3),
+                    input_tokens=current["in"],
+                    output_tokens=current["out"],
+                    cost_usd=round(current["cost"], 6),
+                    rationale=current["rationale"],
+                    candidate_scores=current["scores"],
+                    retrieved_items=current["items"],
+                    cache_read_tokens=current["cached"],
+                    invalid=tuple(current["invalid"]),
+                    notes=tuple(current["notes"]),
+                    cache_write_tokens=current["written"],
+                    prompt=current["prompt"],
+                    evidence_eligible=any(
+                        truths[r.id] == info["truth"] for r in scenario.rounds[: order[info["round_id"]]]
+                    ),
+                )
+            )
         prompt = step.prompt
     result.truth = env.ground_truth()
     result.layers = measure_layers(agent, result.truth)

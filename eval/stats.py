@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 
 class Interval(NamedTuple):
@@ -46,7 +47,7 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> McNemar:
     if n == 0:
         return McNemar(a_only, b_only, 1.0)
     k = min(a_only, b_only)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return McNemar(a_only, b_only, min(1.0, 2 * tail))
 
 
@@ -75,12 +76,13 @@ def sign_test(differences: Sequence[float]) -> SignTest:
     if n == 0:
         return SignTest(0, 0, 1.0)
     k = min(a_better, b_better)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
     return SignTest(a_better, b_better, min(1.0, 2 * tail))
 
 
-def cluster_bootstrap(values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
-                      seed: int = BOOTSTRAP_SEED) -> Interval:
+def cluster_bootstrap(
+    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> Interval:
     """Percentile 95% interval of the mean of per-round values, resampling rounds.
 
     Each value is one round's mean over its seeds, so resampling values is resampling

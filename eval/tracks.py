@@ -28,8 +28,9 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -147,8 +148,13 @@ def paired(a: Sequence[Mapping[str, Any]], b: Sequence[Mapping[str, Any]]) -> di
     found = compare_rounds(_as_records(a), _as_records(b))
     if found is None:
         return {"rounds": 0, "better": 0, "worse": 0, "p_value": 1.0, "difference": None}
-    return {"rounds": found["n_rounds"], "better": found["a_better"], "worse": found["b_better"],
-            "p_value": found["sign_test_p"], "difference": found["difference"]}
+    return {
+        "rounds": found["n_rounds"],
+        "better": found["a_better"],
+        "worse": found["b_better"],
+        "p_value": found["sign_test_p"],
+        "difference": found["difference"],
+    }
 
 
 def _as_records(rows: Sequence[Mapping[str, Any]]) -> list[RoundRecord]:
@@ -161,7 +167,8 @@ def tracks(log: Mapping[str, Any]) -> dict[str, Any]:
     """Every dataset file's measures, per order group ("time", "shuffled") and agent, as plain data."""
     agents = list(log["agents"])
     grouped: dict[str, dict[str, dict[str, list[Mapping[str, Any]]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     orders: dict[str, set[str]] = defaultdict(set)
     for agent in agents:
         for row in log["agents"][agent]["rounds"]:
@@ -181,13 +188,21 @@ def tracks(log: Mapping[str, Any]) -> dict[str, Any]:
                     "all": cell(rows).__dict__,
                     "kinds": {kind: cell([r for r in rows if r["kind"] == kind]).__dict__ for kind in kinds},
                     "test": {kind: cell([r for r in tests if r["kind"] == kind]).__dict__ for kind in kinds}
-                    if tests else {},
+                    if tests
+                    else {},
                     "curve": curve(rows),
                 }
-            comparisons = {other: paired(by_agent[SUBJECT], by_agent[other])
-                           for other in by_agent if other != SUBJECT and SUBJECT in by_agent}
-            entry["groups"][group] = {"kinds": kinds, "agents": measures, "paired": comparisons,
-                                      "ceiling": ceiling(by_agent.get(RUNBOOK, []))}
+            comparisons = {
+                other: paired(by_agent[SUBJECT], by_agent[other])
+                for other in by_agent
+                if other != SUBJECT and SUBJECT in by_agent
+            }
+            entry["groups"][group] = {
+                "kinds": kinds,
+                "agents": measures,
+                "paired": comparisons,
+                "ceiling": ceiling(by_agent.get(RUNBOOK, [])),
+            }
         result[name] = entry
     return result
 
@@ -218,8 +233,9 @@ def render(result: Mapping[str, Any]) -> Group:
     return Group(*parts)
 
 
-def _agents_table(title: str, data: Mapping[str, Any], columns: Sequence[str],
-                  published: Mapping[str, tuple[float, float]]) -> Table:
+def _agents_table(
+    title: str, data: Mapping[str, Any], columns: Sequence[str], published: Mapping[str, tuple[float, float]]
+) -> Table:
     """One row per agent: top-1/top-3 overall and per kind (and the test rounds'), attempts, curve."""
     tests = any(m["test"] for m in data["agents"].values())
     table = Table(title=title, title_justify="left")
@@ -262,22 +278,33 @@ def _kinds_table(title: str, data: Mapping[str, Any]) -> Table:
         table.add_column(agent, justify="right")
     for kind in data["kinds"]:
         cells = [data["agents"][agent]["kinds"][kind] for agent in data["agents"]]
-        table.add_row(f"{kind} ({cells[0]['rounds']} plays)", *(f"{_pct(c['top1'])} / {_pct(c['top3'])}" for c in cells))
+        table.add_row(
+            f"{kind} ({cells[0]['rounds']} plays)", *(f"{_pct(c['top1'])} / {_pct(c['top3'])}" for c in cells)
+        )
     return table
 
 
 def _paired_lines(paired: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    return [f"  {SUBJECT} vs {other}: n = {test['rounds']} scenario rounds, {SUBJECT} better in {test['better']}, "
-            f"worse in {test['worse']}; sign test p = {test['p_value']:.3g}; difference "
-            f"{100 * test['difference']:+.1f} points"
-            for other, test in paired.items() if test["difference"] is not None]
+    return [
+        f"  {SUBJECT} vs {other}: n = {test['rounds']} scenario rounds, {SUBJECT} better in {test['better']}, "
+        f"worse in {test['worse']}; sign test p = {test['p_value']:.3g}; difference "
+        f"{100 * test['difference']:+.1f} points"
+        for other, test in paired.items()
+        if test["difference"] is not None
+    ]
 
 
 def markdown(result: Mapping[str, Any], *, commands: Sequence[str] = (), title: str = "Dataset results") -> str:
     """The tracks as Markdown tables (a results page rendered from the logs, never typed)."""
-    lines = [f"# {title}", "", "<!-- written by python -m eval.tracks --markdown; do not edit by hand -->", "",
-             "Rendered from the run logs made by these commands (top-1 / top-3 of the first ranking; "
-             "\"shuffled\" rows are the mean over the shuffled orders):", ""]
+    lines = [
+        f"# {title}",
+        "",
+        "<!-- written by python -m eval.tracks --markdown; do not edit by hand -->",
+        "",
+        "Rendered from the run logs made by these commands (top-1 / top-3 of the first ranking; "
+        '"shuffled" rows are the mean over the shuffled orders):',
+        "",
+    ]
     if commands:
         lines += ["```bash", *commands, "```", ""]
     for name, entry in result.items():
@@ -286,10 +313,17 @@ def markdown(result: Mapping[str, Any], *, commands: Sequence[str] = (), title: 
             label = "the data's order" if group == TIME else f"shuffled orders (mean of {len(shuffles)})"
             tests = any(m["test"] for m in data["agents"].values())
             kinds = data["kinds"] if len(data["kinds"]) <= MAX_KIND_COLUMNS else []
-            head = ["agent", "top-1", "top-3"] + [f"test {k} top-1 / top-3" if tests else f"{k} top-1 / top-3"
-                                                  for k in kinds] + ["attempts (solved)", "top-1 by quarter"]
-            lines += [f"### {name}: {label}", "", "| " + " | ".join(head) + " |",
-                      "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+            head = (
+                ["agent", "top-1", "top-3"]
+                + [f"test {k} top-1 / top-3" if tests else f"{k} top-1 / top-3" for k in kinds]
+                + ["attempts (solved)", "top-1 by quarter"]
+            )
+            lines += [
+                f"### {name}: {label}",
+                "",
+                "| " + " | ".join(head) + " |",
+                "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|",
+            ]
             for agent, m in data["agents"].items():
                 cells = [agent, _pct(m["all"]["top1"]), _pct(m["all"]["top3"])]
                 for kind in kinds:
@@ -302,11 +336,15 @@ def markdown(result: Mapping[str, Any], *, commands: Sequence[str] = (), title: 
             published = (entry["published"] or {}) if group == TIME else {}
             if published and tests:
                 cells = ["published (no memory)", "", ""] + [
-                    f"{_pct(published[k][0])} / {_pct(published[k][1])}" if k in published else "—" for k in kinds]
+                    f"{_pct(published[k][0])} / {_pct(published[k][1])}" if k in published else "—" for k in kinds
+                ]
                 lines.append("| " + " | ".join(cells + ["", ""]) + " |")
             if data.get("ceiling") is not None:
-                lines.append("| " + " | ".join(["ceiling: every recurrence right", _pct(data["ceiling"])]
-                                               + [""] * (len(head) - 2)) + " |")
+                lines.append(
+                    "| "
+                    + " | ".join(["ceiling: every recurrence right", _pct(data["ceiling"])] + [""] * (len(head) - 2))
+                    + " |"
+                )
             lines += [""] + [line.strip() + "  " for line in _paired_lines(data["paired"])] + [""]
     return "\n".join(lines)
 
@@ -315,11 +353,12 @@ def _parser() -> argparse.ArgumentParser:
     return argparse.ArgumentParser(
         prog="python -m eval.tracks",
         description="The dataset papers' metrics (top-1/top-3 of the first ranking, attempts, learning curve, "
-                    "paired statistics, published baselines) from eval.compare run logs.",
+        "paired statistics, published baselines) from eval.compare run logs.",
         epilog="example:\n  python -m eval.compare runs/petshop-high.yaml --agents episodic flat_rag classifier "
-               "no_memory --order time shuffled --json runs/petshop-high.json\n"
-               "  python -m eval.tracks runs/petshop-high.json --json runs/petshop-high-tracks.json",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "no_memory --order time shuffled --json runs/petshop-high.json\n"
+        "  python -m eval.tracks runs/petshop-high.json --json runs/petshop-high-tracks.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def merged(logs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -336,10 +375,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     parser.add_argument("logs", nargs="+", metavar="LOG", help="run logs written by eval.compare --json")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the measures as JSON here")
-    parser.add_argument("--markdown", default=None, metavar="PATH",
-                        help="also write them as Markdown tables here (a results page rendered from the logs)")
-    parser.add_argument("--command", action="append", default=[], metavar="TEXT",
-                        help="a command line to print above the Markdown tables (repeatable): how the logs were made")
+    parser.add_argument(
+        "--markdown",
+        default=None,
+        metavar="PATH",
+        help="also write them as Markdown tables here (a results page rendered from the logs)",
+    )
+    parser.add_argument(
+        "--command",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a command line to print above the Markdown tables (repeatable): how the logs were made",
+    )
     args = parser.parse_args(argv)
     inputs = [("a run log this command reads", path) for path in args.logs]
     for flag, out in (("--json", args.json), ("--markdown", args.markdown)):

@@ -29,8 +29,8 @@ The timeline is the only source of truth; every other layer is a projection of i
 
 from memory.agent_memory import EpisodicMemory
 from memory.calibration import EvidenceRecord
-from memory.errors import MemoryError_, StoreError
 from memory.episodes import Episode, Outcome, Reader, Segmenter, SegmenterConfig, segment
+from memory.errors import MemoryError_, StoreError
 from memory.facts import FactVersion
 from memory.graph import Edge, EdgeType, GraphConfig, causal_chain
 from memory.lexicon import DEFAULT_LEXICON, Lexicon, load_lexicon

@@ -7,9 +7,10 @@ import re
 import sqlite3
 import sys
 import textwrap
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from memory.agent_memory import EpisodicMemory
@@ -46,37 +47,66 @@ _SHOWN = 8  # principals named when a principal is not found
 def _command(commands: Any, name: str, summary: str, *examples: str) -> argparse.ArgumentParser:
     """A subcommand whose --help ends with its examples."""
     epilog = "examples:\n" + "".join(f"  python -m memory {name} {example}\n" for example in examples)
-    return commands.add_parser(name, help=summary, description=textwrap.fill(summary, 79), epilog=epilog,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(summary, 79),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m memory", description="Inspect and move memory stores.",
-                                     epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m memory",
+        description="Inspect and move memory stores.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
-    verify = _command(commands, "verify", "check the store read-only (chain, digests, triggers, anchor, schema "
-                      "version); exit 1 naming each finding", "runs/memory.sqlite")
+    verify = _command(
+        commands,
+        "verify",
+        "check the store read-only (chain, digests, triggers, anchor, schema version); exit 1 naming each finding",
+        "runs/memory.sqlite",
+    )
     verify.add_argument("store", help=f"the store to check: {_STORE_HELP}")
-    export = _command(commands, "export", "write every timeline entry as JSON lines (not importable when the "
-                      "store holds erasures: copy the store file instead)",
-                      "runs/memory.sqlite backups/memory.jsonl")
+    export = _command(
+        commands,
+        "export",
+        "write every timeline entry as JSON lines (not importable when the "
+        "store holds erasures: copy the store file instead)",
+        "runs/memory.sqlite backups/memory.jsonl",
+    )
     export.add_argument("store", help=f"the store to read: {_STORE_HELP}")
-    export.add_argument("out", help="the JSON lines file to write (replaced atomically; missing folders are created; "
-                        "never an SQLite file, a store's sidecar or the store itself)")
-    imp = _command(commands, "import", "append a JSONL export to a store, all or nothing",
-                   "backup.jsonl restored.sqlite", "more.jsonl restored.sqlite --append",
-                   "backup.jsonl postgresql://app@db.internal/memory")
+    export.add_argument(
+        "out",
+        help="the JSON lines file to write (replaced atomically; missing folders are created; "
+        "never an SQLite file, a store's sidecar or the store itself)",
+    )
+    imp = _command(
+        commands,
+        "import",
+        "append a JSONL export to a store, all or nothing",
+        "backup.jsonl restored.sqlite",
+        "more.jsonl restored.sqlite --append",
+        "backup.jsonl postgresql://app@db.internal/memory",
+    )
     imp.add_argument("source", help="a JSON lines file written by `python -m memory export`")
     imp.add_argument("store", help=f"the store to write, created when missing: {_STORE_HELP}")
-    imp.add_argument("--append", action="store_true",
-                     help="continue a non-empty store whose head the export's chain follows")
-    stats = _command(commands, "stats", "counts of entries, tenants, situations, derived records",
-                     "runs/memory.sqlite")
+    imp.add_argument(
+        "--append", action="store_true", help="continue a non-empty store whose head the export's chain follows"
+    )
+    stats = _command(commands, "stats", "counts of entries, tenants, situations, derived records", "runs/memory.sqlite")
     stats.add_argument("store", help=f"the store to count: {_STORE_HELP}")
-    erase = _command(commands, "erase", "erase an entry's or a principal's content for good; verify still proves "
-                     "the rest (the derived state is rebuilt)",
-                     'runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo',
-                     'runs/memory.sqlite --entry ENTRY_ID --reason "request 12"')
+    erase = _command(
+        commands,
+        "erase",
+        "erase an entry's or a principal's content for good; verify still proves "
+        "the rest (the derived state is rebuilt)",
+        'runs/memory.sqlite --principal team-a --reason "tenant left" --by dpo',
+        'runs/memory.sqlite --entry ENTRY_ID --reason "request 12"',
+    )
     erase.add_argument("store", help=f"the store to erase in: {_STORE_HELP}")
     target = erase.add_mutually_exclusive_group(required=True)
     target.add_argument("--principal", help="erase every entry of this principal")
@@ -84,28 +114,44 @@ def _parser() -> argparse.ArgumentParser:
     erase.add_argument("--reason", default="", help="why (kept in the erasure record; no content)")
     erase.add_argument("--by", default="", help="who asked (kept in the erasure record)")
     _retain_parser(commands)
-    graph = _command(commands, "graph", "draw a store's episode graph, or one episode's causal chain, as a "
-                     ".png or .svg picture", graph_command.EXAMPLE,
-                     "runs/memory.sqlite --principal team-a --out chain.svg --chain EPISODE_ID")
+    graph = _command(
+        commands,
+        "graph",
+        "draw a store's episode graph, or one episode's causal chain, as a .png or .svg picture",
+        graph_command.EXAMPLE,
+        "runs/memory.sqlite --principal team-a --out chain.svg --chain EPISODE_ID",
+    )
     graph_command.add_arguments(graph)
     return parser
 
 
 def _retain_parser(commands: Any) -> None:
-    retain = _command(commands, "retain", "erase what a retention policy expires of a principal's entries, "
-                      "recorded like an erasure (the record names the policy); verify still proves the rest",
-                      "runs/memory.sqlite --principal team-a --max-age 90d",
-                      "runs/memory.sqlite --principal team-a --max-entries 5000 --no-keep-lessons",
-                      "runs/memory.sqlite --principal team-a --max-age 90d --max-entries 5000 --dry-run")
+    retain = _command(
+        commands,
+        "retain",
+        "erase what a retention policy expires of a principal's entries, "
+        "recorded like an erasure (the record names the policy); verify still proves the rest",
+        "runs/memory.sqlite --principal team-a --max-age 90d",
+        "runs/memory.sqlite --principal team-a --max-entries 5000 --no-keep-lessons",
+        "runs/memory.sqlite --principal team-a --max-age 90d --max-entries 5000 --dry-run",
+    )
     retain.add_argument("store", help=f"the store to apply the policy to: {_STORE_HELP}")
     retain.add_argument("--principal", required=True, help="the tenant whose entries the policy covers")
-    retain.add_argument("--max-age", metavar="AGE", type=_age,
-                        help="erase entries older than this before the principal's newest entry: a number with "
-                        "d (days), h (hours) or m (minutes), e.g. 90d")
+    retain.add_argument(
+        "--max-age",
+        metavar="AGE",
+        type=_age,
+        help="erase entries older than this before the principal's newest entry: a number with "
+        "d (days), h (hours) or m (minutes), e.g. 90d",
+    )
     retain.add_argument("--max-entries", metavar="N", type=_count, help="keep only the newest N entries")
-    retain.add_argument("--keep-lessons", action=argparse.BooleanOptionalAction, default=True,
-                        help="keep the entries of incidents that support or contradict a current fact, whatever "
-                        "their age (default: keep)")
+    retain.add_argument(
+        "--keep-lessons",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep the entries of incidents that support or contradict a current fact, whatever "
+        "their age (default: keep)",
+    )
     retain.add_argument("--dry-run", action="store_true", help="say how many entries would be erased; change nothing")
 
 
@@ -151,8 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except (sqlite3.DatabaseError, ValueError) as exc:  # a damaged store: what verify is for
-        print(f"error: {args.store}: the store cannot be read ({exc}); run `python -m memory verify {args.store}`",
-              file=sys.stderr)
+        print(
+            f"error: {args.store}: the store cannot be read ({exc}); run `python -m memory verify {args.store}`",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -174,9 +222,12 @@ def _export(path: str, out: str) -> int:
     if erased:
         rows = "1 erased entry, a blank row" if erased == 1 else f"{erased} erased entries, blank rows"
         copy = "with pg_dump" if _is_url(path) else "by copying the store file (with its -anchor file)"
-        print(f"warning: {out} cannot be imported by this version: it holds {rows} whose content cannot be "
-              f"re-hashed, and an export does not carry the erasure records that vouch for them; back up or move "
-              f"{path} {copy} instead", file=sys.stderr)
+        print(
+            f"warning: {out} cannot be imported by this version: it holds {rows} whose content cannot be "
+            f"re-hashed, and an export does not carry the erasure records that vouch for them; back up or move "
+            f"{path} {copy} instead",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -186,8 +237,11 @@ def _import(source: str, path: str, *, append: bool) -> int:
     try:
         with open_store(path) as store:
             if len(store) and not append:
-                print(f"error: {path} already holds {len(store)} entries; import into a new store, "
-                      f"or pass --append to continue this one", file=sys.stderr)
+                print(
+                    f"error: {path} already holds {len(store)} entries; import into a new store, "
+                    f"or pass --append to continue this one",
+                    file=sys.stderr,
+                )
                 return 2
             count = store.import_jsonl(source)
     except BaseException:
@@ -210,20 +264,29 @@ def _erase(args: argparse.Namespace) -> int:
         return 2
     encoder = _hashing_encoder(encoders)
     if encoder is None:
-        print(f"error: {args.store}: entries made by {', '.join(encoders)}; erase with EpisodicMemory.forget "
-              f"and that encoder", file=sys.stderr)
+        print(
+            f"error: {args.store}: entries made by {', '.join(encoders)}; erase with EpisodicMemory.forget "
+            f"and that encoder",
+            file=sys.stderr,
+        )
         return 2
     principal = entry.principal if entry is not None else args.principal
     with shown_on_stderr():  # a store without state runs indexes its episodes first
         memory = EpisodicMemory(args.store, principal=principal, encoder=encoder)
     with memory:
-        done = memory.forget(entry_id=args.entry, principal=None if args.entry else principal, reason=args.reason,
-                             requested_by=args.by)
+        done = memory.forget(
+            entry_id=args.entry, principal=None if args.entry else principal, reason=args.reason, requested_by=args.by
+        )
     noun = "entry" if done.entries == 1 else "entries"
-    print(f"erased {done.entries} {noun} of {principal} (erasure record {done.record_id[:16]}…); "
-          f"{done.records} derived records rebuilt; "
-          + ("no copy left in the store's files" if done.purged else
-             "old copies may remain until the store is vacuumed (another process held it, or not the owner)"))
+    print(
+        f"erased {done.entries} {noun} of {principal} (erasure record {done.record_id[:16]}…); "
+        f"{done.records} derived records rebuilt; "
+        + (
+            "no copy left in the store's files"
+            if done.purged
+            else "old copies may remain until the store is vacuumed (another process held it, or not the owner)"
+        )
+    )
     return 0
 
 
@@ -243,9 +306,13 @@ def _retain(args: argparse.Namespace) -> int:
     with open_store(args.store, create=False) as store:
         encoders, present = store.stats().encoders, store.principals()
     encoder = _hashing_encoder(encoders)
-    refused = (f"principal {args.principal!r} has no entries here (principals: {_named(present)})"
-               if args.principal not in present else "" if encoder else
-               f"entries made by {', '.join(encoders)}; retain with EpisodicMemory.retain and that encoder")
+    refused = (
+        f"principal {args.principal!r} has no entries here (principals: {_named(present)})"
+        if args.principal not in present
+        else ""
+        if encoder
+        else f"entries made by {', '.join(encoders)}; retain with EpisodicMemory.retain and that encoder"
+    )
     if refused:
         print(f"error: {args.store}: {refused}", file=sys.stderr)
         return 2
@@ -266,8 +333,11 @@ def _named(present: Sequence[str]) -> str:
 
 def _nothing_to_erase(args: argparse.Namespace, store: Store, entry: Entry | None) -> str:
     """Why an erase request finds nothing to erase in `store` ("" when it does)."""
-    long = [f"{name} of {len(value):,} characters" for name, value in (("--reason", args.reason), ("--by", args.by))
-            if len(value) > MAX_REASON]
+    long = [
+        f"{name} of {len(value):,} characters"
+        for name, value in (("--reason", args.reason), ("--by", args.by))
+        if len(value) > MAX_REASON
+    ]
     if long:
         return f"{' and '.join(long)} exceeds the limit of {MAX_REASON}"
     if args.entry:
@@ -277,8 +347,9 @@ def _nothing_to_erase(args: argparse.Namespace, store: Store, entry: Entry | Non
     present = store.principals()
     if args.principal not in present:
         shown = ", ".join(present[:_SHOWN]) + (f" and {len(present) - _SHOWN} more" if len(present) > _SHOWN else "")
-        return f"nothing of principal {args.principal!r} to erase: it has no entries here (principals: " \
-               f"{shown or 'none'})"
+        return (
+            f"nothing of principal {args.principal!r} to erase: it has no entries here (principals: {shown or 'none'})"
+        )
     if all(is_erased(e) for e in store.entries(principal=args.principal)):
         return f"nothing of principal {args.principal!r} to erase: its entries are already erased"
     return ""

@@ -21,16 +21,17 @@ derived records were read with (`memory.persistence.lexicons`).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import networkx as nx
 
 import memory.pipeline as pipeline
 import memory.retention as retention
+from memory.episodes import Episode, Segmenter, SegmenterConfig
 from memory.errors import MemoryError_, StoreChanged
-from memory.episodes import Episode
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, Edge, GraphConfig, resolution
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -41,7 +42,6 @@ from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredSt
 from memory.pipeline import Learning
 from memory.retention import Retained, RetentionPolicy
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
-from memory.episodes import Segmenter, SegmenterConfig
 from memory.state import MemoryState, Problem
 from memory.timeline import (
     Encoder,
@@ -61,6 +61,7 @@ from memory.timeline.schema import entry_to_row
 from memory.timeline.stores import open_store
 from memory.window import RecentEntries, as_messages
 
+
 class Projection(NamedTuple):
     """Everything derived from the timeline, as plain values (for comparisons)."""
 
@@ -69,8 +70,9 @@ class Projection(NamedTuple):
     facts: tuple[FactVersion, ...]  # every fact version, in insertion order
 
 
-def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor | None,
-                   lexicon: Lexicon) -> tuple[Store, Timeline]:
+def _open_timeline(
+    path: str | Path | None, encoder: Encoder, redactor: Redactor | None, lexicon: Lexicon
+) -> tuple[Store, Timeline]:
     """The store `path` names and a timeline on it; the store is closed again if the timeline refuses it, or if
     its derived records were read with another lexicon (`memory.persistence.lexicons`)."""
     store = open_store(path)
@@ -86,14 +88,21 @@ def _open_timeline(path: str | Path | None, encoder: Encoder, redactor: Redactor
 def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) -> Retriever:
     """The retriever over a derived state: its index, graph, facts and cached chain narratives."""
     chain = lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most)  # noqa: E731
-    return Retriever(state.index, encoder.encode, graph=state.graph, facts=state.facts_of, chain=chain, config=config,
-                     lexicon=state.lexicon)
+    return Retriever(
+        state.index,
+        encoder.encode,
+        graph=state.graph,
+        facts=state.facts_of,
+        chain=chain,
+        config=config,
+        lexicon=state.lexicon,
+    )
 
 
 ERASE_ATTEMPTS = 5  # an erasure planned while others write is planned again this many times at most
 
 
-def erase_settled(memory: "EpisodicMemory", **target: Any) -> tuple[Any, bool]:
+def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[Any, bool]:
     """Plan an erasure and apply it; when another writer appended meanwhile, plan it again on the grown
     store (at most `ERASE_ATTEMPTS` times). The plan applied and whether the file was purged.
 
@@ -101,8 +110,9 @@ def erase_settled(memory: "EpisodicMemory", **target: Any) -> tuple[Any, bool]:
         StoreChanged: the store kept growing under every plan.
     """
     for attempt in range(1, ERASE_ATTEMPTS + 1):
-        plan = make_plan(memory.store, owner=memory.principal,
-                         rederive=lambda erase: replayed_records(memory, erase), **target)
+        plan = make_plan(
+            memory.store, owner=memory.principal, rederive=lambda erase: replayed_records(memory, erase), **target
+        )
         try:
             purged = memory.store.erase(plan)
         except StoreChanged:
@@ -134,11 +144,21 @@ class EpisodicMemory:
         persistence: when state runs (fast-open snapshots of the derived state) are written.
     """
 
-    def __init__(self, path: str | Path | None = None, *, principal: str = "default",
-                 encoder: Encoder | None = None, redactor: Redactor | None = None, lexicon: Lexicon = DEFAULT_LEXICON,
-                 retriever: RetrieverConfig = DEFAULT, segmenter: SegmenterConfig | None = None,
-                 links: GraphConfig = DEFAULT_GRAPH_CONFIG, facts: FactConfig = DEFAULT_FACTS,
-                 proposer: ProposalHook | None = None, persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        principal: str = "default",
+        encoder: Encoder | None = None,
+        redactor: Redactor | None = None,
+        lexicon: Lexicon = DEFAULT_LEXICON,
+        retriever: RetrieverConfig = DEFAULT,
+        segmenter: SegmenterConfig | None = None,
+        links: GraphConfig = DEFAULT_GRAPH_CONFIG,
+        facts: FactConfig = DEFAULT_FACTS,
+        proposer: ProposalHook | None = None,
+        persistence: Persistence = DEFAULT_PERSISTENCE,
+    ) -> None:
         self.principal = check_label("principal", principal)
         self.encoder = encoder or HashingEncoder()
         self.lexicon = lexicon
@@ -153,8 +173,9 @@ class EpisodicMemory:
         """Build the derived state from the store (on open, and after an erasure rewrote it)."""
         self.reinforcements: list[pipeline.Reinforcement] = []  # what each episode closed in this process changed
         self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store, self.lexicon)
-        self.stored = StoredState(self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config,
-                                  persistence=self.persistence)
+        self.stored = StoredState(
+            self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config, persistence=self.persistence
+        )
         self._segmenter = Segmenter(self.segmenter_config, self.lexicon)
         self._recent = RecentEntries(self.store)
         self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
@@ -178,9 +199,17 @@ class EpisodicMemory:
         return self.state.index
 
     # -- recording ---------------------------------------------------------------------
-    def record(self, text: str, *, kind: Kind | str, role: Role | str = Role.ENVIRONMENT,
-               timestamp: datetime | None = None, situation: str = "default",
-               metadata: Mapping[str, Any] | None = None, principal: str | None = None) -> Entry:
+    def record(
+        self,
+        text: str,
+        *,
+        kind: Kind | str,
+        role: Role | str = Role.ENVIRONMENT,
+        timestamp: datetime | None = None,
+        situation: str = "default",
+        metadata: Mapping[str, Any] | None = None,
+        principal: str | None = None,
+    ) -> Entry:
         """Append one entry to the timeline and feed it to the segmenter.
 
         Args:
@@ -193,8 +222,14 @@ class EpisodicMemory:
             principal: tenant; the memory's default principal when None.
         """
         entry = self.timeline.append(
-            text, kind=kind, role=role, timestamp=timestamp or datetime.now(timezone.utc), situation=situation,
-            principal=self._who(principal), metadata=metadata)
+            text,
+            kind=kind,
+            role=role,
+            timestamp=timestamp or datetime.now(UTC),
+            situation=situation,
+            principal=self._who(principal),
+            metadata=metadata,
+        )
         self._catch_up(entry.seq)
         self._ingest(entry)
         return entry
@@ -203,21 +238,34 @@ class EpisodicMemory:
         """Record an observation from the environment."""
         return self.record(text, kind=Kind.OBSERVATION, **{"role": Role.ENVIRONMENT, **fields})
 
-    def decide(self, text: str, *, choice: str | None = None, confidence: float | None = None,
-               retrieved: Iterable[str] = (), relied_on: Iterable[str] = (),
-               metadata: Mapping[str, Any] | None = None, **fields: Any) -> Entry:
+    def decide(
+        self,
+        text: str,
+        *,
+        choice: str | None = None,
+        confidence: float | None = None,
+        retrieved: Iterable[str] = (),
+        relied_on: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Entry:
         """Record the agent's decision; `retrieved`/`relied_on` name Context items (see `Context.item_ids`)."""
-        meta = {**(metadata or {}), **({} if choice is None else {"choice": choice}),
-                **({} if confidence is None else {"confidence": float(confidence)}),
-                "retrieved": list(retrieved), "relied_on": list(relied_on)}
+        meta = {
+            **(metadata or {}),
+            **({} if choice is None else {"choice": choice}),
+            **({} if confidence is None else {"confidence": float(confidence)}),
+            "retrieved": list(retrieved),
+            "relied_on": list(relied_on),
+        }
         return self.record(text, kind=Kind.DECISION, metadata=meta, **{"role": Role.AGENT, **fields})
 
     def act(self, text: str, **fields: Any) -> Entry:
         """Record an action the agent took (a change made)."""
         return self.record(text, kind=Kind.ACTION, **{"role": Role.AGENT, **fields})
 
-    def outcome(self, text: str, *, status: str | None = None, metadata: Mapping[str, Any] | None = None,
-                **fields: Any) -> Entry:
+    def outcome(
+        self, text: str, *, status: str | None = None, metadata: Mapping[str, Any] | None = None, **fields: Any
+    ) -> Entry:
         """Record an outcome signal; `status` ("success"/"failure") is stored as a structured check."""
         meta = {**(metadata or {}), **({} if status is None else {"status": status})}
         return self.record(text, kind=Kind.OUTCOME, metadata=meta, **{"role": Role.ENVIRONMENT, **fields})
@@ -240,11 +288,22 @@ class EpisodicMemory:
         """The short-term window as chat messages (agent: "assistant", others: "user"; roles alternate)."""
         return as_messages(self.recent(n, principal=principal))
 
-    def recall(self, query: str | Sequence[str] | None = None, *, situation: str | None = None,
-               principal: str | None = None, k: int = 5, now: datetime | None = None,
-               where: Mapping[str, Any] | None = None, since: datetime | None = None,
-               until: datetime | None = None, unit: Unit = "incident", subject: str | None = None,
-               exclude: Collection[str] = (), incidents: int | None = None) -> Context:
+    def recall(
+        self,
+        query: str | Sequence[str] | None = None,
+        *,
+        situation: str | None = None,
+        principal: str | None = None,
+        k: int = 5,
+        now: datetime | None = None,
+        where: Mapping[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        unit: Unit = "incident",
+        subject: str | None = None,
+        exclude: Collection[str] = (),
+        incidents: int | None = None,
+    ) -> Context:
         """Past incidents with outcomes, applicable facts, causal chains and implicated changes for a query.
 
         Args:
@@ -271,11 +330,18 @@ class EpisodicMemory:
         if query is None:
             query = self._recent.observations_since(who, self.state.closed_seq.get(who, -1))
         situation = window[-1].situation if situation is None and window else situation
-        context = self._retriever.recall(query, principal=who, situation=situation, k=k, now=now, where=where,
-                                         since=since, until=until)
-        return self._units.attach(context, unit=unit, observations=query.splitlines() if isinstance(query, str)
-                                  else query, subject=subject, exclude=exclude, limit=incidents,
-                                  at=window[-1].timestamp if window else None)
+        context = self._retriever.recall(
+            query, principal=who, situation=situation, k=k, now=now, where=where, since=since, until=until
+        )
+        return self._units.attach(
+            context,
+            unit=unit,
+            observations=query.splitlines() if isinstance(query, str) else query,
+            subject=subject,
+            exclude=exclude,
+            limit=incidents,
+            at=window[-1].timestamp if window else None,
+        )
 
     def episodes(self, principal: str | None = None) -> list[Episode]:
         """Closed episodes of a principal, in closing order."""
@@ -293,8 +359,9 @@ class EpisodicMemory:
     def facts(self, principal: str | None = None, *, include_retired: bool = False) -> list[FactVersion]:
         """Current version of each fact of a principal."""
         who = self._who(principal)
-        return [f for f in self.state.current.values()
-                if f.principal == who and (include_retired or f.status == "active")]
+        return [
+            f for f in self.state.current.values() if f.principal == who and (include_retired or f.status == "active")
+        ]
 
     def fact_history(self, fact_id: str, *, principal: str | None = None) -> list[FactVersion]:
         """Every version of a principal's fact, oldest first: how the belief changed and on what evidence."""
@@ -322,12 +389,14 @@ class EpisodicMemory:
         with replay(self) as fresh:
             return fresh.projection()
 
-    def forget(self, *, entry_id: str | None = None, principal: str | None = None, reason: str = "",
-               requested_by: str = "") -> Erasure:
+    def forget(
+        self, *, entry_id: str | None = None, principal: str | None = None, reason: str = "", requested_by: str = ""
+    ) -> Erasure:
         """Erase one of this principal's entries (by id) or all of a principal's: content, derived state, freed
         bytes; `verify` still proves the rest (`memory.timeline.erasure`; what it does not reach: README)."""
-        plan, purged = erase_settled(self, entry_id=entry_id, principal=principal, reason=reason,
-                                     requested_by=requested_by)
+        plan, purged = erase_settled(
+            self, entry_id=entry_id, principal=principal, reason=reason, requested_by=requested_by
+        )
         self._load(self.state.graph_config)
         return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 
@@ -342,7 +411,7 @@ class EpisodicMemory:
             sidecar.close()
         self.store.close()
 
-    def __enter__(self) -> "EpisodicMemory":
+    def __enter__(self) -> EpisodicMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -421,10 +490,17 @@ def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemor
     Flushes happen where they happened (after the entry a flush record names, or, when that
     entry is erased, before the next one), so the fresh memory closes the same episodes.
     """
-    fresh = EpisodicMemory(None, principal=memory.principal, encoder=memory.encoder, lexicon=memory.lexicon,
-                           retriever=memory.retriever_config, segmenter=memory.segmenter_config,
-                           links=memory.state.graph_config, facts=memory.learning.facts,
-                           proposer=memory.learning.proposer)
+    fresh = EpisodicMemory(
+        None,
+        principal=memory.principal,
+        encoder=memory.encoder,
+        lexicon=memory.lexicon,
+        retriever=memory.retriever_config,
+        segmenter=memory.segmenter_config,
+        links=memory.state.graph_config,
+        facts=memory.learning.facts,
+        proposer=memory.learning.proposer,
+    )
     pending = sorted({int(body["seq"]) for _, body in memory.store.records(RecordKind.FLUSH)}, reverse=True)
     for entry in memory.store.entries():
         while pending and pending[-1] < entry.seq:
@@ -443,5 +519,7 @@ def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemor
 def replayed_records(memory: EpisodicMemory, erase: Collection[int]) -> list[tuple[str, str, str]]:
     """(kind, id, body JSON text) of every record a replay of `memory`'s timeline with `erase` erased writes."""
     with replay(memory, erase) as fresh:
-        return [(kind, record_id, body) for _, kind, record_id, body in
-                fresh.store.record_rows(0, fresh.store.last_record())]
+        return [
+            (kind, record_id, body)
+            for _, kind, record_id, body in fresh.store.record_rows(0, fresh.store.last_record())
+        ]

@@ -78,8 +78,9 @@ class EvidenceRecord:
         found = [(seen.first_seq, seen.last_seq, answer) for seen, answer in resolved if seen.choices]
         if not found:
             return
-        rows = self.memory.store.decisions_between(self.principal, min(first for first, _, _ in found),
-                                                   max(last for _, last, _ in found))
+        rows = self.memory.store.decisions_between(
+            self.principal, min(first for first, _, _ in found), max(last for _, last, _ in found)
+        )
         seqs = [seq for seq, _ in rows]
         for first, last, answer in found:
             for _, metadata in rows[bisect_left(seqs, first) : bisect_right(seqs, last)]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 SIDECARS = ("-wal", "-shm", "-journal", "-anchor", "-vectors")  # files SQLite and the store keep beside one

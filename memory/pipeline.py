@@ -28,21 +28,36 @@ Nothing here reads the disk or the clock; the same state and episode give the sa
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from memory.episodes import Episode, Outcome
-from memory.facts import (ACTIVE, DEFAULT_FACTS, LESSON, EvidenceLog, FactConfig, FactVersion, LessonIncident,
-                          ProposalHook, affirmed_lines, extract_facts, learn_lesson, propose_fact, rarity,
-                          update_lesson)
+from memory.facts import (
+    ACTIVE,
+    DEFAULT_FACTS,
+    LESSON,
+    EvidenceLog,
+    FactConfig,
+    FactVersion,
+    LessonIncident,
+    ProposalHook,
+    affirmed_lines,
+    extract_facts,
+    learn_lesson,
+    propose_fact,
+    rarity,
+    update_lesson,
+)
 from memory.facts.lessons import common_terms
 from memory.graph import Edge, attempt_chain, cause_links, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retrieval.index import episode_vector
 from memory.state import MemoryState, Problem
 from memory.timeline import Entry, Kind
+
 
 @dataclass(frozen=True)
 class Learning:
@@ -101,8 +116,9 @@ def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry]) -
     corrections = [e for e in entries if e.kind is Kind.CORRECTION]
     others = np.stack([e.embedding for e in corrections]) if corrections else None
     if observed:
-        return Problem("\n".join(e.text for e in observed),
-                       episode_vector(np.stack([e.embedding for e in observed]), others))
+        return Problem(
+            "\n".join(e.text for e in observed), episode_vector(np.stack([e.embedding for e in observed]), others)
+        )
     earlier = retried_episode(state, episode) if episode.choices else None
     if earlier is not None:
         base = state.problems[earlier.id]
@@ -110,19 +126,29 @@ def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry]) -
     return Problem("", episode_vector(np.stack([e.embedding for e in entries])))
 
 
-def close_episode(state: MemoryState, episode: Episode, entries: Sequence[Entry], *,
-                  learning: Learning = DEFAULT_LEARNING) -> Changes:
+def close_episode(
+    state: MemoryState, episode: Episode, entries: Sequence[Entry], *, learning: Learning = DEFAULT_LEARNING
+) -> Changes:
     """The edges, fact versions and marks one closed (and indexed) episode implies."""
     who = episode.principal
     prior = state.prior(episode)
     caused = cause_links(state.graph, [ep.id for ep in prior], state.episodes_lookup)
-    linked = state.new_edges(infer_edges(episode, prior, config=state.graph_config, caused=caused,
-                                         lexicon=state.lexicon))
+    linked = state.new_edges(
+        infer_edges(episode, prior, config=state.graph_config, caused=caused, lexicon=state.lexicon)
+    )
     evidence = state.evidence.get(who, EvidenceLog())
     current = state.facts_of(who)
-    result = reinforce(episode, decision_notes(entries), lookup=state.episodes_lookup, graph=state.graph,
-                       pending=linked, facts=current, evidence=evidence,
-                       applied=state.marks.__contains__, config=learning.facts)
+    result = reinforce(
+        episode,
+        decision_notes(entries),
+        lookup=state.episodes_lookup,
+        graph=state.graph,
+        pending=linked,
+        facts=current,
+        evidence=evidence,
+        applied=state.marks.__contains__,
+        config=learning.facts,
+    )
     reinforced = [e for e in state.new_edges(result.edges) if e.id not in {x.id for x in linked}]
     versions = list(result.facts)
     if result.marks and learning.extract and evidence.find(episode.id) is not None:
@@ -132,8 +158,9 @@ def close_episode(state: MemoryState, episode: Episode, entries: Sequence[Entry]
     return Changes(episode.id, tuple(linked + reinforced), tuple(versions), result.marks, result)
 
 
-def _new_facts(state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion],
-               learning: Learning) -> list[FactVersion]:
+def _new_facts(
+    state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion], learning: Learning
+) -> list[FactVersion]:
     """Facts extracted (and proposed) from a principal's evidence after its latest close."""
     who = episode.principal
     latest = {f.fact_id: f for f in state.current.values() if f.principal == who}
@@ -143,8 +170,15 @@ def _new_facts(state: MemoryState, episode: Episode, evidence: EvidenceLog, revi
     if learning.proposer is not None:
         taken = {f.fact_id for f in current + made}
         for condition, conclusion in learning.proposer(evidence):
-            fact = propose_fact(condition, conclusion, evidence, principal=who, at=episode.end,
-                                config=learning.facts, reason="proposed by the proposer hook")
+            fact = propose_fact(
+                condition,
+                conclusion,
+                evidence,
+                principal=who,
+                at=episode.end,
+                config=learning.facts,
+                reason="proposed by the proposer hook",
+            )
             if fact is not None and fact.fact_id not in taken:
                 made.append(fact)
                 taken.add(fact.fact_id)
@@ -163,15 +197,24 @@ def resolved_incident(state: MemoryState, episode: Episode) -> LessonIncident | 
     opener = next((e for e in attempts if e.observations), None)
     symptoms = opener.observations if opener is not None else ()
     answer = episode.choices[-1] if episode.outcome is Outcome.SUCCESS else None
-    failed = [e.choices[-1] for e in attempts if e.choices and e.choices[-1] != answer
-              and e.outcome is not Outcome.SUCCESS]
-    return LessonIncident(episode.id, episode.principal, tuple(symptoms),
-                          tuple(text for e in attempts for text in e.corrections), tuple(dict.fromkeys(failed)),
-                          answer, (opener or episode).subject, episode.end)
+    failed = [
+        e.choices[-1] for e in attempts if e.choices and e.choices[-1] != answer and e.outcome is not Outcome.SUCCESS
+    ]
+    return LessonIncident(
+        episode.id,
+        episode.principal,
+        tuple(symptoms),
+        tuple(text for e in attempts for text in e.corrections),
+        tuple(dict.fromkeys(failed)),
+        answer,
+        (opener or episode).subject,
+        episode.end,
+    )
 
 
-def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion],
-             learning: Learning) -> list[FactVersion]:
+def _lessons(
+    state: MemoryState, episode: Episode, evidence: EvidenceLog, revised: Sequence[FactVersion], learning: Learning
+) -> list[FactVersion]:
     """Lesson versions one closing episode implies: updates of applicable lessons, then a new lesson."""
     incident = resolved_incident(state, episode)
     if incident is None or not incident.symptoms:
@@ -188,10 +231,14 @@ def _lessons(state: MemoryState, episode: Episode, evidence: EvidenceLog, revise
     taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
     if not taught:
         words = set().union(*affirmed_lines(incident.symptoms, state.lexicon))
-        lesson = learn_lesson(incident, rarity(words, evidence.frequency, len(evidence)),
-                              lambda condition: (evidence[p] for p in evidence.matching(condition)),
-                              common=common_terms(words, evidence.frequency, len(evidence)), config=learning.facts,
-                              lexicon=state.lexicon)
+        lesson = learn_lesson(
+            incident,
+            rarity(words, evidence.frequency, len(evidence)),
+            lambda condition: (evidence[p] for p in evidence.matching(condition)),
+            common=common_terms(words, evidence.frequency, len(evidence)),
+            config=learning.facts,
+            lexicon=state.lexicon,
+        )
         if lesson is not None and lesson.fact_id not in latest:
             made.append(lesson)
     return made

@@ -32,13 +32,13 @@ records are content-addressed, so applying an outcome twice changes nothing.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import networkx as nx
 
 from memory.episodes import Episode, Outcome
-from memory.graph import Edge, EdgeType, resolution
 from memory.facts import (
     DEFAULT_FACTS,
     EpisodeEvidence,
@@ -49,6 +49,7 @@ from memory.facts import (
     matches,
     update_fact,
 )
+from memory.graph import Edge, EdgeType, resolution
 
 RELIED_WEIGHT = 1.0  # edge weight when the decision said it relied on the episode
 RETRIEVED_WEIGHT = 0.5  # edge weight when the episode was only in the Context
@@ -65,11 +66,13 @@ class DecisionNote:
     relied_on: tuple[str, ...] = ()  # the subset the decision says it relied on
 
     @classmethod
-    def from_metadata(cls, entry_id: str, metadata: Mapping[str, Any]) -> "DecisionNote":
+    def from_metadata(cls, entry_id: str, metadata: Mapping[str, Any]) -> DecisionNote:
         """Read ``choice``, ``retrieved`` and ``relied_on`` from entry metadata (missing → empty)."""
+
         def ids(key: str) -> tuple[str, ...]:
             value = metadata.get(key) or ()
             return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+
         choice = metadata.get("choice")
         return cls(entry_id, str(choice) if choice is not None else None, ids("retrieved"), ids("relied_on"))
 
@@ -91,7 +94,7 @@ class Reinforcement(NamedTuple):
     facts: tuple[FactVersion, ...]  # new fact versions (reinforced, revised or retired)
     supported_facts: tuple[str, ...]  # fact ids the episode's decisions cited and were right to
     contradicted_facts: tuple[str, ...]  # fact ids the decisions cited that pointed the wrong way
-    credits: tuple["Credit", ...] = ()  # what each relied-on item did for the decision
+    credits: tuple[Credit, ...] = ()  # what each relied-on item did for the decision
 
     @property
     def changed(self) -> bool:
@@ -104,10 +107,18 @@ def mark_id(episode_id: str, decision_entry_id: str) -> str:
     return hashlib.sha256(f"{episode_id}\n{decision_entry_id}".encode("ascii")).hexdigest()
 
 
-def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
-              lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph, pending: Sequence[Edge] = (),
-              facts: Sequence[FactVersion], evidence: Sequence[EpisodeEvidence],
-              applied: Callable[[str], bool], config: FactConfig = DEFAULT_FACTS) -> Reinforcement:
+def reinforce(
+    episode: Episode,
+    decisions: Sequence[DecisionNote],
+    *,
+    lookup: Callable[[str], Episode | None],
+    graph: nx.MultiDiGraph,
+    pending: Sequence[Edge] = (),
+    facts: Sequence[FactVersion],
+    evidence: Sequence[EpisodeEvidence],
+    applied: Callable[[str], bool],
+    config: FactConfig = DEFAULT_FACTS,
+) -> Reinforcement:
     """Edges and fact versions that one closed episode implies.
 
     Args:
@@ -126,18 +137,22 @@ def reinforce(episode: Episode, decisions: Sequence[DecisionNote], *,
         return Reinforcement(episode.id, (), (), (), (), (), ())
     edges: dict[tuple[str, str, EdgeType], Edge] = {}
     current = {f.fact_id: f for f in facts if f.principal == episode.principal}
-    supported, contradicted = _recalled(episode, decisions, lookup=lookup, graph=graph, pending=pending,
-                                        current=current, edges=edges)
+    supported, contradicted = _recalled(
+        episode, decisions, lookup=lookup, graph=graph, pending=pending, current=current, edges=edges
+    )
     if episode.outcome is Outcome.SUCCESS and episode.id in graph:
         _lessons_applied(episode, lookup=lookup, graph=graph, pending=pending, edges=edges)
     versions = _revised_facts(episode, decisions, current, evidence, supported | contradicted, config)
     effect = 1 if episode.outcome is Outcome.SUCCESS else -1 if episode.outcome is Outcome.FAILURE else 0
     credits = tuple(Credit(item, d.entry_id, effect) for d in decisions for item in d.relied_on)
     return Reinforcement(
-        episode_id=episode.id, marks=tuple(m for m in marks if not applied(m)),
+        episode_id=episode.id,
+        marks=tuple(m for m in marks if not applied(m)),
         edges=tuple(edges[key] for key in sorted(edges, key=lambda k: (k[0], k[1], k[2].value))),
-        facts=tuple(versions), supported_facts=tuple(sorted(supported)),
-        contradicted_facts=tuple(sorted(contradicted)), credits=credits,
+        facts=tuple(versions),
+        supported_facts=tuple(sorted(supported)),
+        contradicted_facts=tuple(sorted(contradicted)),
+        credits=credits,
     )
 
 
@@ -148,9 +163,16 @@ def _keep_strongest(edges: dict[tuple[str, str, EdgeType], Edge], edge: Edge) ->
         edges[key] = edge
 
 
-def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Callable[[str], Episode | None],
-              graph: nx.MultiDiGraph, pending: Sequence[Edge], current: Mapping[str, FactVersion],
-              edges: dict[tuple[str, str, EdgeType], Edge]) -> tuple[set[str], set[str]]:
+def _recalled(
+    episode: Episode,
+    decisions: Sequence[DecisionNote],
+    *,
+    lookup: Callable[[str], Episode | None],
+    graph: nx.MultiDiGraph,
+    pending: Sequence[Edge],
+    current: Mapping[str, FactVersion],
+    edges: dict[tuple[str, str, EdgeType], Edge],
+) -> tuple[set[str], set[str]]:
     """Judge what each decision recalled by the episode's outcome.
 
     Adds LED_TO / CONTRADICTED edges to `edges` for recalled episodes that pointed to the
@@ -177,20 +199,32 @@ def _recalled(episode: Episode, decisions: Sequence[DecisionNote], *, lookup: Ca
             answer = resolution(graph, past.id, lookup, pending=pending)
             if answer != choice or not (success or failure):
                 continue
-            pointed = (f"{RECALLED} had confirmed" if past.outcome is Outcome.SUCCESS
-                       else f"{RECALLED} failed with {past.choices[-1] if past.choices else 'another choice'}, "
-                            f"was corrected, resolved as")
+            pointed = (
+                f"{RECALLED} had confirmed"
+                if past.outcome is Outcome.SUCCESS
+                else f"{RECALLED} failed with {past.choices[-1] if past.choices else 'another choice'}, "
+                f"was corrected, resolved as"
+            )
             if success:
-                _keep_strongest(edges, Edge(past.id, episode.id, EdgeType.LED_TO, weight,
-                                            f"{pointed} {choice}; it worked here"))
+                _keep_strongest(
+                    edges, Edge(past.id, episode.id, EdgeType.LED_TO, weight, f"{pointed} {choice}; it worked here")
+                )
             else:
-                _keep_strongest(edges, Edge(episode.id, past.id, EdgeType.CONTRADICTED, weight,
-                                            f"{pointed} {choice}; here it failed"))
+                _keep_strongest(
+                    edges,
+                    Edge(episode.id, past.id, EdgeType.CONTRADICTED, weight, f"{pointed} {choice}; here it failed"),
+                )
     return supported, contradicted
 
 
-def _lessons_applied(episode: Episode, *, lookup: Callable[[str], Episode | None], graph: nx.MultiDiGraph,
-                     pending: Sequence[Edge], edges: dict[tuple[str, str, EdgeType], Edge]) -> None:
+def _lessons_applied(
+    episode: Episode,
+    *,
+    lookup: Callable[[str], Episode | None],
+    graph: nx.MultiDiGraph,
+    pending: Sequence[Edge],
+    edges: dict[tuple[str, str, EdgeType], Edge],
+) -> None:
     """LEARNED_FROM from a successful episode to the corrected failures it retried (unless already linked)."""
     out = [(t, d.get("type")) for _, t, d in graph.out_edges(episode.id, data=True)]
     out += [(e.target, e.type) for e in pending if e.source == episode.id]
@@ -201,12 +235,20 @@ def _lessons_applied(episode: Episode, *, lookup: Callable[[str], Episode | None
         if tried is None or tried.outcome is not Outcome.FAILURE or not tried.corrections:
             continue
         if (target, EdgeType.LEARNED_FROM) not in out:
-            _keep_strongest(edges, Edge(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT,
-                                        "retry after a correction succeeded"))
+            _keep_strongest(
+                edges,
+                Edge(episode.id, target, EdgeType.LEARNED_FROM, RELIED_WEIGHT, "retry after a correction succeeded"),
+            )
 
 
-def _revised_facts(episode: Episode, decisions: Sequence[DecisionNote], current: Mapping[str, FactVersion],
-                   evidence: Sequence[EpisodeEvidence], judged: set[str], config: FactConfig) -> list[FactVersion]:
+def _revised_facts(
+    episode: Episode,
+    decisions: Sequence[DecisionNote],
+    current: Mapping[str, FactVersion],
+    evidence: Sequence[EpisodeEvidence],
+    judged: set[str],
+    config: FactConfig,
+) -> list[FactVersion]:
     """New versions of the facts the episode touched: judged, cited, or matching its observations.
 
     The episode's own evidence counts the facts its decisions cited as matched.
@@ -236,8 +278,14 @@ def episode_credit(G: nx.MultiDiGraph, episode_id: str) -> float:
     """
     if episode_id not in G:
         return 1.0
-    helped = sum(d.get("weight", 0.0) for _, _, k, d in G.out_edges(episode_id, keys=True, data=True)
-                 if k == EdgeType.LED_TO.value and str(d.get("evidence", "")).startswith(RECALLED))
-    misled = sum(d.get("weight", 0.0) for _, _, k, d in G.in_edges(episode_id, keys=True, data=True)
-                 if k == EdgeType.CONTRADICTED.value and str(d.get("evidence", "")).startswith(RECALLED))
+    helped = sum(
+        d.get("weight", 0.0)
+        for _, _, k, d in G.out_edges(episode_id, keys=True, data=True)
+        if k == EdgeType.LED_TO.value and str(d.get("evidence", "")).startswith(RECALLED)
+    )
+    misled = sum(
+        d.get("weight", 0.0)
+        for _, _, k, d in G.in_edges(episode_id, keys=True, data=True)
+        if k == EdgeType.CONTRADICTED.value and str(d.get("evidence", "")).startswith(RECALLED)
+    )
     return (1.0 + helped) / (1.0 + helped + misled)

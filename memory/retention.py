@@ -13,13 +13,14 @@ as after any erasure, and a second identical retention finds nothing to erase.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from memory.episodes import Episode
-from memory.graph.edges import Edge, EdgeType
 from memory.facts import ACTIVE, FactVersion, current_facts, resolve_records
+from memory.graph.edges import Edge, EdgeType
 from memory.timeline import Entry, RecordKind, format_timestamp
 from memory.timeline.erasure import Selection, is_erased
 
@@ -40,17 +41,21 @@ class RetentionPolicy:
             problems.append("a retention policy needs max_age or max_entries (or both)")
         if self.max_age is not None and (not isinstance(self.max_age, timedelta) or self.max_age <= timedelta(0)):
             problems.append(f"max_age must be a positive timedelta, not {self.max_age!r}")
-        if self.max_entries is not None and (isinstance(self.max_entries, bool) or not isinstance(self.max_entries, int)
-                                             or self.max_entries < 0):
+        if self.max_entries is not None and (
+            isinstance(self.max_entries, bool) or not isinstance(self.max_entries, int) or self.max_entries < 0
+        ):
             problems.append(f"max_entries must be an int of at least 0, not {self.max_entries!r}")
         if problems:
             raise ValueError("; ".join(problems))
 
     def to_record(self, now: datetime | None) -> dict[str, Any]:
         """The policy as the erasure record keeps it (``now`` None: the age counts from the newest entry)."""
-        return {"max_age_seconds": None if self.max_age is None else self.max_age.total_seconds(),
-                "max_entries": self.max_entries, "keep_lessons": self.keep_lessons,
-                "now": None if now is None else format_timestamp(now)}
+        return {
+            "max_age_seconds": None if self.max_age is None else self.max_age.total_seconds(),
+            "max_entries": self.max_entries,
+            "keep_lessons": self.keep_lessons,
+            "now": None if now is None else format_timestamp(now),
+        }
 
 
 class Retained(NamedTuple):
@@ -64,8 +69,9 @@ class Retained(NamedTuple):
     dry_run: bool  # nothing was changed
 
 
-def expired(entries: Iterable[Entry], policy: RetentionPolicy, *, kept_evidence: Collection[str],
-            now: datetime | None = None) -> list[Entry]:
+def expired(
+    entries: Iterable[Entry], policy: RetentionPolicy, *, kept_evidence: Collection[str], now: datetime | None = None
+) -> list[Entry]:
     """The entries (of one principal, in timeline order) `policy` expires, erased ones left out.
 
     Args:
@@ -83,12 +89,16 @@ def expired(entries: Iterable[Entry], policy: RetentionPolicy, *, kept_evidence:
         cutoff = (now or max(e.timestamp for e in live)) - policy.max_age
     newest = len(live) if policy.max_entries is None else policy.max_entries
     ranked = len(live) - newest  # the entries before this index are beyond the newest max_entries
-    return [e for i, e in enumerate(live)
-            if (i < ranked or (cutoff is not None and e.timestamp < cutoff)) and e.id not in kept_evidence]
+    return [
+        e
+        for i, e in enumerate(live)
+        if (i < ranked or (cutoff is not None and e.timestamp < cutoff)) and e.id not in kept_evidence
+    ]
 
 
-def lesson_evidence(facts: Iterable[FactVersion], episodes: Mapping[str, Episode], edges: Iterable[Edge], *,
-                    principal: str) -> frozenset[str]:
+def lesson_evidence(
+    facts: Iterable[FactVersion], episodes: Mapping[str, Episode], edges: Iterable[Edge], *, principal: str
+) -> frozenset[str]:
     """Ids of the entries of the incidents whose episodes support or contradict a current active fact of `principal`.
 
     An incident is an episode and the earlier attempts it retried or learned from (RETRY_OF,
@@ -99,23 +109,31 @@ def lesson_evidence(facts: Iterable[FactVersion], episodes: Mapping[str, Episode
     for edge in edges:
         if edge.type in INCIDENT_EDGES:
             earlier.setdefault(edge.source, []).append(edge.target)
-    todo = [episode_id for fact in current_facts(facts) if fact.principal == principal and fact.status == ACTIVE
-            for episode_id in (*fact.support, *fact.contradict)]
+    todo = [
+        episode_id
+        for fact in current_facts(facts)
+        if fact.principal == principal and fact.status == ACTIVE
+        for episode_id in (*fact.support, *fact.contradict)
+    ]
     cited: set[str] = set()
     while todo:
         episode_id = todo.pop()
         if episode_id not in cited:
             cited.add(episode_id)
             todo.extend(earlier.get(episode_id, ()))
-    return frozenset(entry_id for episode_id in cited if episode_id in episodes
-                     for entry_id in episodes[episode_id].entry_ids)
+    return frozenset(
+        entry_id for episode_id in cited if episode_id in episodes for entry_id in episodes[episode_id].entry_ids
+    )
 
 
 def stored_evidence(store: Any, principal: str) -> frozenset[str]:
     """`lesson_evidence` from the fact versions, episodes and edges a store holds (every writer's)."""
     facts = resolve_records(body for _, body in store.records(RecordKind.FACT))
-    episodes = {e.id: e for e in (Episode.from_record(body) for _, body in store.records(RecordKind.EPISODE))
-                if e.principal == principal}
+    episodes = {
+        e.id: e
+        for e in (Episode.from_record(body) for _, body in store.records(RecordKind.EPISODE))
+        if e.principal == principal
+    }
     edges = (Edge.from_record(body) for _, body in store.records(RecordKind.EDGE))
     return lesson_evidence(facts, episodes, edges, principal=principal)
 
@@ -137,9 +155,16 @@ def expiry(store: Any, policy: RetentionPolicy, *, principal: str, now: datetime
     return Expiry(Selection([(e.seq, e.id) for e in chosen], scope), spared)
 
 
-def retain(memory: Any, policy: RetentionPolicy, *, settle: Callable[..., tuple[Any, bool]],
-           reload: Callable[[Any], None], principal: str | None = None, now: datetime | None = None,
-           dry_run: bool = False) -> Retained:
+def retain(
+    memory: Any,
+    policy: RetentionPolicy,
+    *,
+    settle: Callable[..., tuple[Any, bool]],
+    reload: Callable[[Any], None],
+    principal: str | None = None,
+    now: datetime | None = None,
+    dry_run: bool = False,
+) -> Retained:
     """Erase what `policy` expires of a principal's entries of `memory` (`EpisodicMemory.retain`).
 
     Args:
@@ -181,10 +206,15 @@ def summary(done: Retained, principal: str) -> str:
         return f"would erase {done.entries} expired {noun} of {principal}{kept} (dry run: nothing changed)"
     if not done.entries:
         return f"nothing of {principal} expired{kept}"
-    return (f"erased {done.entries} expired {noun} of {principal} (erasure record {done.record_id[:16]}…){kept}; "
-            f"{done.records} derived records rebuilt; "
-            + ("no copy left in the store's files" if done.purged else
-               "old copies may remain until the store is vacuumed (another process held it, or not the owner)"))
+    return (
+        f"erased {done.entries} expired {noun} of {principal} (erasure record {done.record_id[:16]}…){kept}; "
+        f"{done.records} derived records rebuilt; "
+        + (
+            "no copy left in the store's files"
+            if done.purged
+            else "old copies may remain until the store is vacuumed (another process held it, or not the owner)"
+        )
+    )
 
 
 __all__ = ["Retained", "RetentionPolicy", "expired", "lesson_evidence", "retain", "summary"]

@@ -14,10 +14,10 @@ The mappings may be filled lazily by `memory.persistence` when a large store is 
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping, MutableSet
+from collections.abc import Callable, Iterable, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -110,9 +110,17 @@ class MemoryState:
         lexicon: the words the rules read (outcomes are read by the segmenter, with the same lexicon).
     """
 
-    def __init__(self, index: Any, graph_config: GraphConfig, *, episodes: MutableMapping[str, Episode] | None = None,
-                 problems: MutableMapping[str, Problem] | None = None, edge_ids: MutableSet[str] | None = None,
-                 marks: MutableSet[str] | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> None:
+    def __init__(
+        self,
+        index: Any,
+        graph_config: GraphConfig,
+        *,
+        episodes: MutableMapping[str, Episode] | None = None,
+        problems: MutableMapping[str, Problem] | None = None,
+        edge_ids: MutableSet[str] | None = None,
+        marks: MutableSet[str] | None = None,
+        lexicon: Lexicon = DEFAULT_LEXICON,
+    ) -> None:
         self.index = index
         self.graph_config = graph_config
         self.lexicon = lexicon
@@ -156,8 +164,11 @@ class MemoryState:
     def edges_of(self, principal: str) -> list[Edge]:
         """Edges among a principal's episodes (graph rules and reinforcement), in insertion order."""
         graph = self.graph
-        return [Edge(u, v, EdgeType(d["type"]), d["weight"], d["evidence"]) for u, v, d in graph.edges(data=True)
-                if graph.nodes[u].get("principal") == principal]
+        return [
+            Edge(u, v, EdgeType(d["type"]), d["weight"], d["evidence"])
+            for u, v, d in graph.edges(data=True)
+            if graph.nodes[u].get("principal") == principal
+        ]
 
     def ended_by(self, principal: str, at: datetime, n: int) -> list[Episode]:
         """The last `n` of a principal's closed episodes (in closing order) that ended by `at`, oldest first.
@@ -187,8 +198,11 @@ class MemoryState:
 
     def facts_of(self, principal: str, retired: bool = False) -> list[FactVersion]:
         """Current fact versions of a principal (active ones unless `retired`)."""
-        return [f for f in current_facts(self.current.values())
-                if f.principal == principal and (retired or f.status == "active")]
+        return [
+            f
+            for f in current_facts(self.current.values())
+            if f.principal == principal and (retired or f.status == "active")
+        ]
 
     def snapshot(self) -> StateSnapshot:
         """All of the state as plain values."""
@@ -201,8 +215,12 @@ class MemoryState:
             cites={i: tuple(c) for i, c in self.cites.items()},
             nodes=tuple((n, dict(d)) for n, d in self.graph.nodes(data=True)),
             edges=tuple((u, v, k, dict(d)) for u, v, k, d in self.graph.edges(keys=True, data=True)),
-            edge_ids=frozenset(self.edge_ids), versions=tuple(self.versions), current=dict(self.current),
-            marks=frozenset(self.marks), evidence={who: tuple(log) for who, log in logs.items()})
+            edge_ids=frozenset(self.edge_ids),
+            versions=tuple(self.versions),
+            current=dict(self.current),
+            marks=frozenset(self.marks),
+            evidence={who: tuple(log) for who, log in logs.items()},
+        )
 
     # -- changing ------------------------------------------------------------------------
 
@@ -256,11 +274,21 @@ class MemoryState:
             known = self.verdict_of(i)
             if known is not None:  # not read yet: what the evidence needs comes from stored columns
                 seen, text = known
-                ev = evidence_from(seen, text, cited=self.cites.get(i, ()),  # type: ignore[arg-type]
-                                   shared=found.term_sets, lexicon=self.lexicon)
+                ev = evidence_from(
+                    seen,
+                    text,
+                    cited=self.cites.get(i, ()),  # type: ignore[arg-type]
+                    shared=found.term_sets,
+                    lexicon=self.lexicon,
+                )
             else:
-                ev = evidence_from(self.episodes[i], self.problem_text(i), cited=self.cites.get(i, ()),
-                                   shared=found.term_sets, lexicon=self.lexicon)
+                ev = evidence_from(
+                    self.episodes[i],
+                    self.problem_text(i),
+                    cited=self.cites.get(i, ()),
+                    shared=found.term_sets,
+                    lexicon=self.lexicon,
+                )
             if ev is not None:
                 items.append(ev)
         found.extend(items)  # postings added per distinct term set

@@ -31,8 +31,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
@@ -55,8 +56,11 @@ def words(lowered: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def stems(text: str) -> frozenset[str]:
     """Content-word stems of `text` (lower-cased, stop words dropped, truncated)."""
-    return frozenset(word.lower()[:STEM_LENGTH] for word in _STEM_WORD.findall(text.replace("_", " "))
-                     if word.lower() not in STOP_WORDS and len(word) > 2)
+    return frozenset(
+        word.lower()[:STEM_LENGTH]
+        for word in _STEM_WORD.findall(text.replace("_", " "))
+        if word.lower() not in STOP_WORDS and len(word) > 2
+    )
 
 
 # Function words of three or more letters (`word_counts` drops shorter words; group ``count_stop_words``).
@@ -169,7 +173,8 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         looked=re.compile(rf"(?<![\w.-])(?<!\bis )(?<!\bare )(?:{lx['look_reports']})(?![\w-]|\.\w)", re.I),
         contrast=re.compile(rf"\b(?:{lx['contrast']})\b", re.I),
         found_wrong=re.compile(rf"\b(?:{lx['found_wrong']})\b", re.I),
-        causal_cue=_causal_cue(lx))
+        causal_cue=_causal_cue(lx),
+    )
 
 
 def _reports_normal(clause: str, p: Patterns) -> bool:
@@ -213,11 +218,12 @@ def split_negation(text: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, 
         while (match := p.negation.search(clause)) is not None:
             affirmed.append(clause[: match.start()])
             end = _scope_end(clause, match, p)
-            denied.append(clause[match.end(): end.start() if end else len(clause)])
-            clause = clause[end.end():] if end else ""
+            denied.append(clause[match.end() : end.start() if end else len(clause)])
+            clause = clause[end.end() :] if end else ""
         affirmed.append(clause)
     return " ".join(part.strip() for part in affirmed if part.strip()), " ".join(
-        part.strip() for part in denied if part.strip())
+        part.strip() for part in denied if part.strip()
+    )
 
 
 def _scope_end(clause: str, negation: re.Match[str], p: Patterns) -> re.Match[str] | None:
@@ -229,7 +235,7 @@ def _scope_end(clause: str, negation: re.Match[str], p: Patterns) -> re.Match[st
     end = p.scope_end.search(clause, negation.end())
     if p.pronoun.fullmatch(negation.group()):
         return end
-    while end is not None and not clause[negation.end(): end.start()].strip():
+    while end is not None and not clause[negation.end() : end.start()].strip():
         end = p.scope_end.search(clause, end.end())
     return end
 
@@ -270,7 +276,9 @@ def _all_clear_span(line: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[int,
     after = _SENTENCE.search(line, found.end())
     end = after.start() if after else len(line)
     sentence = line[start:end]
-    found_wrong = p.found_wrong.search(split_negation(sentence, lexicon)[0]) or p.contrast.search(line, found.end(), end)
+    found_wrong = p.found_wrong.search(split_negation(sentence, lexicon)[0]) or p.contrast.search(
+        line, found.end(), end
+    )
     return (0, 0) if found_wrong else (start, end)
 
 
@@ -318,6 +326,7 @@ def _line_terms(line: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[frozense
 
 # -- causal cues ----------------------------------------------------------------------------
 
+
 def _causal_cue(lx: Lexicon) -> re.Pattern[str]:
     """Ways to trace a symptom to an earlier change: a causal connective before a change word ("since
     the change", "caused by the config change"), a reference to an earlier fix, change or incident
@@ -333,7 +342,8 @@ def _causal_cue(lx: Lexicon) -> re.Pattern[str]:
         rf"|\b(?:{lx['change_auxiliaries']})\s+(?:{change}\b|(?:{lx['determiners']})\s+new\b"
         rf"(?!\s+(?:{lx['symptom_nouns']})\b))(?:\W+\w+){{0,6}}?\W+(?:{lx['dated_past']})\b"
         rf"|(?<!n't )(?<!not )(?<!never )\b{change}\s+(?:[\w\-]+\s+){{0,6}}?(?:{lx['recent_dates']})\b",
-        re.IGNORECASE)
+        re.IGNORECASE,
+    )
 
 
 def causal_cue(lexicon: Lexicon = DEFAULT_LEXICON) -> re.Pattern[str]:

@@ -7,8 +7,9 @@ located problem when the value is wrong, and returns the parsed value or None.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
-from typing import Any, Sequence
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 DURATION_HELP = "a duration like 45s, 30m, 6h, 1d or 1h30m"
@@ -76,9 +77,7 @@ def join(path: str, key: Any) -> str:
     return f"{path}.{shown}" if path else str(shown)
 
 
-def check_keys(
-    p: Problems, mapping: dict, path: str, allowed: tuple[str, ...], required: tuple[str, ...]
-) -> None:
+def check_keys(p: Problems, mapping: dict, path: str, allowed: tuple[str, ...], required: tuple[str, ...]) -> None:
     """Reports unknown keys and missing required keys of a mapping."""
     for key in mapping:
         if key not in allowed:
@@ -88,9 +87,7 @@ def check_keys(
             p.add(join(path, key), "required key is missing")
 
 
-def text(
-    p: Problems, value: Any, path: str, *, pattern: str | None = None, what: str = "a string"
-) -> str | None:
+def text(p: Problems, value: Any, path: str, *, pattern: str | None = None, what: str = "a string") -> str | None:
     """A non-empty string, optionally fully matching `pattern`."""
     if not isinstance(value, str):
         p.add(path, f"expected {what}, found {describe(value)}")
@@ -154,7 +151,7 @@ def timestamp(p: Problems, value: Any, path: str) -> datetime | None:
         p.add(path, f"timestamp {value.isoformat()} has no timezone; add one, e.g. {value.isoformat()}Z")
         return None
     try:
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     except (OverflowError, ValueError):
         p.add(path, f"timestamp {value.isoformat()} is out of range")
         return None

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
@@ -33,7 +34,7 @@ MAX_DEPTH = 64  # nesting of mappings and sequences; scenarios need fewer than 1
 SHIPPED_DIR = Path(__file__).resolve().parent
 # Used for time-order checks when neither `start` nor the first round's `at` is given;
 # the simulator uses the same default.
-DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 DEFAULT_GAP = timedelta(days=1)
 
 TOP_KEYS = ("schema", "name", "title", "description", "start", "root_causes", "interludes", "rounds")
@@ -41,8 +42,20 @@ TOP_REQUIRED = ("schema", "name", "root_causes", "rounds")
 CAUSE_KEYS = ("description", "signals")
 INTERLUDE_KEYS = ("situation", "events")
 ROUND_KEYS = (
-    "id", "kind", "situation", "service", "after", "at", "observations", "candidates",
-    "truth", "max_attempts", "on_success", "on_failure", "correction", "caused_by",
+    "id",
+    "kind",
+    "situation",
+    "service",
+    "after",
+    "at",
+    "observations",
+    "candidates",
+    "truth",
+    "max_attempts",
+    "on_success",
+    "on_failure",
+    "correction",
+    "caused_by",
     "runbook",
 )
 ROUND_REQUIRED = ("id", "kind", "service", "observations", "truth")
@@ -86,7 +99,9 @@ class _StrictLoader(_NoDuplicates, yaml.SafeLoader):
 
 # libyaml's parser is ~10x faster on long generated scenarios; its error wording
 # differs, so failures are re-parsed with the pure-Python loader for stable messages.
-_FastLoader = type("_FastLoader", (_NoDuplicates, yaml.CSafeLoader), {}) if hasattr(yaml, "CSafeLoader") else _StrictLoader
+_FastLoader = (
+    type("_FastLoader", (_NoDuplicates, yaml.CSafeLoader), {}) if hasattr(yaml, "CSafeLoader") else _StrictLoader
+)
 
 
 def _timestamp(loader, node):
@@ -131,9 +146,7 @@ def load(ref: str | Path) -> Scenario:
             path = SHIPPED_DIR / f"{ref}.yaml"
         else:
             names = ", ".join(shipped()) or "none"
-            raise ScenarioError(
-                [f"{ref}: (file): no such file, and not a shipped scenario (shipped: {names})"]
-            )
+            raise ScenarioError([f"{ref}: (file): no such file, and not a shipped scenario (shipped: {names})"])
     source = str(ref) if not looks_like_name else str(path)
     try:
         if path.is_dir():
@@ -172,8 +185,10 @@ def load_all(refs: Sequence[str | Path]) -> tuple[list[Scenario], list[str]]:
         elif Path(first.source).resolve() == Path(scenario.source).resolve():
             problems.append(f"{scenario.source}: (file): listed twice; expected each scenario once")
         else:
-            problems.append(f"{scenario.source}: name: {scenario.name!r} is also the name of {first.source}; "
-                            "expected distinct names (results are kept by scenario name)")
+            problems.append(
+                f"{scenario.source}: name: {scenario.name!r} is also the name of {first.source}; "
+                "expected distinct names (results are kept by scenario name)"
+            )
     return loaded, problems
 
 
@@ -267,8 +282,15 @@ def _build(doc: Any, source: str, sha256: str) -> Scenario:
     if p.lines:
         raise ScenarioError(p.lines)
     return Scenario(
-        name=name, title=title, description=desc, start=start, root_causes=causes,
-        interludes=interludes, rounds=rounds, source=source, sha256=sha256,
+        name=name,
+        title=title,
+        description=desc,
+        start=start,
+        root_causes=causes,
+        interludes=interludes,
+        rounds=rounds,
+        source=source,
+        sha256=sha256,
     )
 
 
@@ -313,9 +335,7 @@ def _interludes(p: f.Problems, value: Any) -> tuple[Interlude, ...]:
     return tuple(out)
 
 
-def _rounds(
-    p: f.Problems, value: Any, known: list[str] | None, start: datetime | None
-) -> tuple[Round, ...] | None:
+def _rounds(p: f.Problems, value: Any, known: list[str] | None, start: datetime | None) -> tuple[Round, ...] | None:
     if not isinstance(value, list):
         p.add("rounds", f"expected a list of rounds, found {f.describe(value)}")
         return None
@@ -369,7 +389,8 @@ def _round(p, body, here, index, known, first_index, clock):
     candidates = _candidates(p, body, here, known)
     truth = _truth(p, body, here, known, candidates)
     max_attempts = (
-        f.positive_int(p, body["max_attempts"], f"{here}.max_attempts") if "max_attempts" in body
+        f.positive_int(p, body["max_attempts"], f"{here}.max_attempts")
+        if "max_attempts" in body
         else DEFAULT_MAX_ATTEMPTS
     )
     texts = {}
@@ -381,9 +402,19 @@ def _round(p, body, here, index, known, first_index, clock):
     if len(p.lines) > before:
         return None, now
     return Round(
-        id=rid, kind=kind, situation=situation, service=service, after=after, at=at,
-        observations=observations, candidates=candidates, truth=truth,
-        max_attempts=max_attempts, caused_by=caused_by, runbook=runbook or (), **texts,
+        id=rid,
+        kind=kind,
+        situation=situation,
+        service=service,
+        after=after,
+        at=at,
+        observations=observations,
+        candidates=candidates,
+        truth=truth,
+        max_attempts=max_attempts,
+        caused_by=caused_by,
+        runbook=runbook or (),
+        **texts,
     ), now
 
 
@@ -391,8 +422,11 @@ def _nominal_time(p, here, index, clock, body, after, at):
     """This round's time before seeded jitter (None when it cannot be known)."""
     if "at" in body:
         if at is not None and index and clock is not None and at <= clock:
-            p.add(f"{here}.at", f"{at.isoformat()} is not after the previous round's time "
-                  f"{clock.isoformat()}; rounds must be in time order")
+            p.add(
+                f"{here}.at",
+                f"{at.isoformat()} is not after the previous round's time "
+                f"{clock.isoformat()}; rounds must be in time order",
+            )
         return at
     if clock is None or ("after" in body and after is None):
         return None

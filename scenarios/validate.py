@@ -30,8 +30,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Validates each file or shipped name; returns the exit code."""
     parser = _parser()
-    parser.add_argument("refs", nargs="+", metavar="FILE_OR_NAME",
-                        help="scenario file path, or the name of a shipped scenario")
+    parser.add_argument(
+        "refs", nargs="+", metavar="FILE_OR_NAME", help="scenario file path, or the name of a shipped scenario"
+    )
     args = parser.parse_args(argv)
     status = EXIT_OK
     for ref in args.refs:

@@ -30,7 +30,7 @@ Rules:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -48,7 +48,7 @@ from simulator.truth import (
     relations,
 )
 
-DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)  # when neither start nor at
+DEFAULT_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # when neither start nor at
 DEFAULT_GAP = timedelta(days=1)  # between rounds with neither after nor at
 STRUCTURED_PROBABILITY = 0.5  # share of outcome signals carrying a check status
 
@@ -121,18 +121,25 @@ class DebugEnv:
         corrected = not correct and rnd.correction is not None
         if corrected:
             when = outcome_time + timedelta(seconds=draw.correction_delay)
-            new.append(self._emit(when, rnd.situation, "user", "correction", rnd.correction,
-                                  {"service": rnd.service}))
+            new.append(self._emit(when, rnd.situation, "user", "correction", rnd.correction, {"service": rnd.service}))
         episode = self._episodes[-1]
         episode["indices"].extend(e.index for e in new)
         episode["outcome"] = SUCCESS if correct else FAILURE
         self._attempts[-1] = AttemptRecord(
-            position=len(self._episodes) - 1, round_id=rnd.id, attempt=self._attempt,
-            correct=correct, corrected=corrected,
+            position=len(self._episodes) - 1,
+            round_id=rnd.id,
+            attempt=self._attempt,
+            correct=correct,
+            corrected=corrected,
         )
         info = {
-            "round_id": rnd.id, "kind": rnd.kind, "attempt": self._attempt, "truth": rnd.truth,
-            "choice": root_cause, "valid_choice": valid, "solved": correct,
+            "round_id": rnd.id,
+            "kind": rnd.kind,
+            "attempt": self._attempt,
+            "truth": rnd.truth,
+            "choice": root_cause,
+            "valid_choice": valid,
+            "solved": correct,
         }
         round_done = correct or self._attempt >= rnd.max_attempts
         if not round_done:
@@ -144,16 +151,26 @@ class DebugEnv:
             self._finished = self._round_index >= len(self.scenario.rounds)
             prompt = None if self._finished else self._open_round()
         return StepResult(
-            prompt=prompt, events=tuple(new), correct=correct, reward=1.0 if correct else 0.0,
-            round_done=round_done, terminated=self._finished, truncated=False, info=info,
+            prompt=prompt,
+            events=tuple(new),
+            correct=correct,
+            reward=1.0 if correct else 0.0,
+            round_done=round_done,
+            terminated=self._finished,
+            truncated=False,
+            info=info,
         )
 
     def ground_truth(self) -> GroundTruth:
         """True episodes and relations of everything played so far (evaluation only)."""
         episodes = tuple(
             TrueEpisode(
-                event_indices=tuple(ep["indices"]), kind=ep["kind"], round_id=ep["round_id"],
-                attempt=ep["attempt"], outcome=ep["outcome"], situation=ep["situation"],
+                event_indices=tuple(ep["indices"]),
+                kind=ep["kind"],
+                round_id=ep["round_id"],
+                attempt=ep["attempt"],
+                outcome=ep["outcome"],
+                situation=ep["situation"],
                 service=ep["service"],
             )
             for ep in self._episodes
@@ -209,8 +226,16 @@ class DebugEnv:
         for j, o in enumerate(order):
             if j:
                 when += timedelta(seconds=int(spacing[j]))
-            obs.append(self._emit(when, rnd.situation, "environment", "observation",
-                                  rnd.observations[int(o)], {"service": rnd.service}))
+            obs.append(
+                self._emit(
+                    when,
+                    rnd.situation,
+                    "environment",
+                    "observation",
+                    rnd.observations[int(o)],
+                    {"service": rnd.service},
+                )
+            )
         self._attempt = 1
         self._begin_attempt(rnd, obs)
         return self._prompt(rnd, tuple(new + obs))
@@ -226,32 +251,57 @@ class DebugEnv:
             if j:
                 when += timedelta(seconds=int(rng.integers(60, 901)))
             block.append(self._emit(when, interlude.situation, "user", "note", text, {}))
-        self._episodes.append({
-            "indices": [e.index for e in block], "kind": "interlude", "round_id": None,
-            "attempt": None, "outcome": UNKNOWN, "situation": interlude.situation, "service": None,
-        })
+        self._episodes.append(
+            {
+                "indices": [e.index for e in block],
+                "kind": "interlude",
+                "round_id": None,
+                "attempt": None,
+                "outcome": UNKNOWN,
+                "situation": interlude.situation,
+                "service": None,
+            }
+        )
         return block
 
     def _begin_attempt(self, rnd: Round, events: list[Event]) -> None:
-        self._episodes.append({
-            "indices": [e.index for e in events], "kind": "attempt", "round_id": rnd.id,
-            "attempt": self._attempt, "outcome": UNKNOWN, "situation": rnd.situation,
-            "service": rnd.service,
-        })
-        self._attempts.append(AttemptRecord(
-            position=len(self._episodes) - 1, round_id=rnd.id, attempt=self._attempt,
-            correct=None, corrected=False,
-        ))
+        self._episodes.append(
+            {
+                "indices": [e.index for e in events],
+                "kind": "attempt",
+                "round_id": rnd.id,
+                "attempt": self._attempt,
+                "outcome": UNKNOWN,
+                "situation": rnd.situation,
+                "service": rnd.service,
+            }
+        )
+        self._attempts.append(
+            AttemptRecord(
+                position=len(self._episodes) - 1,
+                round_id=rnd.id,
+                attempt=self._attempt,
+                correct=None,
+                corrected=False,
+            )
+        )
 
     def _prompt(self, rnd: Round, events: tuple[Event, ...]) -> Prompt:
         rng = self._round_rngs[self._round_index]
         self._decision_time = self._stream[-1].timestamp + timedelta(seconds=int(rng.integers(30, 301)))
         causes = self.scenario.root_causes
         return Prompt(
-            round_id=rnd.id, kind=rnd.kind, service=rnd.service, situation=rnd.situation,
-            candidates=rnd.candidates, root_causes={c: causes[c] for c in rnd.candidates},
-            attempt=self._attempt, events=events, decision_time=self._decision_time,
-            catalogue=tuple(causes[c] for c in sorted(causes)), runbook=rnd.runbook,
+            round_id=rnd.id,
+            kind=rnd.kind,
+            service=rnd.service,
+            situation=rnd.situation,
+            candidates=rnd.candidates,
+            root_causes={c: causes[c] for c in rnd.candidates},
+            attempt=self._attempt,
+            events=events,
+            decision_time=self._decision_time,
+            catalogue=tuple(causes[c] for c in sorted(causes)),
+            runbook=rnd.runbook,
         )
 
     def _outcome_event(self, rnd: Round, correct: bool, draw: _AttemptDraw, when: datetime) -> Event:
@@ -265,8 +315,15 @@ class DebugEnv:
     def _emit(self, when, situation, role, kind, text, metadata) -> Event:
         if self._stream and when <= self._stream[-1].timestamp:
             when = self._stream[-1].timestamp + timedelta(seconds=1)
-        event = Event(timestamp=when, situation=situation, role=role, kind=kind, text=text,
-                      metadata=metadata, index=len(self._stream))
+        event = Event(
+            timestamp=when,
+            situation=situation,
+            role=role,
+            kind=kind,
+            text=text,
+            metadata=metadata,
+            index=len(self._stream),
+        )
         self._stream.append(event)
         return event
 

@@ -213,8 +213,18 @@ NOISE = [
 ]
 
 SERVICES = [
-    "checkout-api", "payments", "search", "auth-service", "inventory", "notifications",
-    "billing-worker", "api-gateway", "orders", "user-profile", "recommendations", "reporting",
+    "checkout-api",
+    "payments",
+    "search",
+    "auth-service",
+    "inventory",
+    "notifications",
+    "billing-worker",
+    "api-gateway",
+    "orders",
+    "user-profile",
+    "recommendations",
+    "reporting",
 ]
 DEPENDENCIES = ["postgres-main", "redis-sessions", "orders-db", "kafka", "elasticsearch", "mysql-ledger"]
 EXTERNALS = ["payments-provider", "sms-gateway", "geo-lookup", "identity-provider", "shipping-rates"]
@@ -254,6 +264,11 @@ GAPS = ["30m", "2h", "6h", "1d", "1d", "2d"]
 # Train/test split of the families for lesson scenarios (`python -m simulator.generate --lessons
 # --families train|test|all`): rules and weights may be developed on scenarios of the train
 # families; claims are made on the test families, which nothing is tuned on.
-TRAIN_FAMILIES = ("connection_pool_exhaustion", "deployment_config_error", "memory_leak_gc_pressure",
-                  "cache_stampede", "dns_resolution_failure")
+TRAIN_FAMILIES = (
+    "connection_pool_exhaustion",
+    "deployment_config_error",
+    "memory_leak_gc_pressure",
+    "cache_stampede",
+    "dns_resolution_failure",
+)
 TEST_FAMILIES = ("tls_certificate_expiry", "clock_skew", "disk_full", "noisy_neighbour", "upstream_rate_limiting")

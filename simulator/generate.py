@@ -47,15 +47,27 @@ def values(rng: np.random.Generator) -> dict[str, object]:
     major, minor = int(rng.integers(1, 9)), int(rng.integers(0, 30))
     small = pick([10, 16, 20, 32, 50])
     return {
-        "svc": pick(fam.SERVICES), "dep": pick(fam.DEPENDENCIES), "ext": pick(fam.EXTERNALS),
+        "svc": pick(fam.SERVICES),
+        "dep": pick(fam.DEPENDENCIES),
+        "ext": pick(fam.EXTERNALS),
         "host": f"ip-10-{int(rng.integers(0, 255))}-{int(rng.integers(0, 255))}-{int(rng.integers(1, 255))}",
-        "other": pick(fam.NEIGHBOURS), "region": pick(fam.REGIONS),
-        "ver": f"v{major}.{minor + 1}.0", "oldver": f"v{major}.{minor}.{int(rng.integers(0, 9))}",
-        "cfgkey": pick(fam.CONFIG_KEYS), "keyset": pick(fam.KEYSETS), "alert": pick(fam.ALERTS),
-        "pct": int(rng.integers(3, 41)), "pct2": int(rng.integers(12, 95)),
-        "ms": int(rng.integers(800, 9000)), "ms_lo": int(rng.integers(80, 400)),
-        "n": int(rng.integers(120, 9000)), "small": small, "n_pool": small * int(rng.integers(2, 5)),
-        "mins": int(rng.integers(2, 16)), "hours": int(rng.integers(2, 13)), "gb": int(rng.integers(20, 400)),
+        "other": pick(fam.NEIGHBOURS),
+        "region": pick(fam.REGIONS),
+        "ver": f"v{major}.{minor + 1}.0",
+        "oldver": f"v{major}.{minor}.{int(rng.integers(0, 9))}",
+        "cfgkey": pick(fam.CONFIG_KEYS),
+        "keyset": pick(fam.KEYSETS),
+        "alert": pick(fam.ALERTS),
+        "pct": int(rng.integers(3, 41)),
+        "pct2": int(rng.integers(12, 95)),
+        "ms": int(rng.integers(800, 9000)),
+        "ms_lo": int(rng.integers(80, 400)),
+        "n": int(rng.integers(120, 9000)),
+        "small": small,
+        "n_pool": small * int(rng.integers(2, 5)),
+        "mins": int(rng.integers(2, 16)),
+        "hours": int(rng.integers(2, 13)),
+        "gb": int(rng.integers(20, 400)),
     }
 
 
@@ -93,8 +105,7 @@ def generate(rounds: int, seed: int, name: str | None = None) -> dict:
         "description": _description(cue, drift_a, drift_b, draft.setup_ids, draft.drift_ids),
         "start": START,
         "root_causes": {
-            k: {"description": f["description"], "signals": list(f["signals"])}
-            for k, f in fam.FAMILIES.items()
+            k: {"description": f["description"], "signals": list(f["signals"])} for k, f in fam.FAMILIES.items()
         },
         "interludes": interludes(rng, max(1, rounds // 6)),
         "rounds": draft.rounds,
@@ -124,14 +135,18 @@ def _draw_round(rng: np.random.Generator, draft: _Draft, i: int) -> None:
     elif i % CAUSED_EVERY == CAUSED_OFFSET and i >= 3:
         # the hint names the earlier round's service: only a round whose service had no later round
         # qualifies, or the hint would name two changes
-        window = [j for j in range(i - 1, i - min(6, i) - 1, -1)
-                  if all(r["service"] != draft.rounds[j]["service"] for r in draft.rounds[j + 1 :])]
+        window = [
+            j
+            for j in range(i - 1, i - min(6, i) - 1, -1)
+            if all(r["service"] != draft.rounds[j]["service"] for r in draft.rounds[j + 1 :])
+        ]
         j = _pick(rng, window)
         earlier = draft.rounds[j]
         truth = _pick(rng, fam.CONSEQUENCES[draft.truths[j]])
         kind, caused_by = "caused", earlier["id"]
         hint = _pick(rng, fam.CAUSED_HINTS).format(
-            hours=v["hours"], prev_svc=earlier["service"],
+            hours=v["hours"],
+            prev_svc=earlier["service"],
             prev_fix=earlier["on_success"][0].lower() + earlier["on_success"][1:],
         )
         v["svc"] = earlier["service"]
@@ -210,15 +225,22 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m simulator.generate",
         description="Generate a synthetic schema-1 scenario from root-cause families.",
         epilog="examples:\n  python -m simulator.generate --rounds 1000 --seed 3 --out /tmp/long.yaml\n"
-               "  python -m simulator.generate --lessons --families test --rounds 200 --seed 11 --out lessons.yaml",
+        "  python -m simulator.generate --lessons --families test --rounds 200 --seed 11 --out lessons.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--rounds", type=int, required=True, help="number of rounds (>= 1)")
-    parser.add_argument("--lessons", action="store_true",
-                        help="write a lesson scenario (site-specific lessons, red herrings, drift, causal chains, "
-                             "paraphrased wording; see simulator.lessons)")
-    parser.add_argument("--families", choices=("train", "test", "all"), default=None,
-                        help="with --lessons: root-cause families to draw from (default test)")
+    parser.add_argument(
+        "--lessons",
+        action="store_true",
+        help="write a lesson scenario (site-specific lessons, red herrings, drift, causal chains, "
+        "paraphrased wording; see simulator.lessons)",
+    )
+    parser.add_argument(
+        "--families",
+        choices=("train", "test", "all"),
+        default=None,
+        help="with --lessons: root-cause families to draw from (default test)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--name", default=None, help="scenario name (default generated-N-sS)")
     parser.add_argument("--out", type=Path, default=None, help="output file (default stdout)")

@@ -22,14 +22,36 @@ SIGNAL_FRAMES = [
     "Looks like {signal} again, this time on {svc}",
     "Error tracker groups {n} events on {svc} under {signal}",
 ]
-WHEN = ["this morning", "an hour ago", "overnight", "after lunch", "at the top of the hour", "since midnight",
-        "during the evening peak", "around 3 am"]
-WHO = ["The support lead", "A developer on the platform team", "The SRE on shift", "An automated probe",
-       "The database admin", "A product manager"]
+WHEN = [
+    "this morning",
+    "an hour ago",
+    "overnight",
+    "after lunch",
+    "at the top of the hour",
+    "since midnight",
+    "during the evening peak",
+    "around 3 am",
+]
+WHO = [
+    "The support lead",
+    "A developer on the platform team",
+    "The SRE on shift",
+    "An automated probe",
+    "The database admin",
+    "A product manager",
+]
 
 # Site-specific components: the telling difference a lesson teaches.
-MARKERS = ["the envoy sidecar", "the legacy auth shim", "the feature-flag relay", "the audit log forwarder",
-           "the geo-routing proxy", "the shared cron runner", "the metrics scraper agent", "the vault token agent"]
+MARKERS = [
+    "the envoy sidecar",
+    "the legacy auth shim",
+    "the feature-flag relay",
+    "the audit log forwarder",
+    "the geo-routing proxy",
+    "the shared cron runner",
+    "the metrics scraper agent",
+    "the vault token agent",
+]
 MARKER_FRAMES = [
     "{marker} was redeployed shortly before",
     "Someone mentions that {marker} restarted at about the same time",

@@ -34,8 +34,18 @@ from simulator import families as fam
 from simulator import lesson_pools as pools
 from simulator.scenario_parts import START, interludes
 
-BLOCK = ("lesson", "plain", "lesson_recur", "plain", "red_herring", "lesson_recur", "caused", "lesson_recur",
-         "plain", "lesson_recur")
+BLOCK = (
+    "lesson",
+    "plain",
+    "lesson_recur",
+    "plain",
+    "red_herring",
+    "lesson_recur",
+    "caused",
+    "lesson_recur",
+    "plain",
+    "lesson_recur",
+)
 LESSONS = 3  # lessons rotating over the blocks
 CAUSED = BLOCK.index("caused")  # the slot of a block's caused round
 SPLITS = {"train": fam.TRAIN_FAMILIES, "test": fam.TEST_FAMILIES, "all": tuple(fam.FAMILIES)}
@@ -58,15 +68,22 @@ class _Lessons:
         self.lessons = []
         for k in range(LESSONS):
             t, m = (ids[int(i)] for i in rng.choice(len(ids), size=2, replace=False))
-            self.lessons.append({"t": t, "m": m, "marker": pools.MARKERS[int(markers[k])], "taught": False,
-                                 "last_svc": None})
+            self.lessons.append(
+                {"t": t, "m": m, "marker": pools.MARKERS[int(markers[k])], "taught": False, "last_svc": None}
+            )
         self.rounds: list[dict] = []
         self.lesson_of: dict[str, int] = {}  # lesson and recurrence round id → lesson index
 
     def fill(self, svc: str) -> dict[str, Any]:
         rng = self.rng
-        return {"svc": svc, "n": int(rng.integers(3, 400)), "pct": int(rng.integers(4, 60)),
-                "when": _pick(rng, pools.WHEN), "who": _pick(rng, pools.WHO), "hours": int(rng.integers(2, 30))}
+        return {
+            "svc": svc,
+            "n": int(rng.integers(3, 400)),
+            "pct": int(rng.integers(4, 60)),
+            "when": _pick(rng, pools.WHEN),
+            "who": _pick(rng, pools.WHO),
+            "hours": int(rng.integers(2, 30)),
+        }
 
     def signals(self, cause: str, v: dict[str, Any], count: int) -> list[str]:
         """`count` runbook signals of `cause`, each in a different frame."""
@@ -92,13 +109,15 @@ class _Lessons:
         elif slot == "red_herring":
             svc = self.service(lesson["last_svc"], i)
             v = self.fill(svc)
-            obs = self.signals(lesson["m"], v, 2) + [_pick(self.rng, pools.MARKER_ABSENT_FRAMES).format(
-                **v, marker=lesson["marker"]).capitalize()]
+            obs = self.signals(lesson["m"], v, 2) + [
+                _pick(self.rng, pools.MARKER_ABSENT_FRAMES).format(**v, marker=lesson["marker"]).capitalize()
+            ]
             self._add(i, "red_herring", svc, obs, lesson["m"], [lesson["t"]], None, None)
         elif slot == "caused" and self.rounds:
             earlier = self.rounds[i - i % len(BLOCK)]
-            options = [c for c in fam.CONSEQUENCES[earlier["truth"]] if c in self.ids] or \
-                [c for c in self.ids if c != earlier["truth"]]
+            options = [c for c in fam.CONSEQUENCES[earlier["truth"]] if c in self.ids] or [
+                c for c in self.ids if c != earlier["truth"]
+            ]
             truth = _pick(self.rng, options)
             svc = self.service(None, i)
             v = {**self.fill(svc), "prev_svc": earlier["service"]}
@@ -118,8 +137,11 @@ class _Lessons:
         obs.append(_pick(self.rng, pools.MARKER_FRAMES).format(**v, marker=lesson["marker"]))
         obs = [o[0].upper() + o[1:] for o in obs]
         obs = [obs[int(k)] for k in self.rng.permutation(len(obs))]
-        words = {"marker": lesson["marker"], "t_desc": _lower(fam.FAMILIES[lesson["t"]]["description"]),
-                 "m_desc": _lower(fam.FAMILIES[lesson["m"]]["description"])}
+        words = {
+            "marker": lesson["marker"],
+            "t_desc": _lower(fam.FAMILIES[lesson["t"]]["description"]),
+            "m_desc": _lower(fam.FAMILIES[lesson["m"]]["description"]),
+        }
         if drifted:
             correction = _pick(self.rng, pools.DRIFT_CORRECTIONS).format(**words)
             self._add(i, "drift", svc, obs, lesson["m"], [lesson["t"]], correction, None)
@@ -138,8 +160,13 @@ class _Lessons:
         out: dict[str, Any] = {"id": f"r{i + 1}", "kind": kind, "service": svc}
         if i:
             out["after"] = _pick(rng, fam.GAPS)
-        out.update(observations=obs, candidates=candidates, truth=truth, max_attempts=2,
-                   on_success=_pick(rng, pools.FIXES).format(svc=svc))
+        out.update(
+            observations=obs,
+            candidates=candidates,
+            truth=truth,
+            max_attempts=2,
+            on_success=_pick(rng, pools.FIXES).format(svc=svc),
+        )
         if correction:
             out["correction"] = correction
         if caused_by:
@@ -164,12 +191,15 @@ def generate_lessons(rounds: int, seed: int, families: str = "test", name: str |
         "schema": 1,
         "name": name or f"lessons-{families}-{rounds}-s{seed}",
         "title": f"Lesson scenario: {rounds} rounds, {families} families (seed {seed})",
-        "description": (f"Site-specific lessons ({lessons}); the first one drifts back to its runbook cause "
-                        f"from round {2 * rounds // 3 + 1}. Mean stem-Jaccard between a lesson and its "
-                        f"recurrences: {overlap:.3f}."),
+        "description": (
+            f"Site-specific lessons ({lessons}); the first one drifts back to its runbook cause "
+            f"from round {2 * rounds // 3 + 1}. Mean stem-Jaccard between a lesson and its "
+            f"recurrences: {overlap:.3f}."
+        ),
         "start": START,
-        "root_causes": {k: {"description": fam.FAMILIES[k]["description"], "signals": list(fam.FAMILIES[k]["signals"])}
-                        for k in ids},
+        "root_causes": {
+            k: {"description": fam.FAMILIES[k]["description"], "signals": list(fam.FAMILIES[k]["signals"])} for k in ids
+        },
         "interludes": interludes(rng, max(1, rounds // 6)),
         "rounds": draft.rounds,
     }

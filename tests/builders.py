@@ -10,9 +10,9 @@ date was picked; builders take keyword defaults so a test names only what it is 
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -21,11 +21,17 @@ from memory.facts import EpisodeEvidence, terms
 from memory.timeline import HashingEncoder, NoRedaction, SQLiteStore, Timeline
 from memory.timeline.entries import GENESIS_ID, EntryDraft, Kind, Role, chain
 
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)  # the tests' clock: a Monday, 09:00 UTC
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # the tests' clock: a Monday, 09:00 UTC
 
 # The role each entry kind has when a fixture item does not name one.
-DEFAULT_ROLE = {"observation": "environment", "outcome": "environment", "decision": "agent", "action": "agent",
-                "correction": "user", "note": "user"}
+DEFAULT_ROLE = {
+    "observation": "environment",
+    "outcome": "environment",
+    "decision": "agent",
+    "action": "agent",
+    "correction": "user",
+    "note": "user",
+}
 _ENCODER = HashingEncoder()
 
 
@@ -54,35 +60,71 @@ def entries_from(items: Iterable[dict], *, start: datetime = T0) -> list:
         else:
             vector = _ENCODER.encode([item["text"]])[0]
         draft = EntryDraft(
-            timestamp=start + timedelta(minutes=item["at"]), principal=item.get("principal", "default"),
+            timestamp=start + timedelta(minutes=item["at"]),
+            principal=item.get("principal", "default"),
             situation=item.get("situation", "incident_response"),
-            role=Role(item.get("role", DEFAULT_ROLE[item["kind"]])), kind=Kind(item["kind"]), text=item["text"],
-            metadata=item.get("metadata", {}), embedding=vector, encoder="fixture")
+            role=Role(item.get("role", DEFAULT_ROLE[item["kind"]])),
+            kind=Kind(item["kind"]),
+            text=item["text"],
+            metadata=item.get("metadata", {}),
+            embedding=vector,
+            encoder="fixture",
+        )
         entry = chain(draft, prev_id=prev, seq=seq)
         out.append(entry)
         prev = entry.id
     return out
 
 
-def episode(eid: str = "ep", outcome: Outcome = Outcome.UNKNOWN, choice: str | None = None, *, hours: int = 0,
-            corrections: Iterable[str] = (), principal: str = "p", situation: str = "ops",
-            subject: str | None = "svc", **fields) -> Episode:
+def episode(
+    eid: str = "ep",
+    outcome: Outcome = Outcome.UNKNOWN,
+    choice: str | None = None,
+    *,
+    hours: int = 0,
+    corrections: Iterable[str] = (),
+    principal: str = "p",
+    situation: str = "ops",
+    subject: str | None = "svc",
+    **fields,
+) -> Episode:
     """A one-entry episode `hours` after `T0` that tested `choice` (if any) with `outcome`.
 
     The entry id is the episode id and the sequence number is `hours`, so episodes built
     with increasing hours are in timeline order. Any other `Episode` field can be given.
     """
     moment = T0 + timedelta(hours=hours)
-    base = dict(id=eid, entry_ids=(eid,), first_seq=hours, last_seq=hours, principal=principal,
-                situation=situation, subject=subject, start=moment, end=moment, summary=eid, outcome=outcome,
-                outcome_evidence="", decisions=(f"Decision: {choice}",) if choice else (),
-                choices=(choice,) if choice else (), corrections=tuple(corrections))
+    base = dict(
+        id=eid,
+        entry_ids=(eid,),
+        first_seq=hours,
+        last_seq=hours,
+        principal=principal,
+        situation=situation,
+        subject=subject,
+        start=moment,
+        end=moment,
+        summary=eid,
+        outcome=outcome,
+        outcome_evidence="",
+        decisions=(f"Decision: {choice}",) if choice else (),
+        choices=(choice,) if choice else (),
+        corrections=tuple(corrections),
+    )
     return Episode(**{**base, **fields})
 
 
-def evidence(i: int, text: str, choice: str, outcome: Outcome | bool = True, *, principal: str = "p",
-             cited: Iterable[str] = (), words: Iterable[str] | None = None,
-             hours: int | None = None) -> EpisodeEvidence:
+def evidence(
+    i: int,
+    text: str,
+    choice: str,
+    outcome: Outcome | bool = True,
+    *,
+    principal: str = "p",
+    cited: Iterable[str] = (),
+    words: Iterable[str] | None = None,
+    hours: int | None = None,
+) -> EpisodeEvidence:
     """Evidence of episode ``e{i:02d}``, ending `i` (or `hours`) hours after `T0`, that tested `choice`.
 
     `outcome` True/False stand for SUCCESS/FAILURE. The terms are those of `text`, or
@@ -91,8 +133,15 @@ def evidence(i: int, text: str, choice: str, outcome: Outcome | bool = True, *, 
     if isinstance(outcome, bool):
         outcome = Outcome.SUCCESS if outcome else Outcome.FAILURE
     found = frozenset(words) if words is not None else terms(text)
-    return EpisodeEvidence(f"e{i:02d}", principal, found, choice, outcome,
-                           T0 + timedelta(hours=i if hours is None else hours), frozenset(cited))
+    return EpisodeEvidence(
+        f"e{i:02d}",
+        principal,
+        found,
+        choice,
+        outcome,
+        T0 + timedelta(hours=i if hours is None else hours),
+        frozenset(cited),
+    )
 
 
 def evidence_of(ep: Episode, text: str) -> EpisodeEvidence:
@@ -102,11 +151,19 @@ def evidence_of(ep: Episode, text: str) -> EpisodeEvidence:
 
 # (observations, truth, first guess); each incident is corrected when the guess is wrong
 INCIDENTS = [  # (observations, truth, first guess[, what the correction says after a wrong guess])
-    (["spool directory full on the print servers", "jobs stuck in the spool queue"], "spool", "driver",
-     "the jobs were stuck in the spool queue"),
+    (
+        ["spool directory full on the print servers", "jobs stuck in the spool queue"],
+        "spool",
+        "driver",
+        "the jobs were stuck in the spool queue",
+    ),
     (["print jobs stuck, spool partition at 100%", "spool cleanup cron missing"], "spool", "spool"),
-    (["garbled output after the driver update", "driver version changed on the print servers"], "driver", "spool",
-     "the driver update garbled the output"),
+    (
+        ["garbled output after the driver update", "driver version changed on the print servers"],
+        "driver",
+        "spool",
+        "the driver update garbled the output",
+    ),
     (["new driver package rolled out, pages print garbled", "driver checksum differs"], "driver", "driver"),
     (["spool queue growing, jobs stuck for hours"], "spool", "spool"),
 ]
@@ -118,25 +175,43 @@ def play_incidents(memory, incidents=INCIDENTS, *, principal=None, start=T0) -> 
     for observations, truth, guess, *said in incidents:
         for text in observations:
             clock += timedelta(minutes=2)
-            memory.observe(text, timestamp=clock, situation="support", metadata={"service": "print"},
-                           principal=principal)
+            memory.observe(
+                text, timestamp=clock, situation="support", metadata={"service": "print"}, principal=principal
+            )
         tries = [guess] if guess == truth else [guess, truth]
         for choice in tries:
             context = memory.recall(principal=principal)
             clock += timedelta(minutes=3)
-            memory.decide(f"Decision: {choice} — best match", choice=choice, confidence=0.6,
-                          retrieved=context.item_ids(), relied_on=context.item_ids()[:1], timestamp=clock,
-                          situation="support", metadata={"service": "print"}, principal=principal)
+            memory.decide(
+                f"Decision: {choice} — best match",
+                choice=choice,
+                confidence=0.6,
+                retrieved=context.item_ids(),
+                relied_on=context.item_ids()[:1],
+                timestamp=clock,
+                situation="support",
+                metadata={"service": "print"},
+                principal=principal,
+            )
             clock += timedelta(minutes=5)
             ok = choice == truth
-            memory.outcome("Verified: the problem is gone" if ok else "The problem persists",
-                           status="success" if ok else "failure", timestamp=clock, situation="support",
-                           metadata={"service": "print"}, principal=principal)
+            memory.outcome(
+                "Verified: the problem is gone" if ok else "The problem persists",
+                status="success" if ok else "failure",
+                timestamp=clock,
+                situation="support",
+                metadata={"service": "print"},
+                principal=principal,
+            )
             if not ok:
                 clock += timedelta(minutes=2)
-                memory.correct(f"Not {choice}: {said[0] if said else f'it was the {truth}'}", timestamp=clock,
-                               situation="support",
-                               metadata={"service": "print"}, principal=principal)
+                memory.correct(
+                    f"Not {choice}: {said[0] if said else f'it was the {truth}'}",
+                    timestamp=clock,
+                    situation="support",
+                    metadata={"service": "print"},
+                    principal=principal,
+                )
         clock += timedelta(days=1)
 
 
@@ -144,8 +219,11 @@ def untried_candidates(prompt):
     """The candidate ids a rendered user prompt offers, minus those it lists as already tried."""
     section = prompt.split("Candidate root causes", 1)[1].split("\n", 1)[1].split("\n\n")[0]
     offered = [line[2:].split(":")[0] for line in section.split("\n") if line.startswith("- ")]
-    tried = prompt.split("Already tried in this incident and failed: ")[1].split("\n")[0].split(", ") \
-        if "Already tried" in prompt else []
+    tried = (
+        prompt.split("Already tried in this incident and failed: ")[1].split("\n")[0].split(", ")
+        if "Already tried" in prompt
+        else []
+    )
     return [c for c in offered if c not in tried]
 
 

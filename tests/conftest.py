@@ -40,8 +40,11 @@ def missing_from(extra: str) -> list[str]:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "extra(name): needs the optional extra `name` of pyproject.toml; "
-                                       "skips, naming it, when one of its packages is not installed")
+    config.addinivalue_line(
+        "markers",
+        "extra(name): needs the optional extra `name` of pyproject.toml; "
+        "skips, naming it, when one of its packages is not installed",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -50,11 +53,17 @@ def pytest_collection_modifyitems(config, items):
         for mark in item.iter_markers("extra"):
             (extra,) = mark.args
             if extra not in optional_dependencies():
-                raise pytest.UsageError(f"{item.nodeid}: extra({extra!r}) is not an extra of pyproject.toml "
-                                        f"(known: {', '.join(optional_dependencies())})")
+                raise pytest.UsageError(
+                    f"{item.nodeid}: extra({extra!r}) is not an extra of pyproject.toml "
+                    f"(known: {', '.join(optional_dependencies())})"
+                )
             if missing := missing_from(extra):
-                item.add_marker(pytest.mark.skip(reason=f"the {extra} extra is not installed (no "
-                                                        f"{', '.join(missing)}): pip install -e '.[{extra}]'"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"the {extra} extra is not installed (no "
+                        f"{', '.join(missing)}): pip install -e '.[{extra}]'"
+                    )
+                )
 
 
 @pytest.fixture(scope="session")

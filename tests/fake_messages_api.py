@@ -28,18 +28,27 @@ import argparse
 import json
 import re
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from tests.builders import untried_candidates
 
 CHARS_PER_TOKEN = 4
 # Published minimum cacheable lengths in tokens (the largest where sources disagree).
 MINIMUM = {
-    "claude-opus-5": 2048, "claude-fable-5": 2048, "claude-mythos-5": 2048, "claude-sonnet-5": 1024,
-    "claude-opus-4-8": 1024, "claude-sonnet-4-5": 1024, "claude-sonnet-4-6": 2048, "claude-opus-4-7": 2048,
-    "claude-haiku-4-5": 4096, "claude-opus-4-5": 4096, "claude-opus-4-6": 4096,
+    "claude-opus-5": 2048,
+    "claude-fable-5": 2048,
+    "claude-mythos-5": 2048,
+    "claude-sonnet-5": 1024,
+    "claude-opus-4-8": 1024,
+    "claude-sonnet-4-5": 1024,
+    "claude-sonnet-4-6": 2048,
+    "claude-opus-4-7": 2048,
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+    "claude-opus-4-6": 4096,
 }
 
 
@@ -70,8 +79,8 @@ class FakeMessagesAPI:
         system = body.get("system") or []
         blocks = [{"type": "text", "text": system}] if isinstance(system, str) else list(system)
         marked = max((i for i, b in enumerate(blocks) if "cache_control" in b), default=-1)
-        prefix = tools + "".join(b.get("text", "") for b in blocks[:marked + 1])
-        rest = "".join(b.get("text", "") for b in blocks[marked + 1:])
+        prefix = tools + "".join(b.get("text", "") for b in blocks[: marked + 1])
+        rest = "".join(b.get("text", "") for b in blocks[marked + 1 :])
         rest += "".join(_text(m.get("content")) for m in body.get("messages", []))
         minimum = MINIMUM.get(re.sub(r"-\d{8}$", "", body.get("model", "")), max(MINIMUM.values()))
         written = read = 0
@@ -81,10 +90,18 @@ class FakeMessagesAPI:
                 hit = key in self.cached
                 self.cached.add(key)
             read, written = (_tokens(prefix), 0) if hit else (0, _tokens(prefix))
-            return {"input_tokens": _tokens(rest), "output_tokens": 40, "cache_creation_input_tokens": written,
-                    "cache_read_input_tokens": read}
-        return {"input_tokens": _tokens(prefix + rest), "output_tokens": 40, "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0}
+            return {
+                "input_tokens": _tokens(rest),
+                "output_tokens": 40,
+                "cache_creation_input_tokens": written,
+                "cache_read_input_tokens": read,
+            }
+        return {
+            "input_tokens": _tokens(prefix + rest),
+            "output_tokens": 40,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         """The message the fake returns for a request body."""
@@ -93,17 +110,39 @@ class FakeMessagesAPI:
         ids = sorted(set(re.findall(r"\[([A-Z]\d+)\]", memory)))
         usage = self.usage(body)
         with self._lock:
-            self.log.append({"request": len(self.log) + 1, "model": body.get("model"),
-                             "attempt_1": "\nAttempt: 1\n" in prompt, "shown_ids": len(ids), **usage})
+            self.log.append(
+                {
+                    "request": len(self.log) + 1,
+                    "model": body.get("model"),
+                    "attempt_1": "\nAttempt: 1\n" in prompt,
+                    "shown_ids": len(ids),
+                    **usage,
+                }
+            )
             if self.log_path is not None:
                 with self.log_path.open("a", encoding="utf-8") as out:
                     out.write(json.dumps(self.log[-1]) + "\n")
         return {
-            "id": f"msg_{len(self.log)}", "type": "message", "role": "assistant", "model": body.get("model"),
-            "stop_reason": "tool_use", "stop_sequence": None, "usage": usage,
-            "content": [{"type": "tool_use", "id": f"toolu_{len(self.log)}", "name": "record_decision",
-                         "input": {"root_cause": untried_candidates(prompt)[0], "confidence": 0.5,
-                                   "rationale": "first untried candidate", "relied_on": ids}}],
+            "id": f"msg_{len(self.log)}",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model"),
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": usage,
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{len(self.log)}",
+                    "name": "record_decision",
+                    "input": {
+                        "root_cause": untried_candidates(prompt)[0],
+                        "confidence": 0.5,
+                        "rationale": "first untried candidate",
+                        "relied_on": ids,
+                    },
+                }
+            ],
         }
 
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
@@ -134,8 +173,10 @@ class FakeMessagesAPI:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=(
-        "example: python -m tests.fake_messages_api --port 8765 --log runs/fake-requests.jsonl"))
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=("example: python -m tests.fake_messages_api --port 8765 --log runs/fake-requests.jsonl"),
+    )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--log", help="append each request's usage to this file as JSON lines")
     args = parser.parse_args(argv)

@@ -10,11 +10,13 @@ from unittest import mock
 
 import pytest
 
-from memory.agent_memory import EpisodicMemory
 from memory import EdgeType, Outcome
-from tests.builders import INCIDENTS, T0, play_incidents as play
+from memory.agent_memory import EpisodicMemory
+from tests.builders import INCIDENTS, T0
+from tests.builders import play_incidents as play
 
 ROOT = Path(__file__).resolve().parents[1]
+
 
 def test_episodes_close_and_carry_outcomes_choices_and_corrections():
     with EpisodicMemory() as memory:
@@ -48,8 +50,12 @@ def test_facts_are_learned_and_their_history_is_queryable():
 def test_recall_uses_current_observations_and_reports_why():
     with EpisodicMemory() as memory:
         play(memory, INCIDENTS[:4])
-        memory.observe("print jobs stuck again, spool at 98%", timestamp=T0 + timedelta(days=10),
-                       situation="support", metadata={"service": "print"})
+        memory.observe(
+            "print jobs stuck again, spool at 98%",
+            timestamp=T0 + timedelta(days=10),
+            situation="support",
+            metadata={"service": "print"},
+        )
         context = memory.recall(k=3)
         assert context.query == "print jobs stuck again, spool at 98%"
         assert context.situation == "support" and 0 < len(context.episodes) <= 3
@@ -109,8 +115,9 @@ def test_the_episodes_ended_by_a_time_are_the_tail_of_the_whole_history_read_bac
         history = memory.episodes()
         reads = []
         lookup = memory.state.episodes
-        memory.state.episodes = type("Counting", (dict,), {"__getitem__": lambda self, key: reads.append(key) or
-                                                            dict.__getitem__(self, key)})(lookup)
+        memory.state.episodes = type(
+            "Counting", (dict,), {"__getitem__": lambda self, key: reads.append(key) or dict.__getitem__(self, key)}
+        )(lookup)
         for at in sorted({ep.end for ep in history}) + [history[0].start]:
             for n in (0, 1, 2, len(history) + 1):
                 reads.clear()
@@ -137,16 +144,21 @@ def check_flush_point_survives_a_crash(target):
     point when it feeds their entries again, as `rebuild()` does."""
     with EpisodicMemory(target) as memory:
         memory.observe("checkout p99 latency 4 s, pool wait timeouts", timestamp=T0, situation="incident")
-        memory.decide("Decision: raise the pool size", choice="pool", timestamp=T0 + timedelta(minutes=1),
-                      situation="incident")
+        memory.decide(
+            "Decision: raise the pool size", choice="pool", timestamp=T0 + timedelta(minutes=1), situation="incident"
+        )
 
         killed = KeyboardInterrupt("killed after the flush point was stored")
         with mock.patch.object(memory, "_close_open", side_effect=killed), pytest.raises(KeyboardInterrupt):
             memory.flush()
     with EpisodicMemory(target) as memory:
         # the same service a minute later: without the flush point this would continue the open episode
-        memory.outcome("checkout p99 back to 120 ms after the pool change", status="success",
-                       timestamp=T0 + timedelta(minutes=2), situation="incident")
+        memory.outcome(
+            "checkout p99 back to 120 ms after the pool change",
+            status="success",
+            timestamp=T0 + timedelta(minutes=2),
+            situation="incident",
+        )
         memory.flush()
         assert len(memory.episodes()) == 2
         assert memory.projection() == memory.rebuild()

@@ -28,8 +28,11 @@ def _package(path: Path) -> str:
 
 
 def test_memory_modules_stay_small() -> None:
-    long = {p.relative_to(ROOT).as_posix(): n for p in _modules("memory")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES}
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for p in _modules("memory")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
+    }
     assert long == {}
 
 
@@ -57,8 +60,13 @@ def _own_private_names(tree: ast.Module) -> set[str]:
     """`_names` a module defines for its own classes: `self._x` attributes and `_x` methods."""
     names = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-                and node.attr.startswith("_") and isinstance(node.ctx, ast.Store):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and node.attr.startswith("_")
+            and isinstance(node.ctx, ast.Store)
+        ):
             names.add(node.attr)
         elif isinstance(node, ast.ClassDef):
             names.update(f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -99,13 +107,22 @@ def test_no_library_code_changes_interpreter_settings() -> None:
     assert offenders == []
 
 
-@pytest.mark.parametrize("package", [p.parent for p in _modules("memory") if p.name == "__init__.py"],
-                         ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize(
+    "package",
+    [p.parent for p in _modules("memory") if p.name == "__init__.py"],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
 def test_every_memory_package_exports_a_short_documented_surface(package: Path) -> None:
     tree = _tree(package / "__init__.py")
     assert ast.get_docstring(tree), "a package says what it is"
-    exported = next((n for n in tree.body if isinstance(n, ast.Assign)
-                     and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)), None)
+    exported = next(
+        (
+            n
+            for n in tree.body
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+        ),
+        None,
+    )
     assert exported is not None, "a package lists its public names"
     names = ast.literal_eval(exported.value)
     assert 0 < len(names) <= 40 and len(set(names)) == len(names)

@@ -13,8 +13,20 @@ from eval.bench.results import METRICS, BenchReport, failures, judge, metric, su
 from memory.agent_memory import EpisodicMemory
 from memory.timeline import RecordKind, SQLiteStore
 
-TINY = cli.Plan(True, durable=4, batches=2, batch_size=20, sizes=(12, 30), queries=3, opens=2, rounds=6,
-                compare_runs=0, durable_settle=3, round_runs=2, agent_rounds=3)
+TINY = cli.Plan(
+    True,
+    durable=4,
+    batches=2,
+    batch_size=20,
+    sizes=(12, 30),
+    queries=3,
+    opens=2,
+    rounds=6,
+    compare_runs=0,
+    durable_settle=3,
+    round_runs=2,
+    agent_rounds=3,
+)
 
 
 def test_summarize_known_samples():
@@ -41,7 +53,8 @@ def _document(recall_median: float, *, size: str = "100000", first: float = 5.0,
         "round_ms": {"first_100": metric(summarize([first])), "last_100": metric(summarize([last])), "rounds": 200},
         "compare_wall_s": metric(summarize([2.0])),
         "compare_peak_rss_mb": metric(summarize([310.0])),
-        "machine": {}, "quick": False,
+        "machine": {},
+        "quick": False,
     }
 
 
@@ -108,12 +121,17 @@ def test_a_builder_holding_few_episodes_in_memory_builds_the_same_store(tmp_path
     monkeypatch.setattr(corpus, "HELD_EPISODES_PER_PRINCIPAL", 2)  # nearly every episode read back from its record
     reads = []
     original = corpus._Projector._stored_episode
-    monkeypatch.setattr(corpus._Projector, "_stored_episode",
-                        lambda self, i, source: reads.append(i) or original(self, i, source))
+    monkeypatch.setattr(
+        corpus._Projector, "_stored_episode", lambda self, i, source: reads.append(i) or original(self, i, source)
+    )
     lean = build_store(tmp_path / "lean.sqlite", 80, seed=3, batch=20)
     assert reads and records(lean.path) == records(held.path)
-    assert (lean.episodes, lean.edges, lean.facts, lean.principals) == (held.episodes, held.edges, held.facts,
-                                                                         held.principals)
+    assert (lean.episodes, lean.edges, lean.facts, lean.principals) == (
+        held.episodes,
+        held.edges,
+        held.facts,
+        held.principals,
+    )
 
 
 def test_built_store_equals_recording_through_the_facade(tmp_path):
@@ -126,8 +144,15 @@ def test_built_store_equals_recording_through_the_facade(tmp_path):
             continue
         made += count
         for item in block:
-            live.record(item["text"], kind=item["kind"], role=item["role"], timestamp=item["timestamp"],
-                        situation=item["situation"], metadata=item["metadata"], principal=item["principal"])
+            live.record(
+                item["text"],
+                kind=item["kind"],
+                role=item["role"],
+                timestamp=item["timestamp"],
+                situation=item["situation"],
+                metadata=item["metadata"],
+                principal=item["principal"],
+            )
     live.flush()
     with EpisodicMemory(built.path) as reopened:
         assert [e.id for e in reopened.projection().episodes] == [e.id for e in live.projection().episodes]
@@ -227,10 +252,13 @@ def test_million_needs_a_store_cache_and_adds_the_size(tmp_path, capsys):
     assert plan.sizes[-1] == cli.MILLION and plan.cache == tmp_path
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--rounds", "0"], "at least 1"),
-    (["--json", "/nonexistent-dir/x.json"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--rounds", "0"], "at least 1"),
+        (["--json", "/nonexistent-dir/x.json"], "does not exist"),
+    ],
+)
 def test_main_rejects_bad_arguments(argv, message, capsys):
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err

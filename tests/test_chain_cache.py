@@ -5,8 +5,8 @@ import pytest
 import scenarios
 from agent.heuristic import HeuristicReasoner
 from eval.presets import PRESETS, build_agent
-from memory.timeline import HashingEncoder
 from memory.graph import ChainCache, Edge, EdgeType, causal_chain
+from memory.timeline import HashingEncoder
 from simulator import DebugEnv
 from simulator.generate import generate, to_yaml
 

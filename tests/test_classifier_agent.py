@@ -77,8 +77,11 @@ def test_with_no_history_it_decides_exactly_as_no_memory():
     mine, theirs = play(SCENARIO, 1, _agent()), play(SCENARIO, 1, _agent("no_memory"))
     first, baseline = mine.rounds[0], theirs.rounds[0]
     assert first.retrieved == 0
-    assert (first.decisions, first.candidate_scores, first.rationale) == \
-        (baseline.decisions, baseline.candidate_scores, baseline.rationale)
+    assert (first.decisions, first.candidate_scores, first.rationale) == (
+        baseline.decisions,
+        baseline.candidate_scores,
+        baseline.rationale,
+    )
 
 
 def test_a_recurrence_after_a_corrected_round_is_favoured_for_the_cause_that_fixed_it():
@@ -91,19 +94,29 @@ def test_a_recurrence_after_a_corrected_round_is_favoured_for_the_cause_that_fix
 
 def test_the_live_round_is_learned_only_once_the_next_round_starts():
     learned = {(round_id, attempt): count for round_id, attempt, _, count in _turns(_agent())}
-    assert {key: count for key, count in learned.items() if key[0] != "r3"} == {("r1", 1): 0, ("r2", 1): 1, ("r2", 2): 1}
+    assert {key: count for key, count in learned.items() if key[0] != "r3"} == {
+        ("r1", 1): 0,
+        ("r2", 1): 1,
+        ("r2", 2): 1,
+    }
     assert learned[("r3", 1)] == 2
 
 
 def test_two_playthroughs_give_identical_decisions_and_evidence():
     first, second = _turns(_agent()), _turns(_agent())
-    assert [(r, a, t.decision, t.evidence) for r, a, t, _ in first] == \
-        [(r, a, t.decision, t.evidence) for r, a, t, _ in second]
+    assert [(r, a, t.decision, t.evidence) for r, a, t, _ in first] == [
+        (r, a, t.decision, t.evidence) for r, a, t, _ in second
+    ]
 
 
-CAUSES = tuple(CauseInfo(cid, description, ()) for cid, description in (
-    ("disk_full", "a volume ran out of space"), ("memory_leak", "a heap keeps growing"),
-    ("bad_release", "a release shipped a wrong setting")))
+CAUSES = tuple(
+    CauseInfo(cid, description, ())
+    for cid, description in (
+        ("disk_full", "a volume ran out of space"),
+        ("memory_leak", "a heap keeps growing"),
+        ("bad_release", "a release shipped a wrong setting"),
+    )
+)
 
 
 def test_an_unsolved_round_is_labelled_by_what_its_correction_names():

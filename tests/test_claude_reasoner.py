@@ -16,27 +16,42 @@ from agent.reasoner import CauseInfo, Evidence, Problem
 
 PROBLEM = Problem(
     observations=("p99 latency up 4x", "threads blocked waiting for a connection"),
-    candidates=(CauseInfo("pool", "client pool exhausted", ("pool exhausted",)),
-                CauseInfo("config", "bad config shipped", ("right after deploy",))),
-    situation="incident_response", service="checkout", attempt=1)
+    candidates=(
+        CauseInfo("pool", "client pool exhausted", ("pool exhausted",)),
+        CauseInfo("config", "bad config shipped", ("right after deploy",)),
+    ),
+    situation="incident_response",
+    service="checkout",
+    attempt=1,
+)
 EVIDENCE = [Evidence(id="ep1", source="episode", text="pool fixed it", relevance=0.8, outcome="SUCCESS")]
 
 
 def _message(tool_input, *, usage=None):
     return {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
         "content": [{"type": "tool_use", "id": "toolu_1", "name": "record_decision", "input": tool_input}],
-        "stop_reason": "tool_use", "stop_sequence": None,
-        "usage": usage or {"input_tokens": 1000, "output_tokens": 50, "cache_read_input_tokens": 400,
-                           "cache_creation_input_tokens": 0},
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": usage
+        or {
+            "input_tokens": 1000,
+            "output_tokens": 50,
+            "cache_read_input_tokens": 400,
+            "cache_creation_input_tokens": 0,
+        },
     }
 
 
 def _client(handler):
     import anthropic
 
-    return anthropic.Anthropic(api_key="test-key", max_retries=3,
-                               http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    return anthropic.Anthropic(
+        api_key="test-key", max_retries=3, http_client=httpx.Client(transport=httpx.MockTransport(handler))
+    )
 
 
 def test_decision_through_tool_schema_with_usage_and_cost(tmp_path):
@@ -45,8 +60,12 @@ def test_decision_through_tool_schema_with_usage_and_cost(tmp_path):
     def handler(request):
         body = json.loads(request.content)
         seen.append(body)
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.8,
-                                                  "rationale": "same as ep1", "relied_on": ["ep1", "bogus"]}))
+        return httpx.Response(
+            200,
+            json=_message(
+                {"root_cause": "pool", "confidence": 0.8, "rationale": "same as ep1", "relied_on": ["ep1", "bogus"]}
+            ),
+        )
 
     reasoner = ClaudeReasoner(client=_client(handler), cache_dir=tmp_path)
     decision = reasoner.decide(PROBLEM, EVIDENCE, "[ep1] pool fixed it")
@@ -77,11 +96,20 @@ def test_retries_on_rate_limit_and_overload_then_succeeds():
     def handler(request):
         calls.append(1)
         if len(calls) == 1:
-            return httpx.Response(429, headers={"retry-after-ms": "1"}, json={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+            return httpx.Response(
+                429,
+                headers={"retry-after-ms": "1"},
+                json={"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
+            )
         if len(calls) == 2:
-            return httpx.Response(529, headers={"retry-after-ms": "1"}, json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
-        return httpx.Response(200, json=_message({"root_cause": "config", "confidence": 0.6, "rationale": "deploy",
-                                                  "relied_on": []}))
+            return httpx.Response(
+                529,
+                headers={"retry-after-ms": "1"},
+                json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
+            )
+        return httpx.Response(
+            200, json=_message({"root_cause": "config", "confidence": 0.6, "rationale": "deploy", "relied_on": []})
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
     assert decision.choice == "config" and len(calls) == 3
@@ -92,8 +120,9 @@ def test_invalid_answer_is_repaired_by_an_error_tool_result_then_recorded_as_inv
 
     def handler(request):
         calls.append(json.loads(request.content))
-        return httpx.Response(200, json=_message({"root_cause": "dns", "confidence": 0.5, "rationale": "x",
-                                                  "relied_on": []}))
+        return httpx.Response(
+            200, json=_message({"root_cause": "dns", "confidence": 0.5, "rationale": "x", "relied_on": []})
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
     assert decision.choice == "" and "'dns' is not a candidate" in decision.invalid
@@ -109,8 +138,9 @@ def test_already_tried_choice_is_repaired():
     answers = iter(["pool", "config"])
 
     def handler(request):
-        return httpx.Response(200, json=_message({"root_cause": next(answers), "confidence": 0.5, "rationale": "x",
-                                                  "relied_on": []}))
+        return httpx.Response(
+            200, json=_message({"root_cause": next(answers), "confidence": 0.5, "rationale": "x", "relied_on": []})
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(tried, [], "")
     assert decision.choice == "config" and not decision.invalid
@@ -122,10 +152,13 @@ def test_text_only_answer_gets_a_user_turn_repair():
     def handler(request):
         calls.append(json.loads(request.content))
         if len(calls) == 1:
-            return httpx.Response(200, json={**_message({}), "content": [{"type": "text", "text": "I think pool"}],
-                                             "stop_reason": "end_turn"})
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
-                                                  "relied_on": []}))
+            return httpx.Response(
+                200,
+                json={**_message({}), "content": [{"type": "text", "text": "I think pool"}], "stop_reason": "end_turn"},
+            )
+        return httpx.Response(
+            200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r", "relied_on": []})
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
     assert decision.choice == "pool"
@@ -141,10 +174,16 @@ def test_a_refused_parameter_is_dropped_for_the_run():
         body = json.loads(request.content)
         calls.append(body)
         if "temperature" in body:
-            return httpx.Response(400, json={"type": "error", "error": {
-                "type": "invalid_request_error", "message": "temperature is deprecated for this model."}})
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
-                                                  "relied_on": []}))
+            return httpx.Response(
+                400,
+                json={
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "temperature is deprecated for this model."},
+                },
+            )
+        return httpx.Response(
+            200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r", "relied_on": []})
+        )
 
     reasoner = ClaudeReasoner("claude-opus-4-8", client=_client(handler))
     first = reasoner.decide(PROBLEM, [], "")
@@ -161,10 +200,16 @@ def test_a_model_that_must_think_gets_auto_tool_choice_and_room():
         body = json.loads(request.content)
         calls.append(body)
         if body.get("thinking") == {"type": "disabled"}:
-            return httpx.Response(400, json={"type": "error", "error": {
-                "type": "invalid_request_error", "message": "thinking cannot be disabled for this model"}})
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
-                                                  "relied_on": []}))
+            return httpx.Response(
+                400,
+                json={
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": "thinking cannot be disabled for this model"},
+                },
+            )
+        return httpx.Response(
+            200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r", "relied_on": []})
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
     assert decision.choice == "pool"
@@ -178,11 +223,16 @@ def test_max_tokens_stop_raises_the_budget_and_never_takes_the_truncated_input()
         body = json.loads(request.content)
         calls.append(body["max_tokens"])
         if body["max_tokens"] < 4096:  # a parsable but cut input
-            return httpx.Response(200, json={**_message({"root_cause": "config", "confidence": 0.1,
-                                                         "rationale": "", "relied_on": []}),
-                                             "stop_reason": "max_tokens"})
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r",
-                                                  "relied_on": []}))
+            return httpx.Response(
+                200,
+                json={
+                    **_message({"root_cause": "config", "confidence": 0.1, "rationale": "", "relied_on": []}),
+                    "stop_reason": "max_tokens",
+                },
+            )
+        return httpx.Response(
+            200, json=_message({"root_cause": "pool", "confidence": 0.7, "rationale": "r", "relied_on": []})
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
     assert decision.choice == "pool" and calls == [1024, 2048, 4096]
@@ -196,8 +246,11 @@ def test_gives_up_after_the_client_retries_with_a_clear_error():
 
     def handler(request):
         calls.append(1)
-        return httpx.Response(500, headers={"retry-after-ms": "1"},
-                              json={"type": "error", "error": {"type": "api_error", "message": "boom"}})
+        return httpx.Response(
+            500,
+            headers={"retry-after-ms": "1"},
+            json={"type": "error", "error": {"type": "api_error", "message": "boom"}},
+        )
 
     with pytest.raises(anthropic.InternalServerError):
         ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
@@ -208,8 +261,9 @@ def test_a_cached_invalid_answer_is_asked_again_when_the_model_is_reachable(tmp_
     answers = {"choice": "dns"}
 
     def handler(request):
-        return httpx.Response(200, json=_message({"root_cause": answers["choice"], "confidence": 0.5,
-                                                  "rationale": "x", "relied_on": []}))
+        return httpx.Response(
+            200, json=_message({"root_cause": answers["choice"], "confidence": 0.5, "rationale": "x", "relied_on": []})
+        )
 
     assert ClaudeReasoner(client=_client(handler), cache_dir=tmp_path).decide(PROBLEM, [], "").invalid
     offline = ClaudeReasoner(cache_dir=tmp_path).decide(PROBLEM, [], "")  # replay: the same invalid round
@@ -221,8 +275,9 @@ def test_a_cached_invalid_answer_is_asked_again_when_the_model_is_reachable(tmp_
 
 def test_unpriced_model_is_warned_about_and_replays_cost_nothing(tmp_path):
     def handler(request):
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.5, "rationale": "x",
-                                                  "relied_on": []}))
+        return httpx.Response(
+            200, json=_message({"root_cause": "pool", "confidence": 0.5, "rationale": "x", "relied_on": []})
+        )
 
     with pytest.warns(UserWarning, match="no price on file for claude-opus-4-8"):
         reasoner = ClaudeReasoner("claude-opus-4-8", client=_client(handler))
@@ -235,8 +290,9 @@ def test_unpriced_model_is_warned_about_and_replays_cost_nothing(tmp_path):
 
 def test_cache_replays_without_key_and_misses_clearly(tmp_path):
     def handler(request):
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.9, "rationale": "r",
-                                                  "relied_on": []}))
+        return httpx.Response(
+            200, json=_message({"root_cause": "pool", "confidence": 0.9, "rationale": "r", "relied_on": []})
+        )
 
     first = ClaudeReasoner(client=_client(handler), cache_dir=tmp_path).decide(PROBLEM, EVIDENCE, "ctx")
     replay = ClaudeReasoner(cache_dir=tmp_path, api_key=None)
@@ -252,6 +308,7 @@ def test_missing_key_is_one_line(monkeypatch):
         ClaudeReasoner(api_key=None)
     assert "\n" not in str(info.value)
     from eval.compare import main
+
     assert main(["--mode", "claude"]) == 2
 
 
@@ -269,8 +326,15 @@ def test_the_stable_prefix_is_cached_for_every_model_the_sdk_lists():
 def test_the_stable_prefix_does_not_change_with_the_round():
     catalogue = (*PROBLEM.candidates, CauseInfo("disk", "disk full", ("no space left",)))
     first = Problem(**{**PROBLEM.__dict__, "catalogue": catalogue})
-    later = Problem(**{**first.__dict__, "candidates": catalogue[1:], "attempt": 2, "tried": ("config",),
-                       "observations": ("other",)})
+    later = Problem(
+        **{
+            **first.__dict__,
+            "candidates": catalogue[1:],
+            "attempt": 2,
+            "tried": ("config",),
+            "observations": ("other",),
+        }
+    )
     reasoner = ClaudeReasoner(api_key="k")
     a, b = reasoner.build_request(first, "[E1] x"), reasoner.build_request(later, "[E2] y")
     assert a["tools"] == b["tools"] and a["system"] == b["system"]
@@ -279,8 +343,13 @@ def test_the_stable_prefix_does_not_change_with_the_round():
 
 def test_a_marked_prefix_the_model_did_not_cache_is_noted():
     def handler(request):
-        return httpx.Response(200, json=_message({"root_cause": "pool", "confidence": 0.5, "rationale": "x",
-                                                  "relied_on": []}, usage={"input_tokens": 5000, "output_tokens": 9}))
+        return httpx.Response(
+            200,
+            json=_message(
+                {"root_cause": "pool", "confidence": 0.5, "rationale": "x", "relied_on": []},
+                usage={"input_tokens": 5000, "output_tokens": 9},
+            ),
+        )
 
     decision = ClaudeReasoner(client=_client(handler)).decide(PROBLEM, [], "")
     assert any("cached nothing of a prefix marked for caching" in n for n in decision.notes)
@@ -303,5 +372,9 @@ def test_real_api_round_trip():
 def test_an_incident_item_is_aliased_like_an_episode():
     from agent.llm import aliases
 
-    items = [Evidence("i1", "incident", "t", 0.5), Evidence("f@1", "fact", "t", 0.5), Evidence("e2", "episode", "t", 0.5)]
+    items = [
+        Evidence("i1", "incident", "t", 0.5),
+        Evidence("f@1", "fact", "t", 0.5),
+        Evidence("e2", "episode", "t", 0.5),
+    ]
     assert aliases(items) == {"i1": "E1", "f@1": "F1", "e2": "E2"}

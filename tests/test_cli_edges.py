@@ -12,7 +12,6 @@ import pytest
 import scenarios
 from eval import runlog
 from eval.compare import main as compare
-from eval.outputs import curves
 from eval.report import main as report
 from memory.outputs import write_atomic
 from scenarios import ScenarioError
@@ -40,13 +39,15 @@ def small_log(tmp_path_factory):
 
 # -- 1. an output that cannot be written is refused before any run -------------------------------------
 
+
 def test_an_unwritable_json_path_is_refused_in_one_line_before_playing(unwritable_folder, capsys):
     target = unwritable_folder / "x.json"
     assert compare([*SMALL, "--seeds", "1", "--json", str(target)]) == 2
     out, err = capsys.readouterr()
     assert out == ""  # nothing was played, so nothing was reported
-    assert err.splitlines() == [f"error: --json {target}: cannot create files in {unwritable_folder} "
-                                "(Permission denied)"]
+    assert err.splitlines() == [
+        f"error: --json {target}: cannot create files in {unwritable_folder} (Permission denied)"
+    ]
     assert not target.exists()
 
 
@@ -55,16 +56,18 @@ def test_unwritable_csv_and_html_are_refused_before_playing(unwritable_folder, c
     target = unwritable_folder / "out"
     assert compare([*SMALL, "--seeds", "1", flag, str(target)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.splitlines() == [f"error: {flag} {target}: cannot create files in {unwritable_folder} "
-                                              "(Permission denied)"]
+    assert out == "" and err.splitlines() == [
+        f"error: {flag} {target}: cannot create files in {unwritable_folder} (Permission denied)"
+    ]
 
 
 def test_a_fifo_as_the_json_target_is_refused_rather_than_read(tmp_path, capsys):
     fifo = tmp_path / "log.json"
     os.mkfifo(fifo)
     codes = []
-    worker = threading.Thread(target=lambda: codes.append(compare([*SMALL, "--seeds", "1", "--json", str(fifo)])),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: codes.append(compare([*SMALL, "--seeds", "1", "--json", str(fifo)])), daemon=True
+    )
     worker.start()
     worker.join(10)
     if worker.is_alive():  # it blocked opening the FIFO: give it a writer so the thread can end
@@ -72,7 +75,8 @@ def test_a_fifo_as_the_json_target_is_refused_rather_than_read(tmp_path, capsys)
         worker.join(10)
     assert codes == [2]
     assert capsys.readouterr().err.splitlines() == [
-        f"error: --json {fifo}: not a regular file (a FIFO, socket or device); expected a file path"]
+        f"error: --json {fifo}: not a regular file (a FIFO, socket or device); expected a file path"
+    ]
 
 
 def test_report_refuses_a_fifo_as_a_log_rather_than_read_it(tmp_path, capsys):
@@ -95,6 +99,7 @@ def test_report_refuses_an_unwritable_json_path(small_log, unwritable_folder, ca
 
 
 # -- 2. what was written is said, and files follow the umask -------------------------------------------
+
 
 def test_report_quiet_still_says_what_it_wrote(small_log, tmp_path, capsys):
     rows, merged = tmp_path / "rows.csv", tmp_path / "again.json"
@@ -147,6 +152,7 @@ def test_round_problems_name_the_round_id_and_line():
 
 # -- 4. progress: an ETA on a terminal, periodic lines elsewhere ---------------------------------------
 
+
 def test_a_terminal_progress_bar_shows_the_time_left(monkeypatch, capsys):
     for name, value in (("TTY_COMPATIBLE", "1"), ("TTY_INTERACTIVE", "1"), ("TERM", "xterm")):
         monkeypatch.setenv(name, value)
@@ -179,17 +185,25 @@ def test_progress_lines_come_every_tenth_of_the_runs_or_30_s_whichever_is_later(
 
 # -- 5. no bands on the learning curve of a short scenario ----------------------------------------------
 
+
 def _log(rounds):
-    rows = [{"scenario": "s", "seed": 0, "round": f"r{i}", "kind": "k", "first_correct": i % 3 == 0, "attempts": 1}
-            for i in range(rounds)]
-    return {"agents": {"a": {"rounds": rows}, "b": {"rounds": rows}}, "scenarios": [{"name": "s"}], "seeds": [0],
-            "mode": "heuristic"}
+    rows = [
+        {"scenario": "s", "seed": 0, "round": f"r{i}", "kind": "k", "first_correct": i % 3 == 0, "attempts": 1}
+        for i in range(rounds)
+    ]
+    return {
+        "agents": {"a": {"rounds": rows}, "b": {"rounds": rows}},
+        "scenarios": [{"name": "s"}],
+        "seeds": [0],
+        "mode": "heuristic",
+    }
 
 
 @pytest.mark.extra("plots")
 @pytest.mark.parametrize("rounds, banded", [(19, False), (20, True)])
 def test_the_learning_curve_draws_bands_only_from_20_rounds(rounds, banded):
     from eval.outputs import plots
+
     plt = plots.pyplot()
     figure = plots.learning_curve_figure(_log(rounds), "s")
     try:

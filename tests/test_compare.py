@@ -55,8 +55,10 @@ def test_every_shipped_scenario_gives_identical_numbers_and_an_agreeing_report(t
     strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
     for agent in first["agents"]:
         assert strip(first["agents"][agent]["rounds"]) == strip(second["agents"][agent]["rounds"])
-        assert first["agents"][agent]["summary"]["first_attempt_accuracy"] == \
-            second["agents"][agent]["summary"]["first_attempt_accuracy"]
+        assert (
+            first["agents"][agent]["summary"]["first_attempt_accuracy"]
+            == second["agents"][agent]["summary"]["first_attempt_accuracy"]
+        )
     out = capsys.readouterr().out
     for agent, entry in first["agents"].items():
         assert f"{100 * entry['summary']['first_attempt_accuracy']:.0f}%" in out
@@ -79,7 +81,9 @@ def test_unknown_agent_and_missing_scenario_exit_2(capsys):
 def test_two_scenarios_of_one_name_or_one_file_listed_twice_exit_2_before_any_run(tmp_path, capsys):
     shipped = scenarios.load("pool-vs-deploy")
     copy = tmp_path / "renamed-copy.yaml"
-    copy.write_text(open(shipped.source).read().replace("truth: deployment_config_error", "truth: database_overload", 1))
+    copy.write_text(
+        open(shipped.source).read().replace("truth: deployment_config_error", "truth: database_overload", 1)
+    )
     log = tmp_path / "log.json"
     assert main(["pool-vs-deploy", str(copy), "--json", str(log)]) == 2
     err = capsys.readouterr().err
@@ -108,7 +112,6 @@ def test_failure_midway_keeps_completed_rounds(tmp_path, monkeypatch):
     completed = log["agents"]["no_memory"]["rounds"]
     assert len(completed) == 9  # the first agent finished its run before the failure
     assert len(log["agents"]["flat_rag"]["rounds"]) < 9
-
 
 
 def test_a_partial_log_is_written_when_due_and_never_takes_most_of_the_time(tmp_path, monkeypatch):
@@ -158,15 +161,17 @@ def test_an_unexpected_error_midway_writes_what_completed_before_it_ends_the_pro
     monkeypatch.setattr(compare, "_record", crash_after_two)
     path = tmp_path / "log.json"
     with pytest.raises(MemoryError):
-        main(["--seeds", "1", "--agents", "no_memory", "flat_rag", "episodic", "--jobs", "1", "--json", str(path)],
-             now=lambda: T0)
+        main(
+            ["--seeds", "1", "--agents", "no_memory", "flat_rag", "episodic", "--jobs", "1", "--json", str(path)],
+            now=lambda: T0,
+        )
     log = runlog.read(path)
     assert log["status"] == "error" and log["error"] == "MemoryError: out of memory"
     assert [len(log["agents"][a]["rounds"]) for a in ("no_memory", "flat_rag", "episodic")] == [9, 9, 0]
 
+
 def test_store_option_leaves_a_verifiable_store(tmp_path):
     from memory.__main__ import main as memory_main
-
     from memory.timeline import SQLiteStore
 
     store = tmp_path / "memory.sqlite"
@@ -201,15 +206,27 @@ def test_claude_mode_accounts_tokens_and_replays_from_cache_without_key(tmp_path
     _offline(monkeypatch)
     code, replay = _run(tmp_path, "--mode", "claude", "--seeds", "1", "--agents", "no_memory", "--cache", str(cache))
     assert code == 0
-    assert [r["decisions"] for r in replay["agents"]["no_memory"]["rounds"]] == \
-        [r["decisions"] for r in log["agents"]["no_memory"]["rounds"]]
+    assert [r["decisions"] for r in replay["agents"]["no_memory"]["rounds"]] == [
+        r["decisions"] for r in log["agents"]["no_memory"]["rounds"]
+    ]
     assert replay["agents"]["no_memory"]["summary"]["cost_usd"] == 0  # a replay pays nothing
 
 
 def test_claude_store_runs_keep_citations_and_read_the_prompt_cache(tmp_path, fake_api):
     cache = tmp_path / "cache"
-    args = ("--mode", "claude", "--seeds", "1", "--agents", "episodic", "flat_rag", "--cache", str(cache),
-            "--jobs", "1")
+    args = (
+        "--mode",
+        "claude",
+        "--seeds",
+        "1",
+        "--agents",
+        "episodic",
+        "flat_rag",
+        "--cache",
+        str(cache),
+        "--jobs",
+        "1",
+    )
     code, log = _run(tmp_path, *args, "--store", str(tmp_path / "a.sqlite"))
     assert code == 0
     rounds = log["agents"]["episodic"]["rounds"] + log["agents"]["flat_rag"]["rounds"]
@@ -226,8 +243,19 @@ def test_claude_store_runs_keep_citations_and_read_the_prompt_cache(tmp_path, fa
 
 def test_claude_store_runs_replay_without_a_key_under_another_clock(tmp_path, monkeypatch, fake_api):
     cache = tmp_path / "cache"
-    args = ("--mode", "claude", "--seeds", "1", "--agents", "episodic", "flat_rag", "--cache", str(cache),
-            "--jobs", "1")
+    args = (
+        "--mode",
+        "claude",
+        "--seeds",
+        "1",
+        "--agents",
+        "episodic",
+        "flat_rag",
+        "--cache",
+        str(cache),
+        "--jobs",
+        "1",
+    )
     code, log = _run(tmp_path, *args, "--store", str(tmp_path / "a.sqlite"))
     assert code == 0
     _offline(monkeypatch)
@@ -235,5 +263,6 @@ def test_claude_store_runs_replay_without_a_key_under_another_clock(tmp_path, mo
     code, replay = _run(tmp_path, *args, "--store", str(tmp_path / "b.sqlite"), now=lambda: later)
     assert code == 0, replay.get("error")
     for name in ("episodic", "flat_rag"):
-        assert [r["decisions"] for r in replay["agents"][name]["rounds"]] == \
-            [r["decisions"] for r in log["agents"][name]["rounds"]]
+        assert [r["decisions"] for r in replay["agents"][name]["rounds"]] == [
+            r["decisions"] for r in log["agents"][name]["rounds"]
+        ]

@@ -36,6 +36,7 @@ class _Built(Exception):
 
 def built_parser(module: str, monkeypatch: pytest.MonkeyPatch) -> argparse.ArgumentParser:
     """The parser a command's main() builds, caught when it starts parsing (nothing runs)."""
+
     def catch(self, *args, **kwargs):
         raise _Built(self)
 
@@ -66,15 +67,19 @@ def documented() -> str:
 
 
 # `python -m memory.mcp` imports the MCP SDK before it parses its options.
-@pytest.mark.parametrize("command", [
-    pytest.param(c, marks=pytest.mark.extra("mcp")) if c == "python -m memory.mcp" else c for c in sorted(COMMANDS)])
+@pytest.mark.parametrize(
+    "command",
+    [pytest.param(c, marks=pytest.mark.extra("mcp")) if c == "python -m memory.mcp" else c for c in sorted(COMMANDS)],
+)
 def test_every_command_and_option_is_documented(command, monkeypatch):
     text = documented()
     assert command in text, f"{command} is not in the docs"
     parser = built_parser(COMMANDS[command], monkeypatch)
-    missing = [f"{command} {where} {option}".replace("  ", " ")
-               for where, option in options(parser)
-               if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)]
+    missing = [
+        f"{command} {where} {option}".replace("  ", " ")
+        for where, option in options(parser)
+        if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)
+    ]
     assert missing == []
 
 
@@ -86,12 +91,30 @@ def test_the_tutorial_scenario_teaches_what_the_page_says(tmp_path):
     page = (ROOT / "docs" / "tutorial.md").read_text(encoding="utf-8")
     start = page.index("```yaml") + len("```yaml")
     path = tmp_path / "shop.yaml"
-    path.write_text(page[start:page.index("```", start)], encoding="utf-8")
+    path.write_text(page[start : page.index("```", start)], encoding="utf-8")
     log = tmp_path / "shop.json"
-    assert main([str(path), "--seeds", "3", "--agents", "episodic", "no_memory", "--json", str(log), "--quiet",
-                 "--jobs", "1"]) == 0
+    assert (
+        main(
+            [
+                str(path),
+                "--seeds",
+                "3",
+                "--agents",
+                "episodic",
+                "no_memory",
+                "--json",
+                str(log),
+                "--quiet",
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
     rounds = json.loads(log.read_text())["agents"]
-    first = {agent: {(r["round"], r["seed"]): r["first_decision"] for r in data["rounds"]} for agent, data in rounds.items()}
+    first = {
+        agent: {(r["round"], r["seed"]): r["first_decision"] for r in data["rounds"]} for agent, data in rounds.items()
+    }
     for seed in range(3):
         assert first["episodic"][("r1", seed)] == first["no_memory"][("r1", seed)] == "slow_queries"
         assert first["episodic"][("r2", seed)] == "connection_pool_exhaustion"
@@ -103,4 +126,4 @@ def test_the_docs_install_extras_without_replacing_the_editable_install():
     # `pip install '.[x]'` from a checkout replaces the editable install with a copy; `-e` keeps it
     text = documented()
     assert re.findall(r"pip install (?!-e)['\"]?\.\[", text) == []
-    assert "pip install -e '.[postgres]'" in text and "psql \"$MEMORY_URL\" -c \"CREATE ROLE agent LOGIN\"" in text
+    assert "pip install -e '.[postgres]'" in text and 'psql "$MEMORY_URL" -c "CREATE ROLE agent LOGIN"' in text

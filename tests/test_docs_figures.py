@@ -27,8 +27,8 @@ def test_every_generated_section_is_declared_and_names_its_logs_and_commands():
         for name in names:
             assert (where, name) in declared, f"{where}: section {name!r} has no renderer in eval.docs_pages"
             found.add((where, name))
-            block = text[text.index(BEGIN.format(name=name)):]
-            block = block[:block.index(END)]
+            block = text[text.index(BEGIN.format(name=name)) :]
+            block = block[: block.index(END)]
             section = next(s for s in SECTIONS if (s.page, s.name) == (where, name))
             for log in section.logs:
                 assert f"`{LOGS[log].path}`" in block, f"{where} {name}: log {LOGS[log].path} not named"
@@ -44,8 +44,15 @@ def test_each_log_is_made_by_the_command_printed_for_it():
 
 
 def _round(scenario: str, rnd: str, seed: int, kind: str, right: bool) -> dict:
-    return {"scenario": scenario, "round": rnd, "seed": seed, "kind": kind, "first_correct": right,
-            "solved": True, "attempts": 1 if right else 2}
+    return {
+        "scenario": scenario,
+        "round": rnd,
+        "seed": seed,
+        "kind": kind,
+        "first_correct": right,
+        "solved": True,
+        "attempts": 1 if right else 2,
+    }
 
 
 def _log(rights: dict[str, list[bool]]) -> dict:
@@ -53,21 +60,40 @@ def _log(rights: dict[str, list[bool]]) -> dict:
     kinds = ["plain", "transfer", "red_herring", "caused"]
     agents = {}
     for agent, pattern in rights.items():
-        rows = [_round("s", f"r{i + 1}", seed, kinds[i % len(kinds)], right)
-                for seed in (0, 1) for i, right in enumerate(pattern)]
+        rows = [
+            _round("s", f"r{i + 1}", seed, kinds[i % len(kinds)], right)
+            for seed in (0, 1)
+            for i, right in enumerate(pattern)
+        ]
         layers = {"outcome_accuracy": 1.0, "edges": {"CAUSED_BY": {"correct": 1, "predicted": 2, "true": 2}}}
-        agents[agent] = {"rounds": rows, "summary": {"retrieval": {}}, "runs": [
-            {"scenario": "s", "seed": seed, "layers": layers} for seed in (0, 1)]}
-    return {"schema": 1, "status": "success", "mode": "heuristic", "scenarios": [{"name": "s", "sha256": "0"}],
-            "seeds": [0, 1], "agents": agents}
+        agents[agent] = {
+            "rounds": rows,
+            "summary": {"retrieval": {}},
+            "runs": [{"scenario": "s", "seed": seed, "layers": layers} for seed in (0, 1)],
+        }
+    return {
+        "schema": 1,
+        "status": "success",
+        "mode": "heuristic",
+        "scenarios": [{"name": "s", "sha256": "0"}],
+        "seeds": [0, 1],
+        "agents": agents,
+    }
 
 
 def test_a_generated_section_is_what_the_renderer_makes_of_its_log(tmp_path, monkeypatch):
     log = _log({"episodic": [True, True, True, False], "no_memory": [True, False, False, True]})
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "tiny.json").write_text(json.dumps(log))
-    monkeypatch.setitem(LOGS, "tiny", docs_pages.Log("runs/tiny.json", ("python -m eval.compare s --json runs/tiny.json",)))
-    section = Section("docs/page.md", "tiny", ("tiny",), lambda logs: docs_pages.scenarios_table(logs["tiny"], ["episodic", "no_memory"]))
+    monkeypatch.setitem(
+        LOGS, "tiny", docs_pages.Log("runs/tiny.json", ("python -m eval.compare s --json runs/tiny.json",))
+    )
+    section = Section(
+        "docs/page.md",
+        "tiny",
+        ("tiny",),
+        lambda logs: docs_pages.scenarios_table(logs["tiny"], ["episodic", "no_memory"]),
+    )
     (tmp_path / "docs").mkdir()
     page = tmp_path / "docs" / "page.md"
     page.write_text(f"# Page\n\n{BEGIN.format(name='tiny')}\nstale figures\n{END}\n\nafter\n")
@@ -85,8 +111,13 @@ def test_a_generated_section_is_what_the_renderer_makes_of_its_log(tmp_path, mon
 
 
 def test_the_summaries_follow_the_log():
-    log = _log({"episodic": [True, True, False, False], "classifier": [True, False, False, False],
-                "episodic-no-graph": [True, False, True, False]})
+    log = _log(
+        {
+            "episodic": [True, True, False, False],
+            "classifier": [True, False, False, False],
+            "episodic-no-graph": [True, False, True, False],
+        }
+    )
     assert docs_pages.accuracy(docs_pages._rows(log, "episodic")) == 0.5
     assert docs_pages.differing_rounds(log, "episodic", "episodic-no-graph") == (["s r2"], ["s r3"])
     kinds = "\n".join(docs_pages.kinds_table(log, ["episodic", "classifier"]))
@@ -95,14 +126,18 @@ def test_the_summaries_follow_the_log():
     assert "0.50 / 0.50 (2/4/4)" in layers
     result = docs_pages.paired(log, "episodic", "classifier")
     assert (result["a_better"], result["b_better"], result["n_rounds"]) == (1, 0, 4)
-    assert re.search(r"episodic better in 1, worse in 0; sign test p = 1, not significant",
-                     docs_pages.paired_line(result, "episodic", "classifier"))
+    assert re.search(
+        r"episodic better in 1, worse in 0; sign test p = 1, not significant",
+        docs_pages.paired_line(result, "episodic", "classifier"),
+    )
 
 
 def test_a_missing_log_is_named_with_the_command_that_makes_it(tmp_path, monkeypatch, capsys):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(f"{BEGIN.format(name='tiny')}\n{END}\n")
-    monkeypatch.setitem(LOGS, "tiny", docs_pages.Log("runs/tiny.json", ("python -m eval.compare s --json runs/tiny.json",)))
+    monkeypatch.setitem(
+        LOGS, "tiny", docs_pages.Log("runs/tiny.json", ("python -m eval.compare s --json runs/tiny.json",))
+    )
     monkeypatch.setattr(docs_pages, "ROOT", tmp_path)
     monkeypatch.setattr(docs_pages, "SECTIONS", (Section("docs/page.md", "tiny", ("tiny",), lambda logs: []),))
     monkeypatch.setattr(docs_pages, "render_pages", lambda: render_pages(tmp_path, docs_pages.SECTIONS))
@@ -121,12 +156,21 @@ def test_the_commit_a_log_records_is_printed_beside_the_command_that_wrote_it(tm
     log["environment"] = {"python": "3.11", "commit": "0123456789abcdef0123456789abcdef01234567", "tree": "dirty"}
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "tiny.json").write_text(json.dumps(log))
-    make = ("python -m simulator.generate --out runs/tiny.yaml", "python -m eval.compare runs/tiny.yaml --json runs/tiny.json")
+    make = (
+        "python -m simulator.generate --out runs/tiny.yaml",
+        "python -m eval.compare runs/tiny.yaml --json runs/tiny.json",
+    )
     monkeypatch.setitem(LOGS, "tiny", docs_pages.Log("runs/tiny.json", make))
     (tmp_path / "README.md").write_text(f"{BEGIN.format(name='tiny')}\n{END}\n")
-    section = Section("README.md", "tiny", ("tiny",), lambda logs: docs_pages.groups_table(
-        [("tiny files", logs["tiny"])], ["episodic", "no_memory"], "no_memory", sources=["runs/tiny.json"]),
-        commands_below=True)
+    section = Section(
+        "README.md",
+        "tiny",
+        ("tiny",),
+        lambda logs: docs_pages.groups_table(
+            [("tiny files", logs["tiny"])], ["episodic", "no_memory"], "no_memory", sources=["runs/tiny.json"]
+        ),
+        commands_below=True,
+    )
 
     text = render_pages(tmp_path, [section])[tmp_path / "README.md"]
     assert f"{make[0]}\n" in text  # the generating command carries no commit: it did not write the log

@@ -4,7 +4,7 @@ import dataclasses
 import hashlib
 import json
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import numpy as np
 import pytest
@@ -13,13 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from memory import HashingEncoder, NoRedaction, SQLiteStore, Timeline
+from memory.errors import StoreError
 from memory.timeline import audit
 from memory.timeline import blob as embedding_blob
-from memory.errors import StoreError
 from memory.timeline.entries import Kind, Role, canonical_metadata, embedding_digest, entry_id, format_timestamp
 from memory.timeline.schema import SCHEMA_VERSION
 from tests.builders import T0
-
 
 
 def _bits(vector):
@@ -27,9 +26,11 @@ def _bits(vector):
 
 
 # Any float32 bit pattern (NaNs, infinities, -0.0, subnormals), mostly zeros so both layouts occur.
-vectors = st.integers(1, 300).flatmap(lambda dim: hnp.arrays(
-    np.uint32, dim, elements=st.one_of(st.just(0), st.just(0x80000000), st.integers(0, 2**32 - 1)),
-    fill=st.just(0)).map(lambda bits: bits.view("<f4")))
+vectors = st.integers(1, 300).flatmap(
+    lambda dim: hnp.arrays(
+        np.uint32, dim, elements=st.one_of(st.just(0), st.just(0x80000000), st.integers(0, 2**32 - 1)), fill=st.just(0)
+    ).map(lambda bits: bits.view("<f4"))
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -58,7 +59,9 @@ def test_layouts_are_told_apart_by_length():
     assert not view.flags.writeable and embedding_blob.unpack(dense.tobytes(), writable=True).flags.writeable
 
 
-@pytest.mark.parametrize("blob", [b"S", b"\x00" * 9, b"\x00" * 13 + b"S", b"\x00\x00\x00\x00\x05\x00\x01\x00\x04\x00\x00\x00S"])
+@pytest.mark.parametrize(
+    "blob", [b"S", b"\x00" * 9, b"\x00" * 13 + b"S", b"\x00\x00\x00\x00\x05\x00\x01\x00\x04\x00\x00\x00S"]
+)
 def test_malformed_blobs_raise_value_error(blob):
     with pytest.raises(ValueError):
         embedding_blob.unpack(blob)
@@ -77,8 +80,17 @@ def _timeline(path):
 
 def _append(timeline, n, *, from_text=False):
     """`n` entries; unless `from_text`, their drafts do not say their vectors encode their text, so those are stored."""
-    drafts = [timeline.draft(f"entry {i} pool exhausted on api-{i}", kind="observation", role="environment",
-                             timestamp=T0 + timedelta(minutes=i), situation="s", metadata={"i": i}) for i in range(n)]
+    drafts = [
+        timeline.draft(
+            f"entry {i} pool exhausted on api-{i}",
+            kind="observation",
+            role="environment",
+            timestamp=T0 + timedelta(minutes=i),
+            situation="s",
+            metadata={"i": i},
+        )
+        for i in range(n)
+    ]
     return [timeline.store.append(d if from_text else dataclasses.replace(d, encoded=None)) for d in drafts]
 
 
@@ -92,8 +104,11 @@ def test_new_rows_are_compact(tmp_path):
 def test_vectors_made_from_their_text_are_not_stored_and_read_back_bit_for_bit(tmp_path):
     timeline = _timeline(tmp_path / "m.db")
     written = _append(timeline, 4, from_text=True) + timeline.append_many(
-        [{"text": f"batch {i} disk full", "kind": "note", "role": "system", "timestamp": T0, "situation": "s"}
-         for i in range(3)])
+        [
+            {"text": f"batch {i} disk full", "kind": "note", "role": "system", "timestamp": T0, "situation": "s"}
+            for i in range(3)
+        ]
+    )
     raw = sqlite3.connect(tmp_path / "m.db")
     assert {row[0] for row in raw.execute("SELECT embedding FROM timeline")} == {embedding_blob.DERIVED}
     store = timeline.store
@@ -136,7 +151,9 @@ def _as_schema_1(source, target):
     raw = sqlite3.connect(target, isolation_level=None)
     for row, entry in zip(rows, entries):
         dense = entry.embedding.astype("<f4").tobytes()
-        raw.execute(f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", (*row[:2], entry.prev_id, *row[3:-1], dense))
+        raw.execute(
+            f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", (*row[:2], entry.prev_id, *row[3:-1], dense)
+        )
     raw.execute("PRAGMA user_version = 1")
     raw.close()
 
@@ -205,14 +222,15 @@ def _reference_entry_id(draft, *, prev_id, seq):
     payload = {
         "prev_id": prev_id,
         "seq": seq,
-        "timestamp": draft.timestamp.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "timestamp": draft.timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "principal": draft.principal,
         "situation": draft.situation,
         "role": Role(draft.role).value,
         "kind": Kind(draft.kind).value,
         "text": draft.text,
-        "metadata": json.loads(json.dumps(draft.metadata, sort_keys=True, separators=(",", ":"),
-                                          ensure_ascii=False, allow_nan=False)),
+        "metadata": json.loads(
+            json.dumps(draft.metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        ),
         "encoder": draft.encoder,
         "embedding_sha256": hashlib.sha256(np.asarray(draft.embedding, dtype="<f4").tobytes()).hexdigest(),
     }
@@ -220,32 +238,61 @@ def _reference_entry_id(draft, *, prev_id, seq):
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.text(max_size=12),
-                         st.floats(allow_nan=False, allow_infinity=False))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-                           | st.dictionaries(st.integers(-20, 20), inner, max_size=3), max_leaves=10)
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.text(max_size=12),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        | st.dictionaries(st.integers(-20, 20), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=st.text(max_size=120), principal=st.text(min_size=1, max_size=10), situation=st.text(max_size=10),
-       metadata=st.dictionaries(st.text(max_size=8), json_values, max_size=4), seq=st.integers(0, 2**40),
-       prev_id=st.text(max_size=70), role=st.sampled_from(list(Role) + [r.value for r in Role]),
-       kind=st.sampled_from(list(Kind) + [k.value for k in Kind]),
-       timestamp=st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
-                              timezones=st.sampled_from([timezone.utc, timezone(timedelta(hours=5, minutes=30)),
-                                                         timezone(timedelta(hours=-8))])))
-def test_entry_id_equals_the_reference_definition(text, principal, situation, metadata, seq, prev_id, role, kind,
-                                                  timestamp):
+@given(
+    text=st.text(max_size=120),
+    principal=st.text(min_size=1, max_size=10),
+    situation=st.text(max_size=10),
+    metadata=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    seq=st.integers(0, 2**40),
+    prev_id=st.text(max_size=70),
+    role=st.sampled_from(list(Role) + [r.value for r in Role]),
+    kind=st.sampled_from(list(Kind) + [k.value for k in Kind]),
+    timestamp=st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]),
+    ),
+)
+def test_entry_id_equals_the_reference_definition(
+    text, principal, situation, metadata, seq, prev_id, role, kind, timestamp
+):
     from memory.timeline import EntryDraft
 
-    draft = EntryDraft(timestamp=timestamp, principal=principal, situation=situation, role=role, kind=kind,
-                       text=text, metadata=metadata, embedding=HashingEncoder(dim=32).encode([text])[0],
-                       encoder="hashing-v2-d32-c0.5")
+    draft = EntryDraft(
+        timestamp=timestamp,
+        principal=principal,
+        situation=situation,
+        role=role,
+        kind=kind,
+        text=text,
+        metadata=metadata,
+        embedding=HashingEncoder(dim=32).encode([text])[0],
+        encoder="hashing-v2-d32-c0.5",
+    )
     assert entry_id(draft, prev_id=prev_id, seq=seq) == _reference_entry_id(draft, prev_id=prev_id, seq=seq)
-    assert format_timestamp(timestamp) == timestamp.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    assert canonical_metadata(metadata) == json.dumps(metadata, sort_keys=True, separators=(",", ":"),
-                                                      ensure_ascii=False, allow_nan=False)
+    assert format_timestamp(timestamp) == timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert canonical_metadata(metadata) == json.dumps(
+        metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     assert embedding_digest(draft.embedding) == hashlib.sha256(draft.embedding.astype("<f4").tobytes()).hexdigest()
 
 
@@ -262,8 +309,14 @@ def test_an_import_stores_a_vector_that_is_its_texts_encoding_as_derived(tmp_pat
     timeline = _timeline(tmp_path / "a.db")
     written = _append(timeline, 2, from_text=True) + _append(timeline, 1)
     other = dataclasses.replace(written[0], embedding=np.eye(1, 256, 7, dtype=np.float32)[0])  # not its text's
-    written.append(timeline.store.append(dataclasses.replace(timeline.draft(
-        "not this vector", kind="note", role="user", timestamp=T0, situation="s"), embedding=other.embedding)))
+    written.append(
+        timeline.store.append(
+            dataclasses.replace(
+                timeline.draft("not this vector", kind="note", role="user", timestamp=T0, situation="s"),
+                embedding=other.embedding,
+            )
+        )
+    )
     timeline.store.export_jsonl(tmp_path / "x.jsonl")
     with SQLiteStore(tmp_path / "b.db") as copy:
         assert copy.import_jsonl(tmp_path / "x.jsonl") == 4 and copy.verify() is None

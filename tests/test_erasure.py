@@ -42,8 +42,9 @@ def _build(path):
     """Incidents of two principals, one of them holding the secret text; the secret entry."""
     with _memory(path) as memory:
         play_incidents(memory)
-        secret = memory.observe(SECRET, timestamp=T0 + timedelta(days=2), situation="support",
-                                metadata={"service": "print", "note": SECRET})
+        secret = memory.observe(
+            SECRET, timestamp=T0 + timedelta(days=2), situation="support", metadata={"service": "print", "note": SECRET}
+        )
         play_incidents(memory, start=T0 + timedelta(days=3))
         play_incidents(memory, principal="team-b", start=T0 + timedelta(days=5))
         memory.flush()
@@ -103,9 +104,12 @@ def _tamper_after_erasing(path, secret, trigger, statement):
 
 def test_verify_sees_an_erasure_without_a_record_and_tampering_after_one(two_tenants):
     path, secret = two_tenants
-    _tamper_after_erasing(path, secret, "timeline_no_update",  # content emptied without any erasure record
-                          "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', "
-                          "embedding = X'' WHERE seq = 3")
+    _tamper_after_erasing(
+        path,
+        secret,
+        "timeline_no_update",  # content emptied without any erasure record
+        "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', embedding = X'' WHERE seq = 3",
+    )
     findings = audit(path).findings
     assert any("timeline seq=3" in f and "content does not match its id" in f for f in findings)
     assert any("timeline_no_update" in f for f in findings)
@@ -118,8 +122,11 @@ def test_a_derived_record_rewritten_after_an_erasure_is_a_finding(two_tenants):
 
     def rewrite(db):  # the bodies as stored (compressed), decompressed, edited and compressed again
         rows = db.execute("SELECT seq, body FROM records WHERE kind = 'episode'").fetchall()
-        edited = [(record_body.pack(record_body.unpack(body).replace("SUCCESS", "FAILURE")), seq) for seq, body in rows
-                  if "SUCCESS" in record_body.unpack(body)]
+        edited = [
+            (record_body.pack(record_body.unpack(body).replace("SUCCESS", "FAILURE")), seq)
+            for seq, body in rows
+            if "SUCCESS" in record_body.unpack(body)
+        ]
         assert edited
         db.executemany("UPDATE records SET body = ? WHERE seq = ?", edited)
 
@@ -133,12 +140,14 @@ def test_the_store_refuses_other_updates_and_deletes_after_an_erasure(two_tenant
         memory.forget(entry_id=secret.id)
         newest = memory.store.last_record()
     db = sqlite3.connect(path)
-    for statement in ("UPDATE timeline SET text = 'x' WHERE seq = 0",
-                      "UPDATE timeline SET text = '', situation = '', metadata = '{}', encoder = '', "
-                      "embedding = X'' WHERE seq = 0",  # blank form, but not listed as erased
-                      f"DELETE FROM records WHERE seq = {newest}",
-                      "DELETE FROM records WHERE kind = 'erasure'",
-                      "DELETE FROM erased"):
+    for statement in (
+        "UPDATE timeline SET text = 'x' WHERE seq = 0",
+        "UPDATE timeline SET text = '', situation = '', metadata = '{}', encoder = '', "
+        "embedding = X'' WHERE seq = 0",  # blank form, but not listed as erased
+        f"DELETE FROM records WHERE seq = {newest}",
+        "DELETE FROM records WHERE kind = 'erasure'",
+        "DELETE FROM erased",
+    ):
         with pytest.raises(sqlite3.DatabaseError, match="refused"):
             db.execute(statement)
     db.close()
@@ -211,8 +220,9 @@ def _erase_while_another_writes(memory, other, times):
     def erase(plan):
         calls.append(plan.record_id)
         if len(calls) <= times:
-            other.observe(f"meanwhile {len(calls)}", timestamp=T0 + timedelta(days=30, minutes=len(calls)),
-                          situation="support")
+            other.observe(
+                f"meanwhile {len(calls)}", timestamp=T0 + timedelta(days=30, minutes=len(calls)), situation="support"
+            )
         return real(plan)
 
     return erase, calls

@@ -17,7 +17,8 @@ from memory.episodes import Outcome
 from memory.facts import DEFAULT_FACTS, EvidenceLog, FactConfig, extract_facts, update_fact
 from memory.facts.evidence import TERM_COUNT_MEMO
 from memory.facts.rules import assess, induce_condition, measure
-from tests.builders import T0, at, evidence as evidence_item
+from tests.builders import T0, at
+from tests.builders import evidence as evidence_item
 
 TERMS = ["queue", "backlog", "heartbeat", "schema", "checksum", "disk", "latency", "pool", "deploy", "cert"]
 CHOICES = ["alpha", "beta", "gamma"]
@@ -60,10 +61,16 @@ def reference_assess(fact_id, condition, conclusion, evidence, since=None):
 
 evidence_items = st.builds(
     lambda i, words, choice, outcome, hours, cited, principal: evidence_item(
-        i, "", choice, outcome, principal=principal, cited=cited, words=words, hours=hours),
-    st.integers(0, 60), st.sets(st.sampled_from(TERMS), max_size=5), st.sampled_from(CHOICES),
+        i, "", choice, outcome, principal=principal, cited=cited, words=words, hours=hours
+    ),
+    st.integers(0, 60),
+    st.sets(st.sampled_from(TERMS), max_size=5),
+    st.sampled_from(CHOICES),
     st.sampled_from([Outcome.SUCCESS, Outcome.SUCCESS, Outcome.FAILURE, Outcome.UNKNOWN]),
-    st.integers(0, 200), st.sets(st.sampled_from(["fact-a", "fact-b"]), max_size=1), st.sampled_from(["p", "p", "q"]))
+    st.integers(0, 200),
+    st.sets(st.sampled_from(["fact-a", "fact-b"]), max_size=1),
+    st.sampled_from(["p", "p", "q"]),
+)
 histories = st.lists(evidence_items, max_size=40)  # repeated episode ids on purpose: hand-made lists may have them
 conditions = st.lists(st.sampled_from(TERMS), max_size=3)
 # A start condition is a fact's condition: distinct terms (a repeated term would count towards max_terms twice).
@@ -95,8 +102,10 @@ def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion
     assert got == tuple(sorted(set(got))) and set(start) <= set(got) and len(got) <= config.max_terms
     assert induce_condition(conclusion, evidence, config, start=got) == got  # the result is where the search stops
     # the greedy steps, one term at a time: a longer search only goes on from a shorter one
-    steps = [tuple(sorted(set(start)))] + [induce_condition(conclusion, evidence, FactConfig(max_terms=k), start=start)
-                                           for k in range(len(start) + 1, config.max_terms + 1)]
+    steps = [tuple(sorted(set(start)))] + [
+        induce_condition(conclusion, evidence, FactConfig(max_terms=k), start=start)
+        for k in range(len(start) + 1, config.max_terms + 1)
+    ]
     assert steps[-1] == got
     confirming = [ev for ev in evidence if label(ev, conclusion) is True]
     need = max(config.min_coverage, config.min_term_share * len(confirming))
@@ -116,10 +125,19 @@ def test_induced_condition_keeps_the_rules_of_the_docstring(evidence, conclusion
 
 def _state(log):
     """What a log holds, orders included."""
-    return ([(t, list(p)) for t, p in log._postings.items()],
-            [(t, list(c.items())) for t, c in log._resolutions.items()],
-            log._citing, log._confirming, log._refuting, log._successes, log._where, bytes(log._choice_at),
-            bytes(log._succeeded), bytes(log._ended_us), log._codes)
+    return (
+        [(t, list(p)) for t, p in log._postings.items()],
+        [(t, list(c.items())) for t, c in log._resolutions.items()],
+        log._citing,
+        log._confirming,
+        log._refuting,
+        log._successes,
+        log._where,
+        bytes(log._choice_at),
+        bytes(log._succeeded),
+        bytes(log._ended_us),
+        log._codes,
+    )
 
 
 @settings(max_examples=120, deadline=None)
@@ -154,7 +172,7 @@ def test_a_log_grown_by_appends_answers_like_one_built_at_once(evidence):
         assert grown.resolutions_with(term) == whole.resolutions_with(term) == dict(confirmed)
     assert grown.matching([]) == set(range(len(evidence)))
     everyone = np.arange(len(evidence))
-    for conclusion, since in zip(CHOICES, [None] + sorted({ev.at for ev in evidence})[:len(CHOICES)]):
+    for conclusion, since in zip(CHOICES, [None] + sorted({ev.at for ev in evidence})[: len(CHOICES)]):
         true, false = grown.labels_among(everyone, conclusion, since=since)  # the columns, against the scan
         kept = [i for i, ev in enumerate(evidence) if since is None or ev.at >= since]
         assert true.tolist() == [i for i in kept if label(evidence[i], conclusion) is True]
@@ -194,5 +212,6 @@ def test_induction_on_a_growing_log_reuses_term_counts_and_answers_like_a_fresh_
             for term in TERMS[:3]:
                 assert log.with_terms(positions, term) == {p for p in positions if term in evidence[p].terms}
             assert log.count_with_terms(positions, TERMS) == {
-                term: sum(term in evidence[p].terms for p in positions) for term in TERMS}
+                term: sum(term in evidence[p].terms for p in positions) for term in TERMS
+            }
     assert len(log._term_counts) <= TERM_COUNT_MEMO

@@ -18,8 +18,18 @@ import pytest
 from memory import EpisodicMemory
 from memory.__main__ import main
 from memory.errors import DamagedStore
-from memory.facts import (ACTIVE, LESSON, RETIRED, RULE, FactKind, FactStatus, FactVersion, Wording, rejected_choices,
-                          resolve_records)
+from memory.facts import (
+    ACTIVE,
+    LESSON,
+    RETIRED,
+    RULE,
+    FactKind,
+    FactStatus,
+    FactVersion,
+    Wording,
+    rejected_choices,
+    resolve_records,
+)
 from memory.persistence.record_fields import problem
 from memory.timeline import SQLiteStore
 from memory.timeline.schema import RecordKind
@@ -36,8 +46,12 @@ def _store(path: Path, records) -> Path:
 
 def _read(memory: EpisodicMemory) -> dict[str, FactVersion]:
     principals = sorted({body["principal"] for _, body in OLD["records"]})
-    return {v.id: v for who in principals for f in memory.facts(who, include_retired=True)
-            for v in memory.fact_history(f.fact_id, principal=who)}
+    return {
+        v.id: v
+        for who in principals
+        for f in memory.facts(who, include_retired=True)
+        for v in memory.fact_history(f.fact_id, principal=who)
+    }
 
 
 def test_a_store_of_old_fact_records_opens_verifies_and_reads_as_it_did(tmp_path, capsys):
@@ -72,7 +86,8 @@ def test_old_records_stored_again_take_the_new_layout_and_read_the_same():
         if version.wording:
             assert isinstance(old["wording"], list) and body["wording"] == {
                 "condition": list(version.wording.condition),
-                **({"unless": list(version.wording.unless)} if version.wording.unless else {})}
+                **({"unless": list(version.wording.unless)} if version.wording.unless else {}),
+            }
         assert body["status"] in ("active", "retired") and type(body["status"]) is str
 
 
@@ -91,12 +106,15 @@ def test_status_and_kind_are_enums_that_read_as_their_strings():
     assert plain.status is RETIRED and plain.kind is LESSON
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"status": "dormant"}, "'dormant' is not a valid FactStatus"),
-    ({"kind": "hunch"}, "'hunch' is not a valid FactKind"),
-    ({"wording": {"condition": ["only-one"]}}, "wording holds 1 words for 4 terms"),
-    ({"wording": {"unless": []}, "unless": []}, ""),  # an empty part is no part: not damage
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"status": "dormant"}, "'dormant' is not a valid FactStatus"),
+        ({"kind": "hunch"}, "'hunch' is not a valid FactKind"),
+        ({"wording": {"condition": ["only-one"]}}, "wording holds 1 words for 4 terms"),
+        ({"wording": {"unless": []}, "unless": []}, ""),  # an empty part is no part: not damage
+    ],
+)
 def test_a_fact_record_holding_a_value_its_types_refuse_is_named_on_open(tmp_path, change, message):
     records = [[i, {**body, **change} if n == 0 else body] for n, (i, body) in enumerate(OLD["records"])]
     path = _store(tmp_path / "m.sqlite", records)
@@ -116,5 +134,7 @@ def test_exceptions_words_without_the_condition_s_are_refused():
 def test_a_wording_of_another_json_type_is_a_finding():
     body = {**OLD["records"][0][1], "wording": "jobs queue"}
     assert problem("fact_version", body) == "field 'wording' holds a string, expected a list or an object"
-    assert problem("fact_version", {**OLD["records"][0][1], "rejected": "driver"}) == \
-        "field 'rejected' holds a string, expected a list"
+    assert (
+        problem("fact_version", {**OLD["records"][0][1], "rejected": "driver"})
+        == "field 'rejected' holds a string, expected a list"
+    )

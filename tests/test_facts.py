@@ -20,7 +20,9 @@ from memory.facts import (
     update_fact,
 )
 from memory.facts.rules import confidence, measure
-from tests.builders import T0, episode, evidence as ev
+from tests.builders import T0, episode
+from tests.builders import evidence as ev
+
 ALPHA = "alpha_cause"
 BETA = "beta_cause"
 
@@ -68,8 +70,10 @@ def test_vague_condition_is_rejected_by_the_usefulness_check():
     # "growing" only appears with one confirmation; "backlog" alone works
     assert propose_fact(["growing"], ALPHA, evidence, principal="p", at=T0) is None
     # a condition every episode would match cannot discriminate: lift 1
-    everywhere = [ev(i, f"service alarm {text}", c, ok) for i, (text, c, ok) in
-                  enumerate([("a", ALPHA, True), ("b", ALPHA, True), ("c", ALPHA, True)])]
+    everywhere = [
+        ev(i, f"service alarm {text}", c, ok)
+        for i, (text, c, ok) in enumerate([("a", ALPHA, True), ("b", ALPHA, True), ("c", ALPHA, True)])
+    ]
     assert measure(["alarm"], ALPHA, everywhere).lift == pytest.approx(1.0)
     assert propose_fact(["alarm"], ALPHA, everywhere, principal="p", at=T0) is None
     accepted = propose_fact(["Backlog"], ALPHA, evidence, principal="p", at=T0)
@@ -104,7 +108,7 @@ def test_revision_creates_a_new_version_and_keeps_the_old_readable():
     later = history_a() + [ev(10 + i, f"{cond} but the worker pool was starved", ALPHA, True) for i in range(2)]
     versions = [beta]
     evidence = history_a()
-    for item in later[len(evidence):]:
+    for item in later[len(evidence) :]:
         evidence = evidence + [item]
         new = update_fact(versions[-1], evidence, at=item.at)
         if new is not None:

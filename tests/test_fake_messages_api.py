@@ -34,5 +34,6 @@ def test_answers_cite_every_shown_id_and_log_each_request():
     fake = FakeMessagesAPI()
     message = fake.answer(_body(10))
     assert message["content"][0]["input"]["relied_on"] == ["E1"] and message["content"][0]["input"]["root_cause"] == "a"
-    assert fake.log == [{"request": 1, "model": "claude-sonnet-4-6", "attempt_1": False, "shown_ids": 1,
-                         **message["usage"]}]
+    assert fake.log == [
+        {"request": 1, "model": "claude-sonnet-4-6", "attempt_1": False, "shown_ids": 1, **message["usage"]}
+    ]

@@ -49,8 +49,9 @@ def test_requirements_install_the_project_and_the_readme_example_runs_from_any_f
     # (not the checkout, not an editable install of it).
     paths = [str(site), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    done = subprocess.run([sys.executable, "-S", "example.py"], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-S", "example.py"], cwd=work, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "6 episodes" in done.stdout and (work / "agent-memory.db").exists()
 
@@ -101,18 +102,34 @@ def _incident_memory(path: Path) -> EpisodicMemory:
     clock = T0
     for day, (guess, truth) in enumerate([("database", "pool"), ("pool", "pool")]):
         clock = T0 + timedelta(days=day)
-        memory.observe("checkout 5xx; connection pool exhausted", timestamp=clock, situation="incident",
-                       metadata={"service": "shop"})
+        memory.observe(
+            "checkout 5xx; connection pool exhausted",
+            timestamp=clock,
+            situation="incident",
+            metadata={"service": "shop"},
+        )
         for choice in dict.fromkeys([guess, truth]):
             clock += timedelta(minutes=5)
-            memory.decide(f"Decision: {choice}", choice=choice, timestamp=clock, situation="incident",
-                          metadata={"service": "shop"})
+            memory.decide(
+                f"Decision: {choice}",
+                choice=choice,
+                timestamp=clock,
+                situation="incident",
+                metadata={"service": "shop"},
+            )
             status = "success" if choice == truth else "failure"
-            memory.outcome("errors gone" if choice == truth else "no change", status=status,
-                           timestamp=clock + timedelta(minutes=1), situation="incident")
+            memory.outcome(
+                "errors gone" if choice == truth else "no change",
+                status=status,
+                timestamp=clock + timedelta(minutes=1),
+                situation="incident",
+            )
             if choice != truth:
-                memory.correct(f"It was the {truth}, not the {choice}", timestamp=clock + timedelta(minutes=2),
-                               situation="incident")
+                memory.correct(
+                    f"It was the {truth}, not the {choice}",
+                    timestamp=clock + timedelta(minutes=2),
+                    situation="incident",
+                )
     memory.flush()
     return memory
 

@@ -7,8 +7,8 @@ from agent.reasoner import Evidence
 from baseline import WindowedRAGMemory
 from eval import runlog
 from eval.compare import main
-from eval.metrics import evidence_hits
 from eval.merge import records
+from eval.metrics import evidence_hits
 from memory.timeline import HashingEncoder
 from tests.builders import T0
 
@@ -30,8 +30,7 @@ def test_windows_keep_a_decision_its_outcome_and_the_correction_together_and_onl
 
 
 def test_one_budget_in_items_and_characters_counts_facts():
-    items = [Evidence(id=str(i), source="fact" if i % 2 else "chunk", text="x" * 100, relevance=0.5)
-             for i in range(10)]
+    items = [Evidence(id=str(i), source="fact" if i % 2 else "chunk", text="x" * 100, relevance=0.5) for i in range(10)]
     assert len(fit_budget(items, Budget(items=9, chars=10_000))) == 9
     assert len(fit_budget(items, Budget(items=9, chars=350))) == 3
     assert len(fit_budget(items, Budget(items=9, chars=10))) == 1  # one item always fits
@@ -48,8 +47,24 @@ def test_long_incidents_cannot_crowd_the_facts_out_of_the_budget():
 
 def test_run_log_explains_decisions_and_traces_retrieval_to_rounds(tmp_path):
     path = tmp_path / "log.json"
-    assert main(["dns-tls-clock", "--seeds", "1", "--agents", "episodic", "flat_rag", "no_memory", "--quiet",
-                 "--json", str(path)], now=lambda: T0) == 0
+    assert (
+        main(
+            [
+                "dns-tls-clock",
+                "--seeds",
+                "1",
+                "--agents",
+                "episodic",
+                "flat_rag",
+                "no_memory",
+                "--quiet",
+                "--json",
+                str(path),
+            ],
+            now=lambda: T0,
+        )
+        == 0
+    )
     log = runlog.read(path)
     for agent in ("episodic", "flat_rag"):
         rows = log["agents"][agent]["rounds"]
@@ -57,7 +72,8 @@ def test_run_log_explains_decisions_and_traces_retrieval_to_rounds(tmp_path):
         truth = {row["round"]: row["truth"] for row in rows}
         for row in rows:
             assert row["rationale"] and {"prior", "memory", "facts", "feedback", "total"} <= set(
-                row["candidate_scores"][row["first_decision"]])
+                row["candidate_scores"][row["first_decision"]]
+            )
             for item in row["retrieved_items"]:
                 assert {"id", "source", "score", "why", "round", "same_cause"} <= set(item) and item["why"]
                 if item["round"] is not None:  # only earlier rounds: the live round is never retrieved

@@ -62,7 +62,9 @@ def test_rules_only_look_at_the_window() -> None:
     _, episodes, _ = _case("learned_from")
     new, old = episodes[1], episodes[0]
     assert {e.type for e in infer_edges(new, [old], config=GraphConfig(window=1))} == {
-        EdgeType.RETRY_OF, EdgeType.LEARNED_FROM}
+        EdgeType.RETRY_OF,
+        EdgeType.LEARNED_FROM,
+    }
     later = replace(new, first_seq=100, last_seq=101)
     between = replace(_case("continuation")[1][1], first_seq=50, last_seq=51)  # a planning episode
     assert infer_edges(later, [old, between], config=GraphConfig(window=2)) != []
@@ -77,7 +79,10 @@ def test_causal_chain_narrates_incident_fix_and_consequence() -> None:
     assert result.episode_ids == tuple(ep.id for ep in episodes)
     assert set(result.edge_types) == {EdgeType.RETRY_OF, EdgeType.CAUSED_BY}  # LED_TO mirrors CAUSED_BY
     assert result.narrative == "incident → failed fix → fix → incident"
-    assert causal_chain(G, episodes[2].id, episodes=lookup(episodes), max_hops=1).episode_ids == (episodes[1].id, episodes[2].id)
+    assert causal_chain(G, episodes[2].id, episodes=lookup(episodes), max_hops=1).episode_ids == (
+        episodes[1].id,
+        episodes[2].id,
+    )
 
 
 def test_causal_chain_of_a_corrected_retry() -> None:
@@ -92,10 +97,14 @@ def test_neighbours_by_type_and_direction() -> None:
     _, episodes, edges = _case("learned_from")
     G = build_graph(episodes, edges)
     out = neighbours(G, episodes[1].id)
-    assert [n.type for n in out] == [EdgeType.RETRY_OF, EdgeType.LEARNED_FROM] or \
-        [n.type for n in out] == [EdgeType.LEARNED_FROM, EdgeType.RETRY_OF]
+    assert [n.type for n in out] == [EdgeType.RETRY_OF, EdgeType.LEARNED_FROM] or [n.type for n in out] == [
+        EdgeType.LEARNED_FROM,
+        EdgeType.RETRY_OF,
+    ]
     assert [n.episode_id for n in neighbours(G, episodes[1].id, edge_type="LEARNED_FROM")] == [episodes[0].id]
-    assert [n.episode_id for n in neighbours(G, episodes[0].id, direction="in", edge_type=EdgeType.RETRY_OF)] == [episodes[1].id]
+    assert [n.episode_id for n in neighbours(G, episodes[0].id, direction="in", edge_type=EdgeType.RETRY_OF)] == [
+        episodes[1].id
+    ]
     assert neighbours(G, episodes[0].id) == []
     with pytest.raises(ValueError, match="direction"):
         neighbours(G, episodes[0].id, direction="sideways")
@@ -123,16 +132,22 @@ def test_exports_read_back(tmp_path: Path) -> None:
     assert f'"{episodes[2].id}" -> "{episodes[1].id}"' in dot
 
 
-
 def test_later_attempts_follow_resolving_edges_within_the_view_given():
     """RETRY_OF and LEARNED_FROM into an episode, once per later attempt, in the graph's order; other edge
     types and episodes the view leaves out do not count; pending edges come after."""
     G = nx.MultiDiGraph()
     for node, who in (("fail", "a"), ("retry", "a"), ("learner", "a"), ("effect", "a"), ("other", "b")):
         G.add_node(node, principal=who)
-    add_edge_rows(G, [("retry", "fail", EdgeType.RETRY_OF, 1.0, ""), ("retry", "fail", EdgeType.LEARNED_FROM, 0.9, ""),
-                      ("effect", "fail", EdgeType.CAUSED_BY, 0.8, ""), ("other", "fail", EdgeType.RETRY_OF, 1.0, ""),
-                      ("learner", "fail", EdgeType.LEARNED_FROM, 0.7, "")])
+    add_edge_rows(
+        G,
+        [
+            ("retry", "fail", EdgeType.RETRY_OF, 1.0, ""),
+            ("retry", "fail", EdgeType.LEARNED_FROM, 0.9, ""),
+            ("effect", "fail", EdgeType.CAUSED_BY, 0.8, ""),
+            ("other", "fail", EdgeType.RETRY_OF, 1.0, ""),
+            ("learner", "fail", EdgeType.LEARNED_FROM, 0.7, ""),
+        ],
+    )
     only_a = nx.subgraph_view(G, filter_node=lambda n: G.nodes[n]["principal"] == "a")
     assert later_attempts(G, "fail") == ["retry", "other", "learner"]
     assert later_attempts(only_a, "fail") == ["retry", "learner"]

@@ -21,8 +21,15 @@ def _two_tenants(until: int) -> list[tuple[object, str]]:
 
 def _record(memory: EpisodicMemory, stream: list[tuple[object, str]]) -> None:
     for entry, principal in stream:
-        memory.record(entry.text, kind=entry.kind, role=entry.role, timestamp=entry.timestamp,
-                      situation=entry.situation, principal=principal, metadata=entry.metadata)
+        memory.record(
+            entry.text,
+            kind=entry.kind,
+            role=entry.role,
+            timestamp=entry.timestamp,
+            situation=entry.situation,
+            principal=principal,
+            metadata=entry.metadata,
+        )
 
 
 def test_rebuild_equals_live_after_an_incremental_run_and_after_reopening(tmp_path: Path) -> None:
@@ -40,8 +47,13 @@ def test_rebuild_equals_live_after_an_incremental_run_and_after_reopening(tmp_pa
         assert reopened.state.snapshot() == state
         last = stream[-1][0]
         for minutes in (5, 9):  # the stream goes on after reopening
-            reopened.record(f"follow-up note {minutes}", kind="note", role="user",
-                            timestamp=last.timestamp + timedelta(hours=minutes), situation=last.situation,
-                            principal="acme")
+            reopened.record(
+                f"follow-up note {minutes}",
+                kind="note",
+                role="user",
+                timestamp=last.timestamp + timedelta(hours=minutes),
+                situation=last.situation,
+                principal="acme",
+            )
         assert reopened.projection() == reopened.rebuild()
         assert len(reopened.projection().episodes) > len(first.episodes)  # the hours-long gap closed one

@@ -6,32 +6,54 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.heuristic import HeuristicReasoner
-from memory.text import split_negation, stems
 from agent.reasoner import CauseInfo, Evidence, Problem
+from memory.text import split_negation, stems
 
-POOL = CauseInfo("pool_exhaustion", "A client connection pool is exhausted; requests wait for a connection",
-                 ("timeout acquiring connection", "pool exhausted"))
-DEPLOY = CauseInfo("bad_release", "A release shipped a wrong configuration value", ("right after deploy", "new version"))
+POOL = CauseInfo(
+    "pool_exhaustion",
+    "A client connection pool is exhausted; requests wait for a connection",
+    ("timeout acquiring connection", "pool exhausted"),
+)
+DEPLOY = CauseInfo(
+    "bad_release", "A release shipped a wrong configuration value", ("right after deploy", "new version")
+)
 REASONER = HeuristicReasoner()
 
 
 def _problem(*observations, tried=(), feedback=()):
-    return Problem(observations=observations, candidates=(POOL, DEPLOY), situation="incident", service="svc",
-                   attempt=1 + len(tried), tried=tried, feedback=feedback)
+    return Problem(
+        observations=observations,
+        candidates=(POOL, DEPLOY),
+        situation="incident",
+        service="svc",
+        attempt=1 + len(tried),
+        tried=tried,
+        feedback=feedback,
+    )
 
 
 def test_prior_follows_signals():
-    assert REASONER.decide(_problem("logs: pool exhausted, timeout acquiring connection"), []).choice == "pool_exhaustion"
+    assert (
+        REASONER.decide(_problem("logs: pool exhausted, timeout acquiring connection"), []).choice == "pool_exhaustion"
+    )
     assert REASONER.decide(_problem("errors began right after deploy of the new version"), []).choice == "bad_release"
 
 
 def test_closest_precedent_overrides_surface_similarity():
     problem = _problem("threads wait for a connection after the rollout")
     assert REASONER.decide(problem, []).choice == "pool_exhaustion"
-    lesson = Evidence(id="ep", source="episode", text="same symptoms after a rollout", relevance=0.9,
-                      outcome="FAILURE", choices=("pool_exhaustion",), resolved_as="bad_release")
-    routine = Evidence(id="old", source="episode", text="pool incident", relevance=0.2, outcome="SUCCESS",
-                       choices=("pool_exhaustion",))
+    lesson = Evidence(
+        id="ep",
+        source="episode",
+        text="same symptoms after a rollout",
+        relevance=0.9,
+        outcome="FAILURE",
+        choices=("pool_exhaustion",),
+        resolved_as="bad_release",
+    )
+    routine = Evidence(
+        id="old", source="episode", text="pool incident", relevance=0.2, outcome="SUCCESS", choices=("pool_exhaustion",)
+    )
     decision = REASONER.decide(problem, [lesson, routine])
     assert decision.choice == "bad_release" and decision.relied_on == ("ep",)
     # the same lesson far away does not outweigh the runbook
@@ -42,30 +64,44 @@ def test_closest_precedent_overrides_surface_similarity():
 def test_agreeing_precedents_add_up_and_a_lone_close_one_counts():
     problem = _problem("threads wait for a connection after the rollout")
     one = [Evidence(id="a", source="episode", text="x", relevance=0.35, outcome="SUCCESS", choices=("bad_release",))]
-    three = one + [Evidence(id=i, source="episode", text="x", relevance=0.35, outcome="SUCCESS",
-                            choices=("bad_release",)) for i in ("b", "c")]
-    assert REASONER.decide(problem, three).parts["bad_release"]["memory"] > \
-        REASONER.decide(problem, one).parts["bad_release"]["memory"] > 0
+    three = one + [
+        Evidence(id=i, source="episode", text="x", relevance=0.35, outcome="SUCCESS", choices=("bad_release",))
+        for i in ("b", "c")
+    ]
+    assert (
+        REASONER.decide(problem, three).parts["bad_release"]["memory"]
+        > REASONER.decide(problem, one).parts["bad_release"]["memory"]
+        > 0
+    )
     close = [Evidence(id="a", source="episode", text="x", relevance=0.95, outcome="SUCCESS", choices=("bad_release",))]
     assert REASONER.decide(problem, close).choice == "bad_release"
 
 
 def test_reliability_recorded_at_the_site_sets_the_weights():
     problem = _problem("threads wait for a connection after the rollout")
-    fact = Evidence(id="f@1", source="fact", text="when rollout → bad_release", relevance=1.0,
-                    conclusion="bad_release", confidence=0.6)
+    fact = Evidence(
+        id="f@1",
+        source="fact",
+        text="when rollout → bad_release",
+        relevance=1.0,
+        conclusion="bad_release",
+        confidence=0.6,
+    )
     trusted = replace(problem, record={"facts|lesson": (9, 0), "prior|lesson": (1, 8)})
     doubted = replace(problem, record={"facts|lesson": (0, 9), "prior|lesson": (9, 0)})
     assert REASONER.decide(trusted, [fact]).choice == "bad_release"
     assert REASONER.decide(doubted, [fact]).choice == "pool_exhaustion"
-    assert REASONER.decide(trusted, [fact]).favoured == {"prior|lesson": "pool_exhaustion",
-                                                         "facts|lesson": "bad_release"}
+    assert REASONER.decide(trusted, [fact]).favoured == {
+        "prior|lesson": "pool_exhaustion",
+        "facts|lesson": "bad_release",
+    }
 
 
 def test_items_of_a_kind_the_record_mutes_are_not_reported_as_relied_on():
     problem = _problem("errors began right after deploy of the new version")
-    precedent = Evidence(id="ep", source="episode", text="after a deploy", relevance=0.9, outcome="SUCCESS",
-                         choices=("bad_release",))
+    precedent = Evidence(
+        id="ep", source="episode", text="after a deploy", relevance=0.9, outcome="SUCCESS", choices=("bad_release",)
+    )
     heard = REASONER.decide(replace(problem, record={"memory": (9, 0)}), [precedent])
     muted = REASONER.decide(replace(problem, record={"memory": (0, 9)}), [precedent])  # right 2 of 12: weight 0
     assert heard.choice == muted.choice == "bad_release"
@@ -79,17 +115,23 @@ def test_unlabelled_text_votes_by_what_it_mentions():
     far = Evidence(id="c2", source="chunk", text="the client pool is exhausted", relevance=0.2)
     assert REASONER.decide(problem, [near, far]).choice == "bad_release"
     # the same texts as labelled failures vote the other way
-    failed = [Evidence(id="e1", source="episode", text="rolled back", relevance=0.9, outcome="FAILURE",
-                       choices=("bad_release",)),
-              Evidence(id="e2", source="episode", text="pool", relevance=0.2, outcome="FAILURE",
-                       choices=("pool_exhaustion",))]
+    failed = [
+        Evidence(
+            id="e1", source="episode", text="rolled back", relevance=0.9, outcome="FAILURE", choices=("bad_release",)
+        ),
+        Evidence(
+            id="e2", source="episode", text="pool", relevance=0.2, outcome="FAILURE", choices=("pool_exhaustion",)
+        ),
+    ]
     assert REASONER.decide(problem, failed).choice == "pool_exhaustion"
 
 
 def test_an_unlabelled_run_of_events_is_read_by_its_outcome():
     # "Decision X … no change … it was Y" in one window: against X, for Y; no label, no scenario words.
-    window = ("users report slow pages\nDecision: pool_exhaustion — raised the pool\n"
-              "No change after an hour\nIt was the release from this morning, not the pool")
+    window = (
+        "users report slow pages\nDecision: pool_exhaustion — raised the pool\n"
+        "No change after an hour\nIt was the release from this morning, not the pool"
+    )
     votes = REASONER.sequence_votes(window, (POOL, DEPLOY))
     assert votes["pool_exhaustion"] < 0 < votes["bad_release"]
     worked = "Decision: bad_release — rolled back\nErrors gone within minutes"
@@ -102,14 +144,21 @@ def test_an_unlabelled_run_of_events_is_read_by_its_outcome():
     decision = REASONER.decide(problem, [near, far])
     assert decision.parts["pool_exhaustion"]["memory"] < decision.parts["bad_release"]["memory"]
     assert decision.parts["pool_exhaustion"]["memory"] < 0
-    assert sum(v for k, v in decision.parts["bad_release"].items() if k != "total") == \
-        __import__("pytest").approx(decision.parts["bad_release"]["total"], abs=1e-5)
+    assert sum(v for k, v in decision.parts["bad_release"].items() if k != "total") == __import__("pytest").approx(
+        decision.parts["bad_release"]["total"], abs=1e-5
+    )
 
 
 def test_facts_vote_with_confidence():
     problem = _problem("requests time out")
-    fact = Evidence(id="f@1", source="fact", text="when rollout → bad_release", relevance=1.0,
-                    conclusion="bad_release", confidence=0.9)
+    fact = Evidence(
+        id="f@1",
+        source="fact",
+        text="when rollout → bad_release",
+        relevance=1.0,
+        conclusion="bad_release",
+        confidence=0.9,
+    )
     assert REASONER.decide(problem, [fact]).choice == "bad_release"
 
 
@@ -129,19 +178,26 @@ def test_negation_split_and_stems():
 def test_a_negation_stops_where_the_next_statement_starts():
     """A correction that denies one thing and then states another must not deny both."""
     assert split_negation("the exchanger gave no cooling and the milk arrived warm") == (
-        "the exchanger gave the milk arrived warm", "cooling")
+        "the exchanger gave the milk arrived warm",
+        "cooling",
+    )
     assert split_negation("no errors and no warnings, so the disk filled") == ("so the disk filled", "errors warnings")
-    assert split_negation("it was not the pool because the release broke it") == ("it was the release broke it",
-                                                                                 "the pool")
+    assert split_negation("it was not the pool because the release broke it") == (
+        "it was the release broke it",
+        "the pool",
+    )
     assert split_negation("latency not so bad") == ("latency", "so bad")  # the conjunction must follow a denied word
     assert split_negation("the plates did nothing and warm milk went in") == ("the plates did warm milk went in", "")
 
 
 def test_normal_as_a_yardstick_reports_no_normal_state():
     # "normal" after a determiner or comparing word measures against normal: the clause is a symptom
-    for line in ("amazon.com remote endpoint: latency p95 3.7× its normal level (254 ms vs 69 ms)",
-                 "PetSite availability is anomalous: 93.4% against a normal 100.0%",
-                 "the press took longer than normal to hold pressure", "queue depth above normal"):
+    for line in (
+        "amazon.com remote endpoint: latency p95 3.7× its normal level (254 ms vs 69 ms)",
+        "PetSite availability is anomalous: 93.4% against a normal 100.0%",
+        "the press took longer than normal to hold pressure",
+        "queue depth above normal",
+    ):
         assert split_negation(line)[1] == "", line
     # a report of the normal state still denies what it reports on
     assert split_negation("pressure normal, pump running") == ("pump running", "pressure normal")
@@ -149,10 +205,11 @@ def test_normal_as_a_yardstick_reports_no_normal_state():
 
 
 def test_a_report_whose_status_is_normal_denies_what_it_reports_on():
-    """"X checked: running, pressure normal" says X is fine: X's words must not count as a
+    """ "X checked: running, pressure normal" says X is fine: X's words must not count as a
     symptom (a lesson about X would fire on its own all-clear). A status without a normal-state
     word leaves the label a symptom."""
     from memory.text import affirmed_clauses
+
     line = "Borehole pump checked: running, pressure normal, the pre-cooler output 15 C"
     assert split_negation(line) == ("running the pre-cooler output 15 C", "Borehole pump checked pressure normal")
     assert "pump" not in affirmed_clauses(line)
@@ -162,9 +219,10 @@ def test_a_report_whose_status_is_normal_denies_what_it_reports_on():
 
 
 def test_a_look_that_found_nothing_wrong_is_an_all_clear_not_a_symptom():
-    """"Softener checked: salt level full" reports the softener fine though no word of it is a
+    """ "Softener checked: salt level full" reports the softener fine though no word of it is a
     normal-state word; the sentence that names the look is set apart, the rest of the line is read."""
     from memory.text import affirmed_clauses, all_clear, read_as_found
+
     assert all_clear("Softener checked: salt level full, the hardness test on the outlet reads zero") != ""
     assert "softener" not in affirmed_clauses("Softener checked: salt level full, the hardness test reads zero").lower()
     line = "Load 3 came out wet: droplets on the wraps. We checked the drain first"
@@ -189,17 +247,29 @@ def test_a_precedent_whose_telling_detail_was_checked_clear_does_not_vote():
     precedent says nothing about it (the round's own signals decide)."""
     hard = CauseInfo("hard_water", "Hard water binds the detergent", ("grey linen", "scale on drums"))
     dose = CauseInfo("underdosing", "The detergent pump delivers too little", ("grey linen", "dosing pump leaking"))
-    precedent = Evidence(id="r3", source="incident", text="grey linen", relevance=0.9, outcome="SUCCESS",
-                         choices=("underdosing", "hard_water"), resolved_as="hard_water",
-                         corrections=("Not the dosing: the salt softener ran out of salt and stopped softening",),
-                         observations=("linen grey",))
+    precedent = Evidence(
+        id="r3",
+        source="incident",
+        text="grey linen",
+        relevance=0.9,
+        outcome="SUCCESS",
+        choices=("underdosing", "hard_water"),
+        resolved_as="hard_water",
+        corrections=("Not the dosing: the salt softener ran out of salt and stopped softening",),
+        observations=("linen grey",),
+    )
+
     def problem(*observations):
-        return Problem(observations=observations, candidates=(hard, dose), situation="incident", service="tunnel",
-                       attempt=1)
+        return Problem(
+            observations=observations, candidates=(hard, dose), situation="incident", service="tunnel", attempt=1
+        )
 
     unchecked = problem("Sheets from tunnel 2 are grey again", "Dosing pump tube worn")
-    checked = problem("Sheets from tunnel 2 are grey again", "Dosing pump tube worn",
-                      "Softener checked: salt level full, hardness reads zero")
+    checked = problem(
+        "Sheets from tunnel 2 are grey again",
+        "Dosing pump tube worn",
+        "Softener checked: salt level full, hardness reads zero",
+    )
     assert REASONER.decide(unchecked, [precedent]).parts["hard_water"]["memory"] > 0
     assert REASONER.decide(checked, [precedent]).parts["hard_water"]["memory"] == 0
     assert REASONER.decide(checked, [precedent]).choice == "underdosing"
@@ -210,8 +280,9 @@ def test_a_precedent_whose_telling_detail_was_checked_clear_does_not_vote():
 
 def test_an_all_clear_counts_against_the_cause_whose_words_it_names():
     plain = REASONER.decide(_problem("requests wait for a connection"), [])
-    cleared = REASONER.decide(_problem("requests wait for a connection",
-                                       "Verified the release: same version, right deploy of the config"), [])
+    cleared = REASONER.decide(
+        _problem("requests wait for a connection", "Verified the release: same version, right deploy of the config"), []
+    )
     assert plain.parts["bad_release"]["feedback"] == 0
     assert cleared.parts["bad_release"]["feedback"] < 0 and cleared.parts["pool_exhaustion"]["feedback"] == 0
 
@@ -228,8 +299,10 @@ def test_deterministic():
 
 def test_when_the_record_zeroes_every_weight_the_runbook_still_breaks_the_tie():
     """One miss of the runbook among two candidates leaves its reliability at chance (weight 0)."""
-    problem = replace(_problem("errors began right after deploy of the new version"),
-                      record={"prior": (0, 1), "memory": (0, 1), "facts": (0, 1), "graph": (0, 1)})
+    problem = replace(
+        _problem("errors began right after deploy of the new version"),
+        record={"prior": (0, 1), "memory": (0, 1), "facts": (0, 1), "graph": (0, 1)},
+    )
     decision = REASONER.decide(problem, [])
     assert decision.scores["pool_exhaustion"] == decision.scores["bad_release"] == 0
     assert decision.choice == "bad_release"  # listed second: the runbook's favourite, not the list order
@@ -239,8 +312,10 @@ _CUES = ["not", "no", "never", "without", "nothing", "none", "nobody"]
 _JOINS = ["and", "so", "because", "until", "then"]
 
 
-@given(st.lists(st.sampled_from(["pump", "milk", "warm", "tank", "cooling", "fault", *_CUES, *_JOINS]), max_size=14),
-       st.sampled_from([" ", ", ", "; "]))
+@given(
+    st.lists(st.sampled_from(["pump", "milk", "warm", "tank", "cooling", "fault", *_CUES, *_JOINS]), max_size=14),
+    st.sampled_from([" ", ", ", "; "]),
+)
 def test_splitting_by_negation_keeps_every_word_on_one_side(words, sep):
     """Whatever the order of cues and conjunctions, each content word is affirmed or denied, never lost."""
     text = sep.join(words)
@@ -250,12 +325,31 @@ def test_splitting_by_negation_keeps_every_word_on_one_side(words, sep):
     assert sorted(w for w in kept if w not in _CUES and w not in _JOINS) == sorted(content)
 
 
-@given(st.lists(st.sampled_from(["softener", "checked", "verified", "salt", "full", "tripped", "no", "leak", "pump",
-                                 "payments.confirm", "the"]), max_size=12),
-       st.lists(st.sampled_from([". ", "; ", ": ", ", ", " "]), min_size=12, max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "softener",
+                "checked",
+                "verified",
+                "salt",
+                "full",
+                "tripped",
+                "no",
+                "leak",
+                "pump",
+                "payments.confirm",
+                "the",
+            ]
+        ),
+        max_size=12,
+    ),
+    st.lists(st.sampled_from([". ", "; ", ": ", ", ", " "]), min_size=12, max_size=12),
+)
 def test_an_all_clear_is_one_sentence_of_its_line_and_the_rest_is_kept(words, seps):
     """The all-clear part of a line is a run of it that names a look, and nothing else is dropped."""
     from memory.text import all_clear, read_as_found
+
     line = "".join(word + sep for word, sep in zip(words, seps)).strip()
     cleared = all_clear(line)
     if not cleared:

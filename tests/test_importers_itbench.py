@@ -14,8 +14,12 @@ from scenarios.importers.common import DatasetError
 
 REAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "itbench-sre"
 
-FLAG_FAULT = {"category": "Configuration Setting", "condition": "cartFailure feature flag set",
-              "entity": {"kind": "ConfigMap", "name": "flagd-config"}, "fault_mechanism": "custom(flagd)"}
+FLAG_FAULT = {
+    "category": "Configuration Setting",
+    "condition": "cartFailure feature flag set",
+    "entity": {"kind": "ConfigMap", "name": "flagd-config"},
+    "fault_mechanism": "custom(flagd)",
+}
 
 
 def _service(gid: str, literal: str) -> dict:
@@ -38,33 +42,54 @@ FLAG = {
         _alert("HighRequestLatency", "mystery-thing", "Latency is above threshold"),
     ],
     "groups": [
-        {"id": "flagd-config", "kind": "ConfigMap", "name": "flagd-config", "namespace": "otel-demo",
-         "root_cause": True},
+        {
+            "id": "flagd-config",
+            "kind": "ConfigMap",
+            "name": "flagd-config",
+            "namespace": "otel-demo",
+            "root_cause": True,
+        },
         _service("cart-service-1", "cart"),
         _service("frontend-service-1", "frontend"),
     ],
     "fault": [FLAG_FAULT],
-    "propagations": [{"source": "flagd-config", "target": "cart-service-1", "condition": "flag on",
-                      "effect": "cart fails"}],
+    "propagations": [
+        {"source": "flagd-config", "target": "cart-service-1", "condition": "flag on", "effect": "cart fails"}
+    ],
     "recommended_actions": [{"solution": {"id": "disable_cart_failure_flag", "actions": ["Disable the flag"]}}],
 }
 # scenario_2: wrapped in spec:, recommendedActions, the ConfigMap named by its filter, group_id None,
 # and an alert on a group id the file does not list.
-WRAPPED = {"apiVersion": "itbench/v1", "kind": "Scenario", "metadata": {"name": "scenario-2"}, "spec": {
-    "alerts": [
-        _alert("KubePodNotReady", "checkout-pod-1", "Pods in not ready state"),
-        _alert("HighRequestErrorRate", "None", "Error Rate is Above Threshold"),
-        _alert("HighRequestErrorRate", "checkout-service", "Checkout errors - upstream flag"),
-    ],
-    "groups": [
-        _service("checkout-service-1", "checkout"),
-        {"id": "checkout-pod-1", "kind": "Pod", "namespace": "otel-demo", "filter": ["^checkout-[a-z0-9]+-[a-z0-9]+$"]},
-        {"id": "flagd-configmap-1", "kind": "ConfigMap", "namespace": "otel-demo", "filter": [r"flagd-config\b"],
-         "root_cause": True},
-    ],
-    "fault": [FLAG_FAULT],
-    "recommendedActions": [{"solution": {"id": "Restore the flag", "actions": ["Restore it"]}}],
-}}
+WRAPPED = {
+    "apiVersion": "itbench/v1",
+    "kind": "Scenario",
+    "metadata": {"name": "scenario-2"},
+    "spec": {
+        "alerts": [
+            _alert("KubePodNotReady", "checkout-pod-1", "Pods in not ready state"),
+            _alert("HighRequestErrorRate", "None", "Error Rate is Above Threshold"),
+            _alert("HighRequestErrorRate", "checkout-service", "Checkout errors - upstream flag"),
+        ],
+        "groups": [
+            _service("checkout-service-1", "checkout"),
+            {
+                "id": "checkout-pod-1",
+                "kind": "Pod",
+                "namespace": "otel-demo",
+                "filter": ["^checkout-[a-z0-9]+-[a-z0-9]+$"],
+            },
+            {
+                "id": "flagd-configmap-1",
+                "kind": "ConfigMap",
+                "namespace": "otel-demo",
+                "filter": [r"flagd-config\b"],
+                "root_cause": True,
+            },
+        ],
+        "fault": [FLAG_FAULT],
+        "recommendedActions": [{"solution": {"id": "Restore the flag", "actions": ["Restore it"]}}],
+    },
+}
 # scenario_3: two groups flagged; the first in file order is the truth.
 TWO_ROOTS = {
     "alerts": [
@@ -72,24 +97,48 @@ TWO_ROOTS = {
         _alert("HighRequestErrorRate", "frontend-service-1", "Frontend errors while strict-resource-quota is full"),
     ],
     "groups": [
-        {"id": "resource-quota-1", "kind": "ResourceQuota", "namespace": "otel-demo",
-         "filter": [r"strict-resource-quota\b"], "root_cause": True},
-        {"id": "flagd-config-1", "kind": "ConfigMap", "name": "flagd-config", "namespace": "otel-demo",
-         "root_cause": True},
+        {
+            "id": "resource-quota-1",
+            "kind": "ResourceQuota",
+            "namespace": "otel-demo",
+            "filter": [r"strict-resource-quota\b"],
+            "root_cause": True,
+        },
+        {
+            "id": "flagd-config-1",
+            "kind": "ConfigMap",
+            "name": "flagd-config",
+            "namespace": "otel-demo",
+            "root_cause": True,
+        },
         {"id": "checkout-pod-1", "kind": "Pod", "namespace": "otel-demo", "filter": ["checkout-.*"]},
         _service("frontend-service-1", "frontend"),
     ],
-    "fault": [{"category": "Create", "condition": "ResourceQuota created too small",
-               "entity": {"kind": "ResourceQuota", "name": "strict-resource-quota"},
-               "fault_mechanism": "resource_quota_enforcement"}],
+    "fault": [
+        {
+            "category": "Create",
+            "condition": "ResourceQuota created too small",
+            "entity": {"kind": "ResourceQuota", "name": "strict-resource-quota"},
+            "fault_mechanism": "resource_quota_enforcement",
+        }
+    ],
 }
 # scenario_10: after scenario_3 in number order; no fault entry; the cause alerts itself.
 SELF = {
-    "alerts": [_alert("KubePodCrashLooping", "valkey-pod-1", "Valkey pod crashing due to storage exhaustion"),
-               _alert("HighRequestErrorRate", "cart-service-1", "Request error rate in service cart is above 0")],
-    "groups": [{"id": "valkey-pod-1", "kind": "Pod", "namespace": "otel-demo", "filter": ["valkey-cart-.*"],
-                "root_cause": True},
-               _service("cart-service-1", "cart")],
+    "alerts": [
+        _alert("KubePodCrashLooping", "valkey-pod-1", "Valkey pod crashing due to storage exhaustion"),
+        _alert("HighRequestErrorRate", "cart-service-1", "Request error rate in service cart is above 0"),
+    ],
+    "groups": [
+        {
+            "id": "valkey-pod-1",
+            "kind": "Pod",
+            "namespace": "otel-demo",
+            "filter": ["valkey-cart-.*"],
+            "root_cause": True,
+        },
+        _service("cart-service-1", "cart"),
+    ],
 }
 
 
@@ -139,9 +188,11 @@ def test_an_entity_keeps_its_name_across_rounds_whatever_its_group_id(folder: Pa
 def test_the_first_flagged_group_is_the_truth_and_the_correction_names_both(folder: Path) -> None:
     r = _rounds(folder)["scenario-3"]
     assert r.truth == "strict_resource_quota"
-    assert r.correction == ("It was the ResourceQuota strict-resource-quota in otel-demo, together with the "
-                            "ConfigMap flagd-config (create fault): ResourceQuota created too small "
-                            "(mechanism: resource_quota_enforcement).")
+    assert r.correction == (
+        "It was the ResourceQuota strict-resource-quota in otel-demo, together with the "
+        "ConfigMap flagd-config (create fault): ResourceQuota created too small "
+        "(mechanism: resource_quota_enforcement)."
+    )
 
 
 def test_explanations_that_name_the_cause_are_cut_from_observations(folder: Path) -> None:
@@ -164,11 +215,19 @@ def test_leaks_reports_what_names_the_root_unless_the_alert_fired_on_it(folder: 
     cart, root = by_group["cart-service-1"], by_group["flagd-config"]
 
     def seen(entity, text):
-        return itbench.Observation(alert="HighRequestErrorRate", entity=entity, description=text,
-                                   shown_on=f"{entity.name} ({entity.kind})", on_truth=entity == root)
+        return itbench.Observation(
+            alert="HighRequestErrorRate",
+            entity=entity,
+            description=text,
+            shown_on=f"{entity.name} ({entity.kind})",
+            on_truth=entity == root,
+        )
 
-    lines = [seen(cart, "Cart errors after the cartFailure flag"), seen(cart, "Cart errors"),
-             seen(root, "flagd-config reload failed")]
+    lines = [
+        seen(cart, "Cart errors after the cartFailure flag"),
+        seen(cart, "Cart errors"),
+        seen(root, "flagd-config reload failed"),
+    ]
     assert [(leak.index, leak.words) for leak in itbench.leaks(lines, truth)] == [(0, ("cartfailure", "flag"))]
 
 
@@ -206,12 +265,15 @@ def test_the_output_is_byte_identical_twice(folder: Path, tmp_path: Path) -> Non
     assert str(tmp_path) not in first.read_text(encoding="utf-8")  # no absolute path in the header
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("not_yaml", r"scenario_1/groundtruth_v1\.yaml: expected YAML, found a syntax error at line 2"),
-    ("no_root", r"scenario_1/groundtruth_v1\.yaml: groups: expected a group flagged root_cause: true, found none"),
-    ("no_kind", r"scenario_1/groundtruth_v1\.yaml: groups\[0\]\.kind: expected text, found nothing"),
-    ("empty", r"expected scenario_N/groundtruth_v1\.yaml files, found none"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("not_yaml", r"scenario_1/groundtruth_v1\.yaml: expected YAML, found a syntax error at line 2"),
+        ("no_root", r"scenario_1/groundtruth_v1\.yaml: groups: expected a group flagged root_cause: true, found none"),
+        ("no_kind", r"scenario_1/groundtruth_v1\.yaml: groups\[0\]\.kind: expected text, found nothing"),
+        ("empty", r"expected scenario_N/groundtruth_v1\.yaml files, found none"),
+    ],
+)
 def test_malformed_input_names_the_file_and_writes_nothing(tmp_path: Path, capsys, case: str, expected: str) -> None:
     root = tmp_path / "bad"
     root.mkdir()

@@ -18,8 +18,12 @@ from scenarios.importers.common import DatasetError
 REAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "petshop"
 
 FRONT, API, TABLE, CACHE, AUTH, BATCH = (
-    "Front", "api_AWS::ECS::Fargate", "orders_AWS::DynamoDB::Table", "cache_remote",
-    "auth_AWS::Lambda::Function", "batch_AWS::Lambda::Function",
+    "Front",
+    "api_AWS::ECS::Fargate",
+    "orders_AWS::DynamoDB::Table",
+    "cache_remote",
+    "auth_AWS::Lambda::Function",
+    "batch_AWS::Lambda::Function",
 )
 NODES = (FRONT, API, TABLE, CACHE, AUTH, BATCH)
 EDGES = ((FRONT, API), (API, TABLE), (API, CACHE), (FRONT, AUTH), (BATCH, TABLE))  # batch is not below Front
@@ -70,12 +74,19 @@ def make_folder(root: Path, *, name: str = "small_traffic", noissue: bool = True
         when = START + 7_200 * (k + 1)
         issue = folder / split / f"issue_{number}"
         _metrics(issue / "metrics.csv", [when + 300 * (i - ONSET) - 30 for i in range(5)], effect, seed=10 + k)
-        (issue / "target.json").write_text(json.dumps({
-            "target": {"node": FRONT, "metric": metric, "agg": "Average", "timestamp": when},
-            "root_cause": {"node": cause, "metric": None},
-            "metadata": {"reproducibility": {"command": f"aws ssm put-parameter --name '/shop/fault{k}' "
-                                                        "--value '500' --overwrite"}},
-        }))
+        (issue / "target.json").write_text(
+            json.dumps(
+                {
+                    "target": {"node": FRONT, "metric": metric, "agg": "Average", "timestamp": when},
+                    "root_cause": {"node": cause, "metric": None},
+                    "metadata": {
+                        "reproducibility": {
+                            "command": f"aws ssm put-parameter --name '/shop/fault{k}' --value '500' --overwrite"
+                        }
+                    },
+                }
+            )
+        )
     return folder
 
 
@@ -152,10 +163,14 @@ def test_accuracy_counts_hits_per_split_and_metric(tmp_path):
 
 def test_ids_are_lower_case_and_tell_case_variants_apart():
     ids = petshop.component_ids(["Servi-searc.elb_remote", "servi-searc.elb_remote", "PetSite"])
-    assert ids == {"PetSite": "petsite", "servi-searc.elb_remote": "servi_searc_elb_remote",
-                   "Servi-searc.elb_remote": "servi_searc_elb_remote_s"}
-    assert petshop.describe_node("lambdastatusupdater_AWS::Lambda::Function") == \
-        "AWS Lambda function lambdastatusupdater"
+    assert ids == {
+        "PetSite": "petsite",
+        "servi-searc.elb_remote": "servi_searc_elb_remote",
+        "Servi-searc.elb_remote": "servi_searc_elb_remote_s",
+    }
+    assert (
+        petshop.describe_node("lambdastatusupdater_AWS::Lambda::Function") == "AWS Lambda function lambdastatusupdater"
+    )
 
 
 def _break(folder: Path, how: str) -> Path:
@@ -175,11 +190,14 @@ def _break(folder: Path, how: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("how, expected", [
-    ("missing target.json", "found no such file"),
-    ("ragged row", "line 6: expected 25 fields like the header, found 26"),
-    ("unknown node", "expected root_cause.node to be a node of graph.csv, found 'ghost_AWS::S3'"),
-])
+@pytest.mark.parametrize(
+    "how, expected",
+    [
+        ("missing target.json", "found no such file"),
+        ("ragged row", "line 6: expected 25 fields like the header, found 26"),
+        ("unknown node", "expected root_cause.node to be a node of graph.csv, found 'ghost_AWS::S3'"),
+    ],
+)
 def test_malformed_folder_is_refused_with_the_file_named_and_nothing_written(tmp_path, capsys, how, expected):
     folder = make_folder(tmp_path)
     broken = _break(folder, how)

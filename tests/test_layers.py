@@ -18,8 +18,9 @@ def played():
 
 def test_canonical_scenario_is_segmented_and_linked(played) -> None:
     recorded = played.recorded
-    quality = layer_quality(played.truth, recorded.entry_events, recorded.episodes, recorded.edges,
-                            events=played.events)
+    quality = layer_quality(
+        played.truth, recorded.entry_events, recorded.episodes, recorded.edges, events=played.events
+    )
     assert (quality.boundary_precision, quality.boundary_recall, quality.outcome_accuracy) == (1.0, 1.0, 1.0)
     assert quality.edges["RETRY_OF"].recall == 1.0 and quality.edges["LEARNED_FROM"].precision == 1.0
     assert quality.edges["CAUSED_BY"].correct >= 1
@@ -38,7 +39,9 @@ def test_one_big_episode_scores_badly(played) -> None:
 def test_wrong_edges_lower_precision(played) -> None:
     recorded = played.recorded
     flipped = [e.__class__(e.target, e.source, e.type, e.weight, e.evidence) for e in recorded.edges]
-    quality = layer_quality(played.truth, recorded.entry_events, recorded.episodes, flipped)  # no events: majority fallback
+    quality = layer_quality(
+        played.truth, recorded.entry_events, recorded.episodes, flipped
+    )  # no events: majority fallback
     assert quality.edges["RETRY_OF"].precision == 0.0
     assert quality.outcome_accuracy == 1.0
 
@@ -54,8 +57,9 @@ def test_json_has_the_run_log_keys() -> None:
 def test_cli_prints_json_and_reports_bad_input(capsys) -> None:
     assert main(["pool-vs-deploy", "--seeds", "2", "--policy", "first-candidate", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [(r["scenario"], r["seed"], r["policy"]) for r in rows] == [("pool-vs-deploy", s, "first-candidate")
-                                                                       for s in (0, 1)]
+    assert [(r["scenario"], r["seed"], r["policy"]) for r in rows] == [
+        ("pool-vs-deploy", s, "first-candidate") for s in (0, 1)
+    ]
     assert main(["no-such-scenario"]) == 2
     assert "no-such-scenario" in capsys.readouterr().err
     assert main(["pool-vs-deploy", "--seed", "4", "--policy", "truth-on-retry", "--json"]) == 0  # deprecated alias

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -152,8 +153,11 @@ def test_every_memory_module_sits_on_a_floor_and_every_floor_name_exists() -> No
 
 
 def test_no_memory_module_imports_from_a_higher_floor() -> None:
-    upward = {f"{imp.path} -> {imp.target}" for imp in IMPORTS
-              if _memory(imp.source) and _memory(imp.target) and floor_of(imp.target) > floor_of(imp.source)}
+    upward = {
+        f"{imp.path} -> {imp.target}"
+        for imp in IMPORTS
+        if _memory(imp.source) and _memory(imp.target) and floor_of(imp.target) > floor_of(imp.source)
+    }
     _shrinking(upward, KNOWN_UPWARD)
 
 
@@ -161,27 +165,33 @@ def import_graph() -> nx.DiGraph:
     """Modules of `LIBRARY` and the imports that run (in functions too; not type-checking-only ones)."""
     graph = nx.DiGraph()
     graph.add_nodes_from(MODULES)
-    graph.add_edges_from((imp.source, imp.target) for imp in IMPORTS
-                         if not imp.type_only and imp.source != imp.target)
+    graph.add_edges_from((imp.source, imp.target) for imp in IMPORTS if not imp.type_only and imp.source != imp.target)
     return graph
 
 
 def test_no_import_cycles() -> None:
-    cycles = {" <-> ".join(sorted(group)) for group in nx.strongly_connected_components(import_graph())
-              if len(group) > 1}
+    cycles = {
+        " <-> ".join(sorted(group)) for group in nx.strongly_connected_components(import_graph()) if len(group) > 1
+    }
     _shrinking(cycles, KNOWN_CYCLES)
 
 
 def test_memory_modules_name_the_module_they_import_not_the_package_face() -> None:
-    through_face = {f"{imp.path} -> {imp.target if imp.target != FACE else 'memory.' + imp.names[0]}"
-                    for imp in IMPORTS if imp.via_face and _memory(imp.source) and imp.source != FACE}
+    through_face = {
+        f"{imp.path} -> {imp.target if imp.target != FACE else 'memory.' + imp.names[0]}"
+        for imp in IMPORTS
+        if imp.via_face and _memory(imp.source) and imp.source != FACE
+    }
     _shrinking(through_face, KNOWN_FACE_IMPORTS)
 
 
 def test_agent_reads_the_memory_through_its_face() -> None:
-    below = {f"{imp.path} -> {imp.target}" for imp in IMPORTS
-             if imp.source.startswith("agent.") or imp.source == "agent"
-             if _memory(imp.target) and imp.target != FACE}
+    below = {
+        f"{imp.path} -> {imp.target}"
+        for imp in IMPORTS
+        if imp.source.startswith("agent.") or imp.source == "agent"
+        if _memory(imp.target) and imp.target != FACE
+    }
     _shrinking(below, KNOWN_AGENT_IMPORTS)
 
 
@@ -189,8 +199,12 @@ def test_edges_are_imported_from_the_graph_layer() -> None:
     found = set()
     for path in [*MODULES.values(), *sorted((ROOT / "tests").rglob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memory.episodes") \
-                    and {a.name for a in node.names} & {"Edge", "EdgeType"}:
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("memory.episodes")
+                and {a.name for a in node.names} & {"Edge", "EdgeType"}
+            ):
                 found.add(path.relative_to(ROOT).as_posix())
     _shrinking(found, KNOWN_EDGE_IMPORTERS)
 

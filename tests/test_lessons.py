@@ -9,23 +9,47 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory.episodes import Outcome
-from memory.facts import ACTIVE, LESSON, EpisodeEvidence, affirmed_lines, learn_lesson, lesson_applies, update_lesson
-from memory.facts import FactVersion, Wording
+from memory.facts import (
+    ACTIVE,
+    LESSON,
+    EpisodeEvidence,
+    FactVersion,
+    Wording,
+    affirmed_lines,
+    learn_lesson,
+    lesson_applies,
+    update_lesson,
+)
 from memory.facts.lessons import LessonIncident, describe_lesson, lesson_wording, rejected_choices
 from memory.retrieval.incidents import closeness
 from memory.retrieval.ranking import applicable_facts
 from memory.text import _line_terms, affirmed_clauses, normalize_term, observed_terms, term_wording, terms
 from tests.builders import T0
 
-LESSON_SYMPTOMS = ("checkout: queue depth above 900 reported by 40 hosts",
-                   "The batch relay was redeployed shortly before")
+LESSON_SYMPTOMS = (
+    "checkout: queue depth above 900 reported by 40 hosts",
+    "The batch relay was redeployed shortly before",
+)
 
 
-def incident(symptoms=LESSON_SYMPTOMS, corrections=("Review: it was not the queue; it was the ledger lock, "
-                                                    "set off by the batch relay",),
-             failed=("queue_backlog",), resolution="ledger_lock", episode="ep-1", minutes=0):
-    return LessonIncident(episode, "team", tuple(symptoms), tuple(corrections), tuple(failed), resolution,
-                          "checkout", T0 + timedelta(minutes=minutes))
+def incident(
+    symptoms=LESSON_SYMPTOMS,
+    corrections=("Review: it was not the queue; it was the ledger lock, set off by the batch relay",),
+    failed=("queue_backlog",),
+    resolution="ledger_lock",
+    episode="ep-1",
+    minutes=0,
+):
+    return LessonIncident(
+        episode,
+        "team",
+        tuple(symptoms),
+        tuple(corrections),
+        tuple(failed),
+        resolution,
+        "checkout",
+        T0 + timedelta(minutes=minutes),
+    )
 
 
 def test_a_correction_teaches_the_detail_it_points_at():
@@ -39,37 +63,61 @@ def test_a_correction_teaches_the_detail_it_points_at():
 
 
 def test_words_for_a_look_are_advice_not_a_telling_detail():
-    seen = incident(symptoms=("checkout: queue depth above 900 reported by 40 hosts",
-                              "While checking the racks we found the batch relay breaker tripped"),
-                    corrections=("Not the queue: the batch relay breaker had tripped. When the queue grows, "
-                                 "check the relay before the queue",))
+    seen = incident(
+        symptoms=(
+            "checkout: queue depth above 900 reported by 40 hosts",
+            "While checking the racks we found the batch relay breaker tripped",
+        ),
+        corrections=(
+            "Not the queue: the batch relay breaker had tripped. When the queue grows, "
+            "check the relay before the queue",
+        ),
+    )
     lesson = learn_lesson(seen, rarity={})
     assert lesson is not None and lesson.condition == ("batch", "breaker", "relay", "tripp")
     assert "check" not in lesson.condition
 
 
 def test_one_shared_word_is_not_a_telling_detail():
-    """"The cold washes left it dirty" shares only "wash" with the symptoms: a coincidence of words, no lesson."""
+    """ "The cold washes left it dirty" shares only "wash" with the symptoms: a coincidence of words, no lesson."""
     assert learn_lesson(incident(corrections=("it was the ledger lock, see the queue",)), rarity={}) is None
-    assert learn_lesson(incident(corrections=("it was the ledger lock, see the queue depth",)), rarity={}).condition == (
-        "depth", "queue")
+    assert learn_lesson(
+        incident(corrections=("it was the ledger lock, see the queue depth",)), rarity={}
+    ).condition == ("depth", "queue")
 
 
 def test_a_lesson_applies_only_where_its_detail_is_affirmed():
     lesson = learn_lesson(incident(), rarity={})
     assert lesson_applies(lesson, affirmed_lines(["Someone says the batch relay restarted an hour ago"]))
-    for ruled_out in ("The batch relay has not been touched in weeks", "Nothing changed on the batch relay",
-                      "The batch relay is steady, no restarts for days", "the relay restarted; batch sizes normal"):
+    for ruled_out in (
+        "The batch relay has not been touched in weeks",
+        "Nothing changed on the batch relay",
+        "The batch relay is steady, no restarts for days",
+        "the relay restarted; batch sizes normal",
+    ):
         assert not lesson_applies(lesson, affirmed_lines([ruled_out])), ruled_out
     assert affirmed_clauses("disk at 95%, no lock waits") == "disk at 95%"
 
 
 def test_a_detail_earlier_incidents_showed_with_other_causes_makes_no_lesson():
-    seen = [EpisodeEvidence(f"old-{i}", "team", terms("batch relay busy"), "queue_backlog", Outcome.SUCCESS, T0,
-                            affirmed=terms("batch relay busy")) for i in range(2)]
+    seen = [
+        EpisodeEvidence(
+            f"old-{i}",
+            "team",
+            terms("batch relay busy"),
+            "queue_backlog",
+            Outcome.SUCCESS,
+            T0,
+            affirmed=terms("batch relay busy"),
+        )
+        for i in range(2)
+    ]
     assert learn_lesson(incident(), rarity={}, history=lambda condition: seen) is None
-    one = seen[:1] + [EpisodeEvidence("old-2", "team", terms("batch relay"), "ledger_lock", Outcome.SUCCESS, T0,
-                                      affirmed=terms("batch relay"))]
+    one = seen[:1] + [
+        EpisodeEvidence(
+            "old-2", "team", terms("batch relay"), "ledger_lock", Outcome.SUCCESS, T0, affirmed=terms("batch relay")
+        )
+    ]
     lesson = learn_lesson(incident(), rarity={}, history=lambda condition: one)
     assert lesson is not None and lesson.support == ("ep-1", "old-2") and lesson.contradict == ("old-0",)
 
@@ -81,13 +129,22 @@ def test_confirmed_then_narrowed_then_revised_with_history():
     assert confirmed.version == 2 and confirmed.confidence > lesson.confidence and "ep-2" in confirmed.support
     odd = ("search: queue depth high", "The batch relay was bounced during the canary drill")
     asked = []
-    narrowed = update_lesson(confirmed, incident(odd, (), (), "queue_backlog", "ep-3", 120),
-                             lambda: asked.append(1) or [terms(" ".join(LESSON_SYMPTOMS)), terms(" ".join(again))])
+    narrowed = update_lesson(
+        confirmed,
+        incident(odd, (), (), "queue_backlog", "ep-3", 120),
+        lambda: asked.append(1) or [terms(" ".join(LESSON_SYMPTOMS)), terms(" ".join(again))],
+    )
     assert asked == [1]  # the supporting incidents are read only to narrow (a confirmation did not ask for them)
     assert narrowed.status == ACTIVE and {"canary", "drill"} <= set(narrowed.unless)
     assert not lesson_applies(narrowed, affirmed_lines(odd)) and lesson_applies(narrowed, affirmed_lines(again))
-    drift = incident(again, ("This time it really was the queue; the batch relay was fixed and is no longer "
-                             "the trigger",), ("ledger_lock",), "queue_backlog", "ep-4", 180)
+    drift = incident(
+        again,
+        ("This time it really was the queue; the batch relay was fixed and is no longer the trigger",),
+        ("ledger_lock",),
+        "queue_backlog",
+        "ep-4",
+        180,
+    )
     revised = update_lesson(narrowed, drift, [])
     assert revised.conclusion == "queue_backlog" and rejected_choices(revised) == ("ledger_lock",)
     assert revised.support == ("ep-4",) and revised.since == drift.at and revised.reason.startswith("revised")
@@ -96,34 +153,49 @@ def test_confirmed_then_narrowed_then_revised_with_history():
 
 def test_a_lesson_reads_in_the_observations_words_through_every_version():
     """The condition matches on normalized terms ("tripp", "shar"); its text says what the incident said."""
-    seen = incident(symptoms=("checkout: queue depth above 900 reported by 40 hosts",
-                              "The shared Batch Relay breaker TRIPPED at 02:10"),
-                    corrections=("Not the queue: the shared batch relay breaker had tripped",))
+    seen = incident(
+        symptoms=(
+            "checkout: queue depth above 900 reported by 40 hosts",
+            "The shared Batch Relay breaker TRIPPED at 02:10",
+        ),
+        corrections=("Not the queue: the shared batch relay breaker had tripped",),
+    )
     lesson = learn_lesson(seen, rarity={})
     assert lesson.condition == ("batch", "breaker", "relay", "shar")  # "tripp" is one term too many (four at most)
     assert lesson.wording == Wording(("Batch", "breaker", "Relay", "shared"))
-    assert lesson.text == "when an observation affirms Batch + breaker + Relay + shared → ledger_lock, not queue_backlog"
+    assert (
+        lesson.text == "when an observation affirms Batch + breaker + Relay + shared → ledger_lock, not queue_backlog"
+    )
     assert FactVersion.from_record(lesson.to_record()) == lesson
     again = ("payments: queue depth high", "the shared batch relay breaker opened again")
     confirmed = update_lesson(lesson, incident(again, (), (), "ledger_lock", "ep-2", 60), lambda: [])
     assert confirmed.version == 2 and confirmed.wording == lesson.wording and confirmed.text == lesson.text
     odd = ("search: queue depth high", "The shared batch relay breaker tripped during the Canary Drills")
-    narrowed = update_lesson(confirmed, incident(odd, (), (), "queue_backlog", "ep-3", 120),
-                             lambda: [terms(" ".join(seen.symptoms)), terms(" ".join(again))])
-    assert narrowed.unless == ("canary", "drill") and narrowed.wording == Wording(lesson.wording.condition,
-                                                                                  ("Canary", "Drills"))
-    assert narrowed.text.startswith("when an observation affirms Batch + breaker + Relay + shared (unless it also "
-                                    "says Canary or Drills) → ledger_lock")
+    narrowed = update_lesson(
+        confirmed,
+        incident(odd, (), (), "queue_backlog", "ep-3", 120),
+        lambda: [terms(" ".join(seen.symptoms)), terms(" ".join(again))],
+    )
+    assert narrowed.unless == ("canary", "drill") and narrowed.wording == Wording(
+        lesson.wording.condition, ("Canary", "Drills")
+    )
+    assert narrowed.text.startswith(
+        "when an observation affirms Batch + breaker + Relay + shared (unless it also "
+        "says Canary or Drills) → ledger_lock"
+    )
     assert FactVersion.from_record(narrowed.to_record()) == narrowed
     assert narrowed.condition_words == lesson.wording.condition  # the exceptions' words are not the condition's
-    why = applicable_facts(terms(again[1]), [narrowed], "team", min_match=0.5, limit=3,
-                           lines=affirmed_lines(again))[0].why
+    why = applicable_facts(terms(again[1]), [narrowed], "team", min_match=0.5, limit=3, lines=affirmed_lines(again))[
+        0
+    ].why
     assert why.startswith("an observation affirms Batch, breaker, Relay, shared (a lesson)")
     old = {k: v for k, v in lesson.to_record().items() if k != "wording"}  # a record written before the wording
     assert FactVersion.from_record(old).wording == Wording() and FactVersion.from_record(old).text == lesson.text
-    assert describe_lesson(lesson.condition, "ledger_lock", ["queue_backlog"], ["drill"]) == \
-        "when an observation affirms batch + breaker + relay + shar (unless it also says drill) → ledger_lock, " \
+    assert (
+        describe_lesson(lesson.condition, "ledger_lock", ["queue_backlog"], ["drill"])
+        == "when an observation affirms batch + breaker + relay + shar (unless it also says drill) → ledger_lock, "
         "not queue_backlog"
+    )
 
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=80))
@@ -142,9 +214,14 @@ def test_a_term_whose_word_lower_casing_made_has_no_wording_and_the_terms_stand(
 
 def test_a_failed_try_whose_correction_names_the_detail_retires_the_lesson():
     lesson = learn_lesson(incident(), rarity={})
-    unsolved = incident(("orders: queue depth high", "the batch relay was redeployed"),
-                        ("The batch relay got repaired; not the ledger lock anymore",), ("ledger_lock",), None,
-                        "ep-5", 60)
+    unsolved = incident(
+        ("orders: queue depth high", "the batch relay was redeployed"),
+        ("The batch relay got repaired; not the ledger lock anymore",),
+        ("ledger_lock",),
+        None,
+        "ep-5",
+        60,
+    )
     retired = update_lesson(lesson, unsolved, [])
     assert retired.status == "retired" and retired.contradict == ("ep-5",)
     plain = unsolved._replace(corrections=(), episode_id="ep-6")
@@ -154,8 +231,9 @@ def test_a_failed_try_whose_correction_names_the_detail_retires_the_lesson():
 def test_closeness_is_negation_aware_and_weighs_telling_terms():
     even = lambda term: 1.0  # noqa: E731
     now = ["queue depth high", "the batch relay was redeployed"]
-    assert closeness(now, ["queue depth high", "batch relay redeployed"], even) > \
-        closeness(now, ["queue depth high", "the batch relay has not been redeployed"], even)
+    assert closeness(now, ["queue depth high", "batch relay redeployed"], even) > closeness(
+        now, ["queue depth high", "the batch relay has not been redeployed"], even
+    )
     telling = lambda term: 5.0 if term in ("batch", "relay") else 1.0  # noqa: E731
     assert closeness(now, ["batch relay redeployed"], telling) > closeness(now, ["queue depth high"], telling)
 
@@ -189,11 +267,20 @@ def _incidents(memory, plan, *, situation="s"):
         memory.observe("queue depth high", timestamp=clock, situation=situation)
         for attempt, choice in enumerate(tries, start=1):
             clock += timedelta(minutes=5)
-            memory.decide(f"Decision: {choice}", choice=choice, timestamp=clock, situation=situation,
-                          metadata={"attempt": attempt, "favoured": favoured})
+            memory.decide(
+                f"Decision: {choice}",
+                choice=choice,
+                timestamp=clock,
+                situation=situation,
+                metadata={"attempt": attempt, "favoured": favoured},
+            )
             ok = choice == tries[-1]
-            memory.outcome("gone" if ok else "no change", status="success" if ok else "failure",
-                           timestamp=clock + timedelta(minutes=1), situation=situation)
+            memory.outcome(
+                "gone" if ok else "no change",
+                status="success" if ok else "failure",
+                timestamp=clock + timedelta(minutes=1),
+                situation=situation,
+            )
             if not ok:
                 memory.correct(f"it was {tries[-1]}", timestamp=clock + timedelta(minutes=2), situation=situation)
     memory.flush()
@@ -244,12 +331,23 @@ def test_equally_scored_lessons_come_in_the_same_order_whatever_the_principal_is
     line = terms("the batch relay was redeployed while the ledger lock queue depth grew")
     orders = []
     for principal in [f"team-run-{n}" for n in range(12)]:
-        made = [learn_lesson(incident(corrections=(text,)), rarity={})
-                for text in ("it was the ledger lock, set off by the batch relay",
-                             "it was the ledger lock, see the queue depth")]
-        facts = [lesson.__class__(**{**lesson.__dict__, "principal": principal,
-                                     "fact_id": sha256(f"{principal}{lesson.condition}".encode()).hexdigest()})
-                 for lesson in made]
+        made = [
+            learn_lesson(incident(corrections=(text,)), rarity={})
+            for text in (
+                "it was the ledger lock, set off by the batch relay",
+                "it was the ledger lock, see the queue depth",
+            )
+        ]
+        facts = [
+            lesson.__class__(
+                **{
+                    **lesson.__dict__,
+                    "principal": principal,
+                    "fact_id": sha256(f"{principal}{lesson.condition}".encode()).hexdigest(),
+                }
+            )
+            for lesson in made
+        ]
         found = applicable_facts(line, facts, principal, min_match=0.5, limit=3, lines=[line])
         assert len(found) == 2 and found[0].score == found[1].score
         orders.append([r.fact.condition for r in found])
@@ -265,17 +363,23 @@ def _lessons_after(history: list[str]) -> list[tuple[str, ...]]:
         for n, line in enumerate(history):
             clock += timedelta(days=1)
             memory.observe(line, timestamp=clock, situation="s")
-            memory.decide(f"Decision: cause_{n}", choice=f"cause_{n}", timestamp=clock + timedelta(minutes=5),
-                          situation="s")
+            memory.decide(
+                f"Decision: cause_{n}", choice=f"cause_{n}", timestamp=clock + timedelta(minutes=5), situation="s"
+            )
             memory.outcome("gone", status="success", timestamp=clock + timedelta(minutes=6), situation="s")
         clock += timedelta(days=1)
-        memory.observe("Drawer failed to open on drawers 2 and 3 of the surgical cabinet", timestamp=clock,
-                       situation="s")
-        memory.decide("Decision: drawer_fault", choice="drawer_fault", timestamp=clock + timedelta(minutes=5),
-                      situation="s")
+        memory.observe(
+            "Drawer failed to open on drawers 2 and 3 of the surgical cabinet", timestamp=clock, situation="s"
+        )
+        memory.decide(
+            "Decision: drawer_fault", choice="drawer_fault", timestamp=clock + timedelta(minutes=5), situation="s"
+        )
         memory.outcome("no change", status="failure", timestamp=clock + timedelta(minutes=6), situation="s")
-        memory.correct("Not the drawers: the supply switch makes every cabinet drawer fail together",
-                       timestamp=clock + timedelta(minutes=7), situation="s")
+        memory.correct(
+            "Not the drawers: the supply switch makes every cabinet drawer fail together",
+            timestamp=clock + timedelta(minutes=7),
+            situation="s",
+        )
         memory.decide("Decision: power", choice="power", timestamp=clock + timedelta(minutes=10), situation="s")
         memory.outcome("gone", status="success", timestamp=clock + timedelta(minutes=11), situation="s")
         memory.flush()
@@ -284,19 +388,42 @@ def _lessons_after(history: list[str]) -> list[tuple[str, ...]]:
 
 def test_a_term_most_episodes_affirm_tells_no_incident_apart_and_makes_no_lesson():
     assert _lessons_after([]) == [("cabinet", "fail")]  # nothing seen before: both words may be telling
-    everywhere = ["The ward cabinet shows a fridge alarm", "Count discrepancy on a cabinet pocket",
-                  "Fingerprint sign-in rejected at the cabinet", "Orders missing on the oncology cabinet"]
+    everywhere = [
+        "The ward cabinet shows a fridge alarm",
+        "Count discrepancy on a cabinet pocket",
+        "Fingerprint sign-in rejected at the cabinet",
+        "Orders missing on the oncology cabinet",
+    ]
     assert _lessons_after(everywhere) == []  # every incident here is at a cabinet; "fail" alone is one word
-    elsewhere = ["Fridge alarm on ward 5", "Count discrepancy on a pocket", "Fingerprint sign-in rejected",
-                 "Orders missing for ward 3"]
+    elsewhere = [
+        "Fridge alarm on ward 5",
+        "Count discrepancy on a pocket",
+        "Fingerprint sign-in rejected",
+        "Orders missing for ward 3",
+    ]
     assert _lessons_after(elsewhere) == [("cabinet", "fail")]
 
 
 # pieces of alert text: letters, figures, punctuation, line breaks, negations, a Kelvin sign (it
 # lower-cases to "k"), a no-break space and words with figures inside
-ALERT_TEXT = st.lists(st.sampled_from([*"ab kz0159\n,.;:-_%\u00e9\u212a\u00a0", "not ", "no ", " but ", "normal",
-                                       "pod7 ", "DB: ", "K5 ", "x86 ", "v2.14.0", "Timeout "]),
-                      max_size=40).map("".join)
+ALERT_TEXT = st.lists(
+    st.sampled_from(
+        [
+            *"ab kz0159\n,.;:-_%\u00e9\u212a\u00a0",
+            "not ",
+            "no ",
+            " but ",
+            "normal",
+            "pod7 ",
+            "DB: ",
+            "K5 ",
+            "x86 ",
+            "v2.14.0",
+            "Timeout ",
+        ]
+    ),
+    max_size=40,
+).map("".join)
 
 
 @given(ALERT_TEXT)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -41,14 +41,14 @@ def _alternations(pattern: str) -> list[list[str]]:
             i += 2
             continue
         if c == "[":  # a character class: skip to its end
-            i = pattern.index("]", i + 2 if pattern[i + 1:i + 2] == "]" else i + 1) + 1
+            i = pattern.index("]", i + 2 if pattern[i + 1 : i + 2] == "]" else i + 1) + 1
             continue
         if c == "(":
             body = i + 1
             if pattern.startswith("?", body):
                 body = pattern.index(">", body) + 1 if pattern.startswith("?P<", body) else body + 2
             escaped = i > 1 and pattern[i - 2] == "\\"
-            suffix = (i > 0 and pattern[i - 1].isalnum() and not escaped) or pattern[i - 2:i] in ("]+", "]*")
+            suffix = (i > 0 and pattern[i - 1].isalnum() and not escaped) or pattern[i - 2 : i] in ("]+", "]*")
             stack.append((body, suffix))
         elif c == ")" and stack:
             start, suffix = stack.pop()
@@ -66,7 +66,7 @@ def _top_level(body: str) -> list[str]:
     while i < len(body):
         c = body[i]
         if c == "\\":
-            current += body[i:i + 2]
+            current += body[i : i + 2]
             i += 2
             continue
         depth += c == "("
@@ -82,8 +82,11 @@ def _top_level(body: str) -> list[str]:
 
 def _word_lists(pattern: str) -> list[list[str]]:
     """Alternations of three or more plain words in `pattern`."""
-    return [words for alts in _alternations(pattern)
-            if len(words := [a.strip() for a in alts if PLAIN_WORD.fullmatch(a.strip())]) >= 3]
+    return [
+        words
+        for alts in _alternations(pattern)
+        if len(words := [a.strip() for a in alts if PLAIN_WORD.fullmatch(a.strip())]) >= 3
+    ]
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -104,22 +107,33 @@ def _compiled_literals(tree: ast.AST) -> list[tuple[int, str]]:
     out = []
     docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}  # and literals read
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"
-                and node.func.attr in {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "split"}
-                and node.args and (text := _literal(node.args[0])) is not None):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "re"
+            and node.func.attr in {"compile", "search", "match", "fullmatch", "findall", "finditer", "sub", "split"}
+            and node.args
+            and (text := _literal(node.args[0])) is not None
+        ):
             out.append((node.lineno, text))
             docstrings |= {id(part) for part in ast.walk(node.args[0])}  # read already, as one pattern
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-              and ("(?:" in node.value or "\\b" in node.value)):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and ("(?:" in node.value or "\\b" in node.value)
+        ):
             out.append((node.lineno, node.value))
     return out
 
 
 def test_the_scan_finds_a_word_list() -> None:
-    tree = ast.parse('import re\nX = re.compile(r"\\b(?:fixed|resolved|back to normal)\\b")\n'
-                     'Y = re.compile(rf"\\b(?:{lx}|pool)\\s+[\\w-]+(?:ed|en|ing)\\b")\n'
-                     'KINDS = {"version": r"version|release|rollback|tags?(?:-\\d+)?"}\n')
+    tree = ast.parse(
+        'import re\nX = re.compile(r"\\b(?:fixed|resolved|back to normal)\\b")\n'
+        'Y = re.compile(rf"\\b(?:{lx}|pool)\\s+[\\w-]+(?:ed|en|ing)\\b")\n'
+        'KINDS = {"version": r"version|release|rollback|tags?(?:-\\d+)?"}\n'
+    )
     found: dict[int, list] = {}
     for line, text in _compiled_literals(tree):
         found.setdefault(line, []).extend(_word_lists(text))
@@ -149,7 +163,8 @@ def test_the_shipped_lexicon_is_package_data() -> None:
     pyproject = (MEMORY.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert '"memory.lexicon" = ["*.yaml"]' in pyproject
     assert {p.name for p in (MEMORY / "lexicon").glob("*.yaml")} == {
-        group.source for group in DEFAULT_LEXICON.groups.values()}
+        group.source for group in DEFAULT_LEXICON.groups.values()
+    }
 
 
 def test_a_group_without_provenance_or_words_is_refused(tmp_path: Path) -> None:
@@ -173,8 +188,12 @@ def test_a_loaded_copy_reads_like_the_shipped_one() -> None:
 
 
 def test_an_extra_failure_word_makes_the_classifier_read_an_outcome() -> None:
-    entries = entries_from([{"at": 0, "kind": "decision", "text": "Decision: restart", "metadata": {"choice": "x"}},
-                            {"at": 1, "kind": "outcome", "text": "The conveyor is banjaxed again"}])
+    entries = entries_from(
+        [
+            {"at": 0, "kind": "decision", "text": "Decision: restart", "metadata": {"choice": "x"}},
+            {"at": 1, "kind": "outcome", "text": "The conveyor is banjaxed again"},
+        ]
+    )
     assert detect_outcome(entries).outcome == Outcome.SUCCESS  # a report without any cue after a change
     site = DEFAULT_LEXICON.with_words("failure_cues", ["banjaxed"], "a site's own word for broken (test)")
     assert detect_outcome(entries, site).outcome == Outcome.FAILURE
@@ -184,11 +203,13 @@ def test_an_extra_failure_word_makes_the_classifier_read_an_outcome() -> None:
 
 
 def test_every_layer_reads_the_lexicon_it_is_given() -> None:
-    site = (DEFAULT_LEXICON.with_words("normal_state", ["hunky-dory"], "test")
-            .with_words("look_reports", ["eyeballed"], "test")
-            .with_words("change_nouns", ["reflash"], "test")
-            .with_words("change_kind_schedule", ["rota"], "test")
-            .with_words("stopgap_words", ["jury-rigged"], "test"))
+    site = (
+        DEFAULT_LEXICON.with_words("normal_state", ["hunky-dory"], "test")
+        .with_words("look_reports", ["eyeballed"], "test")
+        .with_words("change_nouns", ["reflash"], "test")
+        .with_words("change_kind_schedule", ["rota"], "test")
+        .with_words("stopgap_words", ["jury-rigged"], "test")
+    )
     assert split_negation("boiler hunky-dory")[0] == "boiler hunky-dory"
     assert split_negation("boiler hunky-dory", site) == ("", "boiler hunky-dory")
     assert all_clear("Pump eyeballed: all fine") == ""
@@ -196,9 +217,22 @@ def test_every_layer_reads_the_lexicon_it_is_given() -> None:
     assert not referring("trips began after the last reflash")
     assert referring("trips began after the last reflash", site)
     assert change_kind("moved the rota") == "component" and change_kind("moved the rota", site) == "schedule"
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    ep = Episode(id="e", entry_ids=("x",), first_seq=0, last_seq=0, principal="p", situation="s", subject="pump",
-                 start=at, end=at, summary="pump trips → Fitted a jury-rigged bypass", outcome=Outcome.SUCCESS,
-                 outcome_evidence="", decisions=("bypass",), actions=("Fitted a jury-rigged bypass",))
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    ep = Episode(
+        id="e",
+        entry_ids=("x",),
+        first_seq=0,
+        last_seq=0,
+        principal="p",
+        situation="s",
+        subject="pump",
+        start=at,
+        end=at,
+        summary="pump trips → Fitted a jury-rigged bypass",
+        outcome=Outcome.SUCCESS,
+        outcome_evidence="",
+        decisions=("bypass",),
+        actions=("Fitted a jury-rigged bypass",),
+    )
     assert stopgap_sentences(ep) == ()
     assert set(stopgap_sentences(ep, site)) == {"Fitted a jury-rigged bypass"}

@@ -19,17 +19,24 @@ BANJAXED = DEFAULT_LEXICON.with_words("failure_cues", ["banjaxed"], "tests: a si
 def play(memory: EpisodicMemory, start=T0) -> None:
     """Two incidents whose failed attempts say only that the pump is banjaxed (no structured status)."""
     clock = start
-    for symptom, wrong, right in (("borehole pump silent, tank level falling", "restart", "fuse"),
-                                  ("borehole pump silent again, tank level falling", "fuse", "fuse")):
+    for symptom, wrong, right in (
+        ("borehole pump silent, tank level falling", "restart", "fuse"),
+        ("borehole pump silent again, tank level falling", "fuse", "fuse"),
+    ):
         clock += timedelta(days=1)
         memory.observe(symptom, timestamp=clock, situation="ops", metadata={"service": "pump"})
         for choice in dict.fromkeys((wrong, right)):
             clock += timedelta(minutes=3)
-            memory.decide(f"Decision: {choice}", choice=choice, timestamp=clock, situation="ops",
-                          metadata={"service": "pump"})
+            memory.decide(
+                f"Decision: {choice}", choice=choice, timestamp=clock, situation="ops", metadata={"service": "pump"}
+            )
             clock += timedelta(minutes=5)
-            memory.outcome("the pump is fixed, water flowing" if choice == right else "the pump is banjaxed",
-                           timestamp=clock, situation="ops", metadata={"service": "pump"})
+            memory.outcome(
+                "the pump is fixed, water flowing" if choice == right else "the pump is banjaxed",
+                timestamp=clock,
+                situation="ops",
+                metadata={"service": "pump"},
+            )
     memory.flush()
 
 
@@ -103,7 +110,9 @@ def test_an_empty_store_takes_the_lexicon_that_opens_it_first(tmp_path):
 def test_a_store_derived_before_lexicons_were_recorded_is_the_shipped_lexicon_s(tmp_path, monkeypatch):
     path = tmp_path / "old.sqlite"
     with monkeypatch.context() as patched:
-        patched.setattr("memory.agent_memory.check_lexicon", lambda store, lexicon: None)  # as earlier versions wrote it
+        patched.setattr(
+            "memory.agent_memory.check_lexicon", lambda store, lexicon: None
+        )  # as earlier versions wrote it
         with EpisodicMemory(path) as memory:
             play(memory)
     with sqlite3.connect(path) as db:
@@ -114,7 +123,8 @@ def test_a_store_derived_before_lexicons_were_recorded_is_the_shipped_lexicon_s(
         assert len(memory.episodes()) == 3
     with sqlite3.connect(path) as db:  # recorded now
         assert db.execute("SELECT id FROM snapshots WHERE kind = ?", (LEXICON,)).fetchall() == [
-            (DEFAULT_LEXICON.fingerprint,)]
+            (DEFAULT_LEXICON.fingerprint,)
+        ]
 
 
 def test_the_shipped_lexicon_of_another_version_opens_a_store_of_the_shipped_lexicon(tmp_path):

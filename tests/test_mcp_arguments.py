@@ -2,7 +2,7 @@
 expected and what was found; unknown names, times without a timezone and unknown relied-on ids are refused."""
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -62,11 +62,17 @@ def test_argument_errors_name_the_argument_what_was_expected_and_what_was_found(
 
 def test_a_time_without_a_timezone_is_refused_with_the_fix(tmp_path):
     with EpisodicMemory(tmp_path / "memory.sqlite", principal="p") as memory:
-        texts = _errors(memory, [("record_observation", {"text": "disk full", "timestamp": "2026-04-06T18:00:00"}),
-                                 ("recall", {"since": "2026-04-06"}),
-                                 ("recall", {"until": "last tuesday"})])
-        (failed, _, recorded), = asyncio.run(_calls(memory, [
-            ("record_observation", {"text": "disk full", "timestamp": "2026-04-06T20:00:00+02:00"})]))
+        texts = _errors(
+            memory,
+            [
+                ("record_observation", {"text": "disk full", "timestamp": "2026-04-06T18:00:00"}),
+                ("recall", {"since": "2026-04-06"}),
+                ("recall", {"until": "last tuesday"}),
+            ],
+        )
+        ((failed, _, recorded),) = asyncio.run(
+            _calls(memory, [("record_observation", {"text": "disk full", "timestamp": "2026-04-06T20:00:00+02:00"})])
+        )
     assert texts == [
         "Error executing tool record_observation: timestamp: '2026-04-06T18:00:00' has no timezone; add Z or "
         "+00:00, e.g. 2026-04-06T18:00:00Z",
@@ -96,10 +102,13 @@ def test_unknown_argument_names_are_refused_with_the_tools_arguments(tmp_path):
 
 def _learned_incidents(memory):
     """Two closed incidents caused by an exhausted pool, the first diagnosed wrong and corrected: a fact."""
-    start = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
-    for day, (symptom, guess, correction) in enumerate([
+    start = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    for day, (symptom, guess, correction) in enumerate(
+        [
             ("connection pool exhausted; database idle", "database", "Not the database: the pool was exhausted"),
-            ("redis client pool exhausted; redis idle", "pool", "")]):
+            ("redis client pool exhausted; redis idle", "pool", ""),
+        ]
+    ):
         at = start + timedelta(days=day)
         memory.observe(symptom, timestamp=at)
         for minute, choice in enumerate(dict.fromkeys([guess, "pool"]), start=1):
@@ -115,18 +124,31 @@ def test_relied_on_ids_the_memory_does_not_know_are_refused(tmp_path):
     with EpisodicMemory(tmp_path / "memory.sqlite", principal="p") as memory:
         _learned_incidents(memory)
         episode, fact = memory.episodes()[0], memory.facts()[0]
-        memory.observe("another tenant's incident", principal="q", timestamp=datetime(2026, 3, 9, tzinfo=timezone.utc))
+        memory.observe("another tenant's incident", principal="q", timestamp=datetime(2026, 3, 9, tzinfo=UTC))
         memory.flush()
         theirs = memory.episodes("q")[0]  # another tenant's episode is not this memory's to cite
-        entry = memory.observe("payments 5xx, connection pool exhausted", timestamp=datetime.now(timezone.utc))
-        results = asyncio.run(_calls(memory, [
-            ("record_decision", {"text": "raise the pool", "choice": "pool", "relied_on": ids})
-            for ids in (["nope", episode.id, entry.id, theirs.id], ["nope"], [episode.id, fact.id, fact.fact_id])]))
+        entry = memory.observe("payments 5xx, connection pool exhausted", timestamp=datetime.now(UTC))
+        results = asyncio.run(
+            _calls(
+                memory,
+                [
+                    ("record_decision", {"text": "raise the pool", "choice": "pool", "relied_on": ids})
+                    for ids in (
+                        ["nope", episode.id, entry.id, theirs.id],
+                        ["nope"],
+                        [episode.id, fact.id, fact.fact_id],
+                    )
+                ],
+            )
+        )
         assert [is_error for is_error, _, _ in results] == [True, True, False]
         assert results[0][1] == (
             f"Error executing tool record_decision: relied_on: 'nope', {entry.id!r}, {theirs.id!r} are no episode or "
-            "fact id of this memory (use the ids recall returned)")
-        assert results[1][1] == ("Error executing tool record_decision: relied_on: 'nope' is no episode or fact id "
-                                 "of this memory (use the ids recall returned)")
+            "fact id of this memory (use the ids recall returned)"
+        )
+        assert results[1][1] == (
+            "Error executing tool record_decision: relied_on: 'nope' is no episode or fact id "
+            "of this memory (use the ids recall returned)"
+        )
         decision = memory.store.get(results[2][2]["entry_id"])
         assert decision.metadata["relied_on"] == [episode.id, fact.id, fact.fact_id]

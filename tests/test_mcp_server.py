@@ -20,14 +20,14 @@ def walkthrough() -> str:
     """The python block of the MCP page's walkthrough."""
     section = PAGE.read_text(encoding="utf-8")
     start = section.index("```python") + len("```python")
-    return section[start:section.index("```", start)]
+    return section[start : section.index("```", start)]
 
 
 def printed() -> list[str]:
     """The lines the MCP page says the walkthrough prints."""
     text = PAGE.read_text(encoding="utf-8")
     start = text.index("```text", text.index("It prints:")) + len("```text")
-    return text[start:text.index("```", start)].strip().splitlines()
+    return text[start : text.index("```", start)].strip().splitlines()
 
 
 def _child_sees_this_checkout(monkeypatch):
@@ -45,8 +45,10 @@ def test_readme_walkthrough_records_an_incident_and_recalls_a_fact(tmp_path, mon
     exec(compile(walkthrough(), "docs/mcp.md", "exec"), {"__name__": "walkthrough"})
     out = capfd.readouterr().out
     assert out.strip().splitlines() == printed()  # the page shows what the walkthrough prints
-    assert "tools: end_episode, forget_entry, list_facts, recall, record_correction, record_decision, record_observation, " \
-           "record_outcome, verify_store" in out
+    assert (
+        "tools: end_episode, forget_entry, list_facts, recall, record_correction, record_decision, record_observation, "
+        "record_outcome, verify_store" in out
+    )
     assert "fact: when an observation affirms connection + exhausted + pool → pool, not database confidence" in out
     assert "error: True" in out and "'last tuesday' is not an ISO-8601 time" in out
     assert "verify: {'ok': True, 'entries': 15, 'first_bad': None}" in out
@@ -76,8 +78,10 @@ def test_schemas_describe_the_arguments_and_mistakes_come_back_as_tool_errors(tm
         ("recall", {"query": "disk", "outcome": "MAYBE"}),
         ("recall", {"query": "disk", "since": "2026-03-03T00:00:00Z", "until": "2026-03-01T00:00:00Z"}),
         ("no_such_tool", {}),
-        ("record_observation", {"text": "disk full on the build agents", "service": "ci",
-                                "timestamp": "2026-03-02T09:00:00Z"}),
+        (
+            "record_observation",
+            {"text": "disk full on the build agents", "service": "ci", "timestamp": "2026-03-02T09:00:00Z"},
+        ),
         ("list_facts", {}),
         ("verify_store", {}),
     ]
@@ -100,12 +104,28 @@ def test_schemas_describe_the_arguments_and_mistakes_come_back_as_tool_errors(tm
 def test_forget_entry_erases_an_entry_of_the_served_principal(tmp_path):
     with EpisodicMemory(tmp_path / "memory.sqlite", principal="p") as memory:
         other = memory.observe("another tenant's note", principal="q")
-        _, results = asyncio.run(_in_process_calls(memory, [
-            ("record_observation", {"text": "badge scan for Ingrid Vasquez at door 4", "timestamp": "2026-03-02T09:00:00Z"})]))
+        _, results = asyncio.run(
+            _in_process_calls(
+                memory,
+                [
+                    (
+                        "record_observation",
+                        {"text": "badge scan for Ingrid Vasquez at door 4", "timestamp": "2026-03-02T09:00:00Z"},
+                    )
+                ],
+            )
+        )
         entry_id = results[0].structured_content["entry_id"]
-        _, results = asyncio.run(_in_process_calls(memory, [
-            ("forget_entry", {"entry_id": entry_id, "reason": "request of the person concerned"}),
-            ("forget_entry", {"entry_id": other.id}), ("verify_store", {})]))
+        _, results = asyncio.run(
+            _in_process_calls(
+                memory,
+                [
+                    ("forget_entry", {"entry_id": entry_id, "reason": "request of the person concerned"}),
+                    ("forget_entry", {"entry_id": other.id}),
+                    ("verify_store", {}),
+                ],
+            )
+        )
         assert results[0].structured_content["erased"] == 1 and not results[0].is_error
         assert results[1].is_error and "no entry" in results[1].content[0].text  # another tenant's entry
         assert json.loads(results[2].content[0].text)["ok"] is True

@@ -38,8 +38,10 @@ def test_verify_reports_a_schema_version_rewound_below_what_the_rows_were_writte
     raw.commit()
     raw.close()
     assert main(["verify", str(path)]) == 1
-    assert f"CORRUPT {path}: schema version {version} recorded (PRAGMA user_version), but the store holds previous " \
-           f"ids stored as links, which only schema 5 and later write" in capsys.readouterr().out
+    assert (
+        f"CORRUPT {path}: schema version {version} recorded (PRAGMA user_version), but the store holds previous "
+        f"ids stored as links, which only schema 5 and later write" in capsys.readouterr().out
+    )
 
 
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys):

@@ -65,8 +65,9 @@ def test_erasing_an_already_erased_principal_is_a_user_error_not_damage(erased_s
 
 def test_an_overlong_reason_and_requester_are_refused_together(erased_store, capsys):
     assert main(["erase", str(erased_store), "--principal", "team-b", "--reason", "x" * 1001, "--by", "y" * 1001]) == 2
-    assert "--reason of 1,001 characters and --by of 1,001 characters exceeds the limit of 1000" in \
-        capsys.readouterr().err
+    assert (
+        "--reason of 1,001 characters and --by of 1,001 characters exceeds the limit of 1000" in capsys.readouterr().err
+    )
 
 
 def test_the_list_of_principals_present_is_shortened(tmp_path, capsys):

@@ -6,8 +6,8 @@ are ignored: the records they claim to stand for are loaded the exact way.
 
 import json
 import sqlite3
-from datetime import timedelta
 from dataclasses import replace
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -18,12 +18,10 @@ from memory import EpisodicMemory, RetrieverConfig, pipeline
 from memory.errors import StoreError
 from memory.facts.evidence import NO_CITATIONS
 from memory.graph import GraphConfig
-from memory.persistence import Persistence
+from memory.persistence import Persistence, stored_bounds
 from memory.persistence import runs as snapshot
-from memory.persistence import stored_bounds
-from memory.persistence.digests import hex_digests
+from memory.persistence.digests import hex_digests, sorted_distinct
 from memory.persistence.lazy import LazySet
-from memory.persistence.digests import sorted_distinct
 from memory.persistence.loader import PROBLEMS
 from memory.persistence.vectors import StoredRows
 from memory.timeline import SQLiteStore
@@ -40,14 +38,24 @@ PRUNED = replace(RetrieverConfig(), prune_from=20)  # relevance bounds from 20 e
 
 def state(memory: EpisodicMemory):
     """Everything an open derives, as plain values (recalls included)."""
-    recalls = [[(e.episode.id, e.score, e.why, e.chain) for e in
-                memory.recall(q, situation="ops", k=5, principal=p).episodes] for q in QUERIES for p in ("p0", "p1")]
+    recalls = [
+        [(e.episode.id, e.score, e.why, e.chain) for e in memory.recall(q, situation="ops", k=5, principal=p).episodes]
+        for q in QUERIES
+        for p in ("p0", "p1")
+    ]
     derived = memory.state.snapshot()  # evidence first: before anything reads every episode
     parts = {}
     for who in ("p0", "p1"):
         part = memory.index.partition(who)
-        parts[who] = (part.matrix.tobytes(), part.ends.tolist(), part.outcomes.tolist(), part.situations.tolist(),
-                      part.position, [ep.id for ep in part.episodes], part.situation_codes)
+        parts[who] = (
+            part.matrix.tobytes(),
+            part.ends.tolist(),
+            part.outcomes.tolist(),
+            part.situations.tolist(),
+            part.position,
+            [ep.id for ep in part.episodes],
+            part.situation_codes,
+        )
     return {"recalls": recalls, "derived": derived, "parts": parts, "projection": memory.projection()}
 
 
@@ -136,16 +144,22 @@ def test_an_evidence_log_holds_each_repeated_term_set_once(tmp_path):
             assert len({id(s) for s in sets}) == len(set(sets)) < len(sets)
         assert all(ev.cited is NO_CITATIONS for ev in items if not ev.cited)
 
-    pictures = ["checkout latency high, pool waits climbing", "disk full on the log volume, not the data volume",
-                "DNS lookups time out for the payments host"]
+    pictures = [
+        "checkout latency high, pool waits climbing",
+        "disk full on the log volume, not the data volume",
+        "DNS lookups time out for the payments host",
+    ]
 
     def incidents(memory, first, n):
         clock = T0 + timedelta(hours=first)
         for i in range(first, first + n):
             clock += timedelta(hours=1)
-            memory.observe(f"{pictures[i % 3]} ({i * 37} ms)", timestamp=clock, situation="ops")  # other texts, same terms
-            memory.decide(f"Decision: fix {i % 4}", choice=f"fix-{i % 4}", timestamp=clock + timedelta(minutes=1),
-                          situation="ops")
+            memory.observe(
+                f"{pictures[i % 3]} ({i * 37} ms)", timestamp=clock, situation="ops"
+            )  # other texts, same terms
+            memory.decide(
+                f"Decision: fix {i % 4}", choice=f"fix-{i % 4}", timestamp=clock + timedelta(minutes=1), situation="ops"
+            )
             memory.outcome("resolved", status="success", timestamp=clock + timedelta(minutes=2), situation="ops")
         memory.flush()
 
@@ -193,15 +207,27 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage, played):
     seq, _, meta = runs_of(path)[1]
     if damage == "alter":  # one byte of the vectors' digests
         offset = meta["sections"]["digests:p0"][0] + 5
-        raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
-            offset, offset + 2, seq)
+        raw(
+            path,
+            "UPDATE snapshots SET body = CAST(substr(body, 1, ?) || x'7f' || substr(body, ?) AS BLOB) WHERE seq = ?",
+            offset,
+            offset + 2,
+            seq,
+        )
     elif damage == "truncate":
         raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, length(body) / 2) AS BLOB) WHERE seq = ?", seq)
     else:  # a run claiming another range
-        raw(path, "UPDATE snapshots SET meta = replace(meta, ?, ?) WHERE seq = ?",
-            f'"upto":{meta["upto"]}', f'"upto":{meta["upto"] - 1}', seq)
+        raw(
+            path,
+            "UPDATE snapshots SET meta = replace(meta, ?, ?) WHERE seq = ?",
+            f'"upto":{meta["upto"]}',
+            f'"upto":{meta["upto"] - 1}',
+            seq,
+        )
     with opened(path) as reopened:
-        assert reopened.stored.covered == reopened.store.last_record()  # runs written again for what the damaged one held
+        assert (
+            reopened.stored.covered == reopened.store.last_record()
+        )  # runs written again for what the damaged one held
         assert state(reopened) == expected
     with opened(path) as again:
         assert state(again) == expected
@@ -209,8 +235,14 @@ def test_a_damaged_run_is_ignored_and_replaced(tmp_path, damage, played):
 
 def bounds_of(memory: EpisodicMemory, who: str = "p0") -> list[bytes]:
     bounds = memory.index.partition(who).bounds
-    arrays = (bounds.basis, bounds._head[:, : bounds.size], bounds._tail[: bounds.size], bounds._tail_lost[: bounds.size],
-              bounds._resid[: bounds.size], bounds._outside[: bounds.size])
+    arrays = (
+        bounds.basis,
+        bounds._head[:, : bounds.size],
+        bounds._tail[: bounds.size],
+        bounds._tail_lost[: bounds.size],
+        bounds._resid[: bounds.size],
+        bounds._outside[: bounds.size],
+    )
     return [a.tobytes() for a in arrays]
 
 
@@ -250,8 +282,11 @@ def test_damaged_stored_projections_are_ignored_and_stored_again(tmp_path, monke
         live.stored.write_runs(1)
     _, first = vectors_read_while_opening(path, monkeypatch)
     seq, name, meta = runs_store(path).snapshot_index(stored_bounds.PROJECTIONS)[0]
-    raw(path, "UPDATE snapshots SET body = CAST(substr(body, 1, 9) || x'7f' || substr(body, 11) AS BLOB) WHERE seq = ?",
-        seq)  # one byte of a projection
+    raw(
+        path,
+        "UPDATE snapshots SET body = CAST(substr(body, 1, 9) || x'7f' || substr(body, 11) AS BLOB) WHERE seq = ?",
+        seq,
+    )  # one byte of a projection
     read, second = vectors_read_while_opening(path, monkeypatch)
     assert read > 0 and second == first
     assert name + "+" in {n for _, n, _ in runs_store(path).snapshot_index(stored_bounds.PROJECTIONS)}
@@ -319,28 +354,43 @@ def test_legacy_problem_snapshots_are_still_read(tmp_path, monkeypatch):
     with EpisodicMemory(path, principal="p0", persistence=legacy) as memory:  # problem snapshots as earlier versions
         ids = list(memory.state.episodes)[16:32]
         problems = [memory.state.problems[i] for i in ids]
-        memory.store.add_snapshot(PROBLEMS, "16:legacy", {
-            "start": 16, "episodes": ids, "texts": [p.text for p in problems],
-            "cites": {i: memory.state.cites[i] for i in ids if i in memory.state.cites}},
-            np.stack([p.vector for p in problems]).astype("<f4").tobytes())
-        memory.store.add_snapshot(PROBLEMS, "32:forged", {"start": 32, "episodes": ["x"] * 16, "texts": [""] * 16,
-                                                          "cites": {}}, b"\0" * 16)
+        memory.store.add_snapshot(
+            PROBLEMS,
+            "16:legacy",
+            {
+                "start": 16,
+                "episodes": ids,
+                "texts": [p.text for p in problems],
+                "cites": {i: memory.state.cites[i] for i in ids if i in memory.state.cites},
+            },
+            np.stack([p.vector for p in problems]).astype("<f4").tobytes(),
+        )
+        memory.store.add_snapshot(
+            PROBLEMS, "32:forged", {"start": 32, "episodes": ["x"] * 16, "texts": [""] * 16, "cites": {}}, b"\0" * 16
+        )
     used = []
     real = pipeline.problem_of
-    monkeypatch.setattr(pipeline, "problem_of", lambda state, ep, entries: used.append(ep.id) or
-                        real(state, ep, entries))
+    monkeypatch.setattr(
+        pipeline, "problem_of", lambda state, ep, entries: used.append(ep.id) or real(state, ep, entries)
+    )
     with EpisodicMemory(path, principal="p0", persistence=legacy, retriever=PRUNED) as reopened:
         assert not set(used) & set(ids) and len(used) == len(reopened.state.episodes) - 16
         assert state(reopened) == expected
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(episodes=st.integers(1, 45), run=st.sampled_from([1, 3, 16, 64]), least=st.sampled_from([1, 5, 40]),
-       prune=st.sampled_from([1, 10, 10**9]))
+@given(
+    episodes=st.integers(1, 45),
+    run=st.sampled_from([1, 3, 16, 64]),
+    least=st.sampled_from([1, 5, 40]),
+    prune=st.sampled_from([1, 10, 10**9]),
+)
 def test_any_run_layout_opens_to_the_exact_state(tmp_path_factory, episodes, run, least, prune):
     path = tmp_path_factory.mktemp("runs") / "m.sqlite"
-    options = {"persistence": Persistence(run_episodes=run, open_run_min=least),
-               "retriever": replace(RetrieverConfig(), prune_from=prune)}
+    options = {
+        "persistence": Persistence(run_episodes=run, open_run_min=least),
+        "retriever": replace(RetrieverConfig(), prune_from=prune),
+    }
     with EpisodicMemory(path, principal="p0", **options) as live:
         play(live, episodes)
         expected = state(live)
@@ -369,9 +419,12 @@ def test_tail_is_the_last_entries_of_a_principal_in_order(tmp_path):
                 assert [e.id for e in memory.store.tail(who, n)] == ([e.id for e in every[-n:]] if n else [])
 
 
-HEX_IDS = st.sampled_from(["00" * 32, "ab" * 31 + "00", "ff" * 32, "0f" * 31 + "10", "12" * 32, "AB" * 32, "aB" * 32])  # zero bytes at the end, upper case
-SOME_IDS = st.one_of(HEX_IDS, st.text(alphabet="0123456789abcdefABCDEF ,\"", min_size=60, max_size=66),
-                     st.integers(0, 3))
+HEX_IDS = st.sampled_from(
+    ["00" * 32, "ab" * 31 + "00", "ff" * 32, "0f" * 31 + "10", "12" * 32, "AB" * 32, "aB" * 32]
+)  # zero bytes at the end, upper case
+SOME_IDS = st.one_of(
+    HEX_IDS, st.text(alphabet='0123456789abcdefABCDEF ,"', min_size=60, max_size=66), st.integers(0, 3)
+)
 
 
 def listed(ids):
@@ -397,8 +450,12 @@ def test_a_run_id_section_is_read_as_digests_exactly_when_every_id_is_one(ids):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(SOME_IDS, max_size=6), max_size=4), st.lists(SOME_IDS, max_size=4),
-       st.lists(SOME_IDS, max_size=4), st.lists(SOME_IDS, max_size=3))
+@given(
+    st.lists(st.lists(SOME_IDS, max_size=6), max_size=4),
+    st.lists(SOME_IDS, max_size=4),
+    st.lists(SOME_IDS, max_size=4),
+    st.lists(SOME_IDS, max_size=3),
+)
 def test_the_lazy_id_set_behaves_as_a_set_of_the_ids_given(batches, before, after, dropped):
     """Deferred batches (digests as bytes when a run can give them so), ids added before and after they load,
     and ids dropped: the same members, size and iteration as a plain set, each id as it was given."""
@@ -419,8 +476,13 @@ def test_the_lazy_id_set_behaves_as_a_set_of_the_ids_given(batches, before, afte
     assert set(ids) == plain and ids - {0} == plain - {0}
 
 
-@given(st.lists(st.sampled_from([bytes([a]) * 8 + bytes([b]) * 24 for a in (0, 1, 255) for b in (0, 7)]) |
-                st.binary(min_size=32, max_size=32), max_size=12))
+@given(
+    st.lists(
+        st.sampled_from([bytes([a]) * 8 + bytes([b]) * 24 for a in (0, 1, 255) for b in (0, 7)])
+        | st.binary(min_size=32, max_size=32),
+        max_size=12,
+    )
+)
 def test_digests_sorted_and_distinct_as_numpy_unique_gives_them(digests):
     """Heads shared or not, repeats, zero bytes at the end: the same as `np.unique`."""
     array = np.array(digests, dtype="S32")

@@ -59,18 +59,44 @@ class FakeServer:
         if action == "busy":
             return 429, {"error": {"message": "slow down", "type": "rate_limit"}}, {"retry-after-ms": "1"}
         choice = untried_candidates(body["messages"][1]["content"])[0]
-        arguments = json.dumps({"root_cause": "dns_outage" if action == "off-list" else choice, "confidence": 0.7,
-                                "rationale": "first untried", "relied_on": []})
+        arguments = json.dumps(
+            {
+                "root_cause": "dns_outage" if action == "off-list" else choice,
+                "confidence": 0.7,
+                "rationale": "first untried",
+                "relied_on": [],
+            }
+        )
         if action == "not-json":
             arguments = '{"root_cause": "' + choice
-        return 200, {
-            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                "role": "assistant", "content": None,
-                "tool_calls": [{"id": f"call_{n}", "type": "function",
-                                "function": {"name": "record_decision", "arguments": arguments}}]}}],
-            "usage": {"prompt_tokens": 800, "completion_tokens": 30, "total_tokens": 830},
-        }, {}
+        return (
+            200,
+            {
+                "id": f"chatcmpl-{n}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": f"call_{n}",
+                                    "type": "function",
+                                    "function": {"name": "record_decision", "arguments": arguments},
+                                }
+                            ],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 800, "completion_tokens": 30, "total_tokens": 830},
+            },
+            {},
+        )
 
 
 @pytest.fixture
@@ -88,8 +114,24 @@ def fake():
 
 def _compare(tmp_path, url, cache, name):
     path = tmp_path / f"{name}.json"
-    args = ["--mode", "openai", "--model", "local-model", "--seeds", "1", "--agents", "episodic", "no_memory",
-            "--cache", str(cache), "--json", str(path), "--quiet", "--jobs", "1"]  # requests in serial order
+    args = [
+        "--mode",
+        "openai",
+        "--model",
+        "local-model",
+        "--seeds",
+        "1",
+        "--agents",
+        "episodic",
+        "no_memory",
+        "--cache",
+        str(cache),
+        "--json",
+        str(path),
+        "--quiet",
+        "--jobs",
+        "1",
+    ]  # requests in serial order
     code = main(args + (["--base-url", url] if url else []), now=lambda: T0)
     return code, runlog.read(path)
 
@@ -116,8 +158,9 @@ def test_plays_pool_vs_deploy_then_replays_from_the_cache_with_the_server_stoppe
         assert [r["decisions"] for r in replay["agents"][name]["rounds"]] == [r["decisions"] for r in played]
     code, offline = _compare(tmp_path, None, cache, "offline")  # no --base-url, no key: the cache alone
     assert code == 0
-    assert [r["decisions"] for r in offline["agents"]["episodic"]["rounds"]] == \
-        [r["decisions"] for r in rounds["episodic"]]
+    assert [r["decisions"] for r in offline["agents"]["episodic"]["rounds"]] == [
+        r["decisions"] for r in rounds["episodic"]
+    ]
 
 
 def test_bad_answers_are_repaired_then_flagged_and_the_run_goes_on(tmp_path, fake, capsys):

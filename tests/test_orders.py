@@ -15,13 +15,16 @@ root_causes:
   a: {description: component a fails}
   b: {description: component b fails}
 rounds:
-""" + "".join(f"""  - id: r{i}
+""" + "".join(
+    f"""  - id: r{i}
     kind: k
     service: web
     after: {i + 1}h
     observations: [symptom {i}]
-    truth: {'a' if i % 2 else 'b'}
-{'    caused_by: r0' + chr(10) if i == 3 else ''}""" for i in range(6))
+    truth: {"a" if i % 2 else "b"}
+{"    caused_by: r0" + chr(10) if i == 3 else ""}"""
+    for i in range(6)
+)
 
 SCENARIO = scenarios.loads(DOC)
 
@@ -48,8 +51,11 @@ def test_orders_requested():
 
 
 def test_link_to_a_later_round_is_dropped():
-    seeds = [seed for seed in range(50)
-             if [r.id for r in shuffled(SCENARIO, seed).rounds].index("r3")
-             < [r.id for r in shuffled(SCENARIO, seed).rounds].index("r0")]
+    seeds = [
+        seed
+        for seed in range(50)
+        if [r.id for r in shuffled(SCENARIO, seed).rounds].index("r3")
+        < [r.id for r in shuffled(SCENARIO, seed).rounds].index("r0")
+    ]
     assert seeds, "some shuffle plays r3 before r0"
     assert shuffled(SCENARIO, seeds[0]).round("r3").caused_by is None

@@ -37,12 +37,14 @@ def small_log(tmp_path_factory):
 
 # -- memory export ---------------------------------------------------------------------------------
 
+
 def test_export_refuses_to_overwrite_another_store(tmp_path, capsys):
     source, other = _store(tmp_path / "a.db"), _store(tmp_path / "b.db", count=1)
     before = _files(other)
     assert memory_cli(["export", str(source), str(other)]) == 2
-    assert capsys.readouterr().err == (f"error: {other} is an SQLite database (a memory store?): "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: {other} is an SQLite database (a memory store?): refusing to overwrite it\n"
+    )
     assert _files(other) == before
 
 
@@ -63,20 +65,23 @@ def test_export_refuses_a_sidecar_name_of_a_store(tmp_path, capsys, suffix):
     store = _store(tmp_path / "s.db")
     before = _files(store)
     assert memory_cli(["export", str(store), f"{store}{suffix}"]) == 2
-    assert capsys.readouterr().err == (f"error: {store}{suffix} is the {suffix} file of the SQLite database {store}: "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: {store}{suffix} is the {suffix} file of the SQLite database {store}: refusing to overwrite it\n"
+    )
     assert _files(store) == before
 
 
 # -- the harness's outputs -------------------------------------------------------------------------
+
 
 def test_compare_csv_onto_a_store_is_refused_before_playing(tmp_path, capsys):
     store = _store(tmp_path / "memory.sqlite")
     before = _files(store)
     assert compare([*SMALL, "--csv", str(store)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err == (f"error: --csv {store} is an SQLite database (a memory store?): "
-                                 "refusing to overwrite it\n")
+    assert out == "" and err == (
+        f"error: --csv {store} is an SQLite database (a memory store?): refusing to overwrite it\n"
+    )
     assert _files(store) == before
 
 
@@ -87,8 +92,9 @@ def test_compare_json_onto_a_foreign_databases_wal_name_is_refused(tmp_path, cap
     db.close()
     before = _files(foreign)
     assert compare([*SMALL, "--json", f"{foreign}-wal"]) == 2
-    assert capsys.readouterr().err == (f"error: --json {foreign}-wal is the -wal file of the SQLite database "
-                                       f"{foreign}: refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: --json {foreign}-wal is the -wal file of the SQLite database {foreign}: refusing to overwrite it\n"
+    )
     assert _files(foreign) == before
 
 
@@ -100,19 +106,22 @@ def test_report_json_onto_a_foreign_sqlite_file_and_html_onto_a_store_are_refuse
     store = _store(tmp_path / "memory.sqlite")
     before = {**_files(foreign), **_files(store)}
     assert report([str(small_log), "--quiet", "--json", str(foreign)]) == 2
-    assert capsys.readouterr().err == (f"error: --json {foreign} is an SQLite database (a memory store?): "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: --json {foreign} is an SQLite database (a memory store?): refusing to overwrite it\n"
+    )
     assert report([str(small_log), "--quiet", "--html", str(store)]) == 2
-    assert capsys.readouterr().err == (f"error: --html {store} is an SQLite database (a memory store?): "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: --html {store} is an SQLite database (a memory store?): refusing to overwrite it\n"
+    )
     assert {**_files(foreign), **_files(store)} == before
 
 
 def test_report_refuses_to_write_over_a_log_it_reads(small_log, capsys):
     before = small_log.read_bytes()
     assert report([str(small_log), "--quiet", "--json", str(small_log)]) == 2
-    assert capsys.readouterr().err == (f"error: --json {small_log} is a run log this command reads: "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: --json {small_log} is a run log this command reads: refusing to overwrite it\n"
+    )
     assert small_log.read_bytes() == before
 
 
@@ -120,11 +129,13 @@ def test_tracks_json_onto_a_store_and_markdown_onto_its_log_are_refused(small_lo
     store = _store(tmp_path / "memory.sqlite")
     before, log = _files(store), small_log.read_bytes()
     assert tracks([str(small_log), "--json", str(store)]) == 2
-    assert capsys.readouterr().err == (f"error: --json {store} is an SQLite database (a memory store?): "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: --json {store} is an SQLite database (a memory store?): refusing to overwrite it\n"
+    )
     assert tracks([str(small_log), "--markdown", str(small_log)]) == 2
-    assert capsys.readouterr().err == (f"error: --markdown {small_log} is a run log this command reads: "
-                                       "refusing to overwrite it\n")
+    assert capsys.readouterr().err == (
+        f"error: --markdown {small_log} is a run log this command reads: refusing to overwrite it\n"
+    )
     assert _files(store) == before and small_log.read_bytes() == log
 
 
@@ -136,14 +147,17 @@ def test_a_previous_output_of_the_same_kind_is_replaced_whole(small_log, tmp_pat
     for path, text in earlier.items():
         path.write_text(text)
         inodes[path] = path.stat().st_ino
-    assert tracks([str(small_log), "--json", str(tmp_path / "tracks.json"),
-                   "--markdown", str(tmp_path / "tracks.md")]) == 0
+    assert (
+        tracks([str(small_log), "--json", str(tmp_path / "tracks.json"), "--markdown", str(tmp_path / "tracks.md")])
+        == 0
+    )
     for path, text in earlier.items():
         assert path.read_text() != text and path.stat().st_ino != inodes[path]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tracks.json", "tracks.md"]  # no temporary file left
 
 
 # -- the MCP server --------------------------------------------------------------------------------
+
 
 async def _verify_store(memory):
     from mcp import Client

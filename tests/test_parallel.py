@@ -56,8 +56,10 @@ def test_a_failing_run_is_named_and_the_log_keeps_the_serial_prefix(tmp_path, ca
 
 def test_store_plays_serially_and_says_so(tmp_path, capsys):
     store = tmp_path / "memory.sqlite"
-    assert main(["--seeds", "1", "--agents", "episodic", "--store", str(store), "--jobs", "2", "--quiet"],
-                now=lambda: T0) == 0
+    assert (
+        main(["--seeds", "1", "--agents", "episodic", "--store", str(store), "--jobs", "2", "--quiet"], now=lambda: T0)
+        == 0
+    )
     assert "--store plays the runs one after another (--jobs 1)" in capsys.readouterr().err
 
 

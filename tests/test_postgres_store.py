@@ -44,9 +44,18 @@ def url(server):
 def _fill(store):
     """The same entries, records and snapshot written into any store; what was appended."""
     timeline = Timeline(store, HashingEncoder(dim=64))
-    entries = [timeline.append(f"orders p99 at {i} s; pool exhausted", kind="observation", role="environment", situation="incident",
-                               principal=f"team-{i % 2}", timestamp=T0 + timedelta(minutes=i),
-                               metadata={"service": "orders", "n": i}) for i in range(6)]
+    entries = [
+        timeline.append(
+            f"orders p99 at {i} s; pool exhausted",
+            kind="observation",
+            role="environment",
+            situation="incident",
+            principal=f"team-{i % 2}",
+            timestamp=T0 + timedelta(minutes=i),
+            metadata={"service": "orders", "n": i},
+        )
+        for i in range(6)
+    ]
     store.add_records(RecordKind.EPISODE, [("ep1", {"entries": [e.id for e in entries[:3]]}), ("ep2", {"x": 1})])
     store.add_records(RecordKind.EDGE, [("e1", {"from": "ep1", "to": "ep2"})])
     store.add_snapshot("vectors", "run1", {"upto": 2}, b"\x00\x01binary\xff")
@@ -55,11 +64,17 @@ def _fill(store):
 
 def _contents(store):
     kinds = (RecordKind.EPISODE, RecordKind.EDGE)
-    return ([(e.id, e.seq, e.text, e.metadata, e.embedding.tolist()) for e in store.entries()],
-            {k: list(store.records(k)) for k in kinds}, list(store.snapshots("vectors")),
-            store.record_rows(0, store.last_record()), store.record_rows(0, store.last_record(), bodies=("edge",)),
-            store.record_rows(1, store.last_record(), bodies=()), store.stats()._replace(first=None, last=None),
-            [e.id for e in store.tail("team-1", 2)], store.principals())
+    return (
+        [(e.id, e.seq, e.text, e.metadata, e.embedding.tolist()) for e in store.entries()],
+        {k: list(store.records(k)) for k in kinds},
+        list(store.snapshots("vectors")),
+        store.record_rows(0, store.last_record()),
+        store.record_rows(0, store.last_record(), bodies=("edge",)),
+        store.record_rows(1, store.last_record(), bodies=()),
+        store.stats()._replace(first=None, last=None),
+        [e.id for e in store.tail("team-1", 2)],
+        store.principals(),
+    )
 
 
 def test_the_server_store_holds_what_sqlite_holds_with_the_same_ids(url, tmp_path):
@@ -77,13 +92,26 @@ def test_the_server_store_holds_what_sqlite_holds_with_the_same_ids(url, tmp_pat
             server.add_records(RecordKind.EDGE, [("e1", {"from": "ep2"})])
         assert not server.add_snapshot("vectors", "run1", {}, b"other")
         assert server.verify() is None and len(server) == 6
-        decided = [Timeline(store, HashingEncoder(dim=64)).append(
-            "chose pool", kind="decision", role="agent", situation="incident", principal="team-0",
-            timestamp=T0 + timedelta(hours=1), metadata={"attempt": 1, "favoured": {"prior": "pool"}}).seq
-            for store in (server, local)]
+        decided = [
+            Timeline(store, HashingEncoder(dim=64))
+            .append(
+                "chose pool",
+                kind="decision",
+                role="agent",
+                situation="incident",
+                principal="team-0",
+                timestamp=T0 + timedelta(hours=1),
+                metadata={"attempt": 1, "favoured": {"prior": "pool"}},
+            )
+            .seq
+            for store in (server, local)
+        ]
         assert decided[0] == decided[1]
-        assert server.decisions_between("team-0", 0, decided[0]) == local.decisions_between("team-0", 0, decided[0]) \
+        assert (
+            server.decisions_between("team-0", 0, decided[0])
+            == local.decisions_between("team-0", 0, decided[0])
             == [(decided[0], {"attempt": 1, "favoured": {"prior": "pool"}})]
+        )
         assert server.decisions_between("team-1", 0, decided[0]) == []
 
 
@@ -95,16 +123,26 @@ def test_update_delete_and_truncate_are_refused_by_the_server(server, url):
         for statement in ("UPDATE timeline SET text = 'x'", "DELETE FROM records", "TRUNCATE snapshots"):
             with pytest.raises(psycopg.errors.RestrictViolation, match="insert-only"):
                 raw.execute(statement)
-    server.admin("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
-                 "THEN CREATE ROLE agent LOGIN; END IF; END $$")
+    server.admin(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
+        "THEN CREATE ROLE agent LOGIN; END IF; END $$"
+    )
     grant_writer(url, "agent")
     app_url = server.url(name, user="agent")
     with PostgresStore(app_url, create=False) as app:
-        Timeline(app, HashingEncoder(dim=64)).append("an agent may append", kind="note", role="user", situation="s", timestamp=T0)
+        Timeline(app, HashingEncoder(dim=64)).append(
+            "an agent may append", kind="note", role="user", situation="s", timestamp=T0
+        )
         assert app.add_records(RecordKind.MARK, [("m1", {"episode": "ep1"})]) == 1
         with psycopg.connect(app_url, autocommit=True) as raw:
-            for statement in ("UPDATE timeline SET text = 'x'", "DELETE FROM timeline", "UPDATE records SET body = ''",
-                              "DELETE FROM snapshots", "TRUNCATE records", "DROP TABLE timeline"):
+            for statement in (
+                "UPDATE timeline SET text = 'x'",
+                "DELETE FROM timeline",
+                "UPDATE records SET body = ''",
+                "DELETE FROM snapshots",
+                "TRUNCATE records",
+                "DROP TABLE timeline",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     raw.execute(statement)
         assert app.verify() is None and len(app) == 7
@@ -125,8 +163,10 @@ def test_concurrent_writer_processes_keep_one_chain_and_each_projection_equals_r
     processes, rounds = 4, 3
     context = multiprocessing.get_context("fork")
     barrier, results = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=_writer, args=(url, f"agent-{i}", rounds, barrier, results), daemon=True)
-               for i in range(processes)]
+    workers = [
+        context.Process(target=_writer, args=(url, f"agent-{i}", rounds, barrier, results), daemon=True)
+        for i in range(processes)
+    ]
     for worker in workers:
         worker.start()
     try:
@@ -158,14 +198,29 @@ def test_a_memory_on_a_url_reopens_with_what_it_learned(url):
 def test_compare_on_the_server_store_gives_the_sqlite_run_log(url, tmp_path):
     from eval import runlog
     from eval.compare import main
-
     from tests.test_parallel import _timeless
 
     logs = []
     for name, store in (("sqlite", str(tmp_path / "m.sqlite")), ("server", url)):
         path = tmp_path / f"{name}.json"
-        assert main(["pool-vs-deploy", "--seeds", "1", "--agents", "episodic", "--store", store, "--json",
-                     str(path), "--quiet"], now=lambda: T0) == 0
+        assert (
+            main(
+                [
+                    "pool-vs-deploy",
+                    "--seeds",
+                    "1",
+                    "--agents",
+                    "episodic",
+                    "--store",
+                    store,
+                    "--json",
+                    str(path),
+                    "--quiet",
+                ],
+                now=lambda: T0,
+            )
+            == 0
+        )
         logs.append(_timeless(runlog.read(path)))
     assert logs[0] == logs[1] and logs[0]["agents"]["episodic"]["rounds"]
 
@@ -197,7 +252,6 @@ def test_a_wrong_url_is_a_message_not_a_traceback(server, capsys):
     assert "cannot connect" in capsys.readouterr().err
 
 
-
 @pytest.mark.extra("mcp")
 def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
     from memory.mcp import __main__ as cli
@@ -225,8 +279,10 @@ def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
 
 def test_forgetting_on_the_server_store(server, url):
     secret = "payroll export for Ingrid Vasquez"
-    server.admin("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
-                 "THEN CREATE ROLE agent LOGIN; END IF; END $$")
+    server.admin(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
+        "THEN CREATE ROLE agent LOGIN; END IF; END $$"
+    )
     app_url = server.url(psycopg.conninfo.conninfo_to_dict(url)["dbname"], user="agent")
     with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as memory:
         grant_writer(url, "agent")  # before the first erasure
@@ -249,8 +305,10 @@ def test_forgetting_on_the_server_store(server, url):
         with pytest.raises(psycopg.errors.RestrictViolation):
             conn.execute("UPDATE timeline SET text = 'x' WHERE seq = 0")
         conn.execute("ALTER TABLE timeline DISABLE TRIGGER timeline_no_change")
-        conn.execute("UPDATE timeline SET text = '', situation = '', metadata = '{}', encoder = '', "
-                     "embedding = ''::bytea WHERE seq = 1")  # emptied without an erasure record
+        conn.execute(
+            "UPDATE timeline SET text = '', situation = '', metadata = '{}', encoder = '', "
+            "embedding = ''::bytea WHERE seq = 1"
+        )  # emptied without an erasure record
     with open_store(url, create=False) as store:
         brk = store.verify()
         assert brk is not None and brk.seq == 1 and "content does not match" in brk.reason

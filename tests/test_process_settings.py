@@ -31,16 +31,19 @@ def _library() -> list[Path]:
 
 
 def _is_environ(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "environ") or \
-        (isinstance(node, ast.Name) and node.id == "environ")
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
 
 
 def _environment_writes(tree: ast.Module) -> list[int]:
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if (node.func.attr in ENV_WRITES and _is_environ(node.func.value)) \
-                    or node.func.attr in ("putenv", "unsetenv"):
+            if (node.func.attr in ENV_WRITES and _is_environ(node.func.value)) or node.func.attr in (
+                "putenv",
+                "unsetenv",
+            ):
                 lines.append(node.lineno)
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
@@ -50,8 +53,11 @@ def _environment_writes(tree: ast.Module) -> list[int]:
 
 
 def test_no_library_code_writes_the_environment() -> None:
-    found = [f"{p.relative_to(ROOT)}:{line}" for p in _library()
-             for line in _environment_writes(ast.parse(p.read_text(encoding="utf-8")))]
+    found = [
+        f"{p.relative_to(ROOT)}:{line}"
+        for p in _library()
+        for line in _environment_writes(ast.parse(p.read_text(encoding="utf-8")))
+    ]
     assert found == []
 
 

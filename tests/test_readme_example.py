@@ -11,7 +11,7 @@ PAGE = ROOT / "docs" / "memory.md"
 
 def _python_block(text: str) -> str:
     start = text.index("```python") + len("```python")
-    return text[start:text.index("```", start)]
+    return text[start : text.index("```", start)]
 
 
 def readme_example() -> str:
@@ -22,7 +22,7 @@ def readme_example() -> str:
 def ten_lines() -> str:
     """The python block of the README's "The memory in ten lines"."""
     text = README.read_text(encoding="utf-8")
-    return _python_block(text[text.index("## The memory in ten lines"):])
+    return _python_block(text[text.index("## The memory in ten lines") :])
 
 
 def test_the_readme_s_ten_lines_show_the_failed_attempt_and_its_correction(tmp_path, monkeypatch, capsys):
@@ -32,7 +32,6 @@ def test_the_readme_s_ten_lines_show_the_failed_attempt_and_its_correction(tmp_p
     assert "Symptom: checkout 5xx at 7%; connection pool exhausted, database idle" in out
     assert "tried database, outcome FAILURE" in out and "Result: errors persist after restarting the database" in out
     assert "Correction: Not the database: the connection pool was exhausted" in out
-
 
 
 def test_readme_example_runs(tmp_path, monkeypatch, capsys):

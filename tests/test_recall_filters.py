@@ -11,21 +11,36 @@ from tests.builders import T0
 
 # one kind of incident on two services, a day apart each, told in different words
 SERVICES = ["checkout", "billing", "checkout", "billing"]
-WORDS = ["connection pool exhausted in the client logs", "threads blocked waiting for a pooled connection",
-         "timeouts acquiring a connection from the pool", "pool at its maximum size, requests queue"]
+WORDS = [
+    "connection pool exhausted in the client logs",
+    "threads blocked waiting for a pooled connection",
+    "timeouts acquiring a connection from the pool",
+    "pool at its maximum size, requests queue",
+]
 
 
 def _memory() -> EpisodicMemory:
     memory = EpisodicMemory(principal="team")
     for day, service in enumerate(SERVICES):
         clock = T0 + timedelta(days=day)
-        memory.observe(f"{service} 5xx; {WORDS[day]}", timestamp=clock,
-                       situation="incident", metadata={"service": service})
+        memory.observe(
+            f"{service} 5xx; {WORDS[day]}", timestamp=clock, situation="incident", metadata={"service": service}
+        )
         ok = day % 2 == 0
-        memory.decide("Decision: pool", choice="pool", timestamp=clock + timedelta(minutes=5), situation="incident",
-                      metadata={"service": service})
-        memory.outcome("errors gone" if ok else "no change", status="success" if ok else "failure",
-                       timestamp=clock + timedelta(minutes=10), situation="incident", metadata={"service": service})
+        memory.decide(
+            "Decision: pool",
+            choice="pool",
+            timestamp=clock + timedelta(minutes=5),
+            situation="incident",
+            metadata={"service": service},
+        )
+        memory.outcome(
+            "errors gone" if ok else "no change",
+            status="success" if ok else "failure",
+            timestamp=clock + timedelta(minutes=10),
+            situation="incident",
+            metadata={"service": service},
+        )
     memory.flush()
     return memory
 

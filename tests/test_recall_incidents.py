@@ -2,13 +2,13 @@
 facade's context and the MCP server's recall show the failed attempt and the correction, not only the fix."""
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memory import EpisodicMemory
 
-T = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 OBSERVED = "checkout 5xx at 7%; connection pool exhausted, database idle"
 FAILED = "errors persist after restarting the database"
 CORRECTION = "Not the database: the connection pool was exhausted"
@@ -85,8 +85,13 @@ def test_one_by_one_each_episode_is_a_unit_with_only_its_own_outcome():
     with EpisodicMemory(principal="team-a") as memory:
         _corrected_then_fixed(memory)
         failed, fixed = memory.episodes()
-        units = {u.id: u for outcome in ("FAILURE", "SUCCESS") for u in memory.recall(
-            [OBSERVED], situation="incident", unit="episode", where={"outcome": outcome}).incidents}
+        units = {
+            u.id: u
+            for outcome in ("FAILURE", "SUCCESS")
+            for u in memory.recall(
+                [OBSERVED], situation="incident", unit="episode", where={"outcome": outcome}
+            ).incidents
+        }
         assert set(units) == {failed.id, fixed.id}
         assert memory.recall([OBSERVED], situation="incident", unit="episode").notes == {}
         assert all(len(u.incident.attempts) == 1 and len(u.episodes) == 1 for u in units.values())
@@ -109,8 +114,11 @@ def test_excluded_entries_take_their_whole_incident_out_and_a_limit_counts_incid
 def test_a_note_of_another_situation_that_reached_no_outcome_is_no_unit():
     with EpisodicMemory(principal="team-a") as memory:
         _corrected_then_fixed(memory)
-        memory.observe("checkout 5xx review: connection pool exhausted was discussed", situation="review",
-                       timestamp=T + timedelta(hours=2))
+        memory.observe(
+            "checkout 5xx review: connection pool exhausted was discussed",
+            situation="review",
+            timestamp=T + timedelta(hours=2),
+        )
         memory.flush()
         context = memory.recall([OBSERVED], situation="incident")
         assert {e.situation for e in (r.episode for r in context.episodes)} == {"incident"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import networkx as nx
 import numpy as np
@@ -18,7 +18,7 @@ from memory.retrieval.proximity import power_iteration
 from memory.retrieval.ranking import at_most_kth, kth
 from tests.test_retriever import synthetic_texts
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -31,8 +31,12 @@ def plain_power_iteration(matrix: np.ndarray, rank: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=120, deadline=None)
-@given(n=st.integers(1, 24), seed=st.integers(0, 2**32 - 1), alpha=st.sampled_from([0.0, 0.5, 0.85, 1.0]),
-       chunk=st.integers(1, 40))
+@given(
+    n=st.integers(1, 24),
+    seed=st.integers(0, 2**32 - 1),
+    alpha=st.sampled_from([0.0, 0.5, 0.85, 1.0]),
+    chunk=st.integers(1, 40),
+)
 def test_power_iteration_gives_the_vector_of_the_plain_loop(n, seed, alpha, chunk):
     rng = np.random.default_rng(seed)
     links = rng.random((n, n)) * (rng.random((n, n)) < 0.4)
@@ -46,12 +50,23 @@ def test_power_iteration_gives_the_vector_of_the_plain_loop(n, seed, alpha, chun
 
 def episode(i: int, rng: np.random.Generator) -> Episode:
     at = T0 + timedelta(hours=int(rng.integers(0, 50)))  # shared starts: ties fall to first_seq and id
-    return Episode(id=f"ep{i:03d}", entry_ids=(f"e{i}",), first_seq=int(rng.integers(0, 5)), last_seq=i,
-                   principal="p", situation="ops", subject=None, start=at, end=at, summary=f"episode {i}",
-                   outcome=list(Outcome)[int(rng.integers(len(Outcome)))], outcome_evidence="",
-                   decisions=("Decision: x",) if rng.random() < 0.6 else (),
-                   corrections=("y",) if rng.random() < 0.3 else (),
-                   observations=("z",) if rng.random() < 0.5 else ())
+    return Episode(
+        id=f"ep{i:03d}",
+        entry_ids=(f"e{i}",),
+        first_seq=int(rng.integers(0, 5)),
+        last_seq=i,
+        principal="p",
+        situation="ops",
+        subject=None,
+        start=at,
+        end=at,
+        summary=f"episode {i}",
+        outcome=list(Outcome)[int(rng.integers(len(Outcome)))],
+        outcome_evidence="",
+        decisions=("Decision: x",) if rng.random() < 0.6 else (),
+        corrections=("y",) if rng.random() < 0.3 else (),
+        observations=("z",) if rng.random() < 0.5 else (),
+    )
 
 
 def episode_of(G: nx.MultiDiGraph):
@@ -129,42 +144,79 @@ def story_graph(*edges: tuple[str, str, EdgeType], **episodes: Episode | None) -
 
 def story(name: str, hour: int, *, outcome=Outcome.UNKNOWN, observed=True, decided=False, corrected=False) -> Episode:
     at = T0 + timedelta(hours=hour)
-    return Episode(id=name, entry_ids=(f"e-{name}",), first_seq=hour, last_seq=hour, principal="p", situation="ops",
-                   subject=None, start=at, end=at, summary=name, outcome=outcome, outcome_evidence="",
-                   decisions=("Decision: restart",) if decided else (), corrections=("it was the pool",) if corrected else (),
-                   observations=("errors rising",) if observed else ())
+    return Episode(
+        id=name,
+        entry_ids=(f"e-{name}",),
+        first_seq=hour,
+        last_seq=hour,
+        principal="p",
+        situation="ops",
+        subject=None,
+        start=at,
+        end=at,
+        summary=name,
+        outcome=outcome,
+        outcome_evidence="",
+        decisions=("Decision: restart",) if decided else (),
+        corrections=("it was the pool",) if corrected else (),
+        observations=("errors rising",) if observed else (),
+    )
 
 
 C, L, R, F, S = EdgeType.CAUSED_BY, EdgeType.LED_TO, EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CONTINUATION
 GOLDEN = {
     "incident, failed fix, corrected retry": (
-        story_graph(("b", "a", C), ("c", "b", R),
-                    a=story("a", 0), b=story("b", 1, outcome=Outcome.FAILURE, decided=True),
-                    c=story("c", 2, outcome=Outcome.SUCCESS, decided=True, corrected=True)),
+        story_graph(
+            ("b", "a", C),
+            ("c", "b", R),
+            a=story("a", 0),
+            b=story("b", 1, outcome=Outcome.FAILURE, decided=True),
+            c=story("c", 2, outcome=Outcome.SUCCESS, decided=True, corrected=True),
+        ),
         dict(episode_id="c"),
-        (("a", "b", "c"), (Link("b", "a", C), Link("c", "b", R)), "incident → failed fix → fix → correction")),
+        (("a", "b", "c"), (Link("b", "a", C), Link("c", "b", R)), "incident → failed fix → fix → correction"),
+    ),
     "LED_TO is followed against its direction": (
         story_graph(("a", "b", L), a=story("a", 0, outcome=Outcome.PARTIAL, decided=True), b=story("b", 3)),
         dict(episode_id="b"),
-        (("a", "b"), (Link("b", "a", L),), "incident → partial fix → incident")),
+        (("a", "b"), (Link("b", "a", L),), "incident → partial fix → incident"),
+    ),
     "nothing is reached forwards, nor over other edge types": (
         story_graph(("b", "a", C), ("c", "b", S), a=story("a", 0), b=story("b", 1), c=story("c", 2)),
         dict(episode_id="a"),
-        (("a",), (), "incident")),
+        (("a",), (), "incident"),
+    ),
     "hops bound the walk": (
-        story_graph(("d", "c", F), ("c", "b", F), ("b", "a", F),
-                    a=story("a", 0), b=story("b", 1), c=story("c", 2), d=story("d", 3)),
+        story_graph(
+            ("d", "c", F),
+            ("c", "b", F),
+            ("b", "a", F),
+            a=story("a", 0),
+            b=story("b", 1),
+            c=story("c", 2),
+            d=story("d", 3),
+        ),
         dict(episode_id="d", max_hops=2),
-        (("b", "c", "d"), (Link("c", "b", F), Link("d", "c", F)), "incident → incident → incident")),
+        (("b", "c", "d"), (Link("c", "b", F), Link("d", "c", F)), "incident → incident → incident"),
+    ),
     "max_episodes keeps the nearest": (
-        story_graph(("d", "c", C), ("c", "a", C), ("d", "b", R),
-                    a=story("a", 0), b=story("b", 1), c=story("c", 2), d=story("d", 3)),
+        story_graph(
+            ("d", "c", C),
+            ("c", "a", C),
+            ("d", "b", R),
+            a=story("a", 0),
+            b=story("b", 1),
+            c=story("c", 2),
+            d=story("d", 3),
+        ),
         dict(episode_id="d", max_episodes=3),
-        (("b", "c", "d"), (Link("d", "b", R), Link("d", "c", C)), "incident → incident → incident")),
+        (("b", "c", "d"), (Link("d", "b", R), Link("d", "c", C)), "incident → incident → incident"),
+    ),
     "a node without its episode": (
         story_graph(("b", "a", C), a=None, b=story("b", 5, observed=False, decided=True, outcome=Outcome.SUCCESS)),
         dict(episode_id="b"),
-        (("a", "b"), (Link("b", "a", C),), "episode → fix")),
+        (("a", "b"), (Link("b", "a", C),), "episode → fix"),
+    ),
 }
 
 
@@ -176,8 +228,7 @@ def test_golden_chains(case):
 
 
 @settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 60), size=st.integers(1, 30000), seed=st.integers(0, 2**32 - 1),
-       ties=st.booleans())
+@given(n=st.integers(1, 60), size=st.integers(1, 30000), seed=st.integers(0, 2**32 - 1), ties=st.booleans())
 def test_at_most_kth_is_a_lower_bound_of_the_kth_largest(n, size, seed, ties):
     rng = np.random.default_rng(seed)
     values = (rng.integers(0, 5, size) if ties else rng.random(size)).astype(np.float32)
@@ -202,24 +253,45 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
     vectors = encoder.encode([t for t, _ in texts])
     index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
     known: dict[str, Episode] = {}
-    chain = lambda G, node, hops, most: causal_chain(  # noqa: E731
-        G, node, episodes=known.get, max_hops=hops, max_episodes=most).narrative
+    chain = lambda G, node, hops, most: (
+        causal_chain(  # noqa: E731
+            G, node, episodes=known.get, max_hops=hops, max_episodes=most
+        ).narrative
+    )
     retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=replace(DEFAULT, prune_from=1))
 
     def feed(start: int, stop: int) -> None:
         for i in range(start, stop):
             text, cause = texts[i]
             at = T0 + timedelta(hours=i)
-            ep = Episode(id=f"ep{i:05d}", entry_ids=(f"e{i}",), first_seq=i, last_seq=i, principal="p",
-                         situation="ops", subject=None, start=at, end=at, summary=text,
-                         outcome=(Outcome.SUCCESS, Outcome.FAILURE)[i % 3 == 0], outcome_evidence="",
-                         choices=(cause,), decisions=(f"Decision: {cause}",), observations=(text,))
+            ep = Episode(
+                id=f"ep{i:05d}",
+                entry_ids=(f"e{i}",),
+                first_seq=i,
+                last_seq=i,
+                principal="p",
+                situation="ops",
+                subject=None,
+                start=at,
+                end=at,
+                summary=text,
+                outcome=(Outcome.SUCCESS, Outcome.FAILURE)[i % 3 == 0],
+                outcome_evidence="",
+                choices=(cause,),
+                decisions=(f"Decision: {cause}",),
+                observations=(text,),
+            )
             index.add(ep, episode_vector(vectors[i][None, :]))
             add_episode(graph, ep)
             known[ep.id] = ep
             if i and i % edges_every == 0:
-                add_edges(graph, [Edge(ep.id, f"ep{i - 1:05d}", EdgeType.RETRY_OF, 0.7, "test"),
-                                  Edge(f"ep{i // 2:05d}", ep.id, EdgeType.LED_TO, 0.5, "test")])
+                add_edges(
+                    graph,
+                    [
+                        Edge(ep.id, f"ep{i - 1:05d}", EdgeType.RETRY_OF, 0.7, "test"),
+                        Edge(f"ep{i // 2:05d}", ep.id, EdgeType.LED_TO, 0.5, "test"),
+                    ],
+                )
 
     feed(0, n_first)
     retriever.recall(texts[0][0], principal="p", situation="ops", k=5)
@@ -228,8 +300,9 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
 
 
 @settings(max_examples=12, deadline=None)
-@given(n_first=st.integers(20, 120), n_more=st.integers(1, 80), edges_every=st.integers(2, 7),
-       query=st.integers(0, 199))
+@given(
+    n_first=st.integers(20, 120), n_more=st.integers(1, 80), edges_every=st.integers(2, 7), query=st.integers(0, 199)
+)
 def test_recall_after_growth_equals_recall_over_the_same_content_built_at_once(n_first, n_more, edges_every, query):
     grown, texts = grown_retriever(n_first, n_more, edges_every)
     fresh, _ = grown_retriever(n_first + n_more, 0, edges_every)
@@ -245,8 +318,9 @@ def reference_proximity(graph, seeds, allowed, hops=2, weight="weight", alpha=0.
     seeds = {s: w for s, w in seeds.items() if w > 0 and s in graph}
     nodes, frontier = set(seeds), set(seeds)
     for _ in range(hops):
-        frontier = {m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n))
-                    if m not in nodes and allowed(m)}
+        frontier = {
+            m for n in frontier for m in (*graph.successors(n), *graph.predecessors(n)) if m not in nodes and allowed(m)
+        }
         nodes |= frontier
     sub = nx.Graph()
     for u in sorted(nodes):
@@ -303,8 +377,13 @@ def within(G: nx.MultiDiGraph, seeds, allowed, hops: int) -> set[str]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 40), density=st.floats(0.0, 0.4), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 3),
-       max_nodes=st.integers(1, 30))
+@given(
+    n=st.integers(1, 40),
+    density=st.floats(0.0, 0.4),
+    seed=st.integers(0, 2**32 - 1),
+    hops=st.integers(0, 3),
+    max_nodes=st.integers(1, 30),
+)
 def test_a_bounded_neighbourhood_is_the_whole_one_when_it_fits_and_never_larger(n, density, seed, hops, max_nodes):
     rng = np.random.default_rng(seed)
     G = random_weighted_graph(n, density, rng)
@@ -345,8 +424,13 @@ def test_the_neighbourhood_fills_up_to_exactly_its_bound(leaves):
 
 
 @settings(max_examples=150, deadline=None)
-@given(n=st.integers(1, 16), density=st.floats(0.0, 0.6), seed=st.integers(0, 2**32 - 1), hops=st.integers(0, 4),
-       most=st.integers(1, 8))
+@given(
+    n=st.integers(1, 16),
+    density=st.floats(0.0, 0.6),
+    seed=st.integers(0, 2**32 - 1),
+    hops=st.integers(0, 4),
+    most=st.integers(1, 8),
+)
 def test_a_bounded_chain_holds_the_nearest_episodes_of_the_walk(n, density, seed, hops, most):
     G = random_episode_graph(n, density, np.random.default_rng(seed))
     for node in G:

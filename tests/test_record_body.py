@@ -19,7 +19,8 @@ from memory.timeline.schema import SCHEMA_VERSION
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=20)
+    max_leaves=20,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -44,13 +45,18 @@ def test_a_body_packed_with_another_dictionary_or_cut_short_is_refused():
 
 def test_records_are_stored_packed_and_read_as_written(tmp_path):
     path = tmp_path / "m.sqlite"
-    body = {"summary": "checkout latency doubled after the 14:02 rollout; rolled back and it recovered " * 4,
-            "entry_ids": ["ab" * 32, "cd" * 32], "outcome": "SUCCESS"}
+    body = {
+        "summary": "checkout latency doubled after the 14:02 rollout; rolled back and it recovered " * 4,
+        "entry_ids": ["ab" * 32, "cd" * 32],
+        "outcome": "SUCCESS",
+    }
     with SQLiteStore(path) as store:
         assert store.add_records("episode", [("e1", body), ("e2", {"seq": 3})]) == 2
         assert store.record("episode", "e1") == body and dict(store.records("episode"))["e2"] == {"seq": 3}
-        assert [row[3] for row in store.record_rows(0, 2)] == [json.dumps(body, sort_keys=True, separators=(",", ":")),
-                                                             '{"seq":3}']
+        assert [row[3] for row in store.record_rows(0, 2)] == [
+            json.dumps(body, sort_keys=True, separators=(",", ":")),
+            '{"seq":3}',
+        ]
         assert [row[3] for row in store.record_rows(0, 2, bodies=("note",))] == [None, None]  # bodies not read
         assert store.add_records("episode", [("e1", body)]) == 0  # the same record again: skipped
         with pytest.raises(IntegrityError, match="already stored with different content"):

@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import HashingEncoder, PatternRedactor, SQLiteStore, Timeline
-from memory.timeline.redaction import may_hold_secret
 from memory.errors import EncoderUnavailable
 from memory.timeline import SentenceTransformerEncoder
+from memory.timeline.redaction import may_hold_secret
 from tests.builders import T0
 
 SECRETS = {
@@ -17,7 +17,11 @@ SECRETS = {
     "phone_parens": ("Call (415) 555-0199 now", "555-0199", "[PHONE#"),
     "card": ("Customer card 4111 1111 1111 1111 was charged twice", "4111 1111 1111 1111", "[CARD#"),
     "bearer": ("curl -H 'Authorization: Bearer abcDEF123456ghiJKL789'", "abcDEF123456ghiJKL789", "[TOKEN#"),
-    "api_key_prefixed": ("leaked sk-ant-api03-AAAAbbbbCCCCdddd1234 in logs", "sk-ant-api03-AAAAbbbbCCCCdddd1234", "[APIKEY#"),
+    "api_key_prefixed": (
+        "leaked sk-ant-api03-AAAAbbbbCCCCdddd1234 in logs",
+        "sk-ant-api03-AAAAbbbbCCCCdddd1234",
+        "[APIKEY#",
+    ),
     "aws_key": ("key AKIAIOSFODNN7EXAMPLE rotated", "AKIAIOSFODNN7EXAMPLE", "[APIKEY#"),
     "assignment": ("config api_key=s3cr3tvalue42 loaded", "s3cr3tvalue42", "[SECRET#"),
 }
@@ -40,8 +44,10 @@ def test_placeholders_are_stable_and_ordinary_text_survives():
     a = redactor.redact("mail ops@corp.io")
     b = redactor.redact("again ops@corp.io")
     assert a.split()[-1] == b.split()[-1]
-    ordinary = ("Redis logs 'pool exhausted' 3,400 times in 5 minutes; p99 1200 ms; v2.3.1 at "
-                "2026-02-03 10:00; 10.0.0.12:6379; build 1234567890123; 500 errors 12%")
+    ordinary = (
+        "Redis logs 'pool exhausted' 3,400 times in 5 minutes; p99 1200 ms; v2.3.1 at "
+        "2026-02-03 10:00; 10.0.0.12:6379; build 1234567890123; 500 errors 12%"
+    )
     assert redactor.redact(ordinary) == ordinary
 
 
@@ -63,9 +69,13 @@ def test_encoder_output_is_unit_float32_and_stable():
 
 def test_encoder_similarity_reflects_shared_words():
     encoder = HashingEncoder()
-    pool, pool2, deploy = encoder.encode(["redis connection pool exhausted on checkout",
-                                          "pool exhausted waiting for a redis connection",
-                                          "release 4.2 shipped a wrong feature flag value"])
+    pool, pool2, deploy = encoder.encode(
+        [
+            "redis connection pool exhausted on checkout",
+            "pool exhausted waiting for a redis connection",
+            "release 4.2 shipped a wrong feature flag value",
+        ]
+    )
     assert pool @ pool2 > pool @ deploy + 0.2
 
 
@@ -83,24 +93,100 @@ def test_missing_sentence_transformer_model_is_a_clear_error(tmp_path):
         SentenceTransformerEncoder(tmp_path / "no-such-model")
 
 
-_FRAGMENTS = st.sampled_from([
-    "jane.doe@example.com", "a@b.co", "@", "Bearer abcDEF123456ghiJKL789", "basic  QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
-    "TOKEN xyz", "api_key=s3cr3tvalue42", "Password: 'hunter2hunter2'", "secret = x", "access-key:abcdefgh",
-    "sk-ant-api03-AAAAbbbbCCCCdddd1234", "AKIAIOSFODNN7EXAMPLE", "ghp_" + "a" * 36, "xoxb-1234567890-abc",
-    "AIza" + "B" * 35, "eyJhbGciOi.eyJzdWIiOiIx.SflKxwRJSMeKKF", "4111 1111 1111 1111", "4111-1111-1111-1112",
-    "4111111111111111", "+1 415-555-0132", "(415) 555-0199", "+4420794609580", "020 7946 0958", "555-0132",
-    "10.0.0.12:6379", "ip-10-100-232-142", "v2.3.1", "3,400", "1234567890123", "12 345 678", "p99 1200 ms",
-    "\u212aey", "\u017fecret", "TO\u212aEN abcdefghijklmnop", "İ", "ı", "ß", "cache key", "monkey", "tokens",
-    " ", "-", ".", ":", "=", "'", "\"", "\n", "(", ")", "+", "0", "7", "٣", "pool exhausted",
-    "\u2014", "caf\u00e9", "to\u017fen", "pa\u017f\u017fword=abcdefgh", "api_\u212aey: abcdefgh", "\u0130",
-    "+49 (0)30 1234 5678", "(030) 12345678", "01 23 45 67 89", "98765 43210", "030/1234567", "DE89 3704 0044 0532 0130 00",
-    "NL91ABNA0417164300", "078-05-1120", "call me at ", "phone: ", "\u017fm\u017f ", "mysql://u:pw123456@h", "redis://:x@h",
-    "-----BEGIN PRIVATE KEY-----", "-----END PRIVATE KEY-----", "sk_live_abcdefghijkl", "github_pat_" + "b" * 24,
-    "https://hooks.slack.com/services/T1/B2/x", "pwd=abcdefgh", "credentials: abcdefgh", "\"api_key\": \"abcdefgh\"",
-    "5555 5555 5555 4444", "3782 822463 10005", "\u0663" * 9, "250 500 1000 2000", "josé@exämple.de",
-])
-_TEXTS = st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0-9 .()+-]{1,20}", fullmatch=True)),
-                  max_size=8).map("".join)
+_FRAGMENTS = st.sampled_from(
+    [
+        "jane.doe@example.com",
+        "a@b.co",
+        "@",
+        "Bearer abcDEF123456ghiJKL789",
+        "basic  QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+        "TOKEN xyz",
+        "api_key=s3cr3tvalue42",
+        "Password: 'hunter2hunter2'",
+        "secret = x",
+        "access-key:abcdefgh",
+        "sk-ant-api03-AAAAbbbbCCCCdddd1234",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_" + "a" * 36,
+        "xoxb-1234567890-abc",
+        "AIza" + "B" * 35,
+        "eyJhbGciOi.eyJzdWIiOiIx.SflKxwRJSMeKKF",
+        "4111 1111 1111 1111",
+        "4111-1111-1111-1112",
+        "4111111111111111",
+        "+1 415-555-0132",
+        "(415) 555-0199",
+        "+4420794609580",
+        "020 7946 0958",
+        "555-0132",
+        "10.0.0.12:6379",
+        "ip-10-100-232-142",
+        "v2.3.1",
+        "3,400",
+        "1234567890123",
+        "12 345 678",
+        "p99 1200 ms",
+        "\u212aey",
+        "\u017fecret",
+        "TO\u212aEN abcdefghijklmnop",
+        "İ",
+        "ı",
+        "ß",
+        "cache key",
+        "monkey",
+        "tokens",
+        " ",
+        "-",
+        ".",
+        ":",
+        "=",
+        "'",
+        '"',
+        "\n",
+        "(",
+        ")",
+        "+",
+        "0",
+        "7",
+        "٣",
+        "pool exhausted",
+        "\u2014",
+        "caf\u00e9",
+        "to\u017fen",
+        "pa\u017f\u017fword=abcdefgh",
+        "api_\u212aey: abcdefgh",
+        "\u0130",
+        "+49 (0)30 1234 5678",
+        "(030) 12345678",
+        "01 23 45 67 89",
+        "98765 43210",
+        "030/1234567",
+        "DE89 3704 0044 0532 0130 00",
+        "NL91ABNA0417164300",
+        "078-05-1120",
+        "call me at ",
+        "phone: ",
+        "\u017fm\u017f ",
+        "mysql://u:pw123456@h",
+        "redis://:x@h",
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "sk_live_abcdefghijkl",
+        "github_pat_" + "b" * 24,
+        "https://hooks.slack.com/services/T1/B2/x",
+        "pwd=abcdefgh",
+        "credentials: abcdefgh",
+        '"api_key": "abcdefgh"',
+        "5555 5555 5555 4444",
+        "3782 822463 10005",
+        "\u0663" * 9,
+        "250 500 1000 2000",
+        "josé@exämple.de",
+    ]
+)
+_TEXTS = st.lists(
+    st.one_of(_FRAGMENTS, st.text(max_size=12), st.from_regex(r"[0-9 .()+-]{1,20}", fullmatch=True)), max_size=8
+).map("".join)
 
 
 @settings(max_examples=200, deadline=None)
@@ -153,8 +239,9 @@ def _reference_vectors(texts, dim, char_weight):
 
 
 _WORDS = st.sampled_from(["pool", "exhausted", "redis", "pool", "api-1", "x", "v2.3.1", "deploy", "é", "_", "42"])
-_ENCODER_TEXTS = st.lists(st.one_of(st.lists(_WORDS, max_size=12).map(" ".join), st.text(max_size=60)),
-                          min_size=1, max_size=40)
+_ENCODER_TEXTS = st.lists(
+    st.one_of(st.lists(_WORDS, max_size=12).map(" ".join), st.text(max_size=60)), min_size=1, max_size=40
+)
 
 
 @settings(max_examples=30, deadline=None)
@@ -186,8 +273,12 @@ def test_encoder_shared_by_threads_gives_the_same_vectors():
     shared = HashingEncoder(dim=128)
     shared.cache_limit = 300  # caches start over while other threads encode
     with ThreadPoolExecutor(4) as pool:
-        rows = list(pool.map(lambda i: shared.encode([texts[i]])[0] if i % 2 else shared.encode(texts[i : i + 3])[0],
-                             range(len(texts) - 2)))
+        rows = list(
+            pool.map(
+                lambda i: shared.encode([texts[i]])[0] if i % 2 else shared.encode(texts[i : i + 3])[0],
+                range(len(texts) - 2),
+            )
+        )
     assert all(np.array_equal(row, expected[i]) for i, row in enumerate(rows))
 
 
@@ -210,11 +301,18 @@ def test_the_encoder_hash_is_scikit_learns_murmurhash3(feature):
     assert encoder.bucket(feature) == murmurhash3_32(feature, positive=True) % 1024
 
 
-_META_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-2**64, 2**64), st.floats(), _FRAGMENTS,
-                         st.text(max_size=10))
-_METADATA = st.dictionaries(st.one_of(st.text(max_size=6), _FRAGMENTS), st.recursive(
-    _META_LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=8), max_size=4)
+_META_LEAVES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**64), 2**64), st.floats(), _FRAGMENTS, st.text(max_size=10)
+)
+_METADATA = st.dictionaries(
+    st.one_of(st.text(max_size=6), _FRAGMENTS),
+    st.recursive(
+        _META_LEAVES,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+        max_leaves=8,
+    ),
+    max_size=4,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -233,8 +331,7 @@ def test_metadata_checked_through_its_json_equals_the_per_string_path(metadata):
         expected = type(exc)
     timeline = Timeline(SQLiteStore(), HashingEncoder(dim=16), redactor=redactor)
     try:
-        draft = timeline.draft("x", kind="note", role="user", timestamp=T0, situation="s",
-                               metadata=metadata)
+        draft = timeline.draft("x", kind="note", role="user", timestamp=T0, situation="s", metadata=metadata)
         got = canonical_metadata(draft.metadata)
     except (InvalidEntry, ValueError) as exc:
         got = type(exc)

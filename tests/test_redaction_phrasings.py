@@ -36,8 +36,14 @@ PINNED = [
     # a label kept, its value replaced
     ("the password is Wint3r!sComing for the staging box", "the password is [SECRET#] for the staging box"),
     ("pwd=Tb8nq4Rs", "pwd=[SECRET#]"),
-    ("I reset your password to Spring2026! - please change it", "I reset your password to [SECRET#] - please change it"),
-    ("the admin password for grafana is still admin12345, sorry", "the admin password for grafana is still [SECRET#], sorry"),
+    (
+        "I reset your password to Spring2026! - please change it",
+        "I reset your password to [SECRET#] - please change it",
+    ),
+    (
+        "the admin password for grafana is still admin12345, sorry",
+        "the admin password for grafana is still [SECRET#], sorry",
+    ),
     ("api key: 7f3a9c1e5b2d48f6a0c9e7b3d1f5a8c2", "api key: [SECRET#]"),
     ("API-Key Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5", "API-Key [SECRET#]"),
     ("client secret is 8Q~kZ4p.Xr7YwT2mVn", "client secret is [SECRET#]"),
@@ -62,8 +68,10 @@ PINNED = [
     ("GOCSPX-Qz2XwT7pRn8VbY3cJd1Fg5Hh6K in the bundle", "[APIKEY#] in the bundle"),
     ("SK2b7e4a1c8f4c9e2a7f1b8d3e6a0c5f9b was shared", "[APIKEY#] was shared"),
     ("AKIA7T6R5E4W3Q2A1S0D / Xz9+Lm2Pq7Kd8Jw3Vn6Rb1Tt4Yu8Io5As0Df2GhQ", "[APIKEY#] / [SECRET#]"),
-    ("Client('AC0c5f9b2d7e4a1c8f4c9e2a7f1b8d3e6a', 'e6a0c5f9b2d7e4a1c8f4c9e2a7f1b8d3')",
-     "Client('[APIKEY#]', '[SECRET#]')"),
+    (
+        "Client('AC0c5f9b2d7e4a1c8f4c9e2a7f1b8d3e6a', 'e6a0c5f9b2d7e4a1c8f4c9e2a7f1b8d3')",
+        "Client('[APIKEY#]', '[SECRET#]')",
+    ),
     # cards written like cards
     ("visa=4917484589897107 cvv=123", "visa=[CARD#] cvv=123"),
     ("the user typed 4111 1111 1111 1111 into the coupon field", "the user typed [CARD#] into the coupon field"),
@@ -71,13 +79,21 @@ PINNED = [
 ]
 
 LEFT_ALONE = [
-    "the password is incorrect", "password reset email sent to 3 users", "Basic troubleshooting steps done",
-    "Token authentication failed for user svc-billing", "the token for the billing service is invalid",
-    "API key rotation completed for 12 services", "pass rate 97.5% on the nightly run", "bypass=enabled",
+    "the password is incorrect",
+    "password reset email sent to 3 users",
+    "Basic troubleshooting steps done",
+    "Token authentication failed for user svc-billing",
+    "the token for the billing service is invalid",
+    "API key rotation completed for 12 services",
+    "pass rate 97.5% on the nightly run",
+    "bypass=enabled",
     "aws region us-east-1, commit 3f9c1a7e5b2d48f6a0c9e7b3d1f5a8c2e4b6d8f0",
     # Luhn-valid 16-digit ids: not written like a card
-    "request 4539148803436467 failed", "trace_id=4539148803436467", "order #4539148803436467 stuck",
-    "card-service: request 4539148803436467 timed out", "build 4539148803436467 green",
+    "request 4539148803436467 failed",
+    "trace_id=4539148803436467",
+    "order #4539148803436467 stuck",
+    "card-service: request 4539148803436467 timed out",
+    "build 4539148803436467 green",
 ]
 
 
@@ -108,13 +124,53 @@ def test_the_generated_corpus_is_the_same_for_a_seed():
     assert generated(7, draws=1) == generated(7, draws=1) != generated(8, draws=1)
 
 
-_NEW_FORMS = st.sampled_from([
-    "the password is ", "pw ", "creds for the box: ", "api key - ", "secret was ", "token ", "<pwd>", "</pwd>",
-    "Hunter22!", "Zq8vYt3Lm", "incorrect", "xapp-1-", "whsec_", "AC", "SK", "0c5f9b2d7e4a1c8f4c9e2a7f1b8d3e6a",
-    "AKIA7T6R5E4W3Q2A1S0D", "aws", "twilio", "k9Jd8Lm2Pq7Zx3Wv6Nb1Rt4Yu8Io5As0Df2Gh7Kl", "jdbc:oracle:thin:s/",
-    "@//h", "-u ", "-uroot ", "-p", "--user ", "--password ", "curl ", "visa ", "request ", "4539148803436467", "4539 1488 0343 6467",
-    "ſecret", "\u212aey ", "PA\u017f\u017f ", "\n", " ", ":", "=", "'", "\"", "[SECRET#0a1b2c3d]", "@",
-])
+_NEW_FORMS = st.sampled_from(
+    [
+        "the password is ",
+        "pw ",
+        "creds for the box: ",
+        "api key - ",
+        "secret was ",
+        "token ",
+        "<pwd>",
+        "</pwd>",
+        "Hunter22!",
+        "Zq8vYt3Lm",
+        "incorrect",
+        "xapp-1-",
+        "whsec_",
+        "AC",
+        "SK",
+        "0c5f9b2d7e4a1c8f4c9e2a7f1b8d3e6a",
+        "AKIA7T6R5E4W3Q2A1S0D",
+        "aws",
+        "twilio",
+        "k9Jd8Lm2Pq7Zx3Wv6Nb1Rt4Yu8Io5As0Df2Gh7Kl",
+        "jdbc:oracle:thin:s/",
+        "@//h",
+        "-u ",
+        "-uroot ",
+        "-p",
+        "--user ",
+        "--password ",
+        "curl ",
+        "visa ",
+        "request ",
+        "4539148803436467",
+        "4539 1488 0343 6467",
+        "ſecret",
+        "\u212aey ",
+        "PA\u017f\u017f ",
+        "\n",
+        " ",
+        ":",
+        "=",
+        "'",
+        '"',
+        "[SECRET#0a1b2c3d]",
+        "@",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)  # the same 150 cases each run: CI cannot flake

@@ -8,10 +8,22 @@ from memory.graph import Edge, EdgeType, add_edges, add_episode, resolution
 from memory.reinforcer import DecisionNote, mark_id, reinforce
 from tests.builders import T0, episode, evidence_of
 
-
-FACT = FactVersion(fact_id="fact-x", version=1, principal="p", text="when spool → alpha", condition=("spool",),
-                   conclusion="alpha", confidence=0.75, support=("old1", "old2"), contradict=(), created_at=T0,
-                   supersedes=None, status="active", reason="extracted", usefulness=Usefulness(2, 2, 1.0, 0.5, 2.0, True))
+FACT = FactVersion(
+    fact_id="fact-x",
+    version=1,
+    principal="p",
+    text="when spool → alpha",
+    condition=("spool",),
+    conclusion="alpha",
+    confidence=0.75,
+    support=("old1", "old2"),
+    contradict=(),
+    created_at=T0,
+    supersedes=None,
+    status="active",
+    reason="extracted",
+    usefulness=Usefulness(2, 2, 1.0, 0.5, 2.0, True),
+)
 
 
 def world():
@@ -24,16 +36,21 @@ def world():
     for e in episodes.values():
         add_episode(G, e)
     add_edges(G, [Edge("corr-retry", "corr", EdgeType.RETRY_OF, 0.9, "rule")])
-    evidence = [evidence_of(past_ok, "spool full"), evidence_of(past_ok2, "spool full again"),
-                evidence_of(corrected, "printer jam"), evidence_of(retry, "printer jam")]
+    evidence = [
+        evidence_of(past_ok, "spool full"),
+        evidence_of(past_ok2, "spool full again"),
+        evidence_of(corrected, "printer jam"),
+        evidence_of(retry, "printer jam"),
+    ]
     return episodes, G, evidence
 
 
 def apply(new: Episode, notes, episodes, G, evidence, marks=frozenset(), facts=(FACT,)):
     episodes = {**episodes, new.id: new}
     add_episode(G, new)
-    return reinforce(new, notes, lookup=episodes.get, graph=G, facts=list(facts), evidence=evidence,
-                     applied=lambda m: m in marks)
+    return reinforce(
+        new, notes, lookup=episodes.get, graph=G, facts=list(facts), evidence=evidence, applied=lambda m: m in marks
+    )
 
 
 def test_resolution_follows_retries_to_the_answer():
@@ -55,11 +72,13 @@ def test_a_pending_retry_resolves_like_a_stored_one():
     assert resolution(G, "failed", episodes.get) is None
     assert resolution(G, "failed", episodes.get, pending=[retry]) == "gamma"
     note = DecisionNote("d1", "gamma", retrieved=("failed",))
-    stored = reinforce(late, [note], lookup=episodes.get, graph=G, pending=[retry], facts=[], evidence=[],
-                       applied=lambda m: False)
+    stored = reinforce(
+        late, [note], lookup=episodes.get, graph=G, pending=[retry], facts=[], evidence=[], applied=lambda m: False
+    )
     assert {(e.source, e.target, e.type) for e in stored.edges} == {
         ("failed", "late", EdgeType.LED_TO),  # the recalled failure was resolved as gamma (through the pending retry)
-        ("late", "failed", EdgeType.LEARNED_FROM)}  # the pending retry after a correction succeeded
+        ("late", "failed", EdgeType.LEARNED_FROM),
+    }  # the pending retry after a correction succeeded
 
 
 def test_success_links_retrieved_episodes_that_pointed_to_the_same_choice():

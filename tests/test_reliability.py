@@ -15,7 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,31 +26,36 @@ from memory.__main__ import main as cli
 from memory.agent_memory import EpisodicMemory
 from memory.errors import IntegrityError, InvalidEntry, StoreError
 from memory.timeline import SQLiteStore, audit
-from tests.builders import INCIDENTS, T0, play_incidents as play
+from tests.builders import INCIDENTS, T0
+from tests.builders import play_incidents as play
 
-UTC = timezone.utc
+UTC = UTC
 ROOT = Path(__file__).resolve().parents[1]
 
 
 # -- validation at the boundary ------------------------------------------------------------
 
-@pytest.mark.parametrize("fields, message", [
-    ({"timestamp": datetime.min.replace(tzinfo=UTC)}, "outside years 1970..9998"),
-    ({"timestamp": datetime.max.replace(tzinfo=UTC)}, "outside years"),
-    ({"timestamp": datetime(2026, 1, 1)}, "has no timezone"),
-    ({"timestamp": "2026-01-01"}, "timestamp must be a datetime"),
-    ({"situation": 5}, "situation must be a non-empty str, not int"),
-    ({"situation": ""}, "situation must be a non-empty str"),
-    ({"principal": 7}, "principal must be a non-empty str, not int"),
-    ({"principal": ""}, "principal must be a non-empty str, not ''"),
-    ({"metadata": {"x": math.nan}}, "metadata.x: nan is not a finite number"),
-    ({"metadata": {"x": math.inf}}, "not a finite number"),
-    ({"metadata": {1: "a"}}, "key 1 is not a str"),
-    ({"metadata": {"x": object()}}, "object is not a JSON value"),
-    ({"metadata": {"x": "\udc80"}}, "UTF-8 cannot encode"),
-    ({"metadata": [1, 2]}, "metadata must be a mapping"),
-    ({"metadata": {"x": 10 ** 30}}, "does not fit in 64 bits"),
-])
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"timestamp": datetime.min.replace(tzinfo=UTC)}, "outside years 1970..9998"),
+        ({"timestamp": datetime.max.replace(tzinfo=UTC)}, "outside years"),
+        ({"timestamp": datetime(2026, 1, 1)}, "has no timezone"),
+        ({"timestamp": "2026-01-01"}, "timestamp must be a datetime"),
+        ({"situation": 5}, "situation must be a non-empty str, not int"),
+        ({"situation": ""}, "situation must be a non-empty str"),
+        ({"principal": 7}, "principal must be a non-empty str, not int"),
+        ({"principal": ""}, "principal must be a non-empty str, not ''"),
+        ({"metadata": {"x": math.nan}}, "metadata.x: nan is not a finite number"),
+        ({"metadata": {"x": math.inf}}, "not a finite number"),
+        ({"metadata": {1: "a"}}, "key 1 is not a str"),
+        ({"metadata": {"x": object()}}, "object is not a JSON value"),
+        ({"metadata": {"x": "\udc80"}}, "UTF-8 cannot encode"),
+        ({"metadata": [1, 2]}, "metadata must be a mapping"),
+        ({"metadata": {"x": 10**30}}, "does not fit in 64 bits"),
+    ],
+)
 def test_bad_fields_are_refused_and_the_store_stays_usable(tmp_path, fields, message):
     path = tmp_path / "m.db"
     with EpisodicMemory(path) as memory:
@@ -89,13 +94,19 @@ def test_an_empty_principal_is_an_error_not_the_default_tenant():
         EpisodicMemory(principal="")
     with EpisodicMemory(principal="team-a") as memory:
         memory.observe("a")
-        for call in (lambda: memory.recent(principal=""), lambda: memory.recall("a", principal=""),
-                     lambda: memory.episodes(""), lambda: memory.facts(""), lambda: memory.edges("")):
+        for call in (
+            lambda: memory.recent(principal=""),
+            lambda: memory.recall("a", principal=""),
+            lambda: memory.episodes(""),
+            lambda: memory.facts(""),
+            lambda: memory.edges(""),
+        ):
             with pytest.raises(InvalidEntry):
                 call()
 
 
 # -- tenant isolation ------------------------------------------------------------------------
+
 
 def _two_tenants() -> EpisodicMemory:
     memory = EpisodicMemory(principal="team-a")
@@ -105,8 +116,9 @@ def _two_tenants() -> EpisodicMemory:
     return memory
 
 
-def _leaks(memory: EpisodicMemory, reader: str, other_ids: set[str], other_facts: set[str],
-           other_texts: set[str]) -> list[str]:
+def _leaks(
+    memory: EpisodicMemory, reader: str, other_ids: set[str], other_facts: set[str], other_texts: set[str]
+) -> list[str]:
     """What of another tenant's a memory whose principal is `reader` answers on every public read path."""
     found: list[str] = []
     graph = memory.graph
@@ -141,12 +153,13 @@ def test_no_read_path_answers_for_another_tenant():
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, len(INCIDENTS) - 1)),
-                min_size=2, max_size=8))
+@given(
+    st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, len(INCIDENTS) - 1)), min_size=2, max_size=8)
+)
 def test_random_tenant_interleavings_never_leak(plan):
     with EpisodicMemory(principal="a") as memory:
         for index, (who, incident) in enumerate(plan):
-            play(memory, INCIDENTS[incident:incident + 1], principal=who, start=T0 + timedelta(days=3 * index))
+            play(memory, INCIDENTS[incident : incident + 1], principal=who, start=T0 + timedelta(days=3 * index))
         memory.flush()
         tenants = {who for who, _ in plan}
         for reader in tenants:
@@ -158,6 +171,7 @@ def test_random_tenant_interleavings_never_leak(plan):
 
 
 # -- verify: read-only, complete, clean on any damage ------------------------------------------
+
 
 def _store(path, count=6, *, episodes=False):
     """A store with `count` entries (and closed episodes when asked); its entry ids."""
@@ -195,9 +209,13 @@ def test_verify_on_an_empty_or_foreign_file_writes_nothing(tmp_path, capsys):
 def test_verify_is_read_only_on_a_store(tmp_path):
     path = tmp_path / "m.db"
     _store(path)
+
     def contents():  # SQLite's read-only open may leave an empty -wal and an -shm index: no data
-        return {p.name: p.read_bytes() for p in tmp_path.iterdir()
-                if not p.name.endswith("-shm") and not (p.name.endswith("-wal") and not p.stat().st_size)}
+        return {
+            p.name: p.read_bytes()
+            for p in tmp_path.iterdir()
+            if not p.name.endswith("-shm") and not (p.name.endswith("-wal") and not p.stat().st_size)
+        }
 
     before = contents()
     assert cli(["verify", str(path)]) == 0
@@ -210,9 +228,11 @@ def test_an_episode_outcome_rewritten_with_triggers_dropped_is_seen(tmp_path, ca
     path = tmp_path / "m.db"
     _store(path, episodes=True)
     db = sqlite3.connect(path)
-    rewritten = [(record_body.pack(text.replace('"outcome":"FAILURE"', '"outcome":"SUCCESS"')), seq)
-                 for seq, stored in db.execute("SELECT seq, body FROM records WHERE kind = 'episode'")
-                 if '"outcome":"FAILURE"' in (text := record_body.unpack(stored))]
+    rewritten = [
+        (record_body.pack(text.replace('"outcome":"FAILURE"', '"outcome":"SUCCESS"')), seq)
+        for seq, stored in db.execute("SELECT seq, body FROM records WHERE kind = 'episode'")
+        if '"outcome":"FAILURE"' in (text := record_body.unpack(stored))
+    ]
     db.close()
     assert rewritten  # a body as this version stores it, decompressed, edited and compressed again
     _raw(path, "DROP TRIGGER records_no_update")
@@ -229,9 +249,12 @@ def test_an_episode_outcome_rewritten_with_triggers_dropped_is_seen(tmp_path, ca
 def test_a_damaged_record_body_is_reported_by_verify_and_refused_by_name_on_read(tmp_path, capsys):
     path = tmp_path / "m.db"
     _store(path, episodes=True)
-    _raw(path, "DROP TRIGGER records_no_update",
-         "UPDATE records SET body = substr(body, 1, length(body) - 8) WHERE kind = 'episode'",
-         "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    _raw(
+        path,
+        "DROP TRIGGER records_no_update",
+        "UPDATE records SET body = substr(body, 1, length(body) - 8) WHERE kind = 'episode'",
+        "CREATE TRIGGER records_no_update BEFORE UPDATE ON records BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
     assert cli(["verify", str(path)]) == 1
     assert "content does not match its digest" in capsys.readouterr().out
     with SQLiteStore(path) as store, pytest.raises(IntegrityError, match="record body is damaged"):
@@ -251,8 +274,12 @@ def test_a_dropped_trigger_is_reported_and_the_store_refuses_to_open(tmp_path, c
 def test_deleting_the_last_rows_is_seen(tmp_path, capsys):
     path = tmp_path / "m.db"
     _store(path)
-    _raw(path, "DROP TRIGGER timeline_no_delete", "DELETE FROM timeline WHERE seq >= 4",
-         "CREATE TRIGGER timeline_no_delete BEFORE DELETE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    _raw(
+        path,
+        "DROP TRIGGER timeline_no_delete",
+        "DELETE FROM timeline WHERE seq >= 4",
+        "CREATE TRIGGER timeline_no_delete BEFORE DELETE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
     assert cli(["verify", str(path)]) == 1
     assert "timeline: 4 entries, the anchor records 6: the tail was lost" in capsys.readouterr().out
     with pytest.raises(StoreError, match="holds 4 entries but its anchor records 6"):
@@ -262,10 +289,12 @@ def test_deleting_the_last_rows_is_seen(tmp_path, capsys):
 def test_deleting_the_wal_after_a_crash_is_seen(tmp_path, capsys):
     path = tmp_path / "m.db"
     _store(path, count=3)  # closed: checkpointed into the main file
-    code = ("import sys, os; from datetime import datetime, timezone; from memory import EpisodicMemory\n"
-            "m = EpisodicMemory(sys.argv[1])\n"
-            "[m.observe(f'entry {i}', timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc)) for i in range(5)]\n"
-            "os._exit(0)  # no close: the commits are in the -wal only\n")
+    code = (
+        "import sys, os; from datetime import datetime, timezone; from memory import EpisodicMemory\n"
+        "m = EpisodicMemory(sys.argv[1])\n"
+        "[m.observe(f'entry {i}', timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc)) for i in range(5)]\n"
+        "os._exit(0)  # no close: the commits are in the -wal only\n"
+    )
     subprocess.run([sys.executable, "-c", code, str(path)], check=True, cwd=ROOT)
     wal = Path(f"{path}-wal")
     assert wal.exists() and wal.stat().st_size
@@ -284,7 +313,7 @@ def test_random_byte_overwrites_never_print_a_traceback_or_intact(tmp_path, caps
     for trial in range(60):
         damaged = bytearray(pristine)
         start = rng.randrange(len(damaged) - 64)
-        damaged[start:start + rng.choice((1, 8, 64))] = rng.randbytes(64)[: rng.choice((1, 8, 64))]
+        damaged[start : start + rng.choice((1, 8, 64))] = rng.randbytes(64)[: rng.choice((1, 8, 64))]
         target = tmp_path / f"d{trial}.db"
         target.write_bytes(bytes(damaged))
         shutil.copy(f"{path}-anchor", f"{target}-anchor")
@@ -300,12 +329,15 @@ def test_random_byte_overwrites_never_print_a_traceback_or_intact(tmp_path, caps
 
 def test_three_processes_creating_one_store_all_succeed(tmp_path):
     path = tmp_path / "new.db"
-    code = ("import sys; from datetime import datetime, timezone; from memory import EpisodicMemory\n"
-            "for i in range(4):\n"
-            "    with EpisodicMemory(sys.argv[1]) as m:\n"
-            "        m.observe('hello', timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc))\n")
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT, stderr=subprocess.PIPE)
-             for _ in range(3)]
+    code = (
+        "import sys; from datetime import datetime, timezone; from memory import EpisodicMemory\n"
+        "for i in range(4):\n"
+        "    with EpisodicMemory(sys.argv[1]) as m:\n"
+        "        m.observe('hello', timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT, stderr=subprocess.PIPE) for _ in range(3)
+    ]
     errors = [p.communicate()[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], errors
     assert audit(path).findings == [] and audit(path).entries == 12
@@ -320,12 +352,14 @@ def test_a_kill_during_creation_leaves_a_store_the_next_open_accepts(tmp_path):
     db.close()  # closing without COMMIT rolls back, as a killed process's transaction is
     with SQLiteStore(path) as store:
         assert len(store) == 0
-    code = ("import sys, os, signal; from memory.timeline import connection\n"
-            "real = connection._statements\n"
-            "def dying(script):\n"
-            "    os.kill(os.getpid(), signal.SIGKILL)\n"
-            "connection._statements = dying\n"
-            "connection.open_database(sys.argv[1], create=True, synchronous='FULL')\n")
+    code = (
+        "import sys, os, signal; from memory.timeline import connection\n"
+        "real = connection._statements\n"
+        "def dying(script):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "connection._statements = dying\n"
+        "connection.open_database(sys.argv[1], create=True, synchronous='FULL')\n"
+    )
     other = tmp_path / "killed.db"
     proc = subprocess.run([sys.executable, "-c", code, str(other)], cwd=ROOT)
     assert proc.returncode == -signal.SIGKILL
@@ -354,8 +388,10 @@ RUN = {"cwd": ROOT, "capture_output": True, "text": True, "timeout": 60}
 
 
 def _bad_rounds(count: int) -> str:
-    rounds = "".join(f"  - {{id: r{i}, kind: incident, service: s, observations: [o], truth: a, "
-                     f"caused_by: nope{i}}}\n" for i in range(count))
+    rounds = "".join(
+        f"  - {{id: r{i}, kind: incident, service: s, observations: [o], truth: a, caused_by: nope{i}}}\n"
+        for i in range(count)
+    )
     return "schema: 1\nname: many-bad\nroot_causes:\n  a: {description: x, signals: [y]}\nrounds:\n" + rounds
 
 
@@ -416,11 +452,14 @@ def test_compare_refuses_to_write_its_log_over_the_store(tmp_path, capsys):
     assert store.read_bytes() == before
 
 
-@pytest.mark.parametrize("name, message", [
-    ("surrogate.jsonl", "1: not a valid timeline entry"),
-    ("nan_metadata.jsonl", "1: not a timeline entry"),
-    ("not_json.jsonl", "1: not a complete JSON record"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("surrogate.jsonl", "1: not a valid timeline entry"),
+        ("nan_metadata.jsonl", "1: not a timeline entry"),
+        ("not_json.jsonl", "1: not a complete JSON record"),
+    ],
+)
 def test_hostile_imports_are_refused_and_leave_no_store(tmp_path, capsys, name, message):
     target = tmp_path / "new.db"
     assert cli(["import", str(HOSTILE / name), str(target)]) == 2
@@ -451,8 +490,12 @@ def test_hostile_import_corner_cases(tmp_path, capsys):
 def test_export_never_leaves_a_partial_file(tmp_path, capsys):
     source = tmp_path / "m.db"
     _store(source, count=3)
-    _raw(source, "DROP TRIGGER timeline_no_update", "UPDATE timeline SET timestamp = 'garbage' WHERE seq = 2",
-         "CREATE TRIGGER timeline_no_update BEFORE UPDATE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END")
+    _raw(
+        source,
+        "DROP TRIGGER timeline_no_update",
+        "UPDATE timeline SET timestamp = 'garbage' WHERE seq = 2",
+        "CREATE TRIGGER timeline_no_update BEFORE UPDATE ON timeline BEGIN SELECT RAISE(ABORT, 'refused'); END",
+    )
     out = tmp_path / "x.jsonl"
     assert cli(["export", str(source), str(out)]) == 2
     assert "timeline row after seq=1 cannot be read" in capsys.readouterr().err
@@ -460,6 +503,7 @@ def test_export_never_leaves_a_partial_file(tmp_path, capsys):
 
 
 # -- secrets never reach disk ------------------------------------------------------------------------
+
 
 def test_redaction_figures_on_the_labelled_corpus_and_ordinary_text():
     from eval.redaction import evaluate, labelled, ordinary_lines
@@ -480,9 +524,12 @@ def test_no_labelled_secret_reaches_the_store_file_through_any_field(tmp_path):
     secrets = [s for s in labelled() if s["class"] != "ip"]
     with EpisodicMemory(path, principal="p") as memory:
         for i, item in enumerate(secrets):
-            memory.observe(item["text"], timestamp=T0 + timedelta(minutes=i), situation=f"s {item['text'][:200]}",
-                           metadata={"note": item["text"], item["text"][:200]: 1, "password": item["secret"],
-                                     "api_key": "short1"})
+            memory.observe(
+                item["text"],
+                timestamp=T0 + timedelta(minutes=i),
+                situation=f"s {item['text'][:200]}",
+                metadata={"note": item["text"], item["text"][:200]: 1, "password": item["secret"], "api_key": "short1"},
+            )
     on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     leaked = [s["secret"] for s in secrets if s["secret"].encode("utf-8") in on_disk]
     assert leaked == []
@@ -492,8 +539,10 @@ def test_no_labelled_secret_reaches_the_store_file_through_any_field(tmp_path):
 def test_ids_in_metadata_are_not_mistaken_for_card_numbers():
     from memory.timeline import PatternRedactor
 
-    ids = ["2305fcd8714798431399c8694b00237b7e0a39ca14691970ecd6c92775e4d207",  # a Luhn-valid run inside
-           "ab4111111111111111cd" + "0" * 44]
+    ids = [
+        "2305fcd8714798431399c8694b00237b7e0a39ca14691970ecd6c92775e4d207",  # a Luhn-valid run inside
+        "ab4111111111111111cd" + "0" * 44,
+    ]
     assert PatternRedactor().redact(" ".join(ids)) == " ".join(ids)
     with EpisodicMemory() as memory:
         entry = memory.decide("Decision: x", choice="x", retrieved=ids)
@@ -501,6 +550,7 @@ def test_ids_in_metadata_are_not_mistaken_for_card_numbers():
 
 
 # -- bounded growth -----------------------------------------------------------------------------------
+
 
 def test_fact_versions_store_changes_so_storage_grows_with_the_evidence(tmp_path):
     path = tmp_path / "m.db"

@@ -30,8 +30,12 @@ def saved(tmp_path_factory):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         one = _log(folder, "one", "pool-vs-deploy", "--seeds", "2")
-    return {"one": one, "printed": printed.getvalue(), "two": _log(folder, "two", "memory-gc", "--seeds", "2"),
-            "both": _log(folder, "both", "pool-vs-deploy", "memory-gc", "--seeds", "2")}
+    return {
+        "one": one,
+        "printed": printed.getvalue(),
+        "two": _log(folder, "two", "memory-gc", "--seeds", "2"),
+        "both": _log(folder, "both", "pool-vs-deploy", "memory-gc", "--seeds", "2"),
+    }
 
 
 def _timeless(entry):
@@ -111,8 +115,18 @@ def test_csv_loaded_with_the_standard_library_gives_the_log_numbers(saved, tmp_p
 
 def test_learning_curve_band_is_over_rounds_not_seeds():
     def log(seeds):
-        rows = [{"scenario": "s", "seed": seed, "round": f"r{i}", "kind": "k", "first_correct": i % 2 == 0,
-                 "attempts": 1 if i % 2 == 0 else 2} for seed in range(seeds) for i in range(4)]
+        rows = [
+            {
+                "scenario": "s",
+                "seed": seed,
+                "round": f"r{i}",
+                "kind": "k",
+                "first_correct": i % 2 == 0,
+                "attempts": 1 if i % 2 == 0 else 2,
+            }
+            for seed in range(seeds)
+            for i in range(4)
+        ]
         return {"agents": {"a": {"rounds": rows}}}
 
     few, many = (curves.learning_curve("a", curves.scenario_rounds(log(n), "s", "a"), window=2) for n in (1, 10))
@@ -146,13 +160,16 @@ def test_plots_without_matplotlib_is_a_clear_usage_error(saved, tmp_path, capsys
     assert not (tmp_path / "plots").exists()
 
 
-@pytest.mark.parametrize("a_better, b_better, difference, verdict", [
-    (4, 1, 0.05, "episodic ahead"),
-    (1, 4, -0.05, "flat_rag ahead"),
-    (0, 0, 0.0, "no difference"),
-    (4, 3, -0.014, "mixed: episodic better in more rounds, flat_rag higher accuracy"),
-    (2, 2, 0.02, "mixed: rounds won tied, episodic higher accuracy"),
-])
+@pytest.mark.parametrize(
+    "a_better, b_better, difference, verdict",
+    [
+        (4, 1, 0.05, "episodic ahead"),
+        (1, 4, -0.05, "flat_rag ahead"),
+        (0, 0, 0.0, "no difference"),
+        (4, 3, -0.014, "mixed: episodic better in more rounds, flat_rag higher accuracy"),
+        (2, 2, 0.02, "mixed: rounds won tied, episodic higher accuracy"),
+    ],
+)
 def test_the_paired_verdict_never_names_a_leader_the_accuracy_contradicts(a_better, b_better, difference, verdict):
     c = {"a_better": a_better, "b_better": b_better, "difference": difference}
     assert paired_verdict(c, "flat_rag") == verdict

@@ -16,12 +16,22 @@ from tests.builders import T0, at, copy_store, entries_from
 
 ENCODER = HashingEncoder(dim=64)
 # (observations, truth, first guess, what the correction says after a wrong guess)
-PROBLEMS = [(("spool directory full on {host}", "jobs stuck in the spool queue of {host}"), "spool", "driver",
-             "the jobs were stuck in the spool queue"),
-            (("print jobs stuck on {host}, spool partition at 100%",), "spool", "spool", ""),
-            (("garbled output on {host} after the driver update", "driver version changed on {host}"), "driver",
-             "spool", "the driver update garbled the output"),
-            (("new driver package on {host}, pages print garbled",), "driver", "driver", "")]
+PROBLEMS = [
+    (
+        ("spool directory full on {host}", "jobs stuck in the spool queue of {host}"),
+        "spool",
+        "driver",
+        "the jobs were stuck in the spool queue",
+    ),
+    (("print jobs stuck on {host}, spool partition at 100%",), "spool", "spool", ""),
+    (
+        ("garbled output on {host} after the driver update", "driver version changed on {host}"),
+        "driver",
+        "spool",
+        "the driver update garbled the output",
+    ),
+    (("new driver package on {host}, pages print garbled",), "driver", "driver", ""),
+]
 QUERIES = ["spool queue stuck", "garbled pages after a driver update", "print server disk full"]
 
 
@@ -34,16 +44,29 @@ def _incident(n, start):
     def add(kind, role, text, **metadata):
         nonlocal clock
         clock += timedelta(minutes=3)
-        items.append(dict(text=text, kind=kind, role=role, timestamp=clock, situation="support",
-                          principal="team-a", metadata={"service": "print", **metadata}))
+        items.append(
+            dict(
+                text=text,
+                kind=kind,
+                role=role,
+                timestamp=clock,
+                situation="support",
+                principal="team-a",
+                metadata={"service": "print", **metadata},
+            )
+        )
 
     for text in observations:
         add("observation", "environment", text.format(host=host))
     for choice in [guess] if guess == truth else [guess, truth]:
         add("decision", "agent", f"Decision: {choice} on {host}", choice=choice, retrieved=[], relied_on=[])
         ok = choice == truth
-        add("outcome", "environment", f"{host}: fixed" if ok else f"{host}: still broken",
-            status="success" if ok else "failure")
+        add(
+            "outcome",
+            "environment",
+            f"{host}: fixed" if ok else f"{host}: still broken",
+            status="success" if ok else "failure",
+        )
         if not ok:
             add("correction", "user", f"Not {choice} on {host}: {said}")
     return items
@@ -79,8 +102,10 @@ def _recalled(memory):
 
 
 def _facts(memory):
-    return sorted((f.condition, f.conclusion, len(f.support), len(f.contradict), f.status)
-                  for f in memory.facts(include_retired=True))
+    return sorted(
+        (f.condition, f.conclusion, len(f.support), len(f.contradict), f.status)
+        for f in memory.facts(include_retired=True)
+    )
 
 
 def _rows(path):
@@ -188,8 +213,9 @@ def test_max_age_counts_from_the_newest_entry_or_now(store):
         done = memory.retain(RetentionPolicy(max_age=timedelta(days=30), keep_lessons=False))
         newest = items[-1]["timestamp"]
         assert done.entries == sum(item["timestamp"] < newest - timedelta(days=30) for item in items)
-        later = memory.retain(RetentionPolicy(max_age=timedelta(days=30), keep_lessons=False),
-                              now=newest + timedelta(days=29, hours=23))
+        later = memory.retain(
+            RetentionPolicy(max_age=timedelta(days=30), keep_lessons=False), now=newest + timedelta(days=29, hours=23)
+        )
         assert 0 < later.entries < len(items) - done.entries
         with pytest.raises(ValueError, match="timezone-aware"):
             memory.retain(RetentionPolicy(max_age=timedelta(days=1)), now=newest.replace(tzinfo=None))
@@ -204,8 +230,22 @@ def test_the_retain_command(store, capsys):
     assert "argument --max-age: expected a positive number with d, h or m" in capsys.readouterr().err
     assert main(["retain", str(path), "--principal", "nobody", "--max-entries", "5"]) == 2
     assert "no entries" in capsys.readouterr().err
-    assert main(["retain", str(path), "--principal", "team-a", "--max-age", "90d", "--max-entries", "500",
-                 "--no-keep-lessons"]) == 0
+    assert (
+        main(
+            [
+                "retain",
+                str(path),
+                "--principal",
+                "team-a",
+                "--max-age",
+                "90d",
+                "--max-entries",
+                "500",
+                "--no-keep-lessons",
+            ]
+        )
+        == 0
+    )
     assert re.match(r"erased \d+ expired entries of team-a \(erasure record [0-9a-f]{16}…\)", capsys.readouterr().out)
     assert main(["retain", str(path), "--principal", "team-a", "--max-entries", "500", "--no-keep-lessons"]) == 0
     assert capsys.readouterr().out.startswith("nothing of team-a expired")
@@ -215,13 +255,27 @@ def test_the_retain_command(store, capsys):
 
 
 def test_lesson_evidence_follows_retries_back_to_the_incident():
-    from memory.graph import Edge, EdgeType
     from memory.facts import FactVersion, Usefulness
+    from memory.graph import Edge, EdgeType
     from tests.builders import episode
 
     failed, retry, other = episode("failed"), episode("retry"), episode("other")
-    fact = FactVersion("f", 1, "p", "when x → y", ("x",), "y", 0.8, ("retry",), (), T0, None, "active", "extracted",
-                       Usefulness(1, 1, 1.0, 0.5, 2.0, True))
+    fact = FactVersion(
+        "f",
+        1,
+        "p",
+        "when x → y",
+        ("x",),
+        "y",
+        0.8,
+        ("retry",),
+        (),
+        T0,
+        None,
+        "active",
+        "extracted",
+        Usefulness(1, 1, 1.0, 0.5, 2.0, True),
+    )
     edges = [Edge("retry", "failed", EdgeType.RETRY_OF, 0.9, ""), Edge("other", "failed", EdgeType.LED_TO, 0.5, "")]
     episodes = {e.id: e for e in (failed, retry, other)}
     assert lesson_evidence([fact], episodes, edges, principal="p") == {"failed", "retry"}

@@ -1,9 +1,8 @@
 """Relevance bounds (`memory.retrieval.Bounds`) prune scoring without changing any recall."""
 
-from datetime import datetime, timedelta, timezone
-from functools import cache
-
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from functools import cache
 
 import numpy as np
 import pytest
@@ -11,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.agent_memory import EpisodicMemory
-from memory.timeline import HashingEncoder
 from memory.retrieval import DEFAULT, Bounds, ranking
 from memory.retrieval import bounds as bounds_module
 from memory.retrieval.ranking import top
+from memory.timeline import HashingEncoder
 from tests.test_retriever import build, synthetic_texts
 
-T0 = datetime(2026, 3, 2, 9, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 
 
 def recalls(prune_from, *, score_first=DEFAULT.score_first, n=600, principals=2):
@@ -117,6 +116,7 @@ def test_refined_bounds_stay_exact_with_second_halves_in_half_precision(seed, sc
 
 def test_only_a_large_first_pass_runs_on_more_than_one_blas_thread():
     from threadpoolctl import threadpool_info
+
     blas = lambda: [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]  # noqa: E731
     outside = blas()
     with bounds_module.blas_threads(1 << 20, threads=1):
@@ -156,10 +156,14 @@ def play(memory: EpisodicMemory, n: int) -> None:
         memory.decide(f"Decision: {cause}", choice=cause, timestamp=clock, situation="ops", principal=f"p{i % 2}")
         clock += timedelta(minutes=2)
         ok = i % 3 != 0
-        memory.outcome("resolved" if ok else "still failing", status="success" if ok else "failure",
-                       timestamp=clock, situation="ops", principal=f"p{i % 2}")
+        memory.outcome(
+            "resolved" if ok else "still failing",
+            status="success" if ok else "failure",
+            timestamp=clock,
+            situation="ops",
+            principal=f"p{i % 2}",
+        )
     memory.flush()
-
 
 
 @settings(max_examples=40, deadline=None)
@@ -176,6 +180,7 @@ def test_a_basis_has_the_full_rank_and_its_leading_columns_hold_the_sample_princ
     leading = min(rows, k)
     top_energy = (np.linalg.svd(x, compute_uv=False)[:leading] ** 2).sum()
     assert np.linalg.norm(x @ basis[:, :leading]) ** 2 == pytest.approx(top_energy, rel=1e-9)
+
 
 @pytest.mark.parametrize("prune_from", [1, 10**9])
 def test_a_reopened_store_recalls_what_the_live_memory_did(tmp_path, prune_from):

@@ -36,12 +36,15 @@ def test_runbook_loads_and_reaches_the_prompt():
     assert scenarios.loads(DOC.replace("    runbook: %s\n", "")).rounds[0].runbook == ()
 
 
-@pytest.mark.parametrize("value, message", [
-    ("[delta]", r"rounds\[0\] \(id r1, line 9\)\.runbook\[0\]: 'delta' is not among this round's candidates"),
-    ("[gamma, gamma]", r"rounds\[0\] \(id r1, line 9\)\.runbook\[1\]: 'gamma' is ranked twice"),
-    ("[]", r"rounds\[0\] \(id r1, line 9\)\.runbook: expected a non-empty list of this round's candidate ids"),
-    ("gamma", r"rounds\[0\] \(id r1, line 9\)\.runbook: expected a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("[delta]", r"rounds\[0\] \(id r1, line 9\)\.runbook\[0\]: 'delta' is not among this round's candidates"),
+        ("[gamma, gamma]", r"rounds\[0\] \(id r1, line 9\)\.runbook\[1\]: 'gamma' is ranked twice"),
+        ("[]", r"rounds\[0\] \(id r1, line 9\)\.runbook: expected a non-empty list of this round's candidate ids"),
+        ("gamma", r"rounds\[0\] \(id r1, line 9\)\.runbook: expected a non-empty list"),
+    ],
+)
 def test_bad_runbook_is_located(value, message):
     with pytest.raises(ScenarioError, match=message):
         scenarios.loads(DOC % value)
@@ -49,7 +52,9 @@ def test_bad_runbook_is_located(value, message):
 
 def test_runbook_ranking_replaces_the_signal_match():
     reasoner = HeuristicReasoner()
-    plain = Problem(observations=("alpha errors everywhere",), candidates=CAUSES, situation="s", service="web", attempt=1)
+    plain = Problem(
+        observations=("alpha errors everywhere",), candidates=CAUSES, situation="s", service="web", attempt=1
+    )
     assert reasoner.decide(plain, []).choice == "alpha"  # the descriptions' match
     ranked = Problem(**{**plain.__dict__, "runbook": ("gamma", "beta")})
     decision = reasoner.decide(ranked, [])
@@ -60,10 +65,23 @@ def test_runbook_ranking_replaces_the_signal_match():
 
 
 def test_a_precedent_can_overturn_the_runbook():
-    ranked = Problem(observations=("alpha errors everywhere",), candidates=CAUSES, situation="s", service="web",
-                     attempt=1, runbook=("gamma", "beta", "alpha"))
-    lesson = Evidence(id="ep", source="incident", text="same picture", relevance=0.95, outcome="FAILURE",
-                      choices=("gamma",), resolved_as="alpha")
+    ranked = Problem(
+        observations=("alpha errors everywhere",),
+        candidates=CAUSES,
+        situation="s",
+        service="web",
+        attempt=1,
+        runbook=("gamma", "beta", "alpha"),
+    )
+    lesson = Evidence(
+        id="ep",
+        source="incident",
+        text="same picture",
+        relevance=0.95,
+        outcome="FAILURE",
+        choices=("gamma",),
+        resolved_as="alpha",
+    )
     assert HeuristicReasoner().decide(ranked, [lesson]).choice == "alpha"
 
 
@@ -76,16 +94,24 @@ def test_llm_prompt_shows_the_ranking_only_when_given():
 
 def test_the_track_record_of_a_named_method_overturns_its_favourite():
     reasoner = HeuristicReasoner()
-    ranked = Problem(observations=("alpha errors everywhere",), candidates=CAUSES, situation="s", service="web",
-                     attempt=1, runbook=("gamma", "beta", "alpha"))
+    ranked = Problem(
+        observations=("alpha errors everywhere",),
+        candidates=CAUSES,
+        situation="s",
+        service="web",
+        attempt=1,
+        runbook=("gamma", "beta", "alpha"),
+    )
     assert reasoner.decide(ranked, []).choice == "gamma"
     corrected = Problem(**{**ranked.__dict__, "track": {"gamma": {"alpha": 2}}})
     decision = reasoner.decide(corrected, [])
     assert decision.choice == "alpha" and decision.parts["gamma"]["track"] < 0 < decision.parts["alpha"]["track"]
     assert decision.favoured["track"] == "alpha"
     # a method that was right as often as wrong keeps its favourite
-    assert reasoner.decide(Problem(**{**ranked.__dict__, "track": {"gamma": {"gamma": 2, "alpha": 1}}}), []).choice \
+    assert (
+        reasoner.decide(Problem(**{**ranked.__dict__, "track": {"gamma": {"gamma": 2, "alpha": 1}}}), []).choice
         == "gamma"
+    )
     # a record of another favourite says nothing here, and without a named method there is no track vote
     assert reasoner.decide(Problem(**{**ranked.__dict__, "track": {"beta": {"alpha": 5}}}), []).choice == "gamma"
     plain = Problem(**{**ranked.__dict__, "runbook": (), "track": {"alpha": {"beta": 5}}})
@@ -93,8 +119,15 @@ def test_the_track_record_of_a_named_method_overturns_its_favourite():
 
 
 def test_llm_prompt_shows_the_method_s_record_on_its_favourite():
-    ranked = Problem(observations=("x",), candidates=CAUSES, situation="s", service="web", attempt=1,
-                     runbook=("beta", "alpha"), track={"beta": {"alpha": 2, "beta": 1}, "gamma": {"beta": 1}})
+    ranked = Problem(
+        observations=("x",),
+        candidates=CAUSES,
+        situation="s",
+        service="web",
+        attempt=1,
+        runbook=("beta", "alpha"),
+        track={"beta": {"alpha": 2, "beta": 1}, "gamma": {"beta": 1}},
+    )
     text = user_prompt(ranked, "")
     assert "the 3 earlier incident(s) where it favoured beta were finally fixed at: alpha (2), beta (1)" in text
 
@@ -132,9 +165,27 @@ def test_the_episodic_memory_keeps_the_method_s_record(tmp_path):
     path = tmp_path / "tracked.yaml"
     path.write_text(TRACKED)
     log = tmp_path / "log.json"
-    assert main([str(path), "--seeds", "1", "--agents", "episodic", "no_memory", "--json", str(log), "--quiet",
-                 "--jobs", "1"]) == 0
-    rounds = {agent: {r["round"]: r for r in data["rounds"]} for agent, data in json.loads(log.read_text())["agents"].items()}
+    assert (
+        main(
+            [
+                str(path),
+                "--seeds",
+                "1",
+                "--agents",
+                "episodic",
+                "no_memory",
+                "--json",
+                str(log),
+                "--quiet",
+                "--jobs",
+                "1",
+            ]
+        )
+        == 0
+    )
+    rounds = {
+        agent: {r["round"]: r for r in data["rounds"]} for agent, data in json.loads(log.read_text())["agents"].items()
+    }
     assert [rounds[a]["r1"]["first_decision"] for a in ("episodic", "no_memory")] == ["balancer", "balancer"]
     # the two incidents share no words: only the method's record carries the lesson over
     assert rounds["no_memory"]["r2"]["first_decision"] == "balancer"

@@ -12,16 +12,20 @@ from eval import runlog
 
 
 def _new(environment=None):
-    return runlog.new_log(mode="heuristic", scenarios=[], seeds=[0], agents=["episodic"], config={},
-                          environment=environment)
+    return runlog.new_log(
+        mode="heuristic", scenarios=[], seeds=[0], agents=["episodic"], config={}, environment=environment
+    )
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (runlog.CODE_ROOT / ".git").exists(),
-                    reason="needs git and a git checkout of the project")
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (runlog.CODE_ROOT / ".git").exists(),
+    reason="needs git and a git checkout of the project",
+)
 def test_inside_a_git_checkout_the_environment_names_the_commit_and_the_tree():
     environment = runlog.environment()
-    head = subprocess.run(["git", "-C", str(runlog.CODE_ROOT), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "-C", str(runlog.CODE_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert re.fullmatch(r"[0-9a-f]{40}", environment["commit"]) and environment["commit"] == head
     assert environment["tree"] in ("clean", "dirty")
     assert environment["python"] and environment["platform"]
@@ -49,8 +53,11 @@ def test_a_git_that_hangs_or_fails_names_no_commit(monkeypatch):
 
     monkeypatch.setattr(runlog.subprocess, "run", hangs)
     assert runlog.code_version() == {"commit": None, "tree": None}
-    monkeypatch.setattr(runlog.subprocess, "run",
-                        lambda *a, **k: subprocess.CompletedProcess(a[0], 128, "", "fatal: not a git repository"))
+    monkeypatch.setattr(
+        runlog.subprocess,
+        "run",
+        lambda *a, **k: subprocess.CompletedProcess(a[0], 128, "", "fatal: not a git repository"),
+    )
     assert runlog.code_version() == {"commit": None, "tree": None}
 
 

@@ -36,8 +36,10 @@ def test_shipped_scenario_loads_and_validates(name, capsys):
     assert capsys.readouterr().out == f"OK {name} ({s.source})\n"
 
 
-@pytest.mark.parametrize("path", sorted(str(p) for folder in ("heldout", "dev")
-                                         for p in (Path(scenarios.__file__).parent / folder).glob("*.yaml")))
+@pytest.mark.parametrize(
+    "path",
+    sorted(str(p) for folder in ("heldout", "dev") for p in (Path(scenarios.__file__).parent / folder).glob("*.yaml")),
+)
 def test_held_out_and_development_files_validate(path, capsys):
     assert main([path]) == 0 and capsys.readouterr().out.startswith("OK ")
 
@@ -163,13 +165,39 @@ def test_fuzz_yamlish_text_never_crashes(text):
 
 
 _SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
     st.sampled_from(["r1", "a", "b", "30m", "1d", "2026-01-01T00:00:00Z", "learn", "api"]),
 )
 _KEYS = st.sampled_from(
-    ["schema", "name", "root_causes", "rounds", "interludes", "start", "id", "kind", "service",
-     "observations", "truth", "candidates", "after", "at", "caused_by", "max_attempts",
-     "description", "signals", "events", "situation", "a", "b", "extra"]
+    [
+        "schema",
+        "name",
+        "root_causes",
+        "rounds",
+        "interludes",
+        "start",
+        "id",
+        "kind",
+        "service",
+        "observations",
+        "truth",
+        "candidates",
+        "after",
+        "at",
+        "caused_by",
+        "max_attempts",
+        "description",
+        "signals",
+        "events",
+        "situation",
+        "a",
+        "b",
+        "extra",
+    ]
 )
 _VALUES = st.recursive(
     _SCALARS,
@@ -185,8 +213,23 @@ def test_fuzz_structures_never_crash(doc):
 
 
 _ROUND_KEYS = st.sampled_from(
-    ["id", "kind", "situation", "service", "after", "at", "observations", "candidates", "truth",
-     "max_attempts", "on_success", "on_failure", "correction", "caused_by", "bogus"]
+    [
+        "id",
+        "kind",
+        "situation",
+        "service",
+        "after",
+        "at",
+        "observations",
+        "candidates",
+        "truth",
+        "max_attempts",
+        "on_success",
+        "on_failure",
+        "correction",
+        "caused_by",
+        "bogus",
+    ]
 )
 
 

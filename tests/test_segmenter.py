@@ -42,17 +42,27 @@ def test_golden(path: Path) -> None:
 
 def test_golden_covers_every_signal_and_outcome_path() -> None:
     names = {p.stem for p in GOLDEN.glob("*.json")}
-    assert {"boundary_situation_change", "boundary_semantic_shift", "boundary_temporal_gap",
-            "boundary_explicit_signal", "outcome_structured", "outcome_text", "outcome_correction",
-            "outcome_none"} <= names
+    assert {
+        "boundary_situation_change",
+        "boundary_semantic_shift",
+        "boundary_temporal_gap",
+        "boundary_explicit_signal",
+        "outcome_structured",
+        "outcome_text",
+        "outcome_correction",
+        "outcome_none",
+    } <= names
 
 
-@pytest.mark.parametrize("signal, case", [
-    ("situation_weight", "boundary_situation_change"),
-    ("semantic_weight", "boundary_semantic_shift"),
-    ("temporal_weight", "boundary_temporal_gap"),
-    ("explicit_weight", "boundary_explicit_signal"),
-])
+@pytest.mark.parametrize(
+    "signal, case",
+    [
+        ("situation_weight", "boundary_situation_change"),
+        ("semantic_weight", "boundary_semantic_shift"),
+        ("temporal_weight", "boundary_temporal_gap"),
+        ("explicit_weight", "boundary_explicit_signal"),
+    ],
+)
 def test_each_signal_is_what_splits(signal: str, case: str) -> None:
     _, entries = load_case(GOLDEN / f"{case}.json")
     assert len(segment(entries)) > 1
@@ -85,52 +95,64 @@ def test_episode_round_trips_through_its_record() -> None:
     assert ep.observations == (entries[0].text, entries[1].text)
 
 
-@pytest.mark.parametrize("text, outcome", [
-    ("Metrics back to baseline; incident resolved", Outcome.SUCCESS),
-    ("Errors persist after the change", Outcome.FAILURE),
-    ("Alert still firing 15 minutes after the change", Outcome.FAILURE),
-    ("No improvement after applying the fix", Outcome.FAILURE),
-    ("The checkout flow is no longer failing", Outcome.SUCCESS),
-    ("Froze the clock in the test; no more midnight failures", Outcome.SUCCESS),
-    ("Shrinking the heap did not stop the kills", Outcome.FAILURE),
-    ("Raising the heap only delayed the crash by a day", Outcome.FAILURE),
-    ("Partially recovered: 2% of requests still fail", Outcome.FAILURE),
-    ("Errors gone, but latency slightly higher", Outcome.PARTIAL),
-    ("Degraded but serving", Outcome.PARTIAL),
-    ("Rolled back; errors stopped within a minute. 3.8.0 had the same key mismatch.", Outcome.SUCCESS),
-    ("We looked at the dashboards", Outcome.UNKNOWN),
-    # a relative clause in the past perfect tells the state before the fix, not how it ended
-    ("Replaced the pump that had been failing and the flow is back to normal", Outcome.SUCCESS),
-    ("Replaced the alternator, whose regulator had failed; charging at 28.2 V since", Outcome.UNKNOWN),
-    ("The rollback, which had no effect, was undone", Outcome.FAILURE),
-    # a hyphen makes "no-reads" a noun (failed reads), not a negation of what follows
-    ("Re-tensioned the encoder arm; no-reads back to 2%", Outcome.SUCCESS),
-    ("No further false jams through the morning peak", Outcome.SUCCESS),
-    # the fault found before the fix, then the fix: the fault is not how the attempt ended
-    ("The return spring was broken, so the arm hung open. Replaced the spring; drops on target again", Outcome.UNKNOWN),
-    ("Found the tracking still using the old constant. Updated the constant; misses under 1%", Outcome.UNKNOWN),
-    ("Replaced the dryer's failed thermostat; towels came out soft", Outcome.UNKNOWN),
-    ("Re-timed the offset; the arm still hung half out", Outcome.FAILURE),
-    ("Still failing after the restart. Escalated to the vendor", Outcome.FAILURE),
-    # a stop is a symptom noun ("without a stop"), and what was not needed says nothing of how it ended
-    ("Fitted a card from stores; WTG-21 ran the rest of the week without a stop", Outcome.SUCCESS),
-    ("Moved the amplifier to the UPS rail. No imbalance stops over the next three evenings", Outcome.SUCCESS),
-    ("WTG-18 reset and ran; no converter work needed", Outcome.UNKNOWN),
-    ("The fan did not work", Outcome.FAILURE),
-    # what a new safeguard does, and a fault found before an action whose result is reported after it
-    ("Added a schema check that fails loudly on unknown fields. The rerun went through at 11:02", Outcome.UNKNOWN),
-    ("Added a guard that blocks the load when fewer than 95% of files are present", Outcome.UNKNOWN),
-    ("The solver still said nginx. Pointed the solver at nginx-public, new cert in 90s. Added an alert",
-     Outcome.UNKNOWN),
-    ("Restarted the job; it still failed. Escalated to the vendor", Outcome.FAILURE),
-])
+@pytest.mark.parametrize(
+    "text, outcome",
+    [
+        ("Metrics back to baseline; incident resolved", Outcome.SUCCESS),
+        ("Errors persist after the change", Outcome.FAILURE),
+        ("Alert still firing 15 minutes after the change", Outcome.FAILURE),
+        ("No improvement after applying the fix", Outcome.FAILURE),
+        ("The checkout flow is no longer failing", Outcome.SUCCESS),
+        ("Froze the clock in the test; no more midnight failures", Outcome.SUCCESS),
+        ("Shrinking the heap did not stop the kills", Outcome.FAILURE),
+        ("Raising the heap only delayed the crash by a day", Outcome.FAILURE),
+        ("Partially recovered: 2% of requests still fail", Outcome.FAILURE),
+        ("Errors gone, but latency slightly higher", Outcome.PARTIAL),
+        ("Degraded but serving", Outcome.PARTIAL),
+        ("Rolled back; errors stopped within a minute. 3.8.0 had the same key mismatch.", Outcome.SUCCESS),
+        ("We looked at the dashboards", Outcome.UNKNOWN),
+        # a relative clause in the past perfect tells the state before the fix, not how it ended
+        ("Replaced the pump that had been failing and the flow is back to normal", Outcome.SUCCESS),
+        ("Replaced the alternator, whose regulator had failed; charging at 28.2 V since", Outcome.UNKNOWN),
+        ("The rollback, which had no effect, was undone", Outcome.FAILURE),
+        # a hyphen makes "no-reads" a noun (failed reads), not a negation of what follows
+        ("Re-tensioned the encoder arm; no-reads back to 2%", Outcome.SUCCESS),
+        ("No further false jams through the morning peak", Outcome.SUCCESS),
+        # the fault found before the fix, then the fix: the fault is not how the attempt ended
+        (
+            "The return spring was broken, so the arm hung open. Replaced the spring; drops on target again",
+            Outcome.UNKNOWN,
+        ),
+        ("Found the tracking still using the old constant. Updated the constant; misses under 1%", Outcome.UNKNOWN),
+        ("Replaced the dryer's failed thermostat; towels came out soft", Outcome.UNKNOWN),
+        ("Re-timed the offset; the arm still hung half out", Outcome.FAILURE),
+        ("Still failing after the restart. Escalated to the vendor", Outcome.FAILURE),
+        # a stop is a symptom noun ("without a stop"), and what was not needed says nothing of how it ended
+        ("Fitted a card from stores; WTG-21 ran the rest of the week without a stop", Outcome.SUCCESS),
+        ("Moved the amplifier to the UPS rail. No imbalance stops over the next three evenings", Outcome.SUCCESS),
+        ("WTG-18 reset and ran; no converter work needed", Outcome.UNKNOWN),
+        ("The fan did not work", Outcome.FAILURE),
+        # what a new safeguard does, and a fault found before an action whose result is reported after it
+        ("Added a schema check that fails loudly on unknown fields. The rerun went through at 11:02", Outcome.UNKNOWN),
+        ("Added a guard that blocks the load when fewer than 95% of files are present", Outcome.UNKNOWN),
+        (
+            "The solver still said nginx. Pointed the solver at nginx-public, new cert in 90s. Added an alert",
+            Outcome.UNKNOWN,
+        ),
+        ("Restarted the job; it still failed. Escalated to the vendor", Outcome.FAILURE),
+    ],
+)
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
     assert classify_text(text).outcome == outcome
 
 
 def test_cueless_outcome_after_a_change_is_success_but_not_without_one() -> None:
-    with_change = entries_from([{"at": 0, "kind": "decision", "text": "Decision: x", "metadata": {"choice": "x"}},
-                                 {"at": 5, "kind": "outcome", "text": "Pinned the base image by digest"}])
+    with_change = entries_from(
+        [
+            {"at": 0, "kind": "decision", "text": "Decision: x", "metadata": {"choice": "x"}},
+            {"at": 5, "kind": "outcome", "text": "Pinned the base image by digest"},
+        ]
+    )
     assert detect_outcome(with_change).outcome == Outcome.SUCCESS
     assert "no problem cue" in detect_outcome(with_change).evidence
     alone = entries_from([{"at": 0, "kind": "outcome", "text": "Pinned the base image by digest"}])
@@ -139,9 +161,16 @@ def test_cueless_outcome_after_a_change_is_success_but_not_without_one() -> None
 
 def test_an_outcome_the_summary_trims_is_kept_whole_and_a_short_one_is_not_stored_twice() -> None:
     report = "Swapped the seal. " + "The right size is on order, so a close match went in for now. " * 3
-    long, short = (entries_from([{"at": 0, "kind": "observation", "text": "Leak test failed"},
-                                 {"at": 2, "kind": "decision", "text": "Decision: seal", "metadata": {"choice": "seal"}},
-                                 {"at": 9, "kind": "outcome", "text": text}]) for text in (report, "Swapped the seal."))
+    long, short = (
+        entries_from(
+            [
+                {"at": 0, "kind": "observation", "text": "Leak test failed"},
+                {"at": 2, "kind": "decision", "text": "Decision: seal", "metadata": {"choice": "seal"}},
+                {"at": 9, "kind": "outcome", "text": text},
+            ]
+        )
+        for text in (report, "Swapped the seal.")
+    )
     (kept,), (plain,) = segment(long), segment(short)
     assert kept.outcome_text == report and report not in kept.summary  # the summary keeps a trimmed part
     assert plain.outcome_text == "" and "outcome_text" not in plain.to_record()  # the summary holds it whole
@@ -152,16 +181,20 @@ def test_an_outcome_the_summary_trims_is_kept_whole_and_a_short_one_is_not_store
 # -- property: batch == incremental ---------------------------------------------------------
 
 _KINDS = ["observation", "decision", "action", "outcome", "correction", "note"]
-_item = st.fixed_dictionaries({
-    "gap": st.sampled_from([0.5, 3, 20, 90, 150, 400, 3000]),
-    "kind": st.sampled_from(_KINDS),
-    "situation": st.sampled_from(["incident_response", "planning"]),
-    "principal": st.sampled_from(["default", "beta", "gamma"]),
-    "service": st.sampled_from([None, "checkout-api", "search"]),
-    "vector": st.lists(st.sampled_from([0.0, 0.2, 1.0]), min_size=3, max_size=3).filter(any),
-    "status": st.sampled_from([None, None, "success", "failure"]),
-    "text": st.sampled_from(["Errors persist", "incident resolved", "Decision: a", "looked around", "partially ok"]),
-})
+_item = st.fixed_dictionaries(
+    {
+        "gap": st.sampled_from([0.5, 3, 20, 90, 150, 400, 3000]),
+        "kind": st.sampled_from(_KINDS),
+        "situation": st.sampled_from(["incident_response", "planning"]),
+        "principal": st.sampled_from(["default", "beta", "gamma"]),
+        "service": st.sampled_from([None, "checkout-api", "search"]),
+        "vector": st.lists(st.sampled_from([0.0, 0.2, 1.0]), min_size=3, max_size=3).filter(any),
+        "status": st.sampled_from([None, None, "success", "failure"]),
+        "text": st.sampled_from(
+            ["Errors persist", "incident resolved", "Decision: a", "looked around", "partially ok"]
+        ),
+    }
+)
 
 
 def _stream(items: list[dict]) -> list:
@@ -175,13 +208,25 @@ def _stream(items: list[dict]) -> list:
             metadata["choice"] = item["text"][-1]
         if item["status"] and item["kind"] == "outcome":
             metadata["check"] = {"status": item["status"]}
-        out.append({"at": at, "kind": item["kind"], "text": item["text"], "situation": item["situation"],
-                    "principal": item["principal"], "metadata": metadata, "vector": item["vector"]})
+        out.append(
+            {
+                "at": at,
+                "kind": item["kind"],
+                "text": item["text"],
+                "situation": item["situation"],
+                "principal": item["principal"],
+                "metadata": metadata,
+                "vector": item["vector"],
+            }
+        )
     return entries_from(out)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_item, max_size=40), st.sampled_from([DEFAULT_CONFIG, SegmenterConfig(shift_onset=0.2, shift_threshold=0.6)]))
+@given(
+    st.lists(_item, max_size=40),
+    st.sampled_from([DEFAULT_CONFIG, SegmenterConfig(shift_onset=0.2, shift_threshold=0.6)]),
+)
 def test_batch_equals_incremental(items: list[dict], config: SegmenterConfig) -> None:
     entries = _stream(items)
     seg = Segmenter(config)
@@ -199,8 +244,13 @@ def test_batch_equals_incremental(items: list[dict], config: SegmenterConfig) ->
 
 def test_the_segmenter_reads_outcomes_with_the_lexicon_it_is_given() -> None:
     from memory.lexicon import DEFAULT_LEXICON
-    entries = entries_from([{"at": 0, "kind": "observation", "text": "Dryer 3 stops mid-cycle"},
-                            {"at": 1, "kind": "outcome", "text": "Dryer 3 is kaput"}])
+
+    entries = entries_from(
+        [
+            {"at": 0, "kind": "observation", "text": "Dryer 3 stops mid-cycle"},
+            {"at": 1, "kind": "outcome", "text": "Dryer 3 is kaput"},
+        ]
+    )
     assert [ep.outcome for ep in segment(entries)] == [Outcome.UNKNOWN]
     site = DEFAULT_LEXICON.with_words("failure_cues", ["kaput"], "a site's own word for broken (test)")
     assert [ep.outcome for ep in segment(entries, lexicon=site)] == [Outcome.FAILURE]

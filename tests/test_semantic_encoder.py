@@ -18,14 +18,26 @@ from tests.builders import T0
 
 # (sentence, a paraphrase sharing almost no words with it, an unrelated sentence)
 PARAPHRASES = [
-    ("The car would not start this morning", "My vehicle failed to turn on today",
-     "The bakery sells fresh bread every day"),
-    ("The server ran out of disk space", "No storage left on the machine",
-     "The meeting was moved to Thursday afternoon"),
-    ("She is learning to play the violin", "She takes lessons on a string instrument",
-     "Interest rates rose again last quarter"),
-    ("The payment was declined by the bank", "The bank refused the card transaction",
-     "A storm knocked down trees in the park"),
+    (
+        "The car would not start this morning",
+        "My vehicle failed to turn on today",
+        "The bakery sells fresh bread every day",
+    ),
+    (
+        "The server ran out of disk space",
+        "No storage left on the machine",
+        "The meeting was moved to Thursday afternoon",
+    ),
+    (
+        "She is learning to play the violin",
+        "She takes lessons on a string instrument",
+        "Interest rates rose again last quarter",
+    ),
+    (
+        "The payment was declined by the bank",
+        "The bank refused the card transaction",
+        "A storm knocked down trees in the park",
+    ),
 ]
 
 
@@ -50,8 +62,10 @@ def test_a_paraphrase_is_closer_than_an_unrelated_sentence(semantic, triple):
 
 @pytest.mark.extra("embeddings")
 def test_it_sees_paraphrases_that_share_no_words_where_hashing_cannot(semantic):
-    margins = {name: [p - u for p, u in (_cosines(encoder, t) for t in PARAPHRASES)]
-               for name, encoder in (("semantic", semantic), ("hashing", HashingEncoder()))}
+    margins = {
+        name: [p - u for p, u in (_cosines(encoder, t) for t in PARAPHRASES)]
+        for name, encoder in (("semantic", semantic), ("hashing", HashingEncoder()))
+    }
     assert min(margins["semantic"]) > max(margins["hashing"])
 
 
@@ -132,8 +146,10 @@ rounds:
 def test_compare_runs_every_agent_on_the_semantic_encoder_and_logs_it(semantic, tmp_path):
     scenario, path = tmp_path / "small-garden.yaml", tmp_path / "log.json"
     scenario.write_text(SMALL_SCENARIO, encoding="utf-8")
-    code = compare.main([str(scenario), "--encoder", "semantic", "--seeds", "1", "--jobs", "1", "--quiet",
-                         "--json", str(path)], now=lambda: T0)
+    code = compare.main(
+        [str(scenario), "--encoder", "semantic", "--seeds", "1", "--jobs", "1", "--quiet", "--json", str(path)],
+        now=lambda: T0,
+    )
     log = runlog.read(path)
     assert code == 0 and log["status"] == "success"
     assert log["config"]["encoder"] == semantic.name
@@ -141,14 +157,21 @@ def test_compare_runs_every_agent_on_the_semantic_encoder_and_logs_it(semantic, 
 
 
 @pytest.mark.extra("embeddings")
-@pytest.mark.parametrize("query, cause", [
-    ("Pages load slowly; the DB volume has no free storage", "disk"),
-    ("Sign-in attempts fail since the credential server was rebooted", "auth"),  # the hashing encoder picks "disk"
-])
+@pytest.mark.parametrize(
+    "query, cause",
+    [
+        ("Pages load slowly; the DB volume has no free storage", "disk"),
+        ("Sign-in attempts fail since the credential server was rebooted", "auth"),  # the hashing encoder picks "disk"
+    ],
+)
 def test_a_memory_recalls_the_incident_a_reworded_query_means(semantic, query, cause):
     with EpisodicMemory(None, encoder=semantic) as memory:
-        for day, (symptom, fix) in enumerate([("The website is slow because the database disk is full", "disk"),
-                                              ("Users cannot log in after the password service restarted", "auth")]):
+        for day, (symptom, fix) in enumerate(
+            [
+                ("The website is slow because the database disk is full", "disk"),
+                ("Users cannot log in after the password service restarted", "auth"),
+            ]
+        ):
             when = T0 + timedelta(days=day)
             memory.observe(symptom, timestamp=when)
             memory.decide(f"Decision: {fix}", choice=fix, timestamp=when + timedelta(minutes=1))

@@ -30,10 +30,15 @@ def _write_and_compare(target, index, cycles, flush_at, barrier, results):
         for cycle in range(cycles):
             clock += timedelta(minutes=10)
             memory.observe(f"service {cycle % 3}: latency high", timestamp=clock, situation="incident")
-            memory.decide(f"Decision: check the pool ({cycle})", choice="pool", timestamp=clock + timedelta(minutes=1),
-                          situation="incident")
-            memory.outcome("still failing", status="failure", timestamp=clock + timedelta(minutes=2),
-                           situation="incident")
+            memory.decide(
+                f"Decision: check the pool ({cycle})",
+                choice="pool",
+                timestamp=clock + timedelta(minutes=1),
+                situation="incident",
+            )
+            memory.outcome(
+                "still failing", status="failure", timestamp=clock + timedelta(minutes=2), situation="incident"
+            )
             if cycle in flush_at:
                 memory.flush()
         barrier.wait(timeout=120)
@@ -48,8 +53,12 @@ def run_writers(target, *, processes=3, cycles=8, flushes=({2, 5}, {4}, set())):
         pass  # created once, before the writers start
     context = multiprocessing.get_context("fork")
     barrier, results = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=_writer, args=(target, i, cycles, flushes[i % len(flushes)], barrier, results),
-                               daemon=True) for i in range(processes)]
+    workers = [
+        context.Process(
+            target=_writer, args=(target, i, cycles, flushes[i % len(flushes)], barrier, results), daemon=True
+        )
+        for i in range(processes)
+    ]
     for worker in workers:
         worker.start()
     try:
@@ -58,8 +67,10 @@ def run_writers(target, *, processes=3, cycles=8, flushes=({2, 5}, {4}, set())):
             try:
                 outcomes.append(results.get(timeout=120))
             except queue.Empty:
-                raise AssertionError(f"a writer sent nothing in 120 s: got {outcomes}, exit codes "
-                                     f"{[worker.exitcode for worker in workers]}") from None
+                raise AssertionError(
+                    f"a writer sent nothing in 120 s: got {outcomes}, exit codes "
+                    f"{[worker.exitcode for worker in workers]}"
+                ) from None
         return sorted(outcomes, key=lambda outcome: outcome[0])
     finally:
         barrier.abort()  # a worker that failed leaves the others waiting
@@ -95,8 +106,12 @@ def check_open_between_a_flush_point_and_its_episodes(target):
         with mock.patch.object(writer, "_close_open", open_another_then_close):
             writer.flush()
         with opened[0] as reader:
-            reader.observe("service 0: latency high again", timestamp=T0 + timedelta(minutes=2), situation="incident",
-                           principal="a")
+            reader.observe(
+                "service 0: latency high again",
+                timestamp=T0 + timedelta(minutes=2),
+                situation="incident",
+                principal="a",
+            )
             reader.flush()
             assert len(reader.episodes("a")) == 2
             assert reader.projection() == reader.rebuild()

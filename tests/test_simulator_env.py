@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import timezone
+from datetime import UTC
 
 import pytest
 
@@ -59,9 +59,11 @@ def test_same_seed_same_stream_different_seed_same_truths(name):
     assert env1.events != env3.events
     truths = [(r.info["round_id"], r.info["truth"]) for r in results1]
     assert truths == [(r.info["round_id"], r.info["truth"]) for r in results3]
+
     # Only order and timing vary: each seed shows the same observation texts per round.
     def texts(env):
         return Counter((e.situation, e.kind, e.text) for e in env.events if e.kind != "outcome")
+
     assert texts(env1) == texts(env3)
 
 
@@ -79,7 +81,12 @@ def test_stream_invariants(name):
         json.dumps(e.metadata)
         assert not hidden & set(_leaves(e.metadata)), e
         assert not any(t in e.text for t in s.root_causes), e
-        assert e.role in ("environment", "user", "system") and e.kind in ("observation", "outcome", "correction", "note")
+        assert e.role in ("environment", "user", "system") and e.kind in (
+            "observation",
+            "outcome",
+            "correction",
+            "note",
+        )
     for prompt, result in zip(prompts, results):
         assert all(e.timestamp < prompt.decision_time for e in prompt.events)
         assert result.events[0].kind == "outcome" and result.events[0].timestamp > prompt.decision_time
@@ -117,7 +124,7 @@ def test_round_texts_interludes_and_exhausted_round():
     assert r2[-1].round_done and not r2[-1].correct
     assert all(len(x.events) == 1 for x in r2)  # no correction text: nothing more revealed
     r3 = prompts[-1]
-    assert r3.decision_time.astimezone(timezone.utc).date().isoformat() == "2026-02-04"
+    assert r3.decision_time.astimezone(UTC).date().isoformat() == "2026-02-04"
 
 
 def test_invalid_choice_counts_as_wrong_attempt():
@@ -155,8 +162,10 @@ def test_later_rounds_do_not_depend_on_earlier_choices():
     env_a, _, _ = play(s, seed=5)
     env_b, _, _ = play(s, seed=5, policy=lambda p: p.candidates[-1])
     last = s.rounds[-1]
+
     def last_round_obs(env):
         return [e.text for e in env.events if e.kind == "observation" and e.metadata["service"] == last.service]
+
     assert last_round_obs(env_a) == last_round_obs(env_b)
 
 

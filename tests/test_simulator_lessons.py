@@ -33,9 +33,13 @@ def test_recurrences_are_paraphrased_and_the_runbook_does_not_solve_them():
     doc = generate_lessons(60, seed=5, families="test")
     overlap = float(doc["description"].rsplit(": ", 1)[1].rstrip("."))
     assert 0.0 < overlap <= 0.3
-    assert lesson_overlap([{"id": "a", "kind": "lesson", "observations": ["extra disk full"]},
-                           {"id": "b", "kind": "lesson_recur", "observations": ["disk full"]}],
-                          {"a": 0, "b": 0}) == pytest.approx(2 / 3)
+    assert lesson_overlap(
+        [
+            {"id": "a", "kind": "lesson", "observations": ["extra disk full"]},
+            {"id": "b", "kind": "lesson_recur", "observations": ["disk full"]},
+        ],
+        {"a": 0, "b": 0},
+    ) == pytest.approx(2 / 3)
     rounds = play(scenarios.loads(to_yaml(doc)), 0, NoMemoryAgent(HeuristicReasoner())).rounds
     assert sum(r.first_correct for r in rounds) / len(rounds) <= 0.6
     assert not any(r.first_correct for r in rounds if r.kind in ("lesson", "lesson_recur"))
@@ -72,4 +76,6 @@ def check_caused_referents(rounds):
     for n, cause in caused:
         service = rounds[cause]["service"]
         between = [r["id"] for r in rounds[cause + 1 : n] if r["service"] == service]
-        assert not between, f"{rounds[n]['id']} is caused by {rounds[cause]['id']} on {service}, changed again in {between}"
+        assert not between, (
+            f"{rounds[n]['id']} is caused by {rounds[cause]['id']} on {service}, changed again in {between}"
+        )

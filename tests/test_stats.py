@@ -50,17 +50,34 @@ from eval.stats import cluster_bootstrap, sign_test  # noqa: E402
 
 def _records(pattern, seeds):
     """One record per (seed, round); `pattern` is the per-round first-attempt correctness."""
-    return [RoundRecord(scenario="s", seed=seed, round=f"r{i}", kind="k", truth="x", first_decision="x",
-                        first_correct=right, solved=True, attempts=1)
-            for seed in seeds for i, right in enumerate(pattern)]
+    return [
+        RoundRecord(
+            scenario="s",
+            seed=seed,
+            round=f"r{i}",
+            kind="k",
+            truth="x",
+            first_decision="x",
+            first_correct=right,
+            solved=True,
+            attempts=1,
+        )
+        for seed in seeds
+        for i, right in enumerate(pattern)
+    ]
 
 
 def test_seeds_that_duplicate_rounds_do_not_change_the_round_level_test():
     a = [True] * 7 + [False, True, True]
     b = [False] * 5 + [True, True, True, False, True]
+
     def log(seeds):  # a synthetic run log, read back the way the report reads it
-        return {"agents": {"episodic": {"rounds": [r.to_json() for r in _records(a, seeds)]},
-                           "flat_rag": {"rounds": [r.to_json() for r in _records(b, seeds)]}}}
+        return {
+            "agents": {
+                "episodic": {"rounds": [r.to_json() for r in _records(a, seeds)]},
+                "flat_rag": {"rounds": [r.to_json() for r in _records(b, seeds)]},
+            }
+        }
 
     def compared(seeds):
         data = json.loads(json.dumps(log(seeds)))
@@ -72,8 +89,12 @@ def test_seeds_that_duplicate_rounds_do_not_change_the_round_level_test():
     assert once["sign_test_p"] == pytest.approx(2 * (1 + 7) / 128)  # exact binomial, 1 of 7
     assert not once["significant"]
     # The per-trial McNemar does change with duplicated seeds: exactly the overstatement removed.
-    assert mcnemar_exact([r.first_correct for r in _records(a, range(5))],
-                         [r.first_correct for r in _records(b, range(5))]).p_value < once["sign_test_p"]
+    assert (
+        mcnemar_exact(
+            [r.first_correct for r in _records(a, range(5))], [r.first_correct for r in _records(b, range(5))]
+        ).p_value
+        < once["sign_test_p"]
+    )
     assert round_level(_records(a, range(5)))["rounds"] == 10
 
 

@@ -14,10 +14,11 @@ import json
 import re
 import shutil
 import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
@@ -60,6 +61,7 @@ def store(base, tmp_path) -> Path:
 
 
 # -- how the cases change the store ------------------------------------------------------------
+
 
 @contextmanager
 def sql(path: Path, *triggers: str) -> Iterator[sqlite3.Connection]:
@@ -151,13 +153,17 @@ def edit_entry(column: str, change: Callable[[str], str], seq: int = 5) -> Calla
         with sql(path, "timeline_no_update") as db:
             old = db.execute(f"SELECT {column} FROM timeline WHERE seq = ?", (seq,)).fetchone()[0]
             db.execute(f"UPDATE timeline SET {column} = ? WHERE seq = ?", (change(old), seq))
+
     return tamper
 
 
 def edit_outcome(path: Path) -> None:
     with sql(path, "records_no_update") as db:
-        seq = next(s for s in (row[0] for row in db.execute("SELECT seq FROM records WHERE kind = 'episode'"))
-                   if record(db, s)[2]["outcome"] == "SUCCESS")
+        seq = next(
+            s
+            for s in (row[0] for row in db.execute("SELECT seq FROM records WHERE kind = 'episode'"))
+            if record(db, s)[2]["outcome"] == "SUCCESS"
+        )
         rewrite_body(db, seq, lambda body: body.update(outcome="FAILURE"))
 
 
@@ -168,8 +174,10 @@ def edit_confidence(path: Path) -> None:
 
 def edit_digest(path: Path) -> None:
     with sql(path, "digests_no_update") as db:
-        db.execute("UPDATE digests SET digest = ? WHERE tbl = 'records' AND seq = 50",
-                   (hashlib.sha256(b"another row").digest(),))
+        db.execute(
+            "UPDATE digests SET digest = ? WHERE tbl = 'records' AND seq = 50",
+            (hashlib.sha256(b"another row").digest(),),
+        )
 
 
 def forge_entry(path: Path) -> None:
@@ -203,6 +211,7 @@ def delete(query: str, trigger: str) -> Callable[[Path], None]:
     def tamper(path: Path) -> None:
         with sql(path, trigger) as db:
             db.execute(query)
+
     return tamper
 
 
@@ -231,23 +240,38 @@ def swap_bodies(path: Path) -> None:
 
 def erase_other_tenant(with_digest: bool) -> Callable[[Path], None]:
     """An erasure of team-b's entries made with SQL alone: the narrowed triggers allow every statement."""
+
     def tamper(path: Path) -> None:
         with sql(path) as db:
             targets = db.execute("SELECT seq, id FROM timeline WHERE principal = 'team-b' ORDER BY seq").fetchall()
-            body = {"at": "2026-03-20T09:00:00.000000+00:00", "by": "dpo", "reason": "tenant left",
-                    "principal": "team-b", "entries": len(targets), "entries_sha256": listing_digest(targets),
-                    "format": 1, "snapshots_upto": 0}
+            body = {
+                "at": "2026-03-20T09:00:00.000000+00:00",
+                "by": "dpo",
+                "reason": "tenant left",
+                "principal": "team-b",
+                "entries": len(targets),
+                "entries_sha256": listing_digest(targets),
+                "format": 1,
+                "snapshots_upto": 0,
+            }
             record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
             row = ("erasure", record_id, json.dumps(body, sort_keys=True, separators=(",", ":")))
             newest = db.execute("INSERT INTO records (kind, id, body) VALUES (?,?,?)", row).lastrowid
             if with_digest:
-                db.execute("INSERT INTO digests (tbl, seq, digest) VALUES ('records', ?, ?)",
-                           (newest, next_digest(db, row)))
-            db.executemany("INSERT INTO erased (seq, id, erasure) VALUES (?,?,?)",
-                           [(seq, entry_id, record_id) for seq, entry_id in targets])
-            db.executemany("UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', "
-                           "embedding = X'' WHERE seq = ?", [(seq,) for seq, _ in targets])
+                db.execute(
+                    "INSERT INTO digests (tbl, seq, digest) VALUES ('records', ?, ?)", (newest, next_digest(db, row))
+                )
+            db.executemany(
+                "INSERT INTO erased (seq, id, erasure) VALUES (?,?,?)",
+                [(seq, entry_id, record_id) for seq, entry_id in targets],
+            )
+            db.executemany(
+                "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', "
+                "embedding = X'' WHERE seq = ?",
+                [(seq,) for seq, _ in targets],
+            )
             db.execute("DELETE FROM records WHERE seq < ? AND kind != 'erasure'", (newest,))
+
     return tamper
 
 
@@ -275,64 +299,111 @@ class Case(NamedTuple):
 CASES = {
     # bit flips
     "flip timeline text": Case(flip_text, r"timeline seq=11 .*content does not match its id"),
-    "flip records body": Case(flip_body, r"records seq=\d+ kind=episode .*(malformed|does not match its digest)",
-                              refused=r"records row seq=\d+ kind=episode .*it does not decompress"),
+    "flip records body": Case(
+        flip_body,
+        r"records seq=\d+ kind=episode .*(malformed|does not match its digest)",
+        refused=r"records row seq=\d+ kind=episode .*it does not decompress",
+    ),
     "flip digest": Case(flip_digest, r"records seq=45 .*content does not match its digest"),
-    "flip anchor": Case(flip_anchor, r"anchor file: slot \d fails its checksum", gap=(
-        "a slot failing its checksum is what a write torn by a crash leaves, which the anchor's two slots are "
-        "there to survive: verify notes it and uses the other slot, whose older state the store still matches")),
+    "flip anchor": Case(
+        flip_anchor,
+        r"anchor file: slot \d fails its checksum",
+        gap=(
+            "a slot failing its checksum is what a write torn by a crash leaves, which the anchor's two slots are "
+            "there to survive: verify notes it and uses the other slot, whose older state the store still matches"
+        ),
+    ),
     # edited rows
-    "edit entry text": Case(edit_entry("text", lambda text: text.replace("spool", "network")),
-                            r"timeline seq=5 .*content does not match its id"),
-    "edit entry timestamp": Case(edit_entry("timestamp", lambda ts: ts.replace("T09", "T08")),
-                                 r"timeline seq=5 .*content does not match its id"),
-    "edit entry principal": Case(edit_entry("principal", lambda _: "team-b"),
-                                 r"timeline seq=5 .*content does not match its id"),
+    "edit entry text": Case(
+        edit_entry("text", lambda text: text.replace("spool", "network")),
+        r"timeline seq=5 .*content does not match its id",
+    ),
+    "edit entry timestamp": Case(
+        edit_entry("timestamp", lambda ts: ts.replace("T09", "T08")), r"timeline seq=5 .*content does not match its id"
+    ),
+    "edit entry principal": Case(
+        edit_entry("principal", lambda _: "team-b"), r"timeline seq=5 .*content does not match its id"
+    ),
     "edit episode outcome": Case(edit_outcome, r"records seq=\d+ kind=episode .*content does not match its digest"),
-    "edit fact confidence": Case(edit_confidence,
-                                 r"records seq=\d+ kind=fact_version .*content does not match its digest"),
+    "edit fact confidence": Case(
+        edit_confidence, r"records seq=\d+ kind=fact_version .*content does not match its digest"
+    ),
     "edit digest": Case(edit_digest, r"records seq=50 .*content does not match its digest"),
     # forged rows
     "forge entry with a wrong id": Case(forge_entry, r"timeline seq=34 .*content does not match its id"),
-    "forge fact of another tenant": Case(forge_fact, r"kind=fact_version id=fact-forged@1: not covered by the digest",
-                                         refused=r"id=fact-forged@1 was written past the store's writer"),
-    "forge fact and its digest": Case(forge_fact_with_digest, r"fact-forged@1", gap=(
-        "a row appended with the digest the writer would give it leaves the store ahead of its anchor, as a "
-        "commit does until its anchor is written (another writer, a crash); the next write anchors it")),
-    "forge edge": Case(forge_edge, r"kind=edge id=edge-forged: not covered by the digest chain",
-                       refused=r"id=edge-forged was written past the store's writer"),
+    "forge fact of another tenant": Case(
+        forge_fact,
+        r"kind=fact_version id=fact-forged@1: not covered by the digest",
+        refused=r"id=fact-forged@1 was written past the store's writer",
+    ),
+    "forge fact and its digest": Case(
+        forge_fact_with_digest,
+        r"fact-forged@1",
+        gap=(
+            "a row appended with the digest the writer would give it leaves the store ahead of its anchor, as a "
+            "commit does until its anchor is written (another writer, a crash); the next write anchors it"
+        ),
+    ),
+    "forge edge": Case(
+        forge_edge,
+        r"kind=edge id=edge-forged: not covered by the digest chain",
+        refused=r"id=edge-forged was written past the store's writer",
+    ),
     # deleted rows
-    "delete last 3 entries": Case(delete("DELETE FROM timeline WHERE seq >= 31", "timeline_no_delete"),
-                                  r"timeline: 31 entries, the anchor records 34: the tail was lost",
-                                  refused=r"the store holds 31 entries but its anchor records 34"),
-    "delete a middle entry": Case(delete("DELETE FROM timeline WHERE seq = 10", "timeline_no_delete"),
-                                  r"timeline seq=11 .*sequence number 11, expected 10"),
-    "delete last 5 records": Case(delete("DELETE FROM records WHERE seq > (SELECT MAX(seq) - 5 FROM records)",
-                                         "records_no_delete"), r"records seq=\d+: digested row is missing",
-                                  refused=r"records row seq=\d+ recorded by the anchor is missing"),
-    "delete a digest": Case(delete("DELETE FROM digests WHERE tbl = 'records' AND seq = 50", "digests_no_delete"),
-                            r"records seq=50"),
+    "delete last 3 entries": Case(
+        delete("DELETE FROM timeline WHERE seq >= 31", "timeline_no_delete"),
+        r"timeline: 31 entries, the anchor records 34: the tail was lost",
+        refused=r"the store holds 31 entries but its anchor records 34",
+    ),
+    "delete a middle entry": Case(
+        delete("DELETE FROM timeline WHERE seq = 10", "timeline_no_delete"),
+        r"timeline seq=11 .*sequence number 11, expected 10",
+    ),
+    "delete last 5 records": Case(
+        delete("DELETE FROM records WHERE seq > (SELECT MAX(seq) - 5 FROM records)", "records_no_delete"),
+        r"records seq=\d+: digested row is missing",
+        refused=r"records row seq=\d+ recorded by the anchor is missing",
+    ),
+    "delete a digest": Case(
+        delete("DELETE FROM digests WHERE tbl = 'records' AND seq = 50", "digests_no_delete"), r"records seq=50"
+    ),
     "delete the anchor": Case(delete_anchor, r"no anchor file", note=True),
     # swapped rows
     "swap two entries": Case(swap_entries, r"timeline seq=0 .*content does not match its id"),
     "swap two bodies": Case(swap_bodies, r"records seq=\d+ kind=episode .*content does not match its digest"),
     # forged erasure
-    "forge an erasure of another tenant": Case(erase_other_tenant(with_digest=False),
-                                               r"kind=erasure id=\w+: not covered by the digest chain",
-                                               refused=r"kind=erasure id=\w+ was written past the store's writer"),
-    "forge an erasure and its digest": Case(erase_other_tenant(with_digest=True), r"kind=erasure", gap=(
-        "the narrowed triggers allow every statement of an erasure and the record gets the digest the writer "
-        "would give it: the store is only ahead of its anchor, as after an honest erasure not yet anchored")),
-    "edit an erased row's principal": Case(edit_erased_principal, r"timeline seq=18 ", gap=(
-        "an erased row's principal and timestamp are covered only by its id, which cannot be recomputed "
-        "without the erased content, and the erased listing holds seq and id alone")),
+    "forge an erasure of another tenant": Case(
+        erase_other_tenant(with_digest=False),
+        r"kind=erasure id=\w+: not covered by the digest chain",
+        refused=r"kind=erasure id=\w+ was written past the store's writer",
+    ),
+    "forge an erasure and its digest": Case(
+        erase_other_tenant(with_digest=True),
+        r"kind=erasure",
+        gap=(
+            "the narrowed triggers allow every statement of an erasure and the record gets the digest the writer "
+            "would give it: the store is only ahead of its anchor, as after an honest erasure not yet anchored"
+        ),
+    ),
+    "edit an erased row's principal": Case(
+        edit_erased_principal,
+        r"timeline seq=18 ",
+        gap=(
+            "an erased row's principal and timestamp are covered only by its id, which cannot be recomputed "
+            "without the erased content, and the erased listing holds seq and id alone"
+        ),
+    ),
     # schema
-    "rewind the schema version": Case(rewind_version, r"schema version 3 recorded .*the version was rewound",
-                                      refused=r"schema version 3 recorded .*the version was rewound"),
+    "rewind the schema version": Case(
+        rewind_version,
+        r"schema version 3 recorded .*the version was rewound",
+        refused=r"schema version 3 recorded .*the version was rewound",
+    ),
 }
 
 
 # -- what is checked ---------------------------------------------------------------------------
+
 
 def verify(path: Path, capsys) -> tuple[int, str]:
     """`python -m memory verify`, in-process: (exit code, what it printed)."""
@@ -375,8 +446,13 @@ def test_the_base_store_verifies(base, capsys):
     assert verify(base, capsys)[0] == 0
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=case.gap))
-                                  if case.gap else name for name, case in CASES.items()])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=case.gap)) if case.gap else name
+        for name, case in CASES.items()
+    ],
+)
 def test_tampering_is_named_before_and_after_an_honest_write(store, name, capsys):
     case = CASES[name]
     case.tamper(store)
@@ -400,7 +476,9 @@ def test_tampering_is_named_before_and_after_an_honest_write(store, name, capsys
 def test_a_damaged_anchor_slot_is_noted_and_the_other_slot_used(store, capsys):
     flip_anchor(store)
     code, output = verify(store, capsys)
-    assert code == 0 and re.search(rf"^note {re.escape(str(store))}: anchor file: slot \d fails its checksum", output, re.M)
+    assert code == 0 and re.search(
+        rf"^note {re.escape(str(store))}: anchor file: slot \d fails its checksum", output, re.M
+    )
     delete("DELETE FROM timeline WHERE seq = 33", "timeline_no_delete")(store)  # the other slot anchors seq 33 too
     code, output = verify(store, capsys)
     assert code == 1 and "timeline: 33 entries, the anchor records 34: the tail was lost" in output

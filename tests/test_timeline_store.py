@@ -1,10 +1,10 @@
 """Timeline entries through the SQLite store: round trips, immutability, integrity."""
 
+import dataclasses
 import json
 import multiprocessing
-import dataclasses
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -19,20 +19,31 @@ from memory.timeline.entries import GENESIS_ID, entry_id, format_timestamp
 from memory.timeline.schema import READ_COLUMNS
 from tests.builders import T0, at, open_timeline
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**53, 2**53), st.text(max_size=20),
-                         st.floats(allow_nan=False, allow_infinity=False))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
-entry_fields = st.fixed_dictionaries({
-    "text": st.text(max_size=200),
-    "kind": st.sampled_from(list(Kind)),
-    "role": st.sampled_from(list(Role)),
-    "situation": st.text(min_size=1, max_size=20),
-    "principal": st.text(min_size=1, max_size=10),
-    "metadata": st.dictionaries(st.text(max_size=8), json_values, max_size=4),
-    "timestamp": st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1),
-                              timezones=st.just(timezone.utc)),
-})
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.text(max_size=20),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+entry_fields = st.fixed_dictionaries(
+    {
+        "text": st.text(max_size=200),
+        "kind": st.sampled_from(list(Kind)),
+        "role": st.sampled_from(list(Role)),
+        "situation": st.text(min_size=1, max_size=20),
+        "principal": st.text(min_size=1, max_size=10),
+        "metadata": st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+        "timestamp": st.datetimes(
+            min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+        ),
+    }
+)
 
 
 def _assert_same(a, b):
@@ -112,14 +123,29 @@ def test_records_are_insert_only_and_idempotent():
     assert list(store.records("edge")) == [("a", {"w": 1}), ("b", {"w": 2})]
 
 
-@pytest.mark.parametrize("column,value", [("text", "pool exhausteD"), ("metadata", '{"service":"X"}'),
-                                          ("timestamp", format_timestamp(at(seconds=1))), ("principal", "evil"),
-                                          ("prev_id", "f" * 64)])
+@pytest.mark.parametrize(
+    "column,value",
+    [
+        ("text", "pool exhausteD"),
+        ("metadata", '{"service":"X"}'),
+        ("timestamp", format_timestamp(at(seconds=1))),
+        ("principal", "evil"),
+        ("prev_id", "f" * 64),
+    ],
+)
 def test_tampering_one_row_names_that_entry(tmp_path, column, value):
     timeline = open_timeline(tmp_path / "m.db")
-    entries = [timeline.append(f"entry {i} pool exhausted", kind="observation", role="environment",
-                               timestamp=at(minutes=i), situation="s", metadata={"service": "api"})
-               for i in range(5)]
+    entries = [
+        timeline.append(
+            f"entry {i} pool exhausted",
+            kind="observation",
+            role="environment",
+            timestamp=at(minutes=i),
+            situation="s",
+            metadata={"service": "api"},
+        )
+        for i in range(5)
+    ]
     raw = sqlite3.connect(tmp_path / "m.db")
     raw.execute("DROP TRIGGER timeline_no_update")
     raw.execute(f"UPDATE timeline SET {column} = ? WHERE seq = 3", (value,))
@@ -133,10 +159,13 @@ def test_tampering_one_row_names_that_entry(tmp_path, column, value):
 
 def test_a_row_stores_its_previous_id_only_when_it_is_not_the_row_before(tmp_path):
     timeline = open_timeline(tmp_path / "m.db")
-    entries = [timeline.append(f"entry {i}", kind="note", role="system", timestamp=at(minutes=i), situation="s")
-               for i in range(3)]
-    entries += timeline.append_many([dict(text=f"batch {i}", kind="note", role="system", timestamp=at(hours=1),
-                                          situation="s") for i in range(3)])
+    entries = [
+        timeline.append(f"entry {i}", kind="note", role="system", timestamp=at(minutes=i), situation="s")
+        for i in range(3)
+    ]
+    entries += timeline.append_many(
+        [dict(text=f"batch {i}", kind="note", role="system", timestamp=at(hours=1), situation="s") for i in range(3)]
+    )
     raw = sqlite3.connect(tmp_path / "m.db")
     assert [p for (p,) in raw.execute("SELECT prev_id FROM timeline ORDER BY seq")] == [GENESIS_ID] + [""] * 5
     timeline.store.close()
@@ -202,8 +231,14 @@ def test_derived_digests_are_stored_as_bytes_and_older_stores_keep_text_until_th
 def test_flipping_one_embedding_byte_is_detected(tmp_path):
     timeline = open_timeline(tmp_path / "m.db")
     # drafts not marked as made from their text: the store keeps their vectors
-    entries = [timeline.store.append(dataclasses.replace(timeline.draft(
-        f"entry {i}", kind="note", role="system", timestamp=T0, situation="s"), encoded=None)) for i in range(3)]
+    entries = [
+        timeline.store.append(
+            dataclasses.replace(
+                timeline.draft(f"entry {i}", kind="note", role="system", timestamp=T0, situation="s"), encoded=None
+            )
+        )
+        for i in range(3)
+    ]
     raw = sqlite3.connect(tmp_path / "m.db")
     blob = bytearray(raw.execute("SELECT embedding FROM timeline WHERE seq = 1").fetchone()[0])
     blob[5] ^= 0x01
@@ -271,8 +306,7 @@ def test_two_processes_appending_lose_nothing(tmp_path):
 def test_reading_by_principal_situation_and_range():
     timeline = open_timeline()
     for i in range(6):
-        timeline.append(f"e{i}", kind="note", role="system", timestamp=T0, situation=f"s{i % 2}",
-                        principal=f"p{i % 3}")
+        timeline.append(f"e{i}", kind="note", role="system", timestamp=T0, situation=f"s{i % 2}", principal=f"p{i % 3}")
     store = timeline.store
     assert [e.text for e in store.entries(principal="p0")] == ["e0", "e3"]
     assert [e.text for e in store.entries(situation="s1")] == ["e1", "e3", "e5"]
@@ -281,15 +315,24 @@ def test_reading_by_principal_situation_and_range():
 
 def test_decisions_between_are_a_principal_s_decisions_in_a_seq_range_in_order():
     timeline = open_timeline()
-    written = [timeline.append(f"e{i}", kind="decision" if i % 3 else "observation", role="agent", timestamp=T0,
-                               situation=f"s{i % 2}", principal="p1" if i >= 8 else "p0",
-                               metadata={"attempt": i, "favoured": {"prior": f"c{i}"}})
-               for i in range(10)]
+    written = [
+        timeline.append(
+            f"e{i}",
+            kind="decision" if i % 3 else "observation",
+            role="agent",
+            timestamp=T0,
+            situation=f"s{i % 2}",
+            principal="p1" if i >= 8 else "p0",
+            metadata={"attempt": i, "favoured": {"prior": f"c{i}"}},
+        )
+        for i in range(10)
+    ]
     store = timeline.store
     wanted = [(e.seq, e.metadata) for e in written[2:8] if e.kind is Kind.DECISION and e.principal == "p0"]
     assert store.decisions_between("p0", written[2].seq, written[9].seq) == wanted  # both situations, p1's left out
     assert store.decisions_between("p1", written[0].seq, written[9].seq) == [
-        (e.seq, e.metadata) for e in written[8:] if e.kind is Kind.DECISION]
+        (e.seq, e.metadata) for e in written[8:] if e.kind is Kind.DECISION
+    ]
     assert store.decisions_between("p0", written[5].seq, written[4].seq) == []
 
 
@@ -324,8 +367,11 @@ def test_a_store_opens_only_with_the_encoder_that_embedded_it(tmp_path):
     path = tmp_path / "memory.db"
     with EpisodicMemory(path, encoder=HashingEncoder(dim=64)) as memory:
         memory.observe("disk full on db-1", timestamp=T0)
-    with pytest.raises(EncoderMismatch, match=r"memory\.db: its entries were embedded by encoder "
-                                              r"'hashing-v2-d64-c0\.5', not 'hashing-v2-d1024-c0\.5'"):
+    with pytest.raises(
+        EncoderMismatch,
+        match=r"memory\.db: its entries were embedded by encoder "
+        r"'hashing-v2-d64-c0\.5', not 'hashing-v2-d1024-c0\.5'",
+    ):
         EpisodicMemory(path)
     with EpisodicMemory(path, encoder=HashingEncoder(dim=64)) as memory:  # the refusal left the store usable
         memory.observe("disk full on db-2", timestamp=at(minutes=1))
@@ -350,13 +396,37 @@ def test_replacing_a_timeline_s_redactor_forgets_what_the_old_one_left_alone(tmp
 
     timeline = open_timeline(tmp_path / "m.db", redactor=NoRedaction())
     secret = {"contact": "jane.doe@example.com"}
-    plain = timeline.append("paged the on-call", kind="note", role="user", timestamp=T0,
-                            situation="call jane.doe@example.com", metadata=secret)
+    plain = timeline.append(
+        "paged the on-call",
+        kind="note",
+        role="user",
+        timestamp=T0,
+        situation="call jane.doe@example.com",
+        metadata=secret,
+    )
     assert plain.metadata == secret and "jane.doe" in plain.situation
     timeline.redactor = PatternRedactor()
-    for entry in (timeline.append("paged again", kind="note", role="user", timestamp=at(minutes=1),
-                                  situation="call jane.doe@example.com", metadata=secret),
-                  *timeline.append_many([{"text": "and again", "kind": "note", "role": "user", "timestamp": at(minutes=2),
-                                          "situation": "call jane.doe@example.com", "metadata": secret}])):
+    for entry in (
+        timeline.append(
+            "paged again",
+            kind="note",
+            role="user",
+            timestamp=at(minutes=1),
+            situation="call jane.doe@example.com",
+            metadata=secret,
+        ),
+        *timeline.append_many(
+            [
+                {
+                    "text": "and again",
+                    "kind": "note",
+                    "role": "user",
+                    "timestamp": at(minutes=2),
+                    "situation": "call jane.doe@example.com",
+                    "metadata": secret,
+                }
+            ]
+        ),
+    ):
         assert "jane.doe" not in entry.metadata["contact"] and "[EMAIL#" in entry.metadata["contact"]
         assert "jane.doe" not in entry.situation

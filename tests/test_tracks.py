@@ -7,17 +7,33 @@ from eval.tracks import base_and_order, ceiling, first_ranking, main, published_
 
 def _row(scenario, round_id, kind, truth, scores, *, seed=0, solved=True, attempts=1):
     first = max(scores, key=lambda cid: scores[cid])
-    return {"scenario": scenario, "seed": seed, "round": round_id, "kind": kind, "truth": truth,
-            "first_decision": first, "first_correct": first == truth, "solved": solved, "attempts": attempts,
-            "candidate_scores": {cid: {"total": value} for cid, value in scores.items()}}
+    return {
+        "scenario": scenario,
+        "seed": seed,
+        "round": round_id,
+        "kind": kind,
+        "truth": truth,
+        "first_decision": first,
+        "first_correct": first == truth,
+        "solved": solved,
+        "attempts": attempts,
+        "candidate_scores": {cid: {"total": value} for cid, value in scores.items()},
+    }
 
 
 def _log():
     time_rows = [
         _row("petshop-high-traffic", "train-0", "latency", "a", {"a": 3, "b": 2, "c": 1, "d": 0}),
         _row("petshop-high-traffic", "test-0", "latency", "c", {"a": 3, "b": 2, "c": 1, "d": 0}, attempts=3),
-        _row("petshop-high-traffic", "test-1", "availability", "d", {"a": 3, "b": 2, "c": 1, "d": 0}, solved=False,
-             attempts=3),
+        _row(
+            "petshop-high-traffic",
+            "test-1",
+            "availability",
+            "d",
+            {"a": 3, "b": 2, "c": 1, "d": 0},
+            solved=False,
+            attempts=3,
+        ),
     ]
     other = [dict(r, first_correct=True, first_decision=r["truth"]) for r in time_rows]
     shuffled = [dict(r, scenario="petshop-high-traffic@shuffled-0") for r in reversed(time_rows)]
@@ -66,8 +82,10 @@ def test_cli_reads_logs_and_rejects_others(tmp_path, capsys):
 
 
 def test_ceiling_counts_recurrences_and_the_runbook_right():
-    rows = [{"scenario": "s", "seed": 0, "truth": truth, "first_correct": right}
-            for truth, right in (("a", False), ("a", False), ("b", True), ("c", False), ("b", False))]
+    rows = [
+        {"scenario": "s", "seed": 0, "truth": truth, "first_correct": right}
+        for truth, right in (("a", False), ("a", False), ("b", True), ("c", False), ("b", False))
+    ]
     assert ceiling(rows) == 3 / 5  # the second a, the runbook's b, the second b; never the first a or c
     assert ceiling([]) is None
     assert tracks(_log())["petshop-high-traffic"]["groups"]["time"]["ceiling"] == 1.0  # no_memory right on all

@@ -12,8 +12,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.persistence import runs as snapshot
-from memory.persistence.vectors import (DIGEST_BYTES, StoredRows, VectorFile, bitmap_bytes, pack_rows, row_checksums,
-                                        row_digests, row_offsets, row_sizes)
+from memory.persistence.vectors import (
+    DIGEST_BYTES,
+    StoredRows,
+    VectorFile,
+    bitmap_bytes,
+    pack_rows,
+    row_checksums,
+    row_digests,
+    row_offsets,
+    row_sizes,
+)
 from tests.test_open_snapshot import exact, opened, runs_of, state
 from tests.test_retriever_bounds import play
 
@@ -43,11 +52,15 @@ def rows_of_runs(path) -> tuple[np.ndarray, int]:
     db = sqlite3.connect(path)
     rows, size = [np.zeros((0, 1024), np.float32)], 0
     try:
-        for meta_text, body in db.execute("SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (snapshot.RUN,)):
+        for meta_text, body in db.execute(
+            "SELECT meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (snapshot.RUN,)
+        ):
             meta = json.loads(meta_text)
-            sections = {name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
-                        for name, (offset, length, dtype, shape) in meta["sections"].items()
-                        if name.startswith(("counts:", "palettes:"))}
+            sections = {
+                name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
+                for name, (offset, length, dtype, shape) in meta["sections"].items()
+                if name.startswith(("counts:", "palettes:"))
+            }
             for principal in meta.get("vectors", {}):
                 offsets, counts, palettes = snapshot.sidecar_rows(meta, principal, sections, int(meta["dim"]))
                 rows.append(VectorFile(sidecar(path), int(meta["dim"])).read(offsets, counts, palettes))
@@ -69,8 +82,10 @@ def test_runs_point_into_the_sidecar_and_an_open_memory_holds_no_stored_vector(t
         expected = state(live)
     assert all(n > 0 for n in held_live.values())  # rows written to runs were released while recording
     metas = [meta for _, _, meta in runs_of(path)]
-    assert metas and all(meta["format"] == snapshot.FORMAT and not any(n.startswith("vectors:") for n in meta["sections"])
-                         for meta in metas)
+    assert metas and all(
+        meta["format"] == snapshot.FORMAT and not any(n.startswith("vectors:") for n in meta["sections"])
+        for meta in metas
+    )
     rows = sum(int(k) for meta in metas for k in meta["rows"].values())
     stored, size = rows_of_runs(path)
     assert len(stored) == rows and not np.isnan(stored).any()
@@ -176,8 +191,13 @@ floats = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnorma
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(1, 40).flatmap(lambda dim: st.lists(
-    st.lists(st.one_of(st.just(0.0), st.just(-0.0), floats), min_size=dim, max_size=dim), min_size=1, max_size=6)))
+@given(
+    st.integers(1, 40).flatmap(
+        lambda dim: st.lists(
+            st.lists(st.one_of(st.just(0.0), st.just(-0.0), floats), min_size=dim, max_size=dim), min_size=1, max_size=6
+        )
+    )
+)
 def test_packed_rows_restore_every_bit(tmp_path_factory, rows):
     data = np.array(rows, dtype=np.float32)
     packed, counts, palettes = pack_rows(data)
@@ -295,15 +315,17 @@ def test_an_exact_open_stores_runs_as_it_goes_and_equals_the_live_memory(tmp_pat
     from tests.test_open_snapshot import PRUNED
 
     path = tmp_path / "m.sqlite"
-    with EpisodicMemory(path, principal="p0", retriever=PRUNED,
-                        persistence=Persistence(run_episodes=10**6, open_run_min=10**6)) as live:
+    with EpisodicMemory(
+        path, principal="p0", retriever=PRUNED, persistence=Persistence(run_episodes=10**6, open_run_min=10**6)
+    ) as live:
         play(live, 60)  # no runs while recording
         expected = state(live)
     assert not stored_metas(path)
     covered_before_open_ended = []
     finish = StoredState.opened
-    monkeypatch.setattr(StoredState, "opened", lambda self: (covered_before_open_ended.append(self.covered),
-                                                             finish(self))[1])
+    monkeypatch.setattr(
+        StoredState, "opened", lambda self: (covered_before_open_ended.append(self.covered), finish(self))[1]
+    )
     with opened(path) as reopened:  # run_episodes=16: the 30 episodes of each principal fill runs while indexing
         assert state(reopened) == expected
     assert covered_before_open_ended[0] > 0
@@ -325,8 +347,11 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
         assert reopened.stored.covered == reopened.store.last_record()  # runs cover every record now
     reads = []
     original = VectorFile.read
-    monkeypatch.setattr(VectorFile, "read", lambda self, offsets, *layout: (reads.append(len(offsets)),
-                                                                          original(self, offsets, *layout))[1])
+    monkeypatch.setattr(
+        VectorFile,
+        "read",
+        lambda self, offsets, *layout: (reads.append(len(offsets)), original(self, offsets, *layout))[1],
+    )
     with EpisodicMemory(path, principal="p0", persistence=SMALL, retriever=unpruned) as reopened:
         part = reopened.index.partition("p0")
         assert part.stored == 0 and len(part.spare) == len(part)  # read once while opening, held since
@@ -335,8 +360,9 @@ def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on
         assert len(reads) == opened_reads  # recall read nothing from the sidecar
     exact_way = Persistence(use_runs=False, open_run_min=10**9)
     with EpisodicMemory(path, principal="p0", persistence=exact_way, retriever=unpruned) as exact_memory:
-        assert after == [[(e.episode.id, e.score) for e in exact_memory.recall(q, situation="ops", k=5).episodes]
-                         for q in QUERIES]
+        assert after == [
+            [(e.episode.id, e.score) for e in exact_memory.recall(q, situation="ops", k=5).episodes] for q in QUERIES
+        ]
 
 
 def recorded_reads(monkeypatch) -> list[tuple[list[int], list[int]]]:
@@ -366,7 +392,8 @@ def golden_store(tmp_path, name: str):
     assert {meta["config"] for meta in stored_metas(path)} == {snapshot.config_digest(GraphConfig())}, (
         "the graph rules' configuration changed since the fixture was written, so its runs are (rightly) "
         "unusable; the problem vectors depend on it: check they are unchanged, then set the runs' meta "
-        "'config' to the new digest (the meta is outside the body digest)")
+        "'config' to the new digest (the meta is outside the body digest)"
+    )
     return path
 
 
@@ -402,7 +429,10 @@ def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monke
         assert state(reopened) == expected
     counts_read = [c for counts, _ in read for c in counts]
     assert counts_read.count(-1) == 16  # the format 2 run's dense rows were read, not recomputed
-    assert {meta["format"] for meta in stored_metas(path)} == {2, snapshot.FORMAT}  # the other 8 episodes went to a new run
+    assert {meta["format"] for meta in stored_metas(path)} == {
+        2,
+        snapshot.FORMAT,
+    }  # the other 8 episodes went to a new run
     assert os.path.getsize(sidecar(path)) > dense_bytes  # appended after the dense rows
     read.clear()
     with opened(path) as again:

@@ -10,9 +10,10 @@ import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rich.console import Console
 
@@ -55,41 +56,99 @@ class Plan:
     agent_rounds: int = 12  # generated rounds the episodic agent decides on a copy of the largest store
 
 
-FULL = Plan(False, durable=1000, batches=20, batch_size=1000, sizes=(1000, 10_000, 100_000), queries=300, opens=3,
-            rounds=1000, compare_runs=3, round_runs=3, jobs_runs=3)
-QUICK = Plan(True, durable=200, batches=5, batch_size=1000, sizes=(1000, 10_000), queries=100, opens=1,
-             rounds=200, compare_runs=1, jobs_runs=1)
+FULL = Plan(
+    False,
+    durable=1000,
+    batches=20,
+    batch_size=1000,
+    sizes=(1000, 10_000, 100_000),
+    queries=300,
+    opens=3,
+    rounds=1000,
+    compare_runs=3,
+    round_runs=3,
+    jobs_runs=3,
+)
+QUICK = Plan(
+    True,
+    durable=200,
+    batches=5,
+    batch_size=1000,
+    sizes=(1000, 10_000),
+    queries=100,
+    opens=1,
+    rounds=200,
+    compare_runs=1,
+    jobs_runs=1,
+)
 MILLION = 1_000_000  # episodes of the size --million adds
 JOBS_ARGS = ("ci-failures", "dns-tls-clock", "memory-gc", "pool-vs-deploy", "--seeds", "5", "--quiet")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m eval.bench", description="Benchmark the episodic memory: appends, recall, open, rounds, compare.",
-        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="python -m eval.bench",
+        description="Benchmark the episodic memory: appends, recall, open, rounds, compare.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer samples (under a minute)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the results here")
-    parser.add_argument("--sizes", type=int, nargs="+", default=None, metavar="N",
-                        help="store sizes in episodes for recall (default 1000 10000 100000; quick: 1000 10000)")
-    parser.add_argument("--rounds", type=int, default=None, help="rounds of the generated scenario (default 1000; quick 200)")
-    parser.add_argument("--queries", type=int, default=None, help="timed recalls per store size (default 300; quick 100)")
-    parser.add_argument("--compare-runs", type=int, default=None, metavar="N",
-                        help="runs of python -m eval.compare (default 3; quick 1; 0 skips it)")
-    parser.add_argument("--jobs-runs", type=int, default=None, metavar="N",
-                        help="paired eval.compare runs with --jobs 1 and --jobs 2 on the four shipped scenarios × "
-                             "5 seeds, for the parallel speedup (default 3; quick 1; 0 skips it)")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="store sizes in episodes for recall (default 1000 10000 100000; quick: 1000 10000)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=None, help="rounds of the generated scenario (default 1000; quick 200)"
+    )
+    parser.add_argument(
+        "--queries", type=int, default=None, help="timed recalls per store size (default 300; quick 100)"
+    )
+    parser.add_argument(
+        "--compare-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs of python -m eval.compare (default 3; quick 1; 0 skips it)",
+    )
+    parser.add_argument(
+        "--jobs-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="paired eval.compare runs with --jobs 1 and --jobs 2 on the four shipped scenarios × "
+        "5 seeds, for the parallel speedup (default 3; quick 1; 0 skips it)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic stores and scenario (default 0)")
-    parser.add_argument("--million", action="store_true",
-                        help=f"also measure a store of {MILLION:,} episodes (needs --store-cache: built once, "
-                             "reused by later runs; building it takes long)")
-    parser.add_argument("--store-cache", default=None, metavar="DIR",
-                        help="keep the built stores in DIR and reuse them on later runs (same size and seed)")
-    parser.add_argument("--server", default=None, metavar="URL|off",
-                        help="PostgreSQL server for the server-store figures beside SQLite's: a postgresql:// URL "
-                             "whose role may create databases, or off; default: start a local server from the "
-                             "system's binaries, skipped (saying why) when there are none")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)")
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        help=f"also measure a store of {MILLION:,} episodes (needs --store-cache: built once, "
+        "reused by later runs; building it takes long)",
+    )
+    parser.add_argument(
+        "--store-cache",
+        default=None,
+        metavar="DIR",
+        help="keep the built stores in DIR and reuse them on later runs (same size and seed)",
+    )
+    parser.add_argument(
+        "--server",
+        default=None,
+        metavar="URL|off",
+        help="PostgreSQL server for the server-store figures beside SQLite's: a postgresql:// URL "
+        "whose role may create databases, or off; default: start a local server from the "
+        "system's binaries, skipped (saying why) when there are none",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)",
+    )
     return parser
 
 
@@ -101,13 +160,22 @@ def plan_from(args: argparse.Namespace, *, quick: Plan = QUICK, full: Plan = FUL
         sizes.add(MILLION)
     cache = getattr(args, "store_cache", None)
     return Plan(
-        quick=base.quick, durable=base.durable, batches=base.batches, batch_size=base.batch_size,
-        sizes=tuple(sorted(sizes)), cache=Path(cache) if cache else None,
-        queries=args.queries if args.queries is not None else base.queries, opens=base.opens,
+        quick=base.quick,
+        durable=base.durable,
+        batches=base.batches,
+        batch_size=base.batch_size,
+        sizes=tuple(sorted(sizes)),
+        cache=Path(cache) if cache else None,
+        queries=args.queries if args.queries is not None else base.queries,
+        opens=base.opens,
         rounds=args.rounds if args.rounds is not None else base.rounds,
-        compare_runs=args.compare_runs if args.compare_runs is not None else base.compare_runs, seed=args.seed,
-        durable_settle=base.durable_settle, round_runs=base.round_runs, agent_rounds=base.agent_rounds,
-        jobs_runs=args.jobs_runs if args.jobs_runs is not None else base.jobs_runs)
+        compare_runs=args.compare_runs if args.compare_runs is not None else base.compare_runs,
+        seed=args.seed,
+        durable_settle=base.durable_settle,
+        round_runs=base.round_runs,
+        agent_rounds=base.agent_rounds,
+        jobs_runs=args.jobs_runs if args.jobs_runs is not None else base.jobs_runs,
+    )
 
 
 def _load() -> list[float] | None:
@@ -120,8 +188,13 @@ def _load() -> list[float] | None:
 def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
     """Measure everything in `plan`, building stores under `directory`; the results document (judged)."""
     started = time.perf_counter()
-    machine = {"cpu_count": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-               "load_avg_start": _load(), **code_version()}
+    machine = {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "load_avg_start": _load(),
+        **code_version(),
+    }
     # small measurements first, while the process holds no large store
     durable, batch = _appends(plan, directory, progress)
     rounds = _rounds(plan, progress)
@@ -134,42 +207,74 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
     speedup = _speedup(plan, progress)
     recall, opened = _stores(plan, directory, progress)
     machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
-    return judge({"append_durable_ms": durable, "append_batch_per_s": batch, "recall_ms": recall,
-                  "store_bytes_per_entry": _per_size(recall, "footprint", "bytes_per_entry", 1),
-                  "resident_mb": _per_size(recall, "resident", "rss_mb", 1), "open_ms": opened,
-                  "round_ms": rounds, "compare_wall_s": compare_wall, "compare_peak_rss_mb": compare_rss,
-                  "compare_jobs_speedup": speedup,
-                  "machine": machine, "quick": plan.quick})
+    return judge(
+        {
+            "append_durable_ms": durable,
+            "append_batch_per_s": batch,
+            "recall_ms": recall,
+            "store_bytes_per_entry": _per_size(recall, "footprint", "bytes_per_entry", 1),
+            "resident_mb": _per_size(recall, "resident", "rss_mb", 1),
+            "open_ms": opened,
+            "round_ms": rounds,
+            "compare_wall_s": compare_wall,
+            "compare_peak_rss_mb": compare_rss,
+            "compare_jobs_speedup": speedup,
+            "machine": machine,
+            "quick": plan.quick,
+        }
+    )
 
 
 def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Durable single appends (FULL and NORMAL) and batch appends."""
-    progress(f"single appends ({plan.durable} on a new store and {plan.durable} in steady state, per synchronous level)")
-    full = measure.durable_appends(directory, plan.durable, synchronous="FULL", seed=plan.seed,
-                                   max_settle=plan.durable_settle)
-    normal = measure.durable_appends(directory, plan.durable, synchronous="NORMAL", seed=plan.seed,
-                                     max_settle=plan.durable_settle)
+    progress(
+        f"single appends ({plan.durable} on a new store and {plan.durable} in steady state, per synchronous level)"
+    )
+    full = measure.durable_appends(
+        directory, plan.durable, synchronous="FULL", seed=plan.seed, max_settle=plan.durable_settle
+    )
+    normal = measure.durable_appends(
+        directory, plan.durable, synchronous="NORMAL", seed=plan.seed, max_settle=plan.durable_settle
+    )
     durable = metric(
-        summarize(full.steady_ms), synchronous="FULL", cpu_ms=summarize(full.steady_cpu_ms).to_json(),
+        summarize(full.steady_ms),
+        synchronous="FULL",
+        cpu_ms=summarize(full.steady_cpu_ms).to_json(),
         phase="steady state: after the store's first WAL checkpoint, commits reuse the WAL file",
-        settled=full.settled, settle_appends=full.settle_appends,
-        new_store={**summarize(full.new_store_ms).to_json(), "synchronous": "FULL",
-                   "wal_grew_until_append": full.wal_grew_until,
-                   "what": "brand-new file, the first appends after 20 warm-ups, while its WAL file still grows "
-                           "(once per store; not judged)"},
-        normal={**summarize(normal.steady_ms).to_json(), "synchronous": "NORMAL",
-                "new_store": summarize(normal.new_store_ms).to_json()},
-        what="Timeline.append on a file SQLiteStore (WAL): redaction, embedding, hash chain, commit")
+        settled=full.settled,
+        settle_appends=full.settle_appends,
+        new_store={
+            **summarize(full.new_store_ms).to_json(),
+            "synchronous": "FULL",
+            "wal_grew_until_append": full.wal_grew_until,
+            "what": "brand-new file, the first appends after 20 warm-ups, while its WAL file still grows "
+            "(once per store; not judged)",
+        },
+        normal={
+            **summarize(normal.steady_ms).to_json(),
+            "synchronous": "NORMAL",
+            "new_store": summarize(normal.new_store_ms).to_json(),
+        },
+        what="Timeline.append on a file SQLiteStore (WAL): redaction, embedding, hash chain, commit",
+    )
     progress(f"batch appends ({plan.batches} × {plan.batch_size})")
     batches = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed)
-    batch = metric(summarize_rate(batches.seconds, plan.batch_size), digits=1, batch_size=plan.batch_size,
-                   cpu_per_s={**summarize_rate(batches.cpu_seconds, plan.batch_size).to_json(1),
-                              "what": "entries per second of process CPU time (what a busy machine slows least)"},
-                   what="entries/s through Timeline.append_many; p95 = rate of the 95th-percentile (slow) batch",
-                   storage_only={**summarize_rate(batches.storage_seconds, plan.batch_size).to_json(1),
-                                 "what": "the same stored rows inserted by SQLite alone, in transactions of the same "
-                                         "size on a new store (no redaction, embedding or hashing): the ceiling "
-                                         "for this storage on this machine"})
+    batch = metric(
+        summarize_rate(batches.seconds, plan.batch_size),
+        digits=1,
+        batch_size=plan.batch_size,
+        cpu_per_s={
+            **summarize_rate(batches.cpu_seconds, plan.batch_size).to_json(1),
+            "what": "entries per second of process CPU time (what a busy machine slows least)",
+        },
+        what="entries/s through Timeline.append_many; p95 = rate of the 95th-percentile (slow) batch",
+        storage_only={
+            **summarize_rate(batches.storage_seconds, plan.batch_size).to_json(1),
+            "what": "the same stored rows inserted by SQLite alone, in transactions of the same "
+            "size on a new store (no redaction, embedding or hashing): the ceiling "
+            "for this storage on this machine",
+        },
+    )
     return durable, batch
 
 
@@ -178,16 +283,22 @@ def _rounds(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
     first: list[float] = []
     last: list[float] = []
     for play in range(plan.round_runs):
-        progress(f"{plan.rounds} generated rounds, episodic agent, heuristic mode (play {play + 1} of {plan.round_runs})")
+        progress(
+            f"{plan.rounds} generated rounds, episodic agent, heuristic mode (play {play + 1} of {plan.round_runs})"
+        )
         per_round = measure.round_times(plan.rounds, seed=plan.seed)
         window = min(100, len(per_round))
         first += per_round[:window]
         last += per_round[-window:]
-    rounds = {"first_100": metric(summarize(first)), "last_100": metric(summarize(last)),
-              "rounds": plan.rounds, "plays": plan.round_runs,
-              "what": "wall time per round (decisions with recall, environment steps, recording), in-memory store; "
-                      "the same scenario played `plays` times, each window pooling its rounds from every play, "
-                      "so a burst of load on the machine weighs less"}
+    rounds = {
+        "first_100": metric(summarize(first)),
+        "last_100": metric(summarize(last)),
+        "rounds": plan.rounds,
+        "plays": plan.round_runs,
+        "what": "wall time per round (decisions with recall, environment steps, recording), in-memory store; "
+        "the same scenario played `plays` times, each window pooling its rounds from every play, "
+        "so a burst of load on the machine weighs less",
+    }
     return rounds
 
 
@@ -197,14 +308,20 @@ def _speedup(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
     parallel: list[float] = []
     for i in range(plan.jobs_runs):
         for jobs, times in ((1, serial), (2, parallel)):
-            progress(f"python -m eval.compare (4 shipped scenarios × 5 seeds) --jobs {jobs} (run {i + 1} of {plan.jobs_runs})")
+            progress(
+                f"python -m eval.compare (4 shipped scenarios × 5 seeds) --jobs {jobs} (run {i + 1} of {plan.jobs_runs})"
+            )
             times.append(measure.compare_run((*JOBS_ARGS, "--jobs", str(jobs))).wall_s)
     ratios = [s / p for s, p in zip(serial, parallel)]
-    return metric(summarize(ratios), digits=2, jobs1_s=[round(t, 2) for t in serial],
-                  jobs2_s=[round(t, 2) for t in parallel],
-                  command="python -m eval.compare " + " ".join(JOBS_ARGS) + " --jobs 1|2",
-                  what="wall time with --jobs 1 divided by wall time with --jobs 2 (higher is better; p95 is the "
-                       "ratio at the 95th percentile, not the slow tail)")
+    return metric(
+        summarize(ratios),
+        digits=2,
+        jobs1_s=[round(t, 2) for t in serial],
+        jobs2_s=[round(t, 2) for t in parallel],
+        command="python -m eval.compare " + " ".join(JOBS_ARGS) + " --jobs 1|2",
+        what="wall time with --jobs 1 divided by wall time with --jobs 2 (higher is better; p95 is the "
+        "ratio at the 95th percentile, not the slow tail)",
+    )
 
 
 def _per_size(recall: dict[str, Any], part: str, field: str, digits: int) -> dict[str, Any]:
@@ -222,13 +339,19 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
     opened: dict[str, Any] = {}
     queries = query_texts(plan.queries, seed=plan.seed + 1)
     for size in plan.sizes:
-        built, reused = footprint.cached_store(plan.cache or directory, size, seed=plan.seed,
-                                               cache=plan.cache is not None, progress=progress)
+        built, reused = footprint.cached_store(
+            plan.cache or directory, size, seed=plan.seed, cache=plan.cache is not None, progress=progress
+        )
         largest = size == max(plan.sizes)
         as_built = not footprint.has_state_runs(built.path)  # built now, or reused before its first open
         written = footprint.footprint(built.path, built.entries) if as_built else None
-        child = lambda: footprint.resident_after_open(built.path, built.largest, queries[0],  # noqa: E731
-                                                      situation=SITUATION, k=measure.RECALL_K)
+        child = lambda: footprint.resident_after_open(
+            built.path,
+            built.largest,
+            queries[0],  # noqa: E731
+            situation=SITUATION,
+            k=measure.RECALL_K,
+        )
         first = None
         if as_built:  # a store without state runs writes them on its first open
             progress(f"first open of the store of {size:,} episodes in a fresh process (writes its state runs)")
@@ -244,24 +367,46 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
         finally:
             memory.close()
         recall[str(size)] = metric(
-            summarize(times), principal=built.largest, scanned=scanned, k=measure.RECALL_K, store=built.describe(),
-            footprint={**footprint.footprint(built.path, built.entries), "as_built": written, "reused": reused,
-                       "what": "the store's files (SQLite file, WAL, anchor, vectors sidecar) once opened, state runs included; "
-                               "as_built: before its first open"},
-            resident=None if resident is None else {
-                "rss_mb": round(resident.rss_mb, 1), "peak_mb": round(resident.peak_mb, 1),
-                "open_s": round(resident.open_s, 2), "first_open": None if first is None else {
-                    "rss_mb": round(first.rss_mb, 1), "peak_mb": round(first.peak_mb, 1),
-                    "open_s": round(first.open_s, 2)},
+            summarize(times),
+            principal=built.largest,
+            scanned=scanned,
+            k=measure.RECALL_K,
+            store=built.describe(),
+            footprint={
+                **footprint.footprint(built.path, built.entries),
+                "as_built": written,
+                "reused": reused,
+                "what": "the store's files (SQLite file, WAL, anchor, vectors sidecar) once opened, state runs included; "
+                "as_built: before its first open",
+            },
+            resident=None
+            if resident is None
+            else {
+                "rss_mb": round(resident.rss_mb, 1),
+                "peak_mb": round(resident.peak_mb, 1),
+                "open_s": round(resident.open_s, 2),
+                "first_open": None
+                if first is None
+                else {
+                    "rss_mb": round(first.rss_mb, 1),
+                    "peak_mb": round(first.peak_mb, 1),
+                    "open_s": round(first.open_s, 2),
+                },
                 "what": "a fresh interpreter: EpisodicMemory(path) and one recall, on a store whose state runs "
-                        "exist; VmRSS after it, VmHWM peak (first_open: the open that wrote them)"})
+                "exist; VmRSS after it, VmHWM peak (first_open: the open that wrote them)",
+            },
+        )
         if largest:
-            opened = metric(summarize(opening.total_ms), digits=1, episodes=built.episodes,
-                            constructor_ms=summarize(opening.constructor_ms).to_json(1),
-                            first_recall_ms=summarize(opening.first_recall_ms).to_json(1),
-                            process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
-                            what="EpisodicMemory(path) plus its first recall (until recall is ready), after the "
-                                 "fresh-process open above")
+            opened = metric(
+                summarize(opening.total_ms),
+                digits=1,
+                episodes=built.episodes,
+                constructor_ms=summarize(opening.constructor_ms).to_json(1),
+                first_recall_ms=summarize(opening.first_recall_ms).to_json(1),
+                process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
+                what="EpisodicMemory(path) plus its first recall (until recall is ready), after the "
+                "fresh-process open above",
+            )
             progress(f"the episodic agent on a copy of the store of {size:,} episodes ({plan.agent_rounds} rounds)")
             opened.update(_agent(plan, built, directory))
         del memory, opening
@@ -279,11 +424,16 @@ def _agent(plan: Plan, built: Any, scratch: Path) -> dict[str, Any]:
     decided = footprint.agent_decisions(built.path, built.largest, plan.agent_rounds, seed=plan.seed, scratch=scratch)
     if decided is None:
         return {}
-    what = (f"a fresh interpreter: the episodic agent (heuristic mode) opens a copy of the store as {built.largest} "
-            f"and decides {plan.agent_rounds} generated rounds that start after its last entry")
-    return {"agent_first_decision_ms": metric(summarize([decided.first_s * 1000]), digits=1, what=what),
-            "agent_later_decision_ms": metric(summarize(decided.later_ms), digits=1, peak_mb=round(decided.peak_mb, 1),
-                                              what=what)}
+    what = (
+        f"a fresh interpreter: the episodic agent (heuristic mode) opens a copy of the store as {built.largest} "
+        f"and decides {plan.agent_rounds} generated rounds that start after its last entry"
+    )
+    return {
+        "agent_first_decision_ms": metric(summarize([decided.first_s * 1000]), digits=1, what=what),
+        "agent_later_decision_ms": metric(
+            summarize(decided.later_ms), digits=1, peak_mb=round(decided.peak_mb, 1), what=what
+        ),
+    }
 
 
 def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan = FULL) -> int:
@@ -294,10 +444,17 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     parser = _parser()
     args = parser.parse_args(argv)
     plan = plan_from(args, quick=quick, full=full)
-    if any(size < 1 for size in plan.sizes) or plan.rounds < 1 or plan.queries < 1 or plan.compare_runs < 0 \
-            or plan.jobs_runs < 0:
-        print("error: --sizes, --rounds and --queries must be at least 1, --compare-runs and --jobs-runs at least 0",
-              file=sys.stderr)
+    if (
+        any(size < 1 for size in plan.sizes)
+        or plan.rounds < 1
+        or plan.queries < 1
+        or plan.compare_runs < 0
+        or plan.jobs_runs < 0
+    ):
+        print(
+            "error: --sizes, --rounds and --queries must be at least 1, --compare-runs and --jobs-runs at least 0",
+            file=sys.stderr,
+        )
         return 2
     if args.million and plan.cache is None:
         print("error: --million needs --store-cache DIR (the store is built once and kept there)", file=sys.stderr)

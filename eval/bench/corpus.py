@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,11 +37,15 @@ from simulator import outcomes
 from simulator.generate import values
 
 SITUATION = "incident_response"  # situation label of incidents (interludes use their own)
-START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 # Tenants and their share of the episodes: one large team and three small ones, so the
 # tenant filter removes work and the measured recall still scans most of the store.
-PRINCIPALS: tuple[tuple[str, float], ...] = (("team-core", 0.7), ("team-data", 0.1), ("team-edge", 0.1),
-                                             ("team-mobile", 0.1))
+PRINCIPALS: tuple[tuple[str, float], ...] = (
+    ("team-core", 0.7),
+    ("team-data", 0.1),
+    ("team-edge", 0.1),
+    ("team-mobile", 0.1),
+)
 BUILD_METHOD = (
     "timeline written with Timeline.append_many in batches of {batch} entries (redaction, embeddings and "
     "hash chain as in production); derived records computed in one streaming pass by the memory's own "
@@ -92,8 +96,7 @@ def incident(rng: np.random.Generator, *, previous: Incident | None = None) -> I
         observed[-1] += f"; paged {pick(_EMAILS)}"
     elif rng.random() < 0.03:
         observed[-1] += f"; escalated by phone to {pick(_PHONES)}"
-    return Incident(truth, str(v["svc"]), tuple(observed), family["fix"].format(**v),
-                    family["correction"].format(**v))
+    return Incident(truth, str(v["svc"]), tuple(observed), family["fix"].format(**v), family["correction"].format(**v))
 
 
 def log_lines(n: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -112,14 +115,23 @@ def query_texts(n: int, seed: int = 1) -> list[list[str]]:
     return [list(incident(rng).observations) for _ in range(n)]
 
 
-def _item(text: str, kind: Kind, role: str, when: datetime, principal: str, situation: str = SITUATION,
-          **metadata: Any) -> dict[str, Any]:
-    return {"text": text, "kind": kind, "role": role, "timestamp": when, "situation": situation,
-            "principal": principal, "metadata": metadata}
+def _item(
+    text: str, kind: Kind, role: str, when: datetime, principal: str, situation: str = SITUATION, **metadata: Any
+) -> dict[str, Any]:
+    return {
+        "text": text,
+        "kind": kind,
+        "role": role,
+        "timestamp": when,
+        "situation": situation,
+        "principal": principal,
+        "metadata": metadata,
+    }
 
 
-def incident_stream(seed: int, *, principals: Sequence[tuple[str, float]] = PRINCIPALS
-                    ) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+def incident_stream(
+    seed: int, *, principals: Sequence[tuple[str, float]] = PRINCIPALS
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
     """Endless seeded stream of (episodes it makes, timeline items) blocks on one global clock.
 
     A block is an incident (one episode, two when the first call is wrong and retried) or
@@ -150,27 +162,53 @@ def incident_stream(seed: int, *, principals: Sequence[tuple[str, float]] = PRIN
             situation = interludes[int(rng.integers(len(interludes)))]
             texts = fam.INTERLUDES[situation]
             v = values(rng)
-            block = [_item(texts[int(rng.integers(len(texts)))].format(**v), Kind.NOTE, "user", tick(60, 900), who,
-                           situation) for _ in range(int(rng.integers(1, 3)))]
+            block = [
+                _item(
+                    texts[int(rng.integers(len(texts)))].format(**v), Kind.NOTE, "user", tick(60, 900), who, situation
+                )
+                for _ in range(int(rng.integers(1, 3)))
+            ]
             yield 1, block
             continue
         noted.discard(who)
         inc = incident(rng, previous=last.get(who))
         last[who] = inc
-        block = [_item(text, Kind.OBSERVATION, "environment", tick(15, 240), who, service=inc.service)
-                 for text in inc.observations]
+        block = [
+            _item(text, Kind.OBSERVATION, "environment", tick(15, 240), who, service=inc.service)
+            for text in inc.observations
+        ]
         right = rng.random() < 0.6
         choice = inc.truth if right else ids[(ids.index(inc.truth) + int(rng.integers(1, len(ids)))) % len(ids)]
         attempts = [choice] if right else [choice, inc.truth]
         for attempt, chosen in enumerate(attempts):
             rationale = _RATIONALES[int(rng.integers(len(_RATIONALES)))].format(**values(rng))
-            block.append(_item(f"Decision: {chosen} — {rationale}", Kind.DECISION, "agent", tick(30, 300), who,
-                               choice=chosen, confidence=round(float(rng.uniform(0.4, 0.95)), 2),
-                               service=inc.service, retrieved=[], relied_on=[]))
+            block.append(
+                _item(
+                    f"Decision: {chosen} — {rationale}",
+                    Kind.DECISION,
+                    "agent",
+                    tick(30, 300),
+                    who,
+                    choice=chosen,
+                    confidence=round(float(rng.uniform(0.4, 0.95)), 2),
+                    service=inc.service,
+                    retrieved=[],
+                    relied_on=[],
+                )
+            )
             success = chosen == inc.truth
             text = inc.fix if success and rng.random() < 0.7 else outcomes.generic(success, int(rng.integers(5)))
-            block.append(_item(text, Kind.OUTCOME, "environment", tick(120, 900), who, service=inc.service,
-                               check=outcomes.check(success)))
+            block.append(
+                _item(
+                    text,
+                    Kind.OUTCOME,
+                    "environment",
+                    tick(120, 900),
+                    who,
+                    service=inc.service,
+                    check=outcomes.check(success),
+                )
+            )
             if not success and rng.random() < 0.7:
                 block.append(_item(inc.correction, Kind.CORRECTION, "user", tick(60, 600), who, service=inc.service))
         yield len(attempts), block
@@ -196,8 +234,15 @@ class BuiltStore:
 
     def describe(self) -> dict[str, Any]:
         """JSON form (without the path)."""
-        return {"episodes": self.episodes, "entries": self.entries, "principals": self.principals,
-                "edges": self.edges, "facts": self.facts, "build_s": round(self.seconds, 1), "method": self.method}
+        return {
+            "episodes": self.episodes,
+            "entries": self.entries,
+            "principals": self.principals,
+            "edges": self.edges,
+            "facts": self.facts,
+            "build_s": round(self.seconds, 1),
+            "method": self.method,
+        }
 
 
 class _NoIndex:
@@ -254,13 +299,17 @@ class _Projector:
         self.segmenter = Segmenter()
         # Episodes closed long ago are read back from their records when asked for (seldom: the graph
         # rules read each principal's last `window`), so the builder's memory does not grow with them.
-        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG, episodes=LazyMap(self._stored_episode),
-                                 problems=_ProblemTexts())
+        self.state = MemoryState(
+            _NoIndex(), DEFAULT_GRAPH_CONFIG, episodes=LazyMap(self._stored_episode), problems=_ProblemTexts()
+        )
         self.held: deque[str] = deque()  # ids of the closed episodes held in memory, oldest first
         self.learning = Learning(extract=False)  # facts once per principal at the end (see BUILD_METHOD)
         self.open: dict[str, Entry] = {}  # entries of the episodes still open, by id
         self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {
-            RecordKind.EPISODE: [], RecordKind.EDGE: [], RecordKind.MARK: []}
+            RecordKind.EPISODE: [],
+            RecordKind.EDGE: [],
+            RecordKind.MARK: [],
+        }
         self.counts = {RecordKind.EPISODE: 0, RecordKind.EDGE: 0, RecordKind.MARK: 0, RecordKind.FACT: 0}
 
     @property
@@ -292,7 +341,8 @@ class _Projector:
                 at = max(ev.at for ev in evidence)
                 facts = extract_facts(evidence, [], principal=principal, at=at)
                 self.counts[RecordKind.FACT] += self.store.add_records(
-                    RecordKind.FACT, [(f.id, f.to_record()) for f in facts])
+                    RecordKind.FACT, [(f.id, f.to_record()) for f in facts]
+                )
 
     def _close(self, episode: Episode) -> None:
         entries = [self.open.pop(i) for i in episode.entry_ids]
@@ -317,9 +367,15 @@ class _Projector:
             self.state.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
 
 
-def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 5000,
-                principals: Sequence[tuple[str, float]] = PRINCIPALS,
-                progress: Callable[[str], None] = lambda message: None) -> BuiltStore:
+def build_store(
+    path: str | Path,
+    episodes: int,
+    *,
+    seed: int = 0,
+    batch: int = 5000,
+    principals: Sequence[tuple[str, float]] = PRINCIPALS,
+    progress: Callable[[str], None] = lambda message: None,
+) -> BuiltStore:
     """Write a store holding `episodes` closed episodes of seeded incidents (see `BUILD_METHOD`).
 
     Args:
@@ -351,14 +407,23 @@ def build_store(path: str | Path, episodes: int, *, seed: int = 0, batch: int = 
                 entries += len(buffer)
                 buffer = []
                 if made >= report:
-                    progress(f"{made:,} of {episodes:,} episodes written and projected "
-                             f"({time.perf_counter() - started:,.0f} s)")
+                    progress(
+                        f"{made:,} of {episodes:,} episodes written and projected "
+                        f"({time.perf_counter() - started:,.0f} s)"
+                    )
                     report += every
         projector.finish()
         per_principal = projector.principals
     finally:
         store.close()
     counts = projector.counts
-    return BuiltStore(Path(path), counts[RecordKind.EPISODE], entries, dict(sorted(per_principal.items())),
-                      counts[RecordKind.EDGE], counts[RecordKind.FACT], time.perf_counter() - started,
-                      BUILD_METHOD.format(batch=batch, window=DEFAULT_GRAPH_CONFIG.window))
+    return BuiltStore(
+        Path(path),
+        counts[RecordKind.EPISODE],
+        entries,
+        dict(sorted(per_principal.items())),
+        counts[RecordKind.EDGE],
+        counts[RecordKind.FACT],
+        time.perf_counter() - started,
+        BUILD_METHOD.format(batch=batch, window=DEFAULT_GRAPH_CONFIG.window),
+    )

@@ -15,9 +15,10 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from eval.bench.corpus import BuiltStore, build_store
 
@@ -45,8 +46,7 @@ def breakdown(path: Path) -> dict[str, int]:
 def footprint(path: Path, entries: int) -> dict[str, Any]:
     """Bytes on disk, bytes per entry and the per-table split of one store."""
     total = store_bytes(path)
-    return {"bytes": total, "bytes_per_entry": round(total / max(entries, 1), 1),
-            "tables": breakdown(path)}
+    return {"bytes": total, "bytes_per_entry": round(total / max(entries, 1), 1), "tables": breakdown(path)}
 
 
 def has_state_runs(path: Path) -> bool:
@@ -89,13 +89,17 @@ memory.close()
 """
 
 
-def resident_after_open(path: Path, principal: str, query: Sequence[str], *, situation: str,
-                        k: int) -> Resident | None:
+def resident_after_open(path: Path, principal: str, query: Sequence[str], *, situation: str, k: int) -> Resident | None:
     """Open `path` in a new interpreter, recall `query` once; its memory (None where /proc is missing)."""
     if not os.path.exists("/proc/self/status"):
         return None
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(path), principal, situation, str(k),
-                           json.dumps(list(query))], cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path), principal, situation, str(k), json.dumps(list(query))],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:  # its traceback went to this process's stderr
         raise RuntimeError(f"opening {path} in a child process failed (exit code {done.returncode})")
     values = json.loads(done.stdout.strip().splitlines()[-1])
@@ -153,19 +157,27 @@ def agent_decisions(path: Path, principal: str, rounds: int, *, seed: int, scrat
         for suffix in STORE_FILES:
             if Path(f"{path}{suffix}").exists():
                 shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
-        done = subprocess.run([sys.executable, "-c", _DECIDING_CHILD, str(copy), principal, str(rounds), str(seed)],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", _DECIDING_CHILD, str(copy), principal, str(rounds), str(seed)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
     finally:
         for suffix in STORE_FILES + ("-shm",):
             Path(f"{copy}{suffix}").unlink(missing_ok=True)
     if done.returncode != 0:  # its traceback went to this process's stderr
-        raise RuntimeError(f"the episodic agent on a copy of {path} failed in a child process (exit code {done.returncode})")
+        raise RuntimeError(
+            f"the episodic agent on a copy of {path} failed in a child process (exit code {done.returncode})"
+        )
     values = json.loads(done.stdout.strip().splitlines()[-1])
     return Decisions(values["first_s"], values["later_ms"], values["peak_mb"])
 
 
-def cached_store(directory: Path, episodes: int, *, seed: int, cache: bool,
-                 progress: Callable[[str], None] = lambda message: None) -> tuple[BuiltStore, bool]:
+def cached_store(
+    directory: Path, episodes: int, *, seed: int, cache: bool, progress: Callable[[str], None] = lambda message: None
+) -> tuple[BuiltStore, bool]:
     """A bench store of `episodes` episodes in `directory`, and whether it was reused.
 
     With `cache`, a store built before (same size and seed, by this code's schema) is reused

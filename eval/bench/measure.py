@@ -9,12 +9,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Sequence
-
-from memory.timeline import HashingEncoder, SQLiteStore, Timeline
+from typing import Any, NamedTuple
 
 from eval.bench.corpus import SITUATION, incident_stream, log_lines
+from memory.timeline import HashingEncoder, SQLiteStore, Timeline
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the eval.compare subprocess)
 RECALL_K = 6  # evidence items per decision: the harness's default context budget
@@ -41,8 +41,16 @@ def _lines(seed: int) -> Iterator[dict[str, Any]]:
         yield from batch
 
 
-def durable_appends(directory: Path, n: int, *, synchronous: str = "FULL", seed: int = 0, warmup: int = 20,
-                    max_settle: int = 20_000, quiet: int = 50) -> Durable:
+def durable_appends(
+    directory: Path,
+    n: int,
+    *,
+    synchronous: str = "FULL",
+    seed: int = 0,
+    warmup: int = 20,
+    max_settle: int = 20_000,
+    quiet: int = 50,
+) -> Durable:
     """Milliseconds of single `Timeline.append` calls, each its own committed transaction.
 
     A new SQLite store in WAL mode appends to its WAL file until the first automatic
@@ -224,8 +232,9 @@ def compare_run(args: Sequence[str] = ("--quiet",)) -> CompareRun:
     """Run the default comparison in a fresh interpreter and measure it from outside."""
     with tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "eval.compare", *args], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "eval.compare", *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
+        )
         _, status, usage = os.wait4(proc.pid, 0)  # this child's rusage, not every child's maximum
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)

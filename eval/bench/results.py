@@ -6,15 +6,26 @@ targets to a results document, and `BenchReport` renders that document with rich
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-METRICS = ("append_durable_ms", "append_batch_per_s", "recall_ms", "store_bytes_per_entry", "resident_mb", "open_ms",
-           "round_ms", "compare_wall_s", "compare_peak_rss_mb", "compare_jobs_speedup")  # top-level keys, table order
+METRICS = (
+    "append_durable_ms",
+    "append_batch_per_s",
+    "recall_ms",
+    "store_bytes_per_entry",
+    "resident_mb",
+    "open_ms",
+    "round_ms",
+    "compare_wall_s",
+    "compare_peak_rss_mb",
+    "compare_jobs_speedup",
+)  # top-level keys, table order
 TARGET_SIZE = "100000"  # the store size the recall and open targets are stated for
 LARGE_SIZE = "1000000"  # the size --million adds, with its own targets
 # Judged per store size: (recall p50, recall p95, bytes per entry, resident MB after open + first recall)
@@ -79,8 +90,10 @@ def judge(results: dict[str, Any]) -> dict[str, Any]:
     _check(results["append_batch_per_s"], [("median", ">=", 50_000, "p50 ≥ 50,000/s")])
     for size, (p50, p95, per_entry, resident) in SIZE_TARGETS.items():
         if size in results["recall_ms"]:
-            _check(results["recall_ms"][size], [("median", "<=", p50, f"p50 ≤ {p50:g} ms"),
-                                                ("p95", "<=", p95, f"p95 ≤ {p95:g} ms")])
+            _check(
+                results["recall_ms"][size],
+                [("median", "<=", p50, f"p50 ≤ {p50:g} ms"), ("p95", "<=", p95, f"p95 ≤ {p95:g} ms")],
+            )
         if size in results.get("store_bytes_per_entry", {}):
             _check(results["store_bytes_per_entry"][size], [("median", "<=", per_entry, f"≤ {per_entry:,.0f} B")])
         if size in results.get("resident_mb", {}):
@@ -110,11 +123,21 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     durable = results["append_durable_ms"]
     rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')}", durable))
     if durable.get("new_store"):
-        rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')} new store (extra)",
-                     durable["new_store"]))
+        rows.append(
+            (
+                "append_durable_ms",
+                f"append_durable_ms {durable.get('synchronous', 'FULL')} new store (extra)",
+                durable["new_store"],
+            )
+        )
     if durable.get("cpu_ms"):
-        rows.append(("append_durable_ms", f"append_durable_ms {durable.get('synchronous', 'FULL')} CPU (extra)",
-                     durable["cpu_ms"]))
+        rows.append(
+            (
+                "append_durable_ms",
+                f"append_durable_ms {durable.get('synchronous', 'FULL')} CPU (extra)",
+                durable["cpu_ms"],
+            )
+        )
     if durable.get("normal"):
         rows.append(("append_durable_ms", "append_durable_ms NORMAL (extra)", durable["normal"]))
     batch = results["append_batch_per_s"]
@@ -129,8 +152,7 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         for size, entry in results.get(name, {}).items():
             rows.append((name, f"{name} @{int(size):,}", entry))
     opened = results["open_ms"]
-    rows.append(("open_ms", f"open_ms @{int(opened['episodes']):,}" if opened.get("episodes") else "open_ms",
-                 opened))
+    rows.append(("open_ms", f"open_ms @{int(opened['episodes']):,}" if opened.get("episodes") else "open_ms", opened))
     for key, what in (("agent_first_decision_ms", "first decision"), ("agent_later_decision_ms", "later decisions")):
         if opened.get(key):
             rows.append(("open_ms", f"open_ms @{int(opened['episodes']):,}: the agent's {what} (extra)", opened[key]))
@@ -158,41 +180,68 @@ class BenchReport:
         self.results = results
 
     def table(self) -> Table:
-        table = Table(title="eval.bench (episodes: @N)" + (" (quick)" if self.results.get("quick") else ""), title_justify="left")
-        for column, justify in (("metric", "left"), ("median", "right"), ("p95", "right"), ("n", "right"),
-                                ("target", "left"), ("", "left")):
+        table = Table(
+            title="eval.bench (episodes: @N)" + (" (quick)" if self.results.get("quick") else ""), title_justify="left"
+        )
+        for column, justify in (
+            ("metric", "left"),
+            ("median", "right"),
+            ("p95", "right"),
+            ("n", "right"),
+            ("target", "left"),
+            ("", "left"),
+        ):
             table.add_column(column, justify=justify)
         for name, label, entry in _rows(self.results):
             passed = entry.get("passed")
             verdict = {True: Text("PASS", style="green"), False: Text("FAIL", style="bold red")}.get(passed, Text("—"))
-            table.add_row(label, _number(entry.get("median"), name), _number(entry.get("p95"), name),
-                          str(entry.get("n", 0)), entry.get("target") or "", verdict)
+            table.add_row(
+                label,
+                _number(entry.get("median"), name),
+                _number(entry.get("p95"), name),
+                str(entry.get("n", 0)),
+                entry.get("target") or "",
+                verdict,
+            )
         return table
 
     def notes(self) -> Text:
         machine = self.results.get("machine", {})
-        lines = [f"machine: {machine.get('cpu_count')} CPUs, Python {machine.get('python')}, {machine.get('platform')}; "
-                 f"load average {machine.get('load_avg_start')} → {machine.get('load_avg_end')}; "
-                 f"bench took {machine.get('elapsed_s')} s"
-                 + (f"; code at commit {machine['commit'][:12]}" + (" with uncommitted changes" if machine.get("tree") == "dirty" else "")
-                    if machine.get("commit") else "")]
+        lines = [
+            f"machine: {machine.get('cpu_count')} CPUs, Python {machine.get('python')}, {machine.get('platform')}; "
+            f"load average {machine.get('load_avg_start')} → {machine.get('load_avg_end')}; "
+            f"bench took {machine.get('elapsed_s')} s"
+            + (
+                f"; code at commit {machine['commit'][:12]}"
+                + (" with uncommitted changes" if machine.get("tree") == "dirty" else "")
+                if machine.get("commit")
+                else ""
+            )
+        ]
         for size, entry in self.results["recall_ms"].items():
             store = entry.get("store") or {}
-            lines.append(f"store {int(size):,}: {store.get('episodes', 0):,} episodes, {store.get('entries', 0):,} entries, "
-                         f"{store.get('edges', 0):,} edges, {store.get('facts', 0)} fact versions, "
-                         f"built in {store.get('build_s')} s; recall for {entry.get('principal')} "
-                         f"({entry.get('scanned', 0):,} episodes of its own)")
+            lines.append(
+                f"store {int(size):,}: {store.get('episodes', 0):,} episodes, {store.get('entries', 0):,} entries, "
+                f"{store.get('edges', 0):,} edges, {store.get('facts', 0)} fact versions, "
+                f"built in {store.get('build_s')} s; recall for {entry.get('principal')} "
+                f"({entry.get('scanned', 0):,} episodes of its own)"
+            )
         method = next((e.get("store", {}).get("method") for e in self.results["recall_ms"].values()), None)
         if method:
             lines.append(f"stores built by: {method}")
         rounds = self.results["round_ms"]
         plays = rounds.get("plays", 1)
-        lines.append(f"round_ms: {rounds.get('rounds')} generated rounds"
-                     + (f" × {plays} plays" if plays != 1 else "") + f", {rounds.get('what', '')}")
+        lines.append(
+            f"round_ms: {rounds.get('rounds')} generated rounds"
+            + (f" × {plays} plays" if plays != 1 else "")
+            + f", {rounds.get('what', '')}"
+        )
         speedup = self.results.get("compare_jobs_speedup") or {}
         if speedup.get("n"):
-            lines.append(f"compare_jobs_speedup: {speedup.get('command')}; --jobs 1 took {speedup.get('jobs1_s')} s, "
-                         f"--jobs 2 took {speedup.get('jobs2_s')} s (a loaded machine lowers the ratio)")
+            lines.append(
+                f"compare_jobs_speedup: {speedup.get('command')}; --jobs 1 took {speedup.get('jobs1_s')} s, "
+                f"--jobs 2 took {speedup.get('jobs2_s')} s (a loaded machine lowers the ratio)"
+            )
         return Text("\n".join(lines), style="dim")
 
     def __rich__(self) -> Group:

@@ -21,8 +21,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from rich.table import Table
@@ -70,11 +71,18 @@ class LocalServer:
         if self.user is not None:
             shutil.chown(self.root, self.user)
         data = self.root / "data"
-        self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale",
-                  "--no-sync")
-        self._run("pg_ctl", "-D", str(data), "-l", str(self.root / "log"), "-w", "-o",
-                  f"-k {self.root} -c listen_addresses='' -c fsync={'on' if self.fsync else 'off'} "
-                  f"-c max_connections=40", "start")
+        self._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale", "--no-sync")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(data),
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-o",
+            f"-k {self.root} -c listen_addresses='' -c fsync={'on' if self.fsync else 'off'} -c max_connections=40",
+            "start",
+        )
 
     def stop(self) -> None:
         """Stop the server and remove its folder."""
@@ -174,10 +182,15 @@ def _measure(server: Server, plan: Any, directory: Path, progress: Callable[[str
     figures: dict[str, Any] = {"appends": appends, "batch_size": batch_size, "episodes": episodes}
     progress(f"server store: {appends} single appends and {batches} × {batch_size} batch appends per store")
     for kind in ("sqlite", "postgresql"):
-        single, batch = ((str(directory / "server-bench-single.sqlite"), str(directory / "server-bench-batch.sqlite"))
-                         if kind == "sqlite" else (server.database(), server.database()))
-        figures[kind] = {"append_ms": _single(single, appends, seed),
-                         "append_batch_per_s": _batches(batch, batches, batch_size, seed)}
+        single, batch = (
+            (str(directory / "server-bench-single.sqlite"), str(directory / "server-bench-batch.sqlite"))
+            if kind == "sqlite"
+            else (server.database(), server.database())
+        )
+        figures[kind] = {
+            "append_ms": _single(single, appends, seed),
+            "append_batch_per_s": _batches(batch, batches, batch_size, seed),
+        }
     progress(f"server store: a store of {episodes:,} episodes, copied to the server, {queries} recalls each")
     built = build_store(directory / "server-bench-recall.sqlite", episodes, seed=seed)
     copy = server.database()
@@ -191,9 +204,11 @@ def _measure(server: Server, plan: Any, directory: Path, progress: Callable[[str
             opening.memory.close()
         figures[kind]["recall_ms"] = metric(summarize(times), principal=built.largest)
         figures[kind]["open_ms"] = metric(summarize(opening.total_ms), digits=1)
-    figures["what"] = ("the same work on both stores: durable Timeline.append (SQLite synchronous FULL; the server "
-                       "commits per its own settings), Timeline.append_many, EpisodicMemory(target) until its first "
-                       f"recall, warm recalls on a store of {episodes:,} episodes")
+    figures["what"] = (
+        "the same work on both stores: durable Timeline.append (SQLite synchronous FULL; the server "
+        "commits per its own settings), Timeline.append_many, EpisodicMemory(target) until its first "
+        f"recall, warm recalls on a store of {episodes:,} episodes"
+    )
     return figures
 
 
@@ -219,7 +234,7 @@ def _batches(target: str, batches: int, size: int, seed: int) -> dict[str, Any]:
         timeline = Timeline(store, HashingEncoder())
         for b in range(batches + 1):
             start = time.perf_counter()
-            timeline.append_many(items[b * size:(b + 1) * size])
+            timeline.append_many(items[b * size : (b + 1) * size])
             if b:
                 seconds.append(time.perf_counter() - start)
     return metric(summarize_rate(seconds, size), digits=1)
@@ -262,8 +277,11 @@ def table(section: dict[str, Any] | None) -> Table | str:
     for column in ("metric", "SQLite p50", "SQLite p95", "PostgreSQL p50", "PostgreSQL p95"):
         out.add_column(column, justify="left" if column == "metric" else "right")
     for name in ("append_ms", "append_batch_per_s", "open_ms", "recall_ms"):
-        cells = [_cell(section[kind][name].get(stat), name) for kind in ("sqlite", "postgresql")
-                 for stat in ("median", "p95")]
+        cells = [
+            _cell(section[kind][name].get(stat), name)
+            for kind in ("sqlite", "postgresql")
+            for stat in ("median", "p95")
+        ]
         out.add_row(name, *cells)
     return out
 

@@ -15,15 +15,16 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from memory import EpisodicMemory
 from memory.errors import MemoryError_
 from memory.timeline import open_store
 
-_START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 _SYMPTOMS = ("latency high", "error rate rising", "queue backlog growing", "disk almost full", "memory climbing")
 _CAUSES = ("pool", "cache", "deploy", "config", "network")
 
@@ -43,11 +44,20 @@ def _agent(target: str, name: str, appends: int, barrier: Any, results: Any) -> 
             recalls.append(time.perf_counter() - began)
             guess = _CAUSES[(cycle * 3) % len(_CAUSES)]
             if 3 * cycle + 1 < appends:
-                memory.decide(f"Decision: check the {guess}", choice=guess, retrieved=context.item_ids(),
-                              timestamp=clock + timedelta(minutes=1), situation="incident")
+                memory.decide(
+                    f"Decision: check the {guess}",
+                    choice=guess,
+                    retrieved=context.item_ids(),
+                    timestamp=clock + timedelta(minutes=1),
+                    situation="incident",
+                )
             if 3 * cycle + 2 < appends:
-                memory.outcome("fixed" if guess == cause else "still failing", status="success" if guess == cause
-                               else "failure", timestamp=clock + timedelta(minutes=2), situation="incident")
+                memory.outcome(
+                    "fixed" if guess == cause else "still failing",
+                    status="success" if guess == cause else "failure",
+                    timestamp=clock + timedelta(minutes=2),
+                    situation="incident",
+                )
         elapsed = time.perf_counter() - started
         barrier.wait(timeout=3600)
         memory.recall()  # picks up what the others appended after this agent's last entry
@@ -59,8 +69,10 @@ def run(target: str, processes: int, appends: int) -> dict[str, Any]:
     """Run the agents on one store; the measured figures."""
     context = multiprocessing.get_context("fork")
     barrier, results = context.Barrier(processes), context.Queue()
-    workers = [context.Process(target=_agent, args=(target, f"agent-{i}", appends, barrier, results), daemon=True)
-               for i in range(processes)]
+    workers = [
+        context.Process(target=_agent, args=(target, f"agent-{i}", appends, barrier, results), daemon=True)
+        for i in range(processes)
+    ]
     started = time.perf_counter()
     for worker in workers:
         worker.start()
@@ -76,20 +88,31 @@ def run(target: str, processes: int, appends: int) -> dict[str, Any]:
         entries = list(store.entries())
         intact = store.verify() is None
     expected = processes * appends
-    return {"store": target.split("?")[0], "processes": processes, "entries": len(entries), "expected": expected,
-            "linear": [e.seq for e in entries] == list(range(len(entries))), "chain_intact": intact,
-            "projections_equal_rebuild": all(equal for *_, equal in outcomes),
-            "appends_per_s": round(expected / wall, 1), "total_s": round(time.perf_counter() - started, 1),
-            "recall_p50_ms": round(1000 * statistics.median(recalls), 2),
-            "recall_p95_ms": round(1000 * recalls[int(0.95 * (len(recalls) - 1))], 2)}
+    return {
+        "store": target.split("?")[0],
+        "processes": processes,
+        "entries": len(entries),
+        "expected": expected,
+        "linear": [e.seq for e in entries] == list(range(len(entries))),
+        "chain_intact": intact,
+        "projections_equal_rebuild": all(equal for *_, equal in outcomes),
+        "appends_per_s": round(expected / wall, 1),
+        "total_s": round(time.perf_counter() - started, 1),
+        "recall_p50_ms": round(1000 * statistics.median(recalls), 2),
+        "recall_p95_ms": round(1000 * recalls[int(0.95 * (len(recalls) - 1))], 2),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; 0 when every check holds, 1 when one does not, 2 on a usage error."""
     parser = argparse.ArgumentParser(prog="python -m eval.bench.shared", description=__doc__.split("\n\n")[0])
-    parser.add_argument("stores", nargs="*", metavar="STORE",
-                        help="empty stores to write (SQLite files or postgresql:// URLs); "
-                             "default: a fresh SQLite file in a temporary folder")
+    parser.add_argument(
+        "stores",
+        nargs="*",
+        metavar="STORE",
+        help="empty stores to write (SQLite files or postgresql:// URLs); "
+        "default: a fresh SQLite file in a temporary folder",
+    )
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--appends", type=int, default=2000, help="entries each process appends")
     args = parser.parse_args(argv)
@@ -105,8 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
             print(" ".join(f"{key}={value}" for key, value in figures.items()))
-            ok &= figures["entries"] == figures["expected"] and figures["linear"] and figures["chain_intact"] \
+            ok &= (
+                figures["entries"] == figures["expected"]
+                and figures["linear"]
+                and figures["chain_intact"]
                 and figures["projections_equal_rebuild"]
+            )
     return 0 if ok else 1
 
 

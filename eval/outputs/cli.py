@@ -14,20 +14,36 @@ from memory.outputs import Sources, output_problem
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """Add --csv PATH, --plots DIR and --html PATH (parent folders are created)."""
-    parser.add_argument("--csv", default=None, metavar="PATH",
-                        help="write one row per scenario × seed × agent × round (the decision fields)")
-    parser.add_argument("--plots", default=None, metavar="DIR",
-                        help="write the figures here as PNG and SVG (needs matplotlib: pip install '.[plots]')")
-    parser.add_argument("--html", default=None, metavar="PATH",
-                        help="write one self-contained HTML report (tables, figures, configuration)")
+    parser.add_argument(
+        "--csv",
+        default=None,
+        metavar="PATH",
+        help="write one row per scenario × seed × agent × round (the decision fields)",
+    )
+    parser.add_argument(
+        "--plots",
+        default=None,
+        metavar="DIR",
+        help="write the figures here as PNG and SVG (needs matplotlib: pip install '.[plots]')",
+    )
+    parser.add_argument(
+        "--html",
+        default=None,
+        metavar="PATH",
+        help="write one self-contained HTML report (tables, figures, configuration)",
+    )
 
 
 def check_outputs(args: argparse.Namespace, sources: Sources = ()) -> str | None:
     """What stops the requested outputs before any work is done (a store or one of `sources` in the
     way, a folder that takes no new file, matplotlib missing for --plots); see `memory.outputs`."""
     sources = list(sources)
-    for flag, path, folder in (("--json", args.json, False), ("--csv", args.csv, False),
-                               ("--plots", args.plots, True), ("--html", args.html, False)):
+    for flag, path, folder in (
+        ("--json", args.json, False),
+        ("--csv", args.csv, False),
+        ("--plots", args.plots, True),
+        ("--html", args.html, False),
+    ):
         problem = output_problem(flag, path, sources=sources, folder=folder) if path else ""
         if problem:
             return problem
@@ -49,8 +65,11 @@ class Written(NamedTuple):
 def write_outputs(log: dict[str, Any], args: argparse.Namespace) -> Written:
     """Write every requested output of `log`, stopping at the first that cannot be written."""
     lines: list[str] = []
-    for flag, path, write in (("--csv", args.csv, write_csv), ("--plots", args.plots, write_plots),
-                              ("--html", args.html, write_html)):
+    for flag, path, write in (
+        ("--csv", args.csv, write_csv),
+        ("--plots", args.plots, write_plots),
+        ("--html", args.html, write_html),
+    ):
         if not path:
             continue
         try:

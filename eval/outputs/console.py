@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -35,6 +36,7 @@ def paired_verdict(c: Mapping[str, Any], other: str) -> str:
     The rounds won (the sign test's direction) and the accuracy difference can point different
     ways: one agent better in more rounds, the other by more in the rounds it wins.
     """
+
     def leader(sign: float) -> str | None:
         return SUBJECT if sign > 0 else other if sign < 0 else None
 
@@ -76,8 +78,11 @@ class Report:
         seed_text = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]} ({len(seeds)})"
         text = Text(f"{names} · {self.log['mode']} mode · {seed_text} · agents: {', '.join(self.agents)}", style="bold")
         if self.log["mode"] == "heuristic":
-            text.append("\nheuristic mode: a deterministic stand-in reasoner; it tests the memory's evidence, "
-                        "not an LLM's judgment (see README)", style="dim")
+            text.append(
+                "\nheuristic mode: a deterministic stand-in reasoner; it tests the memory's evidence, "
+                "not an LLM's judgment (see README)",
+                style="dim",
+            )
         return text
 
     def rounds_table(self, scenario: str) -> Table:
@@ -111,15 +116,19 @@ class Report:
                     style = "green" if right == len(rows) else ("red" if right == 0 else "yellow")
                     wrong = Counter(r.first_decision for r in rows if not r.first_correct)
                     shown = " ".join(f"✗ {choice}×{n}" for choice, n in wrong.most_common())
-                    cells.append(f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})" + (f" [red]{shown}[/]" if shown else ""))
+                    cells.append(
+                        f"[{style}]{right}/{len(rows)}[/] ({attempts:.1f})" + (f" [red]{shown}[/]" if shown else "")
+                    )
                 else:
                     mark = "[green]✓[/]" if right else f"[red]✗ {rows[0].first_decision}[/]"
                     cells.append(f"{mark} ({rows[0].attempts})")
             differs = "◆" if len(set(firsts)) > 1 else ""
             r = info[round_id]
             table.add_row(round_id, r.kind, r.truth, *cells, differs)
-        table.caption = ("cells: first decision (attempts used); with seeds, right/seeds and each wrong first "
-                         "choice × how many seeds made it; ◆ = agents' first decisions differ")
+        table.caption = (
+            "cells: first decision (attempts used); with seeds, right/seeds and each wrong first "
+            "choice × how many seeds made it; ◆ = agents' first decisions differ"
+        )
         return table
 
     def accuracy_table(self) -> Table:
@@ -130,8 +139,10 @@ class Report:
                 if kind not in kinds:
                     kinds.append(kind)
         table = Table(title="first-attempt accuracy [95% CI]")
-        table.caption = ("kind and overall rows: Wilson intervals over seeds × rounds (too narrow when seeds "
-                         "repeat a round); per round: cluster-bootstrap interval over scenario rounds")
+        table.caption = (
+            "kind and overall rows: Wilson intervals over seeds × rounds (too narrow when seeds "
+            "repeat a round); per round: cluster-bootstrap interval over scenario rounds"
+        )
         table.add_column("kind")
         for agent in self.agents:
             table.add_column(agent, justify="right")
@@ -139,21 +150,28 @@ class Report:
             row = []
             for agent in self.agents:
                 stats = self.log["agents"][agent]["summary"].get("per_kind", {}).get(kind)
-                row.append("—" if not stats else
-                           f"{_pct(stats['first_attempt_accuracy'])} {_ci(stats['ci95'])} n={stats['n']}")
+                row.append(
+                    "—" if not stats else f"{_pct(stats['first_attempt_accuracy'])} {_ci(stats['ci95'])} n={stats['n']}"
+                )
             table.add_row(kind, *row)
         overall, solved = [], []
         for agent in self.agents:
             s = self.log["agents"][agent]["summary"]
-            overall.append(f"[bold]{_pct(s.get('first_attempt_accuracy'))}[/] {_ci(s.get('first_attempt_ci95'))} "
-                           f"n={s.get('rounds', 0)}")
+            overall.append(
+                f"[bold]{_pct(s.get('first_attempt_accuracy'))}[/] {_ci(s.get('first_attempt_ci95'))} "
+                f"n={s.get('rounds', 0)}"
+            )
             solved.append(f"{_pct(s.get('solve_rate'))} · {s.get('mean_attempts') or 0:.2f} att.")
         table.add_row("[bold]overall[/]", *overall)
         by_round = []
         for agent in self.agents:
             level = self.log["agents"][agent]["summary"].get("round_level") or {}
-            by_round.append(f"{_pct(level.get('first_attempt_accuracy'))} {_ci(level.get('ci95'))} "
-                            f"n={level.get('rounds', 0)} rounds" if level else "—")
+            by_round.append(
+                f"{_pct(level.get('first_attempt_accuracy'))} {_ci(level.get('ci95'))} "
+                f"n={level.get('rounds', 0)} rounds"
+                if level
+                else "—"
+            )
         table.add_row("per round (seeds averaged)", *by_round)
         table.add_row("solved · mean attempts", *solved)
         return table
@@ -165,25 +183,37 @@ class Report:
             versus = comparisons({a: records(self.log, a) for a in self.agents}, SUBJECT)
         lines: list[Text] = []
         if versus:
-            lines.append(Text("paired by scenario round (seeds averaged per round; sign test on the rounds "
-                              "where the agents differ, 95% cluster-bootstrap interval of the accuracy "
-                              "difference over rounds):", style="bold"))
+            lines.append(
+                Text(
+                    "paired by scenario round (seeds averaged per round; sign test on the rounds "
+                    "where the agents differ, 95% cluster-bootstrap interval of the accuracy "
+                    "difference over rounds):",
+                    style="bold",
+                )
+            )
         for other, c in versus.items():
             ci = c["difference_ci95"]
             verdict = paired_verdict(c, other)
             verdict += " — significant at 0.05" if c["significant"] else " — not significant"
-            lines.append(Text(
-                f"  {SUBJECT} vs {other}: n = {c['n_rounds']} scenario rounds, {c['discordant']} differ "
-                f"({SUBJECT} better in {c['a_better']}, {other} better in {c['b_better']}); "
-                f"sign test p = {c['sign_test_p']:.3g}; difference {100 * c['difference']:+.1f} points "
-                f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}] — {verdict}"))
+            lines.append(
+                Text(
+                    f"  {SUBJECT} vs {other}: n = {c['n_rounds']} scenario rounds, {c['discordant']} differ "
+                    f"({SUBJECT} better in {c['a_better']}, {other} better in {c['b_better']}); "
+                    f"sign test p = {c['sign_test_p']:.3g}; difference {100 * c['difference']:+.1f} points "
+                    f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}] — {verdict}"
+                )
+            )
         if SUBJECT in self.agents and BASELINE in self.agents:
             test = paired_test(records(self.log, SUBJECT), records(self.log, BASELINE))
             if test is not None:
-                lines.append(Text(
-                    f"  per trial (scenario × seed × round, treats seeds as independent, so overstates the "
-                    f"evidence): McNemar only {SUBJECT} right {test.a_only}, only {BASELINE} right "
-                    f"{test.b_only}, p = {test.p_value:.4g}", style="dim"))
+                lines.append(
+                    Text(
+                        f"  per trial (scenario × seed × round, treats seeds as independent, so overstates the "
+                        f"evidence): McNemar only {SUBJECT} right {test.a_only}, only {BASELINE} right "
+                        f"{test.b_only}, p = {test.p_value:.4g}",
+                        style="dim",
+                    )
+                )
         return Group(*lines)
 
     def scenario_table(self) -> Table:
@@ -202,35 +232,61 @@ class Report:
                 accuracy = _pct(sum(r.first_correct for r in rows) / len(rows)) if rows else "—"
                 c = versus.get(agent)
                 if c is not None:
-                    accuracy += (f" ({SUBJECT} +{c['a_better']}/−{c['b_better']}, p={c['sign_test_p']:.2g}"
-                                 + ("" if c["significant"] else ", n.s.") + ")")
+                    accuracy += (
+                        f" ({SUBJECT} +{c['a_better']}/−{c['b_better']}, p={c['sign_test_p']:.2g}"
+                        + ("" if c["significant"] else ", n.s.")
+                        + ")"
+                    )
                 cells.append(accuracy)
             n = len({r.round for rows in per_agent.values() for r in rows})
             table.add_row(scenario, str(n), *cells)
-        table.caption = (f"(+a/−b): rounds where {SUBJECT} was better / worse on the seed-averaged first attempt; "
-                         "exact sign test over those rounds; n.s. = not significant at 0.05")
+        table.caption = (
+            f"(+a/−b): rounds where {SUBJECT} was better / worse on the seed-averaged first attempt; "
+            "exact sign test over those rounds; n.s. = not significant at 0.05"
+        )
         return table
 
     def retrieval_table(self) -> Table:
         """What the memories handed the reasoner, and how it went."""
         table = Table(title="retrieval quality (first attempts)")
-        for column in ("agent", "items", "with outcome labels", "evidence hit@1", "hit@k", "other-cause items",
-                       "facts fired", "fact precision", "pattern applied ✓", "false positives ✗", "ms/round"):
+        for column in (
+            "agent",
+            "items",
+            "with outcome labels",
+            "evidence hit@1",
+            "hit@k",
+            "other-cause items",
+            "facts fired",
+            "fact precision",
+            "pattern applied ✓",
+            "false positives ✗",
+            "ms/round",
+        ):
             table.add_column(column, justify="right" if column != "agent" else "left")
         for agent in self.agents:
             s = self.log["agents"][agent]["summary"]
             r = s.get("retrieval", {})
-            table.add_row(agent, str(r.get("items_retrieved", 0)), _pct(r.get("labelled_share")),
-                          _pct(r.get("evidence_hit1")), _pct(r.get("evidence_hitk")), _pct(r.get("other_cause_share")),
-                          str(r.get("fact_firings", 0)), _pct(r.get("fact_precision")),
-                          str(r.get("pattern_applications", 0)), str(r.get("false_positives", 0)),
-                          f"{s.get('latency_ms_per_round') or 0:.2f}")
-        table.caption = ("evidence hit@1 / hit@k: over rounds whose cause occurred before, the top / any retrieved "
-                         "episode or chunk comes from an earlier round with the same true cause (simulator "
-                         "provenance, whatever the reasoner did); other-cause items: share of traced items from "
-                         "rounds of a different cause; fact precision: share of facts handed to first attempts "
-                         "whose conclusion was the round's truth; pattern applied: first decision relied on memory and was "
-                         "right; false positive: relied on memory and was wrong")
+            table.add_row(
+                agent,
+                str(r.get("items_retrieved", 0)),
+                _pct(r.get("labelled_share")),
+                _pct(r.get("evidence_hit1")),
+                _pct(r.get("evidence_hitk")),
+                _pct(r.get("other_cause_share")),
+                str(r.get("fact_firings", 0)),
+                _pct(r.get("fact_precision")),
+                str(r.get("pattern_applications", 0)),
+                str(r.get("false_positives", 0)),
+                f"{s.get('latency_ms_per_round') or 0:.2f}",
+            )
+        table.caption = (
+            "evidence hit@1 / hit@k: over rounds whose cause occurred before, the top / any retrieved "
+            "episode or chunk comes from an earlier round with the same true cause (simulator "
+            "provenance, whatever the reasoner did); other-cause items: share of traced items from "
+            "rounds of a different cause; fact precision: share of facts handed to first attempts "
+            "whose conclusion was the round's truth; pattern applied: first decision relied on memory and was "
+            "right; false positive: relied on memory and was wrong"
+        )
         return table
 
     def layers_table(self) -> Table | None:
@@ -260,8 +316,13 @@ class Report:
             table.add_column(column, justify="right" if column != "agent" else "left")
         for agent in self.agents:
             s = self.log["agents"][agent]["summary"]
-            table.add_row(agent, str(s.get("input_tokens", 0)), str(s.get("output_tokens", 0)),
-                          f"{s.get('cost_usd', 0):.4f}", f"{s.get('latency_ms_per_round') or 0:.0f}")
+            table.add_row(
+                agent,
+                str(s.get("input_tokens", 0)),
+                str(s.get("output_tokens", 0)),
+                f"{s.get('cost_usd', 0):.4f}",
+                f"{s.get('latency_ms_per_round') or 0:.0f}",
+            )
         return table
 
 

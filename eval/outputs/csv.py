@@ -14,8 +14,20 @@ from typing import Any
 
 from memory.outputs import write_atomic
 
-LEADING = ("agent", "scenario", "seed", "position", "round", "kind", "truth", "first_decision", "first_correct",
-           "solved", "attempts", "decisions")  # the decision fields first; every other round field follows
+LEADING = (
+    "agent",
+    "scenario",
+    "seed",
+    "position",
+    "round",
+    "kind",
+    "truth",
+    "first_decision",
+    "first_correct",
+    "solved",
+    "attempts",
+    "decisions",
+)  # the decision fields first; every other round field follows
 
 
 def rows(log: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:

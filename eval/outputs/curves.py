@@ -8,8 +8,9 @@ number of rounds as trials), so extra seeds of the same round do not narrow it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from eval.stats import wilson
 
@@ -55,8 +56,16 @@ def scenario_rounds(log: dict[str, Any], scenario: str, agent: str) -> list[Roun
             order.append(record["round"])
             groups[record["round"]] = []
         groups[record["round"]].append(record)
-    return [RoundPoint(r, groups[r][0]["kind"], sum(g["first_correct"] for g in groups[r]) / len(groups[r]),
-                       sum(g["attempts"] for g in groups[r]) / len(groups[r]), len(groups[r])) for r in order]
+    return [
+        RoundPoint(
+            r,
+            groups[r][0]["kind"],
+            sum(g["first_correct"] for g in groups[r]) / len(groups[r]),
+            sum(g["attempts"] for g in groups[r]) / len(groups[r]),
+            len(groups[r]),
+        )
+        for r in order
+    ]
 
 
 def shows_bands(rounds: int) -> bool:
@@ -80,14 +89,15 @@ def learning_curve(agent: str, points: Sequence[RoundPoint], window: int | None 
     shares = [p.accuracy for p in points]
     x, cumulative, cumulative_band, windowed, windowed_band = [], [], [], [], []
     for i in range(1, len(shares) + 1):
-        seen, recent = shares[:i], shares[max(0, i - window):i]
+        seen, recent = shares[:i], shares[max(0, i - window) : i]
         x.append(i)
         cumulative.append(sum(seen) / i)
         cumulative_band.append(_band(seen))
         windowed.append(sum(recent) / len(recent))
         windowed_band.append(_band(recent))
-    return Curve(agent, tuple(x), tuple(cumulative), tuple(cumulative_band), tuple(windowed),
-                 tuple(windowed_band), window)
+    return Curve(
+        agent, tuple(x), tuple(cumulative), tuple(cumulative_band), tuple(windowed), tuple(windowed_band), window
+    )
 
 
 def title(log: dict[str, Any], scenario: str | None = None) -> str:

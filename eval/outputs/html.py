@@ -36,20 +36,27 @@ def accuracy_table(log: dict[str, Any]) -> str:
     body = []
     for kind, row in curves.kind_accuracy(log).items():
         cells = "".join(
-            f"<td>{_pct(row[a][0])} [{_pct(row[a][1])}–{_pct(row[a][2])}] n={row[a][3]}</td>" if a in row
-            else "<td>—</td>" for a in agents)
+            f"<td>{_pct(row[a][0])} [{_pct(row[a][1])}–{_pct(row[a][2])}] n={row[a][3]}</td>"
+            if a in row
+            else "<td>—</td>"
+            for a in agents
+        )
         body.append(f"<tr><td>{html.escape(kind)}</td>{cells}</tr>")
     overall = []
     for agent in agents:
         s = log["agents"][agent]["summary"]
         low, high = s.get("first_attempt_ci95") or (None, None)
-        overall.append(f"<td><b>{_pct(s.get('first_attempt_accuracy'))}</b> [{_pct(low)}–{_pct(high)}] "
-                       f"n={s.get('rounds', 0)}</td>")
+        overall.append(
+            f"<td><b>{_pct(s.get('first_attempt_accuracy'))}</b> [{_pct(low)}–{_pct(high)}] n={s.get('rounds', 0)}</td>"
+        )
     body.append(f"<tr><td><b>overall</b></td>{''.join(overall)}</tr>")
     solved = "".join(f"<td>{_pct(log['agents'][a]['summary'].get('solve_rate'))}</td>" for a in agents)
     body.append(f"<tr><td>solve rate</td>{solved}</tr>")
-    return (f"<table><caption>first-attempt accuracy [95% CI]</caption><tr><th>kind</th>{head}</tr>"
-            + "".join(body) + "</table>")
+    return (
+        f"<table><caption>first-attempt accuracy [95% CI]</caption><tr><th>kind</th>{head}</tr>"
+        + "".join(body)
+        + "</table>"
+    )
 
 
 def _report_html(log: dict[str, Any]) -> str:
@@ -77,17 +84,23 @@ def _figures_html(log: dict[str, Any]) -> str:
 def document(log: dict[str, Any]) -> str:
     """The whole HTML document of `log`."""
     title = html.escape(curves.title(log))
-    status = "" if log.get("status") == "success" else \
-        f"<p><b>run incomplete:</b> {html.escape(str(log.get('error')))}</p>"
-    setup = {key: log.get(key) for key in ("mode", "scenarios", "seeds", "config", "started_at", "finished_at",
-                                          "environment", "merged_from") if log.get(key) is not None}
+    status = (
+        "" if log.get("status") == "success" else f"<p><b>run incomplete:</b> {html.escape(str(log.get('error')))}</p>"
+    )
+    setup = {
+        key: log.get(key)
+        for key in ("mode", "scenarios", "seeds", "config", "started_at", "finished_at", "environment", "merged_from")
+        if log.get(key) is not None
+    }
     setup["agents"] = list(log["agents"])
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
-            f"<style>{_STYLE}</style></head><body><h1>Memory comparison</h1><p>{title}</p>{status}"
-            f"<h2>Accuracy</h2>{accuracy_table(log)}<h2>Figures</h2>{_figures_html(log)}"
-            f"<h2>Report</h2>{_report_html(log)}"
-            f"<h2>Configuration</h2><pre>{html.escape(json.dumps(setup, indent=2, default=str), quote=False)}</pre>"
-            "</body></html>\n")
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>Memory comparison</h1><p>{title}</p>{status}"
+        f"<h2>Accuracy</h2>{accuracy_table(log)}<h2>Figures</h2>{_figures_html(log)}"
+        f"<h2>Report</h2>{_report_html(log)}"
+        f"<h2>Configuration</h2><pre>{html.escape(json.dumps(setup, indent=2, default=str), quote=False)}</pre>"
+        "</body></html>\n"
+    )
 
 
 def write_html(log: dict[str, Any], path: str | Path) -> Path:

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from eval.outputs import curves
 from memory.outputs import write_atomic
 
-STYLES = (("-", "o", "#1f4e79"), ("--", "s", "#c55a11"), (":", "^", "#548235"), ("-.", "D", "#7030a0"),
-          ((0, (5, 1, 1, 1)), "v", "#7f6000"), ((0, (1, 1)), "x", "#404040"))  # (line, marker, colour) per agent
+STYLES = (
+    ("-", "o", "#1f4e79"),
+    ("--", "s", "#c55a11"),
+    (":", "^", "#548235"),
+    ("-.", "D", "#7030a0"),
+    ((0, (5, 1, 1, 1)), "v", "#7f6000"),
+    ((0, (1, 1)), "x", "#404040"),
+)  # (line, marker, colour) per agent
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
 
@@ -40,8 +47,15 @@ def _style(i: int) -> dict[str, Any]:
     """Line style, marker and colour of the i-th agent; markers shrink and alternate hollow and
     filled so agents whose curves coincide still show one mark inside another."""
     line, marker, colour = STYLES[i % len(STYLES)]
-    return {"linestyle": line, "marker": marker, "color": colour, "markersize": max(3.5, 10 - 2.5 * i),
-            "markerfacecolor": "white" if i % 2 == 0 else colour, "markeredgewidth": 1.3, "zorder": 3 + i}
+    return {
+        "linestyle": line,
+        "marker": marker,
+        "color": colour,
+        "markersize": max(3.5, 10 - 2.5 * i),
+        "markerfacecolor": "white" if i % 2 == 0 else colour,
+        "markeredgewidth": 1.3,
+        "zorder": 3 + i,
+    }
 
 
 def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
@@ -58,8 +72,10 @@ def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
         window, rounds = curve.window, max(rounds, len(points))
         style = _style(i)
         every = max(1, len(curve.x) // 12)
-        for ax, values, band in ((top, curve.cumulative, curve.cumulative_band),
-                                 (bottom, curve.windowed, curve.windowed_band)):
+        for ax, values, band in (
+            (top, curve.cumulative, curve.cumulative_band),
+            (bottom, curve.windowed, curve.windowed_band),
+        ):
             ax.plot(curve.x, values, label=agent, markevery=every, linewidth=1.6, **style)
             if curves.shows_bands(len(points)):
                 _band(ax, curve.x, band, style)
@@ -71,10 +87,12 @@ def learning_curve_figure(log: dict[str, Any], scenario: str) -> Any:
         ax.grid(True, color="#dddddd", linewidth=0.6)
     top.legend(loc="lower right", frameon=True, fontsize=9)
     top.set_title(f"Learning curve: first-attempt accuracy\n{curves.title(log, scenario)}", fontsize=11)
-    note = ("bands (thin lines): 95% Wilson interval over rounds (seeds averaged within a round)"
-            if curves.shows_bands(rounds) else
-            f"no bands: {rounds} rounds are too few for a useful 95% interval (bands from "
-            f"{curves.BAND_MIN_ROUNDS} rounds on); the report gives the intervals")
+    note = (
+        "bands (thin lines): 95% Wilson interval over rounds (seeds averaged within a round)"
+        if curves.shows_bands(rounds)
+        else f"no bands: {rounds} rounds are too few for a useful 95% interval (bands from "
+        f"{curves.BAND_MIN_ROUNDS} rounds on); the report gives the intervals"
+    )
     fig.text(0.01, 0.005, note, fontsize=8, color="#444444")
     fig.tight_layout(rect=(0, 0.02, 1, 1))
     return fig
@@ -84,8 +102,9 @@ def _band(ax: Any, x: Any, band: Any, style: dict[str, Any]) -> None:
     """A 95% band, faintly filled, its edges in the agent's line style (bands stay apart in grey-scale)."""
     ax.fill_between(x, [b[0] for b in band], [b[1] for b in band], color=style["color"], alpha=0.07, linewidth=0)
     for edge in (0, 1):
-        ax.plot(x, [b[edge] for b in band], color=style["color"], linestyle=style["linestyle"],
-                linewidth=0.6, alpha=0.7)
+        ax.plot(
+            x, [b[edge] for b in band], color=style["color"], linestyle=style["linestyle"], linewidth=0.6, alpha=0.7
+        )
 
 
 def kind_figure(log: dict[str, Any]) -> Any:
@@ -105,8 +124,19 @@ def kind_figure(log: dict[str, Any]) -> Any:
                 errors[0].append(max(0.0, value - low))
                 errors[1].append(max(0.0, high - value))
         style = _style(i)
-        bars = ax.bar(xs, values, width * 0.95, yerr=errors, capsize=3, label=agent, facecolor=style["color"],
-                      edgecolor="black", hatch=HATCHES[i % len(HATCHES)], alpha=0.85, error_kw={"linewidth": 1})
+        bars = ax.bar(
+            xs,
+            values,
+            width * 0.95,
+            yerr=errors,
+            capsize=3,
+            label=agent,
+            facecolor=style["color"],
+            edgecolor="black",
+            hatch=HATCHES[i % len(HATCHES)],
+            alpha=0.85,
+            error_kw={"linewidth": 1},
+        )
         ax.bar_label(bars, labels=[f"{v:.0%}" for v in values], fontsize=7, padding=2)  # a 0% bar has no height
     ax.set_xticks(range(len(kinds)), kinds)
     ax.set_ylim(0, 1.1)
@@ -114,8 +144,7 @@ def kind_figure(log: dict[str, Any]) -> Any:
     ax.grid(True, axis="y", color="#dddddd", linewidth=0.6)
     ax.set_axisbelow(True)
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    ax.set_title(f"Accuracy per round kind (95% Wilson interval over seeds × rounds)\n{curves.title(log)}",
-                 fontsize=11)
+    ax.set_title(f"Accuracy per round kind (95% Wilson interval over seeds × rounds)\n{curves.title(log)}", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -131,8 +160,9 @@ def attempts_figure(log: dict[str, Any], scenario: str) -> Any:
             continue
         x = list(range(1, len(points) + 1))
         top = max(top, max(p.attempts for p in points))
-        ax.plot(x, [p.attempts for p in points], label=agent, markevery=max(1, len(x) // 12), linewidth=1.4,
-                **_style(i))
+        ax.plot(
+            x, [p.attempts for p in points], label=agent, markevery=max(1, len(x) // 12), linewidth=1.4, **_style(i)
+        )
     ax.set_ylim(0.9, top + 0.2)
     ax.set_xlabel("round (position in the scenario)")
     ax.set_ylabel("attempts (mean over seeds)")
@@ -155,8 +185,16 @@ def layers_figure(log: dict[str, Any]) -> Any | None:
     for i, (agent, row) in enumerate(scores.items()):
         xs = [k + (i - (len(scores) - 1) / 2) * width for k, name in enumerate(names) if name in row]
         style = _style(i)
-        ax.bar(xs, [row[name] for name in names if name in row], width * 0.95, label=agent,
-               facecolor=style["color"], edgecolor="black", hatch=HATCHES[i % len(HATCHES)], alpha=0.85)
+        ax.bar(
+            xs,
+            [row[name] for name in names if name in row],
+            width * 0.95,
+            label=agent,
+            facecolor=style["color"],
+            edgecolor="black",
+            hatch=HATCHES[i % len(HATCHES)],
+            alpha=0.85,
+        )
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("score (mean over runs)")

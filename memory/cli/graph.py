@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from memory.agent_memory import EpisodicMemory
 from memory.errors import MemoryError_
@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m memory graph`` on a parser of its own (argv without ``graph``); returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m memory graph", description=SUMMARY,
-                                     epilog=f"example: python -m memory graph {EXAMPLE}")
+    parser = argparse.ArgumentParser(
+        prog="python -m memory graph", description=SUMMARY, epilog=f"example: python -m memory graph {EXAMPLE}"
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
@@ -62,8 +63,14 @@ def run(args: argparse.Namespace) -> int:
                     print(f"error: {len(match)} episodes start with {args.chain!r}", file=sys.stderr)
                     return 2
                 nodes = causal_chain(graph, match[0], episodes=memory.episode).episode_ids
-            engine = render_graph(graph, args.out, episodes=memory.episode, nodes=nodes, engine=args.engine,
-                                  title=f"{args.principal}: episode graph")
+            engine = render_graph(
+                graph,
+                args.out,
+                episodes=memory.episode,
+                nodes=nodes,
+                engine=args.engine,
+                title=f"{args.principal}: episode graph",
+            )
     except MemoryError_ as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -24,4 +24,3 @@ __all__ = [
     "episode_id",
     "segment",
 ]
-

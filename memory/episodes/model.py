@@ -8,10 +8,11 @@ the reinforcer can import the values without the machinery. Layer 3's values, `E
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from memory.timeline import format_timestamp, parse_timestamp
 
@@ -60,7 +61,7 @@ class Episode:
         return data
 
     @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> "Episode":
+    def from_record(cls, data: Mapping[str, Any]) -> Episode:
         """Inverse of `to_record`."""
         fields = dict(data)
         fields["start"] = parse_timestamp(fields["start"])

@@ -33,8 +33,9 @@ shipped `DEFAULT_LEXICON`); the patterns are compiled once per lexicon (`pattern
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from memory.episodes.model import Outcome
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -81,11 +82,15 @@ def _cue_pattern(cues: Sequence[str]) -> re.Pattern[str]:
 def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
     """The classifier's patterns compiled from `lexicon` (once per lexicon)."""
     lx = lexicon
-    values = {**dict.fromkeys(lx.words("status_success"), Outcome.SUCCESS),
-              **dict.fromkeys(lx.words("status_failure"), Outcome.FAILURE),
-              **dict.fromkeys(lx.words("status_partial"), Outcome.PARTIAL)}
+    values = {
+        **dict.fromkeys(lx.words("status_success"), Outcome.SUCCESS),
+        **dict.fromkeys(lx.words("status_failure"), Outcome.FAILURE),
+        **dict.fromkeys(lx.words("status_partial"), Outcome.PARTIAL),
+    }
     return Patterns(
-        lx.words("status_keys"), values, lx.word_set("negators"),
+        lx.words("status_keys"),
+        values,
+        lx.word_set("negators"),
         re.compile(rf"\b(?:{lx['symptom_negators']})\s+(?:[\w-]+\s+){{0,2}}?(?:{lx['symptom_nouns']})\b"),
         # "the alternator, whose regulator had failed" / "the test that had been failing"
         re.compile(rf"\b(?:{lx['relative_pronouns']})\s+(?:[\w-]+\s+){{0,3}}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b"),
@@ -96,13 +101,20 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         re.compile(rf"\b(?:{lx['found_state']})\b"),
         # ... then "Replaced the seal", "Re-seated the card", "Took the node out of the pool"
         re.compile(rf"^\s*(?:{lx['action_start']})\b"),
-        tuple((outcome, _cue_pattern(lx.words(group))) for outcome, group in
-              ((Outcome.FAILURE, "failure_cues"), (Outcome.PARTIAL, "partial_cues"), (Outcome.SUCCESS, "success_cues"))))
+        tuple(
+            (outcome, _cue_pattern(lx.words(group)))
+            for outcome, group in (
+                (Outcome.FAILURE, "failure_cues"),
+                (Outcome.PARTIAL, "partial_cues"),
+                (Outcome.SUCCESS, "success_cues"),
+            )
+        ),
+    )
 
 
 def _blank(text: str, match: re.Match[str]) -> str:
     """`text` with the match replaced by spaces, so later patterns cannot reuse its words."""
-    return text[: match.start()] + " " * len(match.group(0)) + text[match.end():]
+    return text[: match.start()] + " " * len(match.group(0)) + text[match.end() :]
 
 
 def _clause_cues(clause: str, p: Patterns) -> list[tuple[Outcome, str]]:
@@ -198,8 +210,9 @@ def detect_outcome(entries: Sequence[Entry], lexicon: Lexicon = DEFAULT_LEXICON)
     for entry in reversed(outcomes):
         status = _structured_status(entry.metadata, p)
         if status is not None:
-            return OutcomeVerdict(p.status_values[status],
-                                  f"structured status '{status}' on outcome {_quote(entry.text)}")
+            return OutcomeVerdict(
+                p.status_values[status], f"structured status '{status}' on outcome {_quote(entry.text)}"
+            )
     first_decision = next((i for i, e in enumerate(entries) if e.kind == Kind.DECISION), None)
     if first_decision is not None:
         corrections = [e for e in entries[first_decision:] if e.kind == Kind.CORRECTION]

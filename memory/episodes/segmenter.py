@@ -29,8 +29,9 @@ words of the `Lexicon` the segmenter is given (default: the shipped `DEFAULT_LEX
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -123,8 +124,12 @@ def signals(open_: _Open, entry: Entry, config: SegmenterConfig = DEFAULT_CONFIG
     situation = 1.0 if entry.situation != last.situation else 0.0
     semantic = 0.0
     vector = np.asarray(entry.embedding, dtype=np.float64)
-    if (entry.kind in config.shift_kinds and len(open_.entries) >= config.shift_min_entries
-            and open_.centroid is not None and vector.shape == open_.centroid.shape):
+    if (
+        entry.kind in config.shift_kinds
+        and len(open_.entries) >= config.shift_min_entries
+        and open_.centroid is not None
+        and vector.shape == open_.centroid.shape
+    ):
         norm = float(np.linalg.norm(open_.centroid)) * float(np.linalg.norm(vector))
         if norm > 0.0:
             distance = 1.0 - float(open_.centroid @ vector) / norm
@@ -138,12 +143,17 @@ def signals(open_: _Open, entry: Entry, config: SegmenterConfig = DEFAULT_CONFIG
         subject = entry_subject(entry)
         if subject is not None and open_.subject is not None and subject != open_.subject:
             explicit = config.subject_change_strength
-    score = (config.situation_weight * situation + config.semantic_weight * semantic
-             + config.temporal_weight * temporal + config.explicit_weight * explicit)
+    score = (
+        config.situation_weight * situation
+        + config.semantic_weight * semantic
+        + config.temporal_weight * temporal
+        + config.explicit_weight * explicit
+    )
     return Signals(situation, semantic, temporal, explicit, score, score >= config.split_threshold - 1e-9)
 
 
 # -- episode building --------------------------------------------------------------------
+
 
 def _assumptions(entries: Sequence[Entry]) -> tuple[str, ...]:
     found: list[str] = []
@@ -179,13 +189,17 @@ def summarize(entries: Sequence[Entry], verdict: OutcomeVerdict, *, part_chars: 
         parts.append(decision.text)
     closing = [e for e in entries if e.kind in RESPONSE_KINDS and e is not first]
     if closing:
-        parts.append(closing[-1].text if verdict.outcome == Outcome.UNKNOWN else
-                     next((e.text for e in reversed(closing) if e.kind == Kind.OUTCOME), closing[-1].text))
+        parts.append(
+            closing[-1].text
+            if verdict.outcome == Outcome.UNKNOWN
+            else next((e.text for e in reversed(closing) if e.kind == Kind.OUTCOME), closing[-1].text)
+        )
     return " → ".join(trim(p, part_chars) for p in parts)
 
 
-def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFIG,
-                  lexicon: Lexicon = DEFAULT_LEXICON) -> Episode:
+def build_episode(
+    entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFIG, lexicon: Lexicon = DEFAULT_LEXICON
+) -> Episode:
     """Make the (immutable) episode of a closed run of one principal's entries (outcome read with `lexicon`)."""
     if not entries:
         raise ValueError("an episode needs at least one entry")
@@ -217,6 +231,7 @@ def build_episode(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CO
 
 
 # -- incremental and batch segmentation -----------------------------------------------------
+
 
 class Segmenter:
     """Incremental segmenter: feed entries as they are appended; state per principal.
@@ -283,8 +298,9 @@ def boundaries(entries: Sequence[Entry], config: SegmenterConfig = DEFAULT_CONFI
     return starts
 
 
-def segment(entries: Iterable[Entry], config: SegmenterConfig = DEFAULT_CONFIG,
-            lexicon: Lexicon = DEFAULT_LEXICON) -> list[Episode]:
+def segment(
+    entries: Iterable[Entry], config: SegmenterConfig = DEFAULT_CONFIG, lexicon: Lexicon = DEFAULT_LEXICON
+) -> list[Episode]:
     """Batch segmentation of a stored stream: same episodes as feeding `Segmenter` then flushing.
 
     Returns:

@@ -12,6 +12,15 @@ revised when contradicted).
 """
 
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog, evidence_from
+from memory.facts.lessons import (
+    LessonIncident,
+    affirmed_lines,
+    learn_lesson,
+    lesson_applies,
+    rarity,
+    rejected_choices,
+    update_lesson,
+)
 from memory.facts.rules import (
     DEFAULT_FACTS,
     FactConfig,
@@ -21,9 +30,6 @@ from memory.facts.rules import (
     propose_fact,
     update_fact,
 )
-from memory.facts.lessons import (LessonIncident, affirmed_lines, learn_lesson, lesson_applies, rarity,
-                                   rejected_choices, update_lesson)
-from memory.text import terms
 from memory.facts.versions import (
     ACTIVE,
     LESSON,
@@ -40,6 +46,7 @@ from memory.facts.versions import (
     resolve_records,
     stored_records,
 )
+from memory.text import terms
 
 __all__ = [
     "ACTIVE",

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Iterable, Iterator, Sequence, overload
+from datetime import UTC, datetime, timedelta
+from typing import overload
 
 import numpy as np
 
 from memory.episodes import Episode, Outcome
+from memory.facts.versions import fact_id_of
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import observed_terms
-from memory.facts.versions import fact_id_of
 
 TERM_COUNT_MEMO = 64  # position sets whose term counts an `EvidenceLog` remembers
 
@@ -35,9 +36,14 @@ class EpisodeEvidence:
 NO_CITATIONS: frozenset[str] = frozenset()  # one empty set for every episode that cited no fact
 
 
-def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[str] = (),
-                  shared: dict[frozenset[str], frozenset[str]] | None = None,
-                  lexicon: Lexicon = DEFAULT_LEXICON) -> EpisodeEvidence | None:
+def evidence_from(
+    episode: Episode,
+    observation_text: str,
+    *,
+    cited: Iterable[str] = (),
+    shared: dict[frozenset[str], frozenset[str]] | None = None,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> EpisodeEvidence | None:
     """Evidence of a closed episode, or None when it tested no choice or has no verdict (its observations'
     affirmed terms read with `lexicon`).
 
@@ -49,10 +55,16 @@ def evidence_from(episode: Episode, observation_text: str, *, cited: Iterable[st
     seen, affirmed = observed_terms(observation_text, lexicon)
     if shared is not None:
         seen, affirmed = shared.setdefault(seen, seen), shared.setdefault(affirmed, affirmed)
-    return EpisodeEvidence(episode_id=episode.id, principal=episode.principal, terms=seen,
-                           affirmed=seen if affirmed == seen else affirmed,  # one set held when they are equal
-                           choice=episode.choices[-1], outcome=episode.outcome, at=episode.end,
-                           cited=frozenset(fact_id_of(c) for c in cited) or NO_CITATIONS)
+    return EpisodeEvidence(
+        episode_id=episode.id,
+        principal=episode.principal,
+        terms=seen,
+        affirmed=seen if affirmed == seen else affirmed,  # one set held when they are equal
+        choice=episode.choices[-1],
+        outcome=episode.outcome,
+        at=episode.end,
+        cited=frozenset(fact_id_of(c) for c in cited) or NO_CITATIONS,
+    )
 
 
 class EvidenceLog(Sequence[EpisodeEvidence]):
@@ -88,7 +100,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self.extend(items)
 
     @classmethod
-    def of(cls, evidence: Sequence[EpisodeEvidence], principal: str | None = None) -> "EvidenceLog":
+    def of(cls, evidence: Sequence[EpisodeEvidence], principal: str | None = None) -> EvidenceLog:
         """`evidence` as a log, keeping only `principal`'s (the log itself when nothing is dropped)."""
         if isinstance(evidence, EvidenceLog) and (principal is None or evidence._principals <= {principal}):
             return evidence
@@ -263,8 +275,9 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         true = positions & self.confirming(conclusion)
         return true, ((positions & self._successes) - true) | (positions & self._refuting.get(conclusion, set()))
 
-    def labels_among(self, positions: np.ndarray, conclusion: str, *, since: datetime | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def labels_among(
+        self, positions: np.ndarray, conclusion: str, *, since: datetime | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """`labelled_among` for an array of positions, keeping only episodes that ended at or after `since`:
         one pass over per-position columns instead of set operations (a condition can match most of a
         million episodes)."""
@@ -311,7 +324,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
 
 POSITION_CODE = "i"  # C int: 4 bytes on every platform numpy supports
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 
 

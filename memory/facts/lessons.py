@@ -40,9 +40,10 @@ tell an affirmed clause from a denied or normal-state one are the `Lexicon`'s a 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, Callable, Collection, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
@@ -79,8 +80,12 @@ def _name_terms(names: Collection[str | None]) -> set[str]:
     return {t for name in names if name for t in terms(name.replace("_", " ").replace("-", " "))}
 
 
-def lesson_condition(incident: LessonIncident, rarity: Mapping[str, float],
-                     common: Collection[str] = (), lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, ...]:
+def lesson_condition(
+    incident: LessonIncident,
+    rarity: Mapping[str, float],
+    common: Collection[str] = (),
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> tuple[str, ...]:
     """The telling detail the correction points at (see the module docstring); () when none.
 
     Args:
@@ -113,8 +118,12 @@ def lesson_applies(fact: FactVersion, lines: Sequence[frozenset[str]]) -> bool:
     return any(wanted <= line and not (unless & line) for line in lines)
 
 
-def lesson_wording(terms_shown: Sequence[str], texts: Sequence[str],
-                   known: Mapping[str, str] | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, ...]:
+def lesson_wording(
+    terms_shown: Sequence[str],
+    texts: Sequence[str],
+    known: Mapping[str, str] | None = None,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> tuple[str, ...]:
     """Each term as the observations first wrote it ("shared" for *shar*): from `known`, else from the
     affirmed clauses of `texts`; () when a term is written nowhere."""
     written = dict(known or {})
@@ -125,17 +134,23 @@ def lesson_wording(terms_shown: Sequence[str], texts: Sequence[str],
     return wording if all(wording) else ()
 
 
-def _wording(condition: Sequence[str], unless: Sequence[str], texts: Sequence[str],
-             known: Mapping[str, str], lexicon: Lexicon) -> Wording:
+def _wording(
+    condition: Sequence[str], unless: Sequence[str], texts: Sequence[str], known: Mapping[str, str], lexicon: Lexicon
+) -> Wording:
     """The words of a lesson's terms (`lesson_wording`): the exceptions' only when the condition's are known too."""
     words = lesson_wording((*condition, *unless), texts, known, lexicon)
     if words:
-        return Wording(words[: len(condition)], words[len(condition):])
+        return Wording(words[: len(condition)], words[len(condition) :])
     return Wording(lesson_wording(condition, texts, known, lexicon))
 
 
-def describe_lesson(condition: Sequence[str], conclusion: str, rejected: Sequence[str], unless: Sequence[str],
-                    wording: Wording = Wording()) -> str:
+def describe_lesson(
+    condition: Sequence[str],
+    conclusion: str,
+    rejected: Sequence[str],
+    unless: Sequence[str],
+    wording: Wording = Wording(),
+) -> str:
     """A lesson as a runbook addendum line, in the observations' words where `wording` gives them."""
     text = f"when an observation affirms {' + '.join(wording.condition or condition)}"
     if unless:
@@ -152,23 +167,41 @@ def _usefulness(support: int, contradict: int) -> Usefulness:
     return Usefulness(support, matched, round(precision, 6), 0.0, 0.0, support > contradict)
 
 
-def _completed(draft: FactVersion, config: FactConfig, texts: Sequence[str] = (),
-               known: Mapping[str, str] | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> FactVersion:
+def _completed(
+    draft: FactVersion,
+    config: FactConfig,
+    texts: Sequence[str] = (),
+    known: Mapping[str, str] | None = None,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> FactVersion:
     """`draft` with what follows from its terms, choices and evidence: its words (`known`, else as `texts` write
     them, read with `lexicon`), its text, confidence and usefulness."""
     wording = _wording(draft.condition, draft.unless, texts, known or {}, lexicon)
     support, contradict = len(draft.support), len(draft.contradict)
-    return replace(draft, wording=wording, confidence=round(confidence(support, contradict, config), 6),
-                   text=describe_lesson(draft.condition, draft.conclusion, draft.rejected, draft.unless, wording),
-                   usefulness=_usefulness(support, contradict))
+    return replace(
+        draft,
+        wording=wording,
+        confidence=round(confidence(support, contradict, config), 6),
+        text=describe_lesson(draft.condition, draft.conclusion, draft.rejected, draft.unless, wording),
+        usefulness=_usefulness(support, contradict),
+    )
 
 
-def _next(fact: FactVersion, incident: LessonIncident, config: FactConfig, *, reason: str,
-          texts: Sequence[str] = (), lexicon: Lexicon = DEFAULT_LEXICON, **changes: Any) -> FactVersion:
+def _next(
+    fact: FactVersion,
+    incident: LessonIncident,
+    config: FactConfig,
+    *,
+    reason: str,
+    texts: Sequence[str] = (),
+    lexicon: Lexicon = DEFAULT_LEXICON,
+    **changes: Any,
+) -> FactVersion:
     """The version after `fact` for `incident`: `fact` with `changes`; its words are `fact`'s, and `texts`' for
     terms new to it."""
-    draft = replace(fact, version=fact.version + 1, supersedes=fact.version, created_at=incident.at, reason=reason,
-                    **changes)
+    draft = replace(
+        fact, version=fact.version + 1, supersedes=fact.version, created_at=incident.at, reason=reason, **changes
+    )
     return _completed(draft, config, texts, fact.wording.written(fact.condition, fact.unless), lexicon)
 
 
@@ -181,10 +214,15 @@ def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
     return fact.rejected
 
 
-def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
-                 history: Callable[[Sequence[str]], Iterable[EpisodeEvidence]] = lambda condition: (), *,
-                 common: Collection[str] = (), config: FactConfig = DEFAULT_FACTS,
-                 lexicon: Lexicon = DEFAULT_LEXICON) -> FactVersion | None:
+def learn_lesson(
+    incident: LessonIncident,
+    rarity: Mapping[str, float],
+    history: Callable[[Sequence[str]], Iterable[EpisodeEvidence]] = lambda condition: (),
+    *,
+    common: Collection[str] = (),
+    config: FactConfig = DEFAULT_FACTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> FactVersion | None:
     """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none.
 
     The condition is checked against the principal's earlier resolved episodes (`history`):
@@ -207,17 +245,34 @@ def learn_lesson(incident: LessonIncident, rarity: Mapping[str, float],
         return None
     quoted = " / ".join(incident.corrections)
     draft = FactVersion(  # text, confidence and usefulness follow from the rest (`_completed`)
-        fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id), version=1,
-        principal=incident.principal, text="", condition=condition, conclusion=incident.resolution, confidence=0.0,
-        support=_ids(support), contradict=_ids(contradict), created_at=incident.at, supersedes=None, status=ACTIVE,
-        reason=f"learned from the correction: {quoted}", usefulness=_usefulness(0, 0), kind=LESSON,
-        rejected=tuple(incident.failed))
+        fact_id=new_fact_id(incident.principal, incident.resolution, condition, incident.episode_id),
+        version=1,
+        principal=incident.principal,
+        text="",
+        condition=condition,
+        conclusion=incident.resolution,
+        confidence=0.0,
+        support=_ids(support),
+        contradict=_ids(contradict),
+        created_at=incident.at,
+        supersedes=None,
+        status=ACTIVE,
+        reason=f"learned from the correction: {quoted}",
+        usefulness=_usefulness(0, 0),
+        kind=LESSON,
+        rejected=tuple(incident.failed),
+    )
     return _completed(draft, config, incident.symptoms, lexicon=lexicon)
 
 
-def update_lesson(fact: FactVersion, incident: LessonIncident,
-                  supporting_terms: Sequence[frozenset[str]] | Callable[[], Sequence[frozenset[str]]], *,
-                  config: FactConfig = DEFAULT_FACTS, lexicon: Lexicon = DEFAULT_LEXICON) -> FactVersion | None:
+def update_lesson(
+    fact: FactVersion,
+    incident: LessonIncident,
+    supporting_terms: Sequence[frozenset[str]] | Callable[[], Sequence[frozenset[str]]],
+    *,
+    config: FactConfig = DEFAULT_FACTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> FactVersion | None:
     """The next version of a lesson after a resolved incident, or None when it says nothing about it.
 
     Args:
@@ -229,8 +284,12 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
     # the cheap test first: a lesson's support grows with the memory, and most incidents do not match it
     lines = affirmed_lines(incident.symptoms, lexicon)
     episode = incident.episode_id
-    if (fact.status != ACTIVE or not lesson_applies(fact, lines) or episode in fact.support
-            or episode in fact.contradict):
+    if (
+        fact.status != ACTIVE
+        or not lesson_applies(fact, lines)
+        or episode in fact.support
+        or episode in fact.contradict
+    ):
         return None
     spoken = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
     against = _ids({*fact.contradict, episode})
@@ -238,31 +297,76 @@ def update_lesson(fact: FactVersion, incident: LessonIncident,
         if fact.conclusion not in incident.failed:
             return None
         if spoken & set(fact.condition):
-            return _next(fact, incident, config, lexicon=lexicon, contradict=against, status=RETIRED,
-                         reason=f"retired: {fact.conclusion} failed in episode {episode} and the correction "
-                                f"speaks of the condition: {' / '.join(incident.corrections)}")
-        return _next(fact, incident, config, lexicon=lexicon, contradict=against,
-                     reason=f"contradicted: {fact.conclusion} failed in episode {episode}")
+            return _next(
+                fact,
+                incident,
+                config,
+                lexicon=lexicon,
+                contradict=against,
+                status=RETIRED,
+                reason=f"retired: {fact.conclusion} failed in episode {episode} and the correction "
+                f"speaks of the condition: {' / '.join(incident.corrections)}",
+            )
+        return _next(
+            fact,
+            incident,
+            config,
+            lexicon=lexicon,
+            contradict=against,
+            reason=f"contradicted: {fact.conclusion} failed in episode {episode}",
+        )
     if incident.resolution == fact.conclusion:
-        return _next(fact, incident, config, lexicon=lexicon, support=_ids({*fact.support, episode}),
-                     reason=f"confirmed by episode {episode}")
+        return _next(
+            fact,
+            incident,
+            config,
+            lexicon=lexicon,
+            support=_ids({*fact.support, episode}),
+            reason=f"confirmed by episode {episode}",
+        )
     if spoken & set(fact.condition):
         quoted = " / ".join(incident.corrections)
-        return _next(fact, incident, config, lexicon=lexicon, conclusion=incident.resolution,
-                     rejected=(fact.conclusion,), support=(episode,), contradict=(), since=incident.at,
-                     reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}")
+        return _next(
+            fact,
+            incident,
+            config,
+            lexicon=lexicon,
+            conclusion=incident.resolution,
+            rejected=(fact.conclusion,),
+            support=(episode,),
+            contradict=(),
+            since=incident.at,
+            reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}",
+        )
     matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
     supporting = supporting_terms() if callable(supporting_terms) else supporting_terms
     seen = set().union(*supporting) if supporting else set()
-    novel = sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[
-        :MAX_UNLESS_TERMS] if matched else []
+    novel = (
+        sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[:MAX_UNLESS_TERMS]
+        if matched
+        else []
+    )
     if novel:
-        return _next(fact, incident, config, lexicon=lexicon, unless=tuple(sorted(set(fact.unless) | set(novel))),
-                     contradict=against, texts=incident.symptoms,
-                     reason=f"narrowed: not when {' or '.join(novel)} (episode {episode} was {incident.resolution})")
+        return _next(
+            fact,
+            incident,
+            config,
+            lexicon=lexicon,
+            unless=tuple(sorted(set(fact.unless) | set(novel))),
+            contradict=against,
+            texts=incident.symptoms,
+            reason=f"narrowed: not when {' or '.join(novel)} (episode {episode} was {incident.resolution})",
+        )
     retire = confidence(len(fact.support), len(against), config) < config.revise_below
-    return _next(fact, incident, config, lexicon=lexicon, contradict=against, status=RETIRED if retire else ACTIVE,
-                 reason=f"contradicted by episode {episode} ({incident.resolution})" + ("; retired" if retire else ""))
+    return _next(
+        fact,
+        incident,
+        config,
+        lexicon=lexicon,
+        contradict=against,
+        status=RETIRED if retire else ACTIVE,
+        reason=f"contradicted by episode {episode} ({incident.resolution})" + ("; retired" if retire else ""),
+    )
 
 
 def common_terms(words: Collection[str], frequency: Callable[[str], int], documents: int) -> set[str]:

@@ -36,16 +36,17 @@ Rules (all thresholds live in `FactConfig`):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog
-from memory.text import normalize_term
 from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, describe, new_fact_id
+from memory.text import normalize_term
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,14 @@ def matches(condition: Iterable[str], ev: EpisodeEvidence) -> bool:
     return set(condition) <= ev.terms
 
 
-def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[EpisodeEvidence],
-            config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Usefulness:
+def measure(
+    condition: Sequence[str],
+    conclusion: str,
+    evidence: Sequence[EpisodeEvidence],
+    config: FactConfig = DEFAULT_FACTS,
+    *,
+    since: datetime | None = None,
+) -> Usefulness:
     """Precision, coverage and lift of ``condition → conclusion`` on past episodes.
 
     The base rate is taken over all labelled episodes; with `since`, only matching
@@ -94,8 +101,12 @@ def measure(condition: Sequence[str], conclusion: str, evidence: Sequence[Episod
     coverage, matched = len(true), len(true) + len(false)
     precision = coverage / matched if matched else 0.0
     lift = precision / base if base else 0.0
-    passed = (coverage >= config.min_coverage and precision >= config.min_precision
-              and lift >= config.min_lift and bool(condition))
+    passed = (
+        coverage >= config.min_coverage
+        and precision >= config.min_precision
+        and lift >= config.min_lift
+        and bool(condition)
+    )
     return Usefulness(coverage, matched, round(precision, 6), round(base, 6), round(lift, 6), passed)
 
 
@@ -104,8 +115,13 @@ def _log_odds(p: int, n_pos: int, n: int, n_neg: int) -> float:
     return math.log((p + 0.5) / (n_pos - p + 0.5)) - math.log((n + 0.5) / (n_neg - n + 0.5))
 
 
-def induce_condition(conclusion: str, evidence: Sequence[EpisodeEvidence], config: FactConfig = DEFAULT_FACTS,
-                     *, start: Sequence[str] = ()) -> tuple[str, ...]:
+def induce_condition(
+    conclusion: str,
+    evidence: Sequence[EpisodeEvidence],
+    config: FactConfig = DEFAULT_FACTS,
+    *,
+    start: Sequence[str] = (),
+) -> tuple[str, ...]:
     """Greedy conjunctive condition for a conclusion (see the module docstring).
 
     Args:
@@ -117,8 +133,9 @@ def induce_condition(conclusion: str, evidence: Sequence[EpisodeEvidence], confi
     return _induce(log, log.confirming(conclusion), log.against(conclusion), config, start)
 
 
-def _induce(log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig,
-            start: Sequence[str] = ()) -> tuple[str, ...]:
+def _induce(
+    log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig, start: Sequence[str] = ()
+) -> tuple[str, ...]:
     """`induce_condition` over positions of `log`: `pos` confirm the conclusion, `neg` are labelled otherwise.
 
     Term counts among the covered positives come from their terms; among the covered
@@ -136,7 +153,9 @@ def _induce(log: EvidenceLog, pos: set[int], neg: set[int], config: FactConfig,
         in_pos = log.term_counts(covered_pos)
         eligible = [t for t, n in in_pos.items() if n >= need and t not in condition]
         in_neg = log.count_with_terms(covered_neg, eligible)
-        ranked = sorted(eligible, key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t))
+        ranked = sorted(
+            eligible, key=lambda t: (-_log_odds(in_pos[t], len(covered_pos), in_neg[t], len(covered_neg)), t)
+        )
         if not ranked:
             break
         best = ranked[0]
@@ -159,22 +178,42 @@ class Assessment(NamedTuple):
     confidence: float  # Beta posterior mean
 
 
-def assess(fact_id: str, condition: Sequence[str], conclusion: str, evidence: Sequence[EpisodeEvidence],
-           config: FactConfig = DEFAULT_FACTS, *, since: datetime | None = None) -> Assessment:
+def assess(
+    fact_id: str,
+    condition: Sequence[str],
+    conclusion: str,
+    evidence: Sequence[EpisodeEvidence],
+    config: FactConfig = DEFAULT_FACTS,
+    *,
+    since: datetime | None = None,
+) -> Assessment:
     """Count each relevant episode once: matched by the condition, or citing the fact."""
     log = EvidenceLog.of(evidence)
     cited = np.fromiter(log.citing(fact_id), dtype=np.int64)
     matched = log.matching_positions(condition)  # a position both matched and citing counts once: ids go into sets
     true, false = log.labels_among(np.concatenate((matched, cited)) if len(cited) else matched, conclusion, since=since)
     support, contradict = set(log.episode_ids_at(true)), set(log.episode_ids_at(false))
-    return Assessment(tuple(sorted(support)), tuple(sorted(contradict)),
-                      confidence(len(support), len(contradict), config))
+    return Assessment(
+        tuple(sorted(support)), tuple(sorted(contradict)), confidence(len(support), len(contradict), config)
+    )
 
 
-def _version(prev: FactVersion | None, *, fact_id: str, principal: str, condition: Sequence[str],
-             conclusion: str, evidence: Sequence[EpisodeEvidence], config: FactConfig, at: datetime, reason: str,
-             since: datetime | None, status: str = ACTIVE, assessed: Assessment | None = None,
-             usefulness: Usefulness | None = None) -> FactVersion:
+def _version(
+    prev: FactVersion | None,
+    *,
+    fact_id: str,
+    principal: str,
+    condition: Sequence[str],
+    conclusion: str,
+    evidence: Sequence[EpisodeEvidence],
+    config: FactConfig,
+    at: datetime,
+    reason: str,
+    since: datetime | None,
+    status: str = ACTIVE,
+    assessed: Assessment | None = None,
+    usefulness: Usefulness | None = None,
+) -> FactVersion:
     """A fact version; `assessed` and `usefulness`, when the caller has them for the same condition,
     conclusion and `since`, are not computed again."""
     if assessed is None:
@@ -182,16 +221,27 @@ def _version(prev: FactVersion | None, *, fact_id: str, principal: str, conditio
     if usefulness is None:
         usefulness = measure(condition, conclusion, evidence, config, since=since)
     return FactVersion(
-        fact_id=fact_id, version=prev.version + 1 if prev else 1, principal=principal,
-        text=describe(condition, conclusion), condition=tuple(condition), conclusion=conclusion,
-        confidence=round(assessed.confidence, 6), support=assessed.support, contradict=assessed.contradict,
-        created_at=at, supersedes=prev.version if prev else None, status=status, reason=reason,
-        usefulness=usefulness, since=since,
+        fact_id=fact_id,
+        version=prev.version + 1 if prev else 1,
+        principal=principal,
+        text=describe(condition, conclusion),
+        condition=tuple(condition),
+        conclusion=conclusion,
+        confidence=round(assessed.confidence, 6),
+        support=assessed.support,
+        contradict=assessed.contradict,
+        created_at=at,
+        supersedes=prev.version if prev else None,
+        status=status,
+        reason=reason,
+        usefulness=usefulness,
+        since=since,
     )
 
 
-def update_fact(fact: FactVersion, evidence: Sequence[EpisodeEvidence], *, at: datetime,
-                config: FactConfig = DEFAULT_FACTS) -> FactVersion | None:
+def update_fact(
+    fact: FactVersion, evidence: Sequence[EpisodeEvidence], *, at: datetime, config: FactConfig = DEFAULT_FACTS
+) -> FactVersion | None:
     """The next version of a fact given all evidence, or None when nothing changed.
 
     Support and contradiction are recomputed as sets over all evidence (so replaying an
@@ -206,28 +256,43 @@ def update_fact(fact: FactVersion, evidence: Sequence[EpisodeEvidence], *, at: d
         return None
     common = dict(fact_id=fact.fact_id, principal=fact.principal, evidence=evidence, config=config, at=at)
     measured = measure(fact.condition, fact.conclusion, evidence, config, since=fact.since)
-    same = dict(condition=fact.condition, conclusion=fact.conclusion, since=fact.since,  # what `now` was assessed on
-                assessed=now, usefulness=measured)
+    same = dict(
+        condition=fact.condition,
+        conclusion=fact.conclusion,
+        since=fact.since,  # what `now` was assessed on
+        assessed=now,
+        usefulness=measured,
+    )
     if now.confidence >= config.revise_below and measured.passed:
-        change = (f"reinforced: support {len(fact.support)}→{len(now.support)}, "
-                  f"contradict {len(fact.contradict)}→{len(now.contradict)}")
+        change = (
+            f"reinforced: support {len(fact.support)}→{len(now.support)}, "
+            f"contradict {len(fact.contradict)}→{len(now.contradict)}"
+        )
         return _version(fact, reason=change, **same, **common)
-    candidates = [c for c in (_drift(fact, evidence, config, common), _specialize(fact, evidence, config, common))
-                  if c is not None and c.usefulness.passed and c.confidence >= config.revise_below]
+    candidates = [
+        c
+        for c in (_drift(fact, evidence, config, common), _specialize(fact, evidence, config, common))
+        if c is not None and c.usefulness.passed and c.confidence >= config.revise_below
+    ]
     if candidates:
         return max(candidates, key=lambda c: (c.confidence, len(c.support), c.reason))
-    why = (f"confidence {now.confidence:.2f} below {config.revise_below:.2f}" if now.confidence < config.revise_below
-           else "the condition no longer discriminates")
-    return _version(fact, status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check",
-                    **same, **common)
+    why = (
+        f"confidence {now.confidence:.2f} below {config.revise_below:.2f}"
+        if now.confidence < config.revise_below
+        else "the condition no longer discriminates"
+    )
+    return _version(
+        fact, status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check", **same, **common
+    )
 
 
-def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig,
-           common: dict[str, Any]) -> FactVersion | None:
+def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig, common: dict[str, Any]) -> FactVersion | None:
     matched = (evidence[p] for p in evidence.matching(fact.condition))
-    recent = sorted((ev for ev in matched if ev.outcome is Outcome.SUCCESS and (fact.since is None or ev.at >= fact.since)),
-                    key=lambda ev: (ev.at, ev.episode_id))
-    window = recent[-config.drift_window:]
+    recent = sorted(
+        (ev for ev in matched if ev.outcome is Outcome.SUCCESS and (fact.since is None or ev.at >= fact.since)),
+        key=lambda ev: (ev.at, ev.episode_id),
+    )
+    window = recent[-config.drift_window :]
     if len(window) < config.drift_window or len({ev.choice for ev in window}) != 1:
         return None
     answer = window[0].choice
@@ -238,25 +303,45 @@ def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig,
     while start > 0 and recent[start - 1].choice == answer:
         start -= 1
     since = recent[start].at
-    return _version(fact, condition=fact.condition, conclusion=answer, since=since,
-                    reason=f"drift: conclusion {fact.conclusion} → {answer} after "
-                           f"{len(recent) - start} recent confirmations", **common)
+    return _version(
+        fact,
+        condition=fact.condition,
+        conclusion=answer,
+        since=since,
+        reason=f"drift: conclusion {fact.conclusion} → {answer} after {len(recent) - start} recent confirmations",
+        **common,
+    )
 
 
-def _specialize(fact: FactVersion, evidence: Sequence[EpisodeEvidence], config: FactConfig,
-                common: dict[str, Any]) -> FactVersion | None:
+def _specialize(
+    fact: FactVersion, evidence: Sequence[EpisodeEvidence], config: FactConfig, common: dict[str, Any]
+) -> FactVersion | None:
     scoped = evidence if fact.since is None else [ev for ev in evidence if ev.at >= fact.since]
-    extended = induce_condition(fact.conclusion, scoped, replace(config, max_terms=len(fact.condition) + 1),
-                                start=fact.condition)
+    extended = induce_condition(
+        fact.conclusion, scoped, replace(config, max_terms=len(fact.condition) + 1), start=fact.condition
+    )
     if len(extended) <= len(fact.condition):
         return None
     added = sorted(set(extended) - set(fact.condition))
-    return _version(fact, condition=extended, conclusion=fact.conclusion, since=fact.since,
-                    reason=f"specialized: added {', '.join(added)} to exclude contradicting episodes", **common)
+    return _version(
+        fact,
+        condition=extended,
+        conclusion=fact.conclusion,
+        since=fact.since,
+        reason=f"specialized: added {', '.join(added)} to exclude contradicting episodes",
+        **common,
+    )
 
 
-def extract_facts(evidence: Sequence[EpisodeEvidence], current: Sequence[FactVersion], *, principal: str, at: datetime,
-                  config: FactConfig = DEFAULT_FACTS, conclusions: Iterable[str] | None = None) -> list[FactVersion]:
+def extract_facts(
+    evidence: Sequence[EpisodeEvidence],
+    current: Sequence[FactVersion],
+    *,
+    principal: str,
+    at: datetime,
+    config: FactConfig = DEFAULT_FACTS,
+    conclusions: Iterable[str] | None = None,
+) -> list[FactVersion]:
     """New facts for confirmations that no active fact of the principal covers yet.
 
     Separate and conquer: for each conclusion, the episodes confirming it that no active
@@ -285,15 +370,30 @@ def extract_facts(evidence: Sequence[EpisodeEvidence], current: Sequence[FactVer
         condition = _induce(log, focus & log.confirming(conclusion), log.against(conclusion), config)
         if not condition or condition in rules:
             continue
-        fact = propose_fact(condition, conclusion, log, principal=principal, at=at, config=config,
-                            reason="extracted: shared by episodes confirming the conclusion, rare elsewhere")
+        fact = propose_fact(
+            condition,
+            conclusion,
+            log,
+            principal=principal,
+            at=at,
+            config=config,
+            reason="extracted: shared by episodes confirming the conclusion, rare elsewhere",
+        )
         if fact is not None and fact.fact_id not in taken:  # a retired identical fact stays retired
             made.append(fact)
     return made
 
 
-def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[EpisodeEvidence], *, principal: str,
-                 at: datetime, config: FactConfig = DEFAULT_FACTS, reason: str = "proposed") -> FactVersion | None:
+def propose_fact(
+    condition: Sequence[str],
+    conclusion: str,
+    evidence: Sequence[EpisodeEvidence],
+    *,
+    principal: str,
+    at: datetime,
+    config: FactConfig = DEFAULT_FACTS,
+    reason: str = "proposed",
+) -> FactVersion | None:
     """Validate a proposed ``condition → conclusion`` (e.g. from an LLM); the fact, or None when vague.
 
     Condition words are normalized like observations. The proposal must pass the same
@@ -304,9 +404,18 @@ def propose_fact(condition: Sequence[str], conclusion: str, evidence: Sequence[E
     if not condition or not measure(condition, conclusion, evidence, config).passed:
         return None
     origin = min((evidence[p].episode_id for p in evidence.matching(condition)), default="")
-    fact = _version(None, fact_id=new_fact_id(principal, conclusion, condition, origin), principal=principal,
-                    condition=condition, conclusion=conclusion, evidence=evidence, config=config, at=at,
-                    reason=reason, since=None)
+    fact = _version(
+        None,
+        fact_id=new_fact_id(principal, conclusion, condition, origin),
+        principal=principal,
+        condition=condition,
+        conclusion=conclusion,
+        evidence=evidence,
+        config=config,
+        at=at,
+        reason=reason,
+        since=None,
+    )
     return fact if fact.confidence >= config.revise_below else None
 
 

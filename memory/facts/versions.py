@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from memory.errors import IntegrityError
 from memory.timeline import format_timestamp, parse_timestamp
@@ -62,8 +63,9 @@ class Wording:
         return {name: list(words) for name, words in (("condition", self.condition), ("unless", self.unless)) if words}
 
     @classmethod
-    def from_record(cls, data: Mapping[str, Any] | Sequence[str], condition: Sequence[str],
-                    unless: Sequence[str]) -> "Wording":
+    def from_record(
+        cls, data: Mapping[str, Any] | Sequence[str], condition: Sequence[str], unless: Sequence[str]
+    ) -> Wording:
         """Inverse of `to_record`, checked against the fact's terms; also reads the list of records stored before
         this type (the condition's words, followed by the exceptions' when every one of those was known).
 
@@ -74,7 +76,7 @@ class Wording:
             words = tuple(data)
             if len(words) not in (len(condition), len(condition) + len(unless)):
                 return cls()  # no layout the code wrote: the terms stand
-            return cls(words[:len(condition)], words[len(condition):])
+            return cls(words[: len(condition)], words[len(condition) :])
         wording = cls(tuple(data.get("condition", ())), tuple(data.get("unless", ())))
         for part, terms in ((wording.condition, condition), (wording.unless, unless)):
             if part and len(part) != len(terms):
@@ -132,14 +134,25 @@ class FactVersion:
     def to_record(self) -> dict[str, Any]:
         """JSON form for the store."""
         return {
-            "fact_id": self.fact_id, "version": self.version, "principal": self.principal, "text": self.text,
-            "condition": list(self.condition), "conclusion": self.conclusion,
-            "confidence": round(self.confidence, 6), "support": list(self.support),
-            "contradict": list(self.contradict), "created_at": format_timestamp(self.created_at),
-            "supersedes": self.supersedes, "status": self.status.value, "reason": self.reason,
-            "usefulness": {**self.usefulness._asdict(), "precision": round(self.usefulness.precision, 6),
-                           "base_rate": round(self.usefulness.base_rate, 6),
-                           "lift": round(self.usefulness.lift, 6)},
+            "fact_id": self.fact_id,
+            "version": self.version,
+            "principal": self.principal,
+            "text": self.text,
+            "condition": list(self.condition),
+            "conclusion": self.conclusion,
+            "confidence": round(self.confidence, 6),
+            "support": list(self.support),
+            "contradict": list(self.contradict),
+            "created_at": format_timestamp(self.created_at),
+            "supersedes": self.supersedes,
+            "status": self.status.value,
+            "reason": self.reason,
+            "usefulness": {
+                **self.usefulness._asdict(),
+                "precision": round(self.usefulness.precision, 6),
+                "base_rate": round(self.usefulness.base_rate, 6),
+                "lift": round(self.usefulness.lift, 6),
+            },
             "since": format_timestamp(self.since) if self.since else None,
             **({"kind": self.kind.value} if self.kind != RULE else {}),
             **({"unless": list(self.unless)} if self.unless else {}),
@@ -148,21 +161,33 @@ class FactVersion:
         }
 
     @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> "FactVersion":
+    def from_record(cls, data: Mapping[str, Any]) -> FactVersion:
         """Inverse of `to_record`; a record stored before a field existed is read into it here, once: a
         lesson's rejected choices from its text, a list of words into the `Wording`."""
         condition, unless = tuple(data["condition"]), tuple(data.get("unless", ()))
         kind = FactKind(data.get("kind", RULE))
         rejected = data["rejected"] if "rejected" in data else _rejected_in_text(data["text"]) if kind == LESSON else ()
         return cls(
-            fact_id=data["fact_id"], version=int(data["version"]), principal=data["principal"], text=data["text"],
-            condition=condition, conclusion=data["conclusion"], confidence=float(data["confidence"]),
+            fact_id=data["fact_id"],
+            version=int(data["version"]),
+            principal=data["principal"],
+            text=data["text"],
+            condition=condition,
+            conclusion=data["conclusion"],
+            confidence=float(data["confidence"]),
             # episode ids: the strings the graph already holds, not copies (a support list can be long)
-            support=tuple(map(sys.intern, data["support"])), contradict=tuple(map(sys.intern, data["contradict"])),
-            created_at=parse_timestamp(data["created_at"]), supersedes=data["supersedes"],
-            status=FactStatus(data["status"]), reason=data["reason"], usefulness=Usefulness(**data["usefulness"]),
-            since=parse_timestamp(data["since"]) if data.get("since") else None, kind=kind, unless=unless,
-            wording=Wording.from_record(data.get("wording", ()), condition, unless), rejected=tuple(rejected),
+            support=tuple(map(sys.intern, data["support"])),
+            contradict=tuple(map(sys.intern, data["contradict"])),
+            created_at=parse_timestamp(data["created_at"]),
+            supersedes=data["supersedes"],
+            status=FactStatus(data["status"]),
+            reason=data["reason"],
+            usefulness=Usefulness(**data["usefulness"]),
+            since=parse_timestamp(data["since"]) if data.get("since") else None,
+            kind=kind,
+            unless=unless,
+            wording=Wording.from_record(data.get("wording", ()), condition, unless),
+            rejected=tuple(rejected),
         )
 
 
@@ -196,7 +221,9 @@ def history(versions: Iterable[FactVersion], fact_id: str) -> list[FactVersion]:
     return sorted((v for v in versions if v.fact_id == fact_id), key=lambda v: v.version)
 
 
-def stored_records(versions: Sequence[FactVersion], previous: Mapping[str, FactVersion]) -> list[tuple[str, dict[str, Any]]]:
+def stored_records(
+    versions: Sequence[FactVersion], previous: Mapping[str, FactVersion]
+) -> list[tuple[str, dict[str, Any]]]:
     """(id, body) to store for new versions, in order.
 
     A version that follows one already stored (the latest of `previous`, or an earlier one of
@@ -212,8 +239,10 @@ def stored_records(versions: Sequence[FactVersion], previous: Mapping[str, FactV
         if base is not None and base.version < version.version:
             del body["support"], body["contradict"]
             body["base"] = base.version
-            for name, now, before in (("support", version.support, base.support),
-                                      ("contradict", version.contradict, base.contradict)):
+            for name, now, before in (
+                ("support", version.support, base.support),
+                ("contradict", version.contradict, base.contradict),
+            ):
                 body[f"{name}_add"] = sorted(set(now) - set(before))
                 body[f"{name}_drop"] = sorted(set(before) - set(now))
         out.append((version.id, body))
@@ -232,12 +261,16 @@ def resolve_records(bodies: Iterable[Mapping[str, Any]]) -> Iterator[FactVersion
         if "base" in body:
             key = (body["fact_id"], int(body["base"]))
             if key not in lists:
-                raise IntegrityError(f"fact version {body['fact_id']}@{body['version']} is stored as changes to "
-                                     f"version {body['base']}, which is not stored before it")
+                raise IntegrityError(
+                    f"fact version {body['fact_id']}@{body['version']} is stored as changes to "
+                    f"version {body['base']}, which is not stored before it"
+                )
             support, contradict = lists[key]
-            body = {**body,
-                    "support": sorted((set(support) - set(body["support_drop"])) | set(body["support_add"])),
-                    "contradict": sorted((set(contradict) - set(body["contradict_drop"])) | set(body["contradict_add"]))}
+            body = {
+                **body,
+                "support": sorted((set(support) - set(body["support_drop"])) | set(body["support_add"])),
+                "contradict": sorted((set(contradict) - set(body["contradict_drop"])) | set(body["contradict_add"])),
+            }
         version = FactVersion.from_record(body)
         lists[(version.fact_id, version.version)] = (version.support, version.contradict)
         yield version

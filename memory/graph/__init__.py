@@ -20,13 +20,12 @@ from memory.graph.build import (
     add_episode_rows,
     build_graph,
 )
-from memory.graph.edges import Edge, EdgeType
-from memory.graph.chain_cache import ChainCache
 from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis
+from memory.graph.chain_cache import ChainCache
 from memory.graph.changes import ChangeRecord, change_record
+from memory.graph.edges import Edge, EdgeType
 from memory.graph.evidence import ChangeLink, recent_changes
 from memory.graph.export import export_dot, export_graphml
-from memory.graph.render import render_graph
 from memory.graph.queries import (
     BACKWARD,
     FORWARD,
@@ -42,6 +41,7 @@ from memory.graph.queries import (
     standing_edges,
     subject_history,
 )
+from memory.graph.render import render_graph
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges, link_episodes
 
 __all__ = [

@@ -7,13 +7,13 @@ value and carry ``type``, ``weight`` and ``evidence``.
 from __future__ import annotations
 
 import sys
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import networkx as nx
 
 from memory.episodes import Episode
-from memory.graph.edges import Edge, EdgeType
 from memory.graph.changes import change_record
+from memory.graph.edges import Edge, EdgeType
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 
@@ -28,8 +28,15 @@ class EpisodeGraph(nx.MultiDiGraph):
     """
 
 
-def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequence[str], situations: Sequence[str],
-                     subjects: Sequence[str | None], first_seqs: Sequence[int], outcomes: Sequence[str]) -> None:
+def add_episode_rows(
+    G: nx.MultiDiGraph,
+    ids: Sequence[str],
+    principals: Sequence[str],
+    situations: Sequence[str],
+    subjects: Sequence[str | None],
+    first_seqs: Sequence[int],
+    outcomes: Sequence[str],
+) -> None:
     """Add episode nodes in bulk from columns, with the attributes `add_episode` sets (outcomes as their values).
 
     The nodes go in by id and their attributes are filled after: `add_nodes_from` given
@@ -44,8 +51,14 @@ def add_episode_rows(G: nx.MultiDiGraph, ids: Sequence[str], principals: Sequenc
 
 def add_episode(G: nx.MultiDiGraph, ep: Episode) -> None:
     """Add (or refresh) an episode node with its attributes."""
-    G.add_node(ep.id, principal=ep.principal, situation=ep.situation, subject=ep.subject, first_seq=ep.first_seq,
-               outcome=ep.outcome.value)
+    G.add_node(
+        ep.id,
+        principal=ep.principal,
+        situation=ep.situation,
+        subject=ep.subject,
+        first_seq=ep.first_seq,
+        outcome=ep.outcome.value,
+    )
 
 
 def change_attributes(ep: Episode, lexicon: Lexicon = DEFAULT_LEXICON) -> dict[str, str]:
@@ -63,8 +76,12 @@ def change_attributes(ep: Episode, lexicon: Lexicon = DEFAULT_LEXICON) -> dict[s
     record = change_record(ep, lexicon=lexicon)
     if record is None:
         return {}
-    attributes = {"change_kind": record.kind, "change_what": record.what, "change_where": record.where or "",
-                  "change_at": record.at.isoformat()}
+    attributes = {
+        "change_kind": record.kind,
+        "change_what": record.what,
+        "change_where": record.where or "",
+        "change_at": record.at.isoformat(),
+    }
     if record.stopgap:
         attributes["change_stopgap"] = record.stopgap
     return attributes

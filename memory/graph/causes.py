@@ -60,16 +60,25 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 from memory.episodes import Episode
-from memory.graph.changes import (TermWeights, change_terms, entity_terms, incident_terms, is_value, name_terms,
-                                   stopgap_terms)
+from memory.graph.changes import (
+    TermWeights,
+    change_terms,
+    entity_terms,
+    incident_terms,
+    is_value,
+    name_terms,
+    stopgap_terms,
+)
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import causal_cue, mentions, read_as_found, split_negation, split_sentences
+
 
 class Patterns(NamedTuple):
     """What the scorer reads in a sentence, compiled from one lexicon's groups."""
@@ -88,7 +97,9 @@ class Patterns(NamedTuple):
     undo: re.Pattern[str]  # a fix that undoes an earlier change (its shared terms then count as evidence)
     change_word: re.Pattern[str]  # a change word of the causal cue (the rest of a dated reference describes the change)
     change_verbs: re.Pattern[str]  # past-tense verbs of a change (with the causal cue: "was replaced on Monday")
-    exoneration: re.Pattern[str]  # a sentence clearing its subject ("X was not involved", "X had nothing to do with it")
+    exoneration: re.Pattern[
+        str
+    ]  # a sentence clearing its subject ("X was not involved", "X had nothing to do with it")
     causal_cue: re.Pattern[str]  # `memory.text.causal_cue`
 
 
@@ -97,18 +108,28 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
     """The scorer's patterns compiled from `lexicon` (once per lexicon)."""
     lx, i = lexicon, re.IGNORECASE
     return Patterns(
-        re.compile(rf"\b(?:{lx['reference_determiners']})\s+((?:[\w\-]+\s+){{0,4}}?)(?:{lx['change_nouns']})\b"
-                   rf"(?!\s+(?:{lx['not_a_past_change']}))", i),
-        re.compile(rf"\b(?:{lx['work_connectives']})\s+(?:{lx['work_determiners']})\s+((?:[\w\-]+\s+){{0,3}}?)"
-                   rf"(?:{lx['work_nouns']})\b(?!\s+(?:{lx['not_work']}))", i),
+        re.compile(
+            rf"\b(?:{lx['reference_determiners']})\s+((?:[\w\-]+\s+){{0,4}}?)(?:{lx['change_nouns']})\b"
+            rf"(?!\s+(?:{lx['not_a_past_change']}))",
+            i,
+        ),
+        re.compile(
+            rf"\b(?:{lx['work_connectives']})\s+(?:{lx['work_determiners']})\s+((?:[\w\-]+\s+){{0,3}}?)"
+            rf"(?:{lx['work_nouns']})\b(?!\s+(?:{lx['not_work']}))",
+            i,
+        ),
         re.compile(rf"\b(?:{lx['long_ago_counts']})\s+(?:months|years)\s+ago\b|\ba year ago\b", i),
         re.compile(rf"\s+(?:[\w\-]+\s+){{0,2}}?(?:{lx['attached_prepositions']})\s+((?:the\s+)?[\w\-.]+)", i),
         re.compile(rf"\b(?:{lx['undo']})\b", i),
         re.compile(rf"\b(?:{lx['change_words']})\b", i),
         re.compile(rf"\b(?:{lx['change_verbs']}|(?:{lx['receiving_verbs']}) (?:{lx['determiners']}) new)\b", i),
-        re.compile(rf"^(?P<subject>.{{1,120}}?)\s+(?:(?:{lx['be_forms']})\s+(?:not|never)\s+"
-                   rf"(?:{lx['exonerating_predicates']})\b|(?:{lx['have_forms']})\s+nothing to do with\b)", i),
-        causal_cue(lx))
+        re.compile(
+            rf"^(?P<subject>.{{1,120}}?)\s+(?:(?:{lx['be_forms']})\s+(?:not|never)\s+"
+            rf"(?:{lx['exonerating_predicates']})\b|(?:{lx['have_forms']})\s+nothing to do with\b)",
+            i,
+        ),
+        causal_cue(lx),
+    )
 
 
 PAST_REFERENCE = patterns().past_reference  # of the shipped lexicon
@@ -173,7 +194,7 @@ def exonerated(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, 
     found = patterns(lexicon).exoneration.match(sentence.strip())
     if found is None:
         return None
-    rest = split_negation(sentence.strip()[found.end():], lexicon)
+    rest = split_negation(sentence.strip()[found.end() :], lexicon)
     return rest[0], " ".join(part for part in (found.group("subject"), rest[1]) if part)
 
 
@@ -196,11 +217,20 @@ def not_referring(observation: str, lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
     return not any(referring(s, lexicon) for s in split_sentences(observation))
 
 
-def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, candidates: Sequence[Candidate], *,
-                terms: TermWeights, corrections: Sequence[str] = (), fixes: Sequence[str] = (),
-                learned: Callable[[Episode], float] = lambda ep: 0.0, led_to: Callable[[Episode], float] = lambda ep: 0.0,
-                weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
-                lexicon: Lexicon = DEFAULT_LEXICON) -> list[Hypothesis]:
+def rank_causes(
+    observations: Sequence[str],
+    subject: str | None,
+    at: datetime,
+    candidates: Sequence[Candidate],
+    *,
+    terms: TermWeights,
+    corrections: Sequence[str] = (),
+    fixes: Sequence[str] = (),
+    learned: Callable[[Episode], float] = lambda ep: 0.0,
+    led_to: Callable[[Episode], float] = lambda ep: 0.0,
+    weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> list[Hypothesis]:
     """Every candidate change as the cause of an incident, most probable first (pure).
 
     Args:
@@ -221,8 +251,9 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     corrected = [s for text in corrections for s in split_sentences(text) if s.strip()]
     # a look that found nothing wrong ("the pump was replaced on Monday and checked: flow normal") reports
     # what is fine: it implicates no change, so it is not read (`all_clear`)
-    sentences = [s for text in observations
-                 for s in split_sentences(read_as_found(text, lexicon)) if s.strip()] + corrected
+    sentences = [
+        s for text in observations for s in split_sentences(read_as_found(text, lexicon)) if s.strip()
+    ] + corrected
     refs = [s for s in sentences if referring(s, lexicon)]
     own = name_terms(subject)
     matches = [(s, m) for s in refs for pattern in (p.past_reference, p.work_reference) for m in pattern.finditer(s)]
@@ -232,7 +263,9 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     own_described = any(names_subject(s, m, subject, lexicon) for s, m in matches)
     ref_terms = frozenset().union(*(entity_terms(s) for s in refs)) - own if refs else frozenset()
     undoing = [f for f in fixes if p.undo.search(f)]
-    other_terms = frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
+    other_terms = (
+        frozenset().union(*(entity_terms(s) for s in [*sentences, *undoing] if s not in refs)) - own - ref_terms
+    )
     split = {s: exonerated(s, lexicon) or split_negation(s, lexicon) for s in sentences}
     affirmed = {s: split[s][0] for s in sentences}
     denied = [split[s][1] for s in sentences]
@@ -243,17 +276,33 @@ def rank_causes(observations: Sequence[str], subject: str | None, at: datetime, 
     named_in = _Mentions([affirmed[s] for s in refs], [affirmed[s] for s in sentences])
     scored = []
     for c in candidates:
-        factors = _factors(c, subject, at, named_in, [affirmed[s] for s in refs],
-                           (refs_name_other and not own_described, own_described),
-                           (described, ref_terms, other_terms, frozenset(filter(is_value, ref_terms))),
-                           (denied_terms, retracted), terms, (learned, led_to), weights, lexicon)
+        factors = _factors(
+            c,
+            subject,
+            at,
+            named_in,
+            [affirmed[s] for s in refs],
+            (refs_name_other and not own_described, own_described),
+            (described, ref_terms, other_terms, frozenset(filter(is_value, ref_terms))),
+            (denied_terms, retracted),
+            terms,
+            (learned, led_to),
+            weights,
+            lexicon,
+        )
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
     top = max((s for _, s, _ in scored), default=0.0)
     norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
-    out = [Hypothesis(i, math.exp(s - max(top, 0.0)) / norm, s,
-                      tuple(sorted(((k, v) for k, v, _ in f if v), key=lambda kv: -abs(kv[1]))),
-                      next((x for k, _, x in f if k == "overlap" and x), ()))
-           for i, s, f in scored]
+    out = [
+        Hypothesis(
+            i,
+            math.exp(s - max(top, 0.0)) / norm,
+            s,
+            tuple(sorted(((k, v) for k, v, _ in f if v), key=lambda kv: -abs(kv[1]))),
+            next((x for k, _, x in f if k == "overlap" and x), ()),
+        )
+        for i, s, f in scored
+    ]
     return sorted(out, key=lambda h: (-h.probability, h.episode_id))
 
 
@@ -266,12 +315,16 @@ class _Mentions:
 
     def __call__(self, name: str) -> tuple[bool, bool]:
         if name not in self.found:
-            self.found[name] = (any(mentions(s, name) for s in self.refs), any(mentions(s, name) for s in self.sentences))
+            self.found[name] = (
+                any(mentions(s, name) for s in self.refs),
+                any(mentions(s, name) for s in self.sentences),
+            )
         return self.found[name]
 
 
-def names_subject(sentence: str, reference: re.Match[str], subject: str | None,
-                  lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
+def names_subject(
+    sentence: str, reference: re.Match[str], subject: str | None, lexicon: Lexicon = DEFAULT_LEXICON
+) -> bool:
     """Whether a past reference (a `Patterns.past_reference` or ``work_reference`` match in `sentence`) names the
     failing service: before its noun ("the billing fix") or attached after it ("the fix to billing")."""
     if mentions(reference.group(1), subject):
@@ -280,11 +333,20 @@ def names_subject(sentence: str, reference: re.Match[str], subject: str | None,
     return after is not None and mentions(after.group(1), subject)
 
 
-def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mentions, refs: Sequence[str],
-             named_refs: tuple[bool, bool], said: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]],
-             denials: tuple[frozenset[str], frozenset[str]], terms: TermWeights,
-             record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
-             w: CauseWeights, lexicon: Lexicon) -> list[tuple[str, float, tuple[str, ...]]]:
+def _factors(
+    c: Candidate,
+    subject: str | None,
+    at: datetime,
+    named_in: _Mentions,
+    refs: Sequence[str],
+    named_refs: tuple[bool, bool],
+    said: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]],
+    denials: tuple[frozenset[str], frozenset[str]],
+    terms: TermWeights,
+    record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
+    w: CauseWeights,
+    lexicon: Lexicon,
+) -> list[tuple[str, float, tuple[str, ...]]]:
     """The log-odds contributions for one candidate: (name, value, shared terms).
 
     `named_refs`: whether the references name another service (and not the failing one), and
@@ -320,19 +382,29 @@ def _factors(c: Candidate, subject: str | None, at: datetime, named_in: _Mention
     denied = w.retracted if name and name <= retracted_terms else w.denied if name and name <= denied_terms else 0.0
     days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
     supported = bool(named or same or in_words)  # the record only tells apart changes the text points to
-    acted = w.acted_here if ep.actions and ep.subject == subject and subject and \
-        days * 86400.0 <= w.acted_within_s else 0.0
-    return [("prior", w.prior, ()), ("named", named, ()), ("reference", w.reference if refs else 0.0, ()),
-            ("described", w.described * min(in_words, 1.0), shared_words),
-            ("value", w.value * min(in_values, 1.0), ()),
-            ("same subject", same, ()), ("overlap", overlap, shared_refs + shared_rest), ("denied", denied, ()),
-            ("acted here", acted, ()),
-            ("provisional", w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0,
-             shared_stopgap),
-            ("attempts", w.attempts * max(0, c.attempts - 1), ()),
-            ("learned", w.learned * learned(ep) if supported else 0.0, ()),
-            ("led to", w.led_to * led_to(ep) if supported else 0.0, ()),
-            ("age", w.age_per_day * days, ())]
+    acted = (
+        w.acted_here if ep.actions and ep.subject == subject and subject and days * 86400.0 <= w.acted_within_s else 0.0
+    )
+    return [
+        ("prior", w.prior, ()),
+        ("named", named, ()),
+        ("reference", w.reference if refs else 0.0, ()),
+        ("described", w.described * min(in_words, 1.0), shared_words),
+        ("value", w.value * min(in_values, 1.0), ()),
+        ("same subject", same, ()),
+        ("overlap", overlap, shared_refs + shared_rest),
+        ("denied", denied, ()),
+        ("acted here", acted, ()),
+        (
+            "provisional",
+            w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0,
+            shared_stopgap,
+        ),
+        ("attempts", w.attempts * max(0, c.attempts - 1), ()),
+        ("learned", w.learned * learned(ep) if supported else 0.0, ()),
+        ("led to", w.led_to * led_to(ep) if supported else 0.0, ()),
+        ("age", w.age_per_day * days, ()),
+    ]
 
 
 def explain(h: Hypothesis, limit: int = 4) -> str:

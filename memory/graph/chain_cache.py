@@ -14,7 +14,7 @@ different: the walk only ever expands episodes it keeps, so it too depends on no
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import networkx as nx
 
@@ -35,8 +35,9 @@ class ChainCache:
         capacity: most chains remembered.
     """
 
-    def __init__(self, graph: nx.MultiDiGraph, episodes: Callable[[str], Episode | None],
-                 capacity: int = DEFAULT_CAPACITY) -> None:
+    def __init__(
+        self, graph: nx.MultiDiGraph, episodes: Callable[[str], Episode | None], capacity: int = DEFAULT_CAPACITY
+    ) -> None:
         self.graph = graph
         self.episodes = episodes
         self.capacity = capacity

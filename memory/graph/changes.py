@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Callable, Iterable, Sequence
 
 from memory.episodes import Episode, Outcome
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -70,7 +70,8 @@ def provisional(lexicon: Lexicon = DEFAULT_LEXICON) -> re.Pattern[str]:
         rf"(?:{lx['on_order']}) (?:an? )?(?:[\w\-]+ )?(?:{lx['order_nouns']})\b|{lx['out_of_supply']}|"
         rf"(?:{lx['out_of_verbs']}) out of (?:(?:{lx['out_of_determiners']}) )?(?:{lx['usual_supply']})\b|"
         rf"left (?:[\w\-]+ ){{0,4}}?(?:{lx['left_in_place']}) (?:{lx['left_until']}))",
-        re.IGNORECASE)
+        re.IGNORECASE,
+    )
 
 
 PROVISIONAL = provisional()  # of the shipped lexicon
@@ -172,9 +173,15 @@ def change_record(ep: Episode, *, limit: int = 5, lexicon: Lexicon = DEFAULT_LEX
     if not made_change(ep):
         return None
     text = " ".join([*ep.actions, fix_text(ep), *ep.corrections]).strip()
-    return ChangeRecord(ep.id, change_kind(text, lexicon),
-                        " ".join(specific_words(" ".join([*ep.actions, fix_text(ep)]), ep.subject)[:limit]),
-                        ep.subject, ep.end, text, " ".join(stopgap_sentences(ep, lexicon)))
+    return ChangeRecord(
+        ep.id,
+        change_kind(text, lexicon),
+        " ".join(specific_words(" ".join([*ep.actions, fix_text(ep)]), ep.subject)[:limit]),
+        ep.subject,
+        ep.end,
+        text,
+        " ".join(stopgap_sentences(ep, lexicon)),
+    )
 
 
 _WORD_AS_WRITTEN = re.compile(r"[A-Za-z0-9][\w.%\-]*[\w%]|[0-9]")
@@ -187,9 +194,14 @@ def specific_words(text: str, subject: str | None = None) -> list[str]:
     """The words of `text` that name something, as written: numbers, versions, identifiers
     (digits, underscores, dots or inner capitals) first, then other words of six letters or more."""
     own = name_terms(subject)
-    words = [w for w in dict.fromkeys(_WORD_AS_WRITTEN.findall(text))
-             if w.lower() not in TERM_STOP_WORDS and w.lower() not in GENERIC_WORDS
-             and w.lower() not in _THE_CHANGE_ITSELF and not entity_terms(w) <= own]
+    words = [
+        w
+        for w in dict.fromkeys(_WORD_AS_WRITTEN.findall(text))
+        if w.lower() not in TERM_STOP_WORDS
+        and w.lower() not in GENERIC_WORDS
+        and w.lower() not in _THE_CHANGE_ITSELF
+        and not entity_terms(w) <= own
+    ]
     named = [w for w in words if re.search(r"\d|_|\.|[a-z][A-Z]", w)]
     return named + [w for w in words if w not in named and len(w) >= 6]
 
@@ -239,8 +251,9 @@ def episode_terms(ep: Episode) -> frozenset[str]:
     return found
 
 
-def incident_terms(ep: Episode, chain: Sequence[Episode] = (), *,
-                   keep: Callable[[str], bool] = lambda observation: True) -> frozenset[str]:
+def incident_terms(
+    ep: Episode, chain: Sequence[Episode] = (), *, keep: Callable[[str], bool] = lambda observation: True
+) -> frozenset[str]:
     """Terms of the incident a change resolved: the observations of its attempts (those `keep` accepts)
     and its subject's name."""
     return _terms_of(tuple(o for other in (*chain, ep) for o in other.observations if keep(o))) | name_terms(ep.subject)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 
 class EdgeType(str, Enum):
@@ -42,11 +43,21 @@ class Edge:
 
     def to_record(self) -> dict[str, Any]:
         """JSON form for the store."""
-        return {"source": self.source, "target": self.target, "type": self.type.value,
-                "weight": round(float(self.weight), 6), "evidence": self.evidence}
+        return {
+            "source": self.source,
+            "target": self.target,
+            "type": self.type.value,
+            "weight": round(float(self.weight), 6),
+            "evidence": self.evidence,
+        }
 
     @classmethod
-    def from_record(cls, data: Mapping[str, Any]) -> "Edge":
+    def from_record(cls, data: Mapping[str, Any]) -> Edge:
         """Inverse of `to_record`."""
-        return cls(source=data["source"], target=data["target"], type=EdgeType(data["type"]),
-                   weight=float(data["weight"]), evidence=data["evidence"])
+        return cls(
+            source=data["source"],
+            target=data["target"],
+            type=EdgeType(data["type"]),
+            weight=float(data["weight"]),
+            evidence=data["evidence"],
+        )

@@ -10,15 +10,16 @@ readable line for the context ("this started after the capacity change on orders
 
 from __future__ import annotations
 
+from collections.abc import Container, Sequence
 from datetime import datetime
-from typing import Container, NamedTuple, Sequence
+from typing import NamedTuple
 
 import networkx as nx
 
 from memory.episodes import Episode
 from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, explain, rank_causes
-from memory.graph.edges import EdgeType
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
+from memory.graph.edges import EdgeType
 from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates, learned_share
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import trim
@@ -77,11 +78,20 @@ def _resolved(incident: Episode, history: Sequence[Episode]) -> str | None:
     return answer
 
 
-def recent_changes(observations: Sequence[str], subject: str | None, at: datetime, history: Sequence[Episode], *,
-                   graph: nx.MultiDiGraph | None = None, caused: Container[str] = (), limit: int = 3,
-                   min_probability: float = 0.2, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                   weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
-                   lexicon: Lexicon = DEFAULT_LEXICON) -> list[ChangeLink]:
+def recent_changes(
+    observations: Sequence[str],
+    subject: str | None,
+    at: datetime,
+    history: Sequence[Episode],
+    *,
+    graph: nx.MultiDiGraph | None = None,
+    caused: Container[str] = (),
+    limit: int = 3,
+    min_probability: float = 0.2,
+    config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+    weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> list[ChangeLink]:
     """The recent changes the observations implicate, most probable first (pure).
 
     Args:
@@ -99,8 +109,16 @@ def recent_changes(observations: Sequence[str], subject: str | None, at: datetim
     candidates = change_candidates(at, history, config)
     if not candidates or not observations:
         return []
-    ranked = rank_causes(list(observations), subject, at, candidates, terms=TermWeights(history, compared=1),
-                         learned=learned_share(history, caused), weights=weights, lexicon=lexicon)
+    ranked = rank_causes(
+        list(observations),
+        subject,
+        at,
+        candidates,
+        terms=TermWeights(history, compared=1),
+        learned=learned_share(history, caused),
+        weights=weights,
+        lexicon=lexicon,
+    )
     by_id = {c.episode.id: c.episode for c in candidates}
     out = []
     for h in ranked[:limit]:
@@ -110,9 +128,20 @@ def recent_changes(observations: Sequence[str], subject: str | None, at: datetim
             continue
         resolved = ep.choices[-1] if ep.choices else None
         what = f" ({record.what})" if record.what else ""
-        stopgap = f", a stopgap left in place: \"{trim(record.stopgap, STOPGAP_CHARS)}\"" if record.stopgap else ""
-        chain = (f"this started {_age(at, record.at)} after the {record.kind} change on {record.where or 'another service'}"
-                 f"{what}{stopgap} (episode {ep.id[:10]}{f', resolved as {resolved}' if resolved else ''})")
-        out.append(ChangeLink(ep.id, round(h.probability, 3), record, resolved,
-                              led_to(graph, history, resolved) if graph is not None else (), chain, explain(h)))
+        stopgap = f', a stopgap left in place: "{trim(record.stopgap, STOPGAP_CHARS)}"' if record.stopgap else ""
+        chain = (
+            f"this started {_age(at, record.at)} after the {record.kind} change on {record.where or 'another service'}"
+            f"{what}{stopgap} (episode {ep.id[:10]}{f', resolved as {resolved}' if resolved else ''})"
+        )
+        out.append(
+            ChangeLink(
+                ep.id,
+                round(h.probability, 3),
+                record,
+                resolved,
+                led_to(graph, history, resolved) if graph is not None else (),
+                chain,
+                explain(h),
+            )
+        )
     return out

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import networkx as nx
 
@@ -26,8 +27,9 @@ def _plain(value: Any) -> str | int | float | bool:
     return str(value)
 
 
-def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | None = None,
-                lexicon: Lexicon = DEFAULT_LEXICON) -> nx.MultiDiGraph:
+def plain_graph(
+    G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | None = None, lexicon: Lexicon = DEFAULT_LEXICON
+) -> nx.MultiDiGraph:
     """A copy whose attributes are strings or numbers (what GraphML and DOT accept).
 
     Every node and edge gets a readable ``label`` (what graph viewers show instead of the
@@ -40,8 +42,16 @@ def plain_graph(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None] | 
     H = nx.MultiDiGraph()
     for node, data in G.nodes(data=True):
         episode = episodes(node) if episodes is not None else None
-        more = {"summary": episode.summary, "start": episode.start, "end": episode.end,
-                **change_attributes(episode, lexicon)} if episode is not None else {}
+        more = (
+            {
+                "summary": episode.summary,
+                "start": episode.start,
+                "end": episode.end,
+                **change_attributes(episode, lexicon),
+            }
+            if episode is not None
+            else {}
+        )
         attrs = {k: _plain(v) for k, v in {**data, **more}.items()}
         attrs["label"] = _node_label(node, data, episode)
         H.add_node(node, **attrs)
@@ -58,7 +68,7 @@ _LABEL_CHARS = 80  # a summary longer than this is cut, so a drawn node stays le
 def _node_label(node: str, data: dict[str, Any], episode: Episode | None) -> str:
     outcome = _plain(data.get("outcome"))
     if episode is not None:
-        summary = episode.summary if len(episode.summary) <= _LABEL_CHARS else episode.summary[:_LABEL_CHARS - 1] + "…"
+        summary = episode.summary if len(episode.summary) <= _LABEL_CHARS else episode.summary[: _LABEL_CHARS - 1] + "…"
         return f"{summary}\n{episode.outcome.value} · {episode.start:%Y-%m-%d %H:%M}"
     parts = [str(p) for p in (data.get("subject"), data.get("situation")) if p]
     return " · ".join(parts + [str(outcome or "UNKNOWN"), str(node)[:12]])
@@ -73,8 +83,9 @@ def _edge_label(key: Any, data: dict[str, Any]) -> str:
 Lookup = Callable[[str], Episode | None]
 
 
-def export_graphml(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None,
-                   lexicon: Lexicon = DEFAULT_LEXICON) -> None:
+def export_graphml(
+    G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None, lexicon: Lexicon = DEFAULT_LEXICON
+) -> None:
     """Write GraphML with networkx's writer (enums, times and None become strings; see `plain_graph`)."""
     nx.write_graphml(plain_graph(G, episodes, lexicon), str(path))
 
@@ -83,8 +94,9 @@ def _dot_quote(value: Any) -> str:
     return '"' + str(_plain(value)).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def write_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None,
-              lexicon: Lexicon = DEFAULT_LEXICON) -> None:
+def write_dot(
+    G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None, lexicon: Lexicon = DEFAULT_LEXICON
+) -> None:
     """Minimal DOT writer used when pydot is absent: one statement per node and edge."""
     H = plain_graph(G, episodes, lexicon)
     lines = ["digraph episodes {"]
@@ -98,12 +110,13 @@ def write_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None =
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def export_dot(G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None,
-               lexicon: Lexicon = DEFAULT_LEXICON) -> None:
+def export_dot(
+    G: nx.MultiDiGraph, path: str | Path, *, episodes: Lookup | None = None, lexicon: Lexicon = DEFAULT_LEXICON
+) -> None:
     """Write DOT with networkx's pydot writer when pydot is installed, else `write_dot`."""
     try:
-        from networkx.drawing.nx_pydot import write_dot as pydot_write
         import pydot  # noqa: F401
+        from networkx.drawing.nx_pydot import write_dot as pydot_write
     except ImportError:
         write_dot(G, path, episodes=episodes, lexicon=lexicon)
         return

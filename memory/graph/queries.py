@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from itertools import islice
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 import networkx as nx
 
@@ -50,14 +51,17 @@ def _steps(ep: Episode | None, first: bool) -> list[str]:
         return ["episode"]
     steps = ["incident"] if ep.observations and (first or not ep.decisions) else []
     if ep.decisions or ep.actions:
-        steps.append({Outcome.SUCCESS: "fix", Outcome.FAILURE: "failed fix",
-                      Outcome.PARTIAL: "partial fix"}.get(ep.outcome, "decision"))
+        steps.append(
+            {Outcome.SUCCESS: "fix", Outcome.FAILURE: "failed fix", Outcome.PARTIAL: "partial fix"}.get(
+                ep.outcome, "decision"
+            )
+        )
     if ep.corrections:
         steps.append("correction")
     return steps or [ep.situation]
 
 
-_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)  # where an episode that cannot be looked up sorts
+_EARLIEST = datetime.min.replace(tzinfo=UTC)  # where an episode that cannot be looked up sorts
 
 
 def _sort_key(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None], node: str) -> tuple[Any, ...]:
@@ -65,8 +69,14 @@ def _sort_key(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None], nod
     return (episode.start if episode is not None else _EARLIEST, G.nodes[node].get("first_seq", 0), node)
 
 
-def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, episodes: Callable[[str], Episode | None],
-                 max_hops: int = 3, max_episodes: int = 0) -> CausalChain:
+def causal_chain(
+    G: nx.MultiDiGraph,
+    episode_id: str,
+    *,
+    episodes: Callable[[str], Episode | None],
+    max_hops: int = 3,
+    max_episodes: int = 0,
+) -> CausalChain:
     """Follow CAUSED_BY / RETRY_OF / LEARNED_FROM (and LED_TO backwards) to the roots.
 
     The walk is breadth-first, up to `max_hops` steps; with `max_episodes` > 0 it stops once
@@ -76,6 +86,7 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, episodes: Callable[[str
     """
     if episode_id not in G:
         raise KeyError(f"episode {episode_id} is not in the graph")
+
     def backward_neighbours(node: str) -> Iterable[str]:
         for other, keyed in G.succ[node].items():
             if any(data.get("type") in BACKWARD for data in keyed.values()):
@@ -102,8 +113,12 @@ def causal_chain(G: nx.MultiDiGraph, episode_id: str, *, episodes: Callable[[str
                     back[u, v] = kind
                 elif kind in FORWARD and (v, u) not in back:
                     back[v, u] = kind
-    links = tuple(sorted((Link(u, v, EdgeType(kind)) for (u, v), kind in back.items()),
-                         key=lambda link: (key[link.source], key[link.target])))
+    links = tuple(
+        sorted(
+            (Link(u, v, EdgeType(kind)) for (u, v), kind in back.items()),
+            key=lambda link: (key[link.source], key[link.target]),
+        )
+    )
     words: list[str] = []
     for position, node in enumerate(nodes):
         words.extend(_steps(episodes(node), position == 0))
@@ -119,27 +134,35 @@ class Neighbour(NamedTuple):
     evidence: str  # why the edge exists
 
 
-def neighbours(G: nx.MultiDiGraph, episode_id: str, *, edge_type: EdgeType | str | None = None,
-               direction: str = "out") -> list[Neighbour]:
+def neighbours(
+    G: nx.MultiDiGraph, episode_id: str, *, edge_type: EdgeType | str | None = None, direction: str = "out"
+) -> list[Neighbour]:
     """Adjacent episodes, strongest edge first; direction "out", "in" or "both"."""
     if direction not in ("out", "in", "both"):
         raise ValueError(f"direction must be 'out', 'in' or 'both', not {direction!r}")
     wanted = EdgeType(edge_type) if edge_type is not None else None
     found: list[Neighbour] = []
     if direction in ("out", "both"):
-        found += [Neighbour(v, EdgeType(d["type"]), d["weight"], d["evidence"])
-                  for _, v, d in G.out_edges(episode_id, data=True)]
+        found += [
+            Neighbour(v, EdgeType(d["type"]), d["weight"], d["evidence"])
+            for _, v, d in G.out_edges(episode_id, data=True)
+        ]
     if direction in ("in", "both"):
-        found += [Neighbour(u, EdgeType(d["type"]), d["weight"], d["evidence"])
-                  for u, _, d in G.in_edges(episode_id, data=True)]
+        found += [
+            Neighbour(u, EdgeType(d["type"]), d["weight"], d["evidence"])
+            for u, _, d in G.in_edges(episode_id, data=True)
+        ]
     found = [n for n in found if wanted is None or n.type == wanted]
     return sorted(found, key=lambda n: (-n.weight, _timeline_order(G, n.episode_id), n.type.value))
 
 
 def subject_history(G: nx.MultiDiGraph, subject: str, *, principal: str | None = None) -> list[str]:
     """Episode ids about `subject`, oldest first (in timeline order)."""
-    nodes = [n for n, d in G.nodes(data=True) if d.get("subject") == subject
-             and (principal is None or d.get("principal") == principal)]
+    nodes = [
+        n
+        for n, d in G.nodes(data=True)
+        if d.get("subject") == subject and (principal is None or d.get("principal") == principal)
+    ]
     return sorted(nodes, key=lambda n: _timeline_order(G, n))
 
 
@@ -156,14 +179,23 @@ def later_attempts(G: nx.MultiDiGraph, episode_id: str, *, pending: Iterable[Edg
     `pending` are edges not in `G` yet (e.g. those of an episode being closed), counted as if they were.
     """
     # read through the adjacency: an edge view made per call cost most of a walk on a principal's view
-    found = [u for u, keyed in G.pred[episode_id].items()
-             if any(data.get("type") in RESOLVING for data in keyed.values())] if episode_id in G else []
+    found = (
+        [u for u, keyed in G.pred[episode_id].items() if any(data.get("type") in RESOLVING for data in keyed.values())]
+        if episode_id in G
+        else []
+    )
     found += [e.source for e in pending if e.target == episode_id and e.type in RESOLVING]
     return list(dict.fromkeys(found))
 
 
-def resolution(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Episode | None], *,
-               pending: Iterable[Edge] = (), known: Episode | None = None) -> str | None:
+def resolution(
+    G: nx.MultiDiGraph,
+    episode_id: str,
+    lookup: Callable[[str], Episode | None],
+    *,
+    pending: Iterable[Edge] = (),
+    known: Episode | None = None,
+) -> str | None:
     """The choice that finally resolved an episode's problem, or None.
 
     An episode that succeeded with a choice resolved its own problem. Otherwise the later
@@ -199,13 +231,16 @@ def causes_among(G: nx.MultiDiGraph, episode_ids: Iterable[str], *, min_weight: 
     found = []
     for i in episode_ids:
         incoming = pred[i] if i in pred else None
-        if incoming and any(kind in keyed and keyed[kind].get("weight", 0.0) >= min_weight for keyed in incoming.values()):
+        if incoming and any(
+            kind in keyed and keyed[kind].get("weight", 0.0) >= min_weight for keyed in incoming.values()
+        ):
             found.append(i)
     return frozenset(found)
 
 
-def cause_links(G: nx.MultiDiGraph, episode_ids: Iterable[str], lookup: Callable[[str], Episode | None], *,
-                min_weight: float = 0.5) -> dict[str, tuple[str, ...]]:
+def cause_links(
+    G: nx.MultiDiGraph, episode_ids: Iterable[str], lookup: Callable[[str], Episode | None], *, min_weight: float = 0.5
+) -> dict[str, tuple[str, ...]]:
     """The episodes among `episode_ids` that a CAUSED_BY edge of at least `min_weight` points to, each
     with what the incidents linked to it were finally resolved as (what the change led to; an
     incident not resolved yet adds nothing). Its keys are `causes_among`'s."""

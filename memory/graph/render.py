@@ -15,8 +15,9 @@ import subprocess
 import tempfile
 import textwrap
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import networkx as nx
 
@@ -24,15 +25,30 @@ from memory.episodes import Episode, Outcome
 from memory.graph.changes import change_record
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
-EDGE_COLOURS = {"CAUSED_BY": "#d62728", "LED_TO": "#bbbbbb", "RETRY_OF": "#1f77b4", "LEARNED_FROM": "#2ca02c",
-                "CONTINUATION": "#9467bd", "CONTRADICTED": "#ff7f0e"}
-OUTCOME_COLOURS = {Outcome.SUCCESS: "#d9f2d9", Outcome.FAILURE: "#f9d6d5", Outcome.PARTIAL: "#fdebc8",
-                   Outcome.UNKNOWN: "#eeeeee"}
+EDGE_COLOURS = {
+    "CAUSED_BY": "#d62728",
+    "LED_TO": "#bbbbbb",
+    "RETRY_OF": "#1f77b4",
+    "LEARNED_FROM": "#2ca02c",
+    "CONTINUATION": "#9467bd",
+    "CONTRADICTED": "#ff7f0e",
+}
+OUTCOME_COLOURS = {
+    Outcome.SUCCESS: "#d9f2d9",
+    Outcome.FAILURE: "#f9d6d5",
+    Outcome.PARTIAL: "#fdebc8",
+    Outcome.UNKNOWN: "#eeeeee",
+}
 DRAWN_TYPES = ("CAUSED_BY", "RETRY_OF", "LEARNED_FROM", "CONTINUATION", "CONTRADICTED")  # LED_TO mirrors these
 
 
-def picture_nodes(G: nx.MultiDiGraph, episodes: Callable[[str], Episode | None], *,
-                  nodes: Iterable[str] | None = None, everything: bool = False) -> list[Episode]:
+def picture_nodes(
+    G: nx.MultiDiGraph,
+    episodes: Callable[[str], Episode | None],
+    *,
+    nodes: Iterable[str] | None = None,
+    everything: bool = False,
+) -> list[Episode]:
     """The episodes a picture shows, in time order."""
     chosen = [episodes(n) for n in (nodes if nodes is not None else G.nodes)]
     shown = [ep for ep in chosen if ep is not None and (everything or ep.decisions or ep.observations and ep.subject)]
@@ -50,9 +66,17 @@ def node_caption(ep: Episode, *, width: int = 26, lexicon: Lexicon = DEFAULT_LEX
     return "\n".join(lines)
 
 
-def render_graph(G: nx.MultiDiGraph, path: str | Path, *, episodes: Callable[[str], Episode | None],
-                 nodes: Iterable[str] | None = None, everything: bool = False, engine: str = "auto",
-                 title: str | None = None, lexicon: Lexicon = DEFAULT_LEXICON) -> str:
+def render_graph(
+    G: nx.MultiDiGraph,
+    path: str | Path,
+    *,
+    episodes: Callable[[str], Episode | None],
+    nodes: Iterable[str] | None = None,
+    everything: bool = False,
+    engine: str = "auto",
+    title: str | None = None,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> str:
     """Draw the graph (or `nodes` of it) to `path` (.svg or .png); returns the engine used.
 
     Args:
@@ -77,8 +101,11 @@ def render_graph(G: nx.MultiDiGraph, path: str | Path, *, episodes: Callable[[st
 
 
 def _shown_edges(G: nx.MultiDiGraph, ids: set[str]) -> list[tuple[str, str, str, float]]:
-    return [(u, v, str(d.get("type", k)), float(d.get("weight", 0.0))) for u, v, k, d in G.edges(keys=True, data=True)
-            if u in ids and v in ids and str(d.get("type", k)) in DRAWN_TYPES]
+    return [
+        (u, v, str(d.get("type", k)), float(d.get("weight", 0.0)))
+        for u, v, k, d in G.edges(keys=True, data=True)
+        if u in ids and v in ids and str(d.get("type", k)) in DRAWN_TYPES
+    ]
 
 
 def _render_dot(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None, lexicon: Lexicon) -> None:
@@ -90,8 +117,10 @@ def _render_dot(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str
         caption = node_caption(ep, lexicon=lexicon)
         lines.append(f"  {quote(ep.id)} [label={quote(caption)}, fillcolor={quote(OUTCOME_COLOURS[ep.outcome])}];")
     for u, v, kind, weight in _shown_edges(G, {ep.id for ep in shown}):
-        lines.append(f"  {quote(u)} -> {quote(v)} [label={quote(f'{kind} {weight:.2f}')}, "
-                     f"color={quote(EDGE_COLOURS[kind])}, fontcolor={quote(EDGE_COLOURS[kind])}];")
+        lines.append(
+            f"  {quote(u)} -> {quote(v)} [label={quote(f'{kind} {weight:.2f}')}, "
+            f"color={quote(EDGE_COLOURS[kind])}, fontcolor={quote(EDGE_COLOURS[kind])}];"
+        )
     lines.append("}")
     with tempfile.NamedTemporaryFile("w", suffix=".dot", delete=False, encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
@@ -122,8 +151,9 @@ def arc_middle(start: tuple[float, float], end: tuple[float, float], bend: float
     return (x1 + x2) / 2 + bend / 2 * (y2 - y1), (y1 + y2) / 2 - bend / 2 * (x2 - x1)
 
 
-def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None,
-                       lexicon: Lexicon) -> None:
+def _render_matplotlib(
+    G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None, lexicon: Lexicon
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -138,13 +168,32 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
     width = max(8.0, 1.6 * len(shown) + 2)
     fig, ax = plt.subplots(figsize=(width, max(4.0, 1.25 * len(lanes) + 1.5)))
     for (u, v, kind, _), bend in zip(edges, curves):
-        ax.add_patch(FancyArrowPatch(place[u], place[v], connectionstyle=f"arc3,rad={bend}", arrowstyle="-|>",
-                                     mutation_scale=14, color=EDGE_COLOURS[kind], lw=2.2 if kind == "CAUSED_BY" else 1.4,
-                                     shrinkA=30, shrinkB=30, zorder=1))
+        ax.add_patch(
+            FancyArrowPatch(
+                place[u],
+                place[v],
+                connectionstyle=f"arc3,rad={bend}",
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color=EDGE_COLOURS[kind],
+                lw=2.2 if kind == "CAUSED_BY" else 1.4,
+                shrinkA=30,
+                shrinkB=30,
+                zorder=1,
+            )
+        )
     for ep in shown:
         x, y = place[ep.id]
-        ax.text(x, y, node_caption(ep, lexicon=lexicon), ha="center", va="center", fontsize=6.8, zorder=2,
-                bbox={"boxstyle": "round,pad=0.35", "fc": OUTCOME_COLOURS[ep.outcome], "ec": "#555555"})
+        ax.text(
+            x,
+            y,
+            node_caption(ep, lexicon=lexicon),
+            ha="center",
+            va="center",
+            fontsize=6.8,
+            zorder=2,
+            bbox={"boxstyle": "round,pad=0.35", "fc": OUTCOME_COLOURS[ep.outcome], "ec": "#555555"},
+        )
     xs = [p[0] for p in place.values()] or [0.0]
     rows = sorted({p[1] for p in place.values()}) or [0.0]
     ax.set_xlim(min(xs) - 1.6, max(xs) + 1.6)
@@ -152,23 +201,44 @@ def _render_matplotlib(G: nx.MultiDiGraph, shown: list[Episode], path: Path, tit
     ax.set_yticklabels([lanes[int(round(-y / 1.9))] for y in rows], fontsize=8)
     ax.set_xticks([])
     ax.spines[["top", "right", "bottom"]].set_visible(False)
-    ax.legend(handles=[Line2D([0], [0], color=EDGE_COLOURS[k], lw=2, label=k) for k in DRAWN_TYPES],
-              loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(DRAWN_TYPES), fontsize=8, frameon=False)
+    ax.legend(
+        handles=[Line2D([0], [0], color=EDGE_COLOURS[k], lw=2, label=k) for k in DRAWN_TYPES],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.02),
+        ncol=len(DRAWN_TYPES),
+        fontsize=8,
+        frameon=False,
+    )
     if title:
         ax.set_title(title, fontsize=11)
     with warnings.catch_warnings():  # a character the font lacks (an emoji in a scenario's text) is drawn as a box
         warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
         middles = fit_curves(fig, ax, [(place[u], place[v]) for u, v, *_ in edges], curves, rows, width)
         for (_, _, kind, weight), (mx, my) in zip(edges, middles):
-            ax.text(mx, my, f"{kind} {weight:.2f}", color=EDGE_COLOURS[kind], fontsize=7.5, ha="center",
-                    va="center", zorder=3, bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+            ax.text(
+                mx,
+                my,
+                f"{kind} {weight:.2f}",
+                color=EDGE_COLOURS[kind],
+                fontsize=7.5,
+                ha="center",
+                va="center",
+                zorder=3,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+            )
         fig.tight_layout()
         fig.savefig(path, dpi=130)
     plt.close(fig)
 
 
-def fit_curves(fig: Any, ax: Any, ends: list[tuple[tuple[float, float], tuple[float, float]]], curves: list[float],
-                rows: list[float], width: float) -> list[tuple[float, float]]:
+def fit_curves(
+    fig: Any,
+    ax: Any,
+    ends: list[tuple[tuple[float, float], tuple[float, float]]],
+    curves: list[float],
+    rows: list[float],
+    width: float,
+) -> list[tuple[float, float]]:
     """Grow the vertical limits (and the figure with them) until they hold every curve; the curves' middles.
 
     ``arc3`` bows in display space, so how far a curve leaves its lanes, in data units, depends on the
@@ -181,8 +251,7 @@ def fit_curves(fig: Any, ax: Any, ends: list[tuple[tuple[float, float], tuple[fl
         ax.set_ylim(low, high)
         fig.tight_layout()
         to_display, to_data = ax.transData.transform, ax.transData.inverted().transform
-        middles = [tuple(to_data(arc_middle(to_display(a), to_display(b), bend)))
-                   for (a, b), bend in zip(ends, curves)]
+        middles = [tuple(to_data(arc_middle(to_display(a), to_display(b), bend))) for (a, b), bend in zip(ends, curves)]
         ys = [y for _, y in middles]
         wanted = (min([low, *(y - 0.6 for y in ys)]), max([high, *(y + 0.6 for y in ys)]))
         if wanted == (low, high):

@@ -39,10 +39,9 @@ The rules read no graph: they return `Edge` values, which `memory.graph.build` a
 from __future__ import annotations
 
 from collections import deque
-
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Container, Mapping, Sequence
 
 from memory.episodes import Episode, Outcome
 from memory.graph.causes import (
@@ -54,8 +53,8 @@ from memory.graph.causes import (
     explain,
     rank_causes,
 )
-from memory.graph.edges import Edge, EdgeType
 from memory.graph.changes import TermWeights, fix_text, made_change
+from memory.graph.edges import Edge, EdgeType
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import similarity
 
@@ -103,7 +102,9 @@ def _quote(text: str, limit: int = 80) -> str:
     return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
 
 
-def attempt_chain(new: Episode, history: Sequence[Episode], config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Episode]:
+def attempt_chain(
+    new: Episode, history: Sequence[Episode], config: GraphConfig = DEFAULT_GRAPH_CONFIG
+) -> list[Episode]:
     """Earlier attempts at the problem `new` continues, most recent first (see RETRY_OF)."""
     chain: list[Episode] = []
     cursor = new.start
@@ -144,9 +145,16 @@ def _retry_and_lesson(new: Episode, chain: list[Episode]) -> list[Edge]:
         changed = bool(new.choices and failed.choices and new.choices[-1] not in failed.choices)
         gap = _gap(new.start, failed.end)
         before = f" '{failed.choices[-1]}'" if failed.choices else ""
-        edges.append(Edge(new.id, failed.id, EdgeType.RETRY_OF, 0.9 if changed else 0.7,
-                          f"new decision on {new.subject or new.situation} {_duration(gap)} after the "
-                          f"{failed.outcome.value} attempt{before}"))
+        edges.append(
+            Edge(
+                new.id,
+                failed.id,
+                EdgeType.RETRY_OF,
+                0.9 if changed else 0.7,
+                f"new decision on {new.subject or new.situation} {_duration(gap)} after the "
+                f"{failed.outcome.value} attempt{before}",
+            )
+        )
     corrected = next((ep for ep in chain if ep.corrections and ep.decisions), None)
     if corrected is not None and new.outcome != Outcome.FAILURE:
         if new.choices and corrected.choices:
@@ -157,9 +165,15 @@ def _retry_and_lesson(new: Episode, chain: list[Episode]) -> list[Edge]:
             change = "a different decision"
         if applied:
             weight = {Outcome.SUCCESS: 0.9, Outcome.PARTIAL: 0.7}.get(new.outcome, 0.5)
-            edges.append(Edge(new.id, corrected.id, EdgeType.LEARNED_FROM, weight,
-                              f"{change} after the correction {_quote(corrected.corrections[-1])}; "
-                              f"outcome {new.outcome.value}"))
+            edges.append(
+                Edge(
+                    new.id,
+                    corrected.id,
+                    EdgeType.LEARNED_FROM,
+                    weight,
+                    f"{change} after the correction {_quote(corrected.corrections[-1])}; outcome {new.outcome.value}",
+                )
+            )
     return edges
 
 
@@ -169,15 +183,20 @@ def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig)
     for later in history:
         if later.first_seq <= current.last_seq or not _same_problem(later, current):
             continue
-        if (current.outcome == Outcome.SUCCESS or later.observations or not (later.decisions or later.actions)
-                or _gap(later.start, current.end) > config.retry_window_s):
+        if (
+            current.outcome == Outcome.SUCCESS
+            or later.observations
+            or not (later.decisions or later.actions)
+            or _gap(later.start, current.end) > config.retry_window_s
+        ):
             break
         current = later
     return current
 
 
-def change_candidates(at: datetime, history: Sequence[Episode],
-                      config: GraphConfig = DEFAULT_GRAPH_CONFIG) -> list[Candidate]:
+def change_candidates(
+    at: datetime, history: Sequence[Episode], config: GraphConfig = DEFAULT_GRAPH_CONFIG
+) -> list[Candidate]:
     """The changes in place at `at`, most recent first: the last attempt of each earlier incident
     within ``cause_window_s``, at most ``cause_candidates`` of them.
 
@@ -192,12 +211,12 @@ def change_candidates(at: datetime, history: Sequence[Episode],
             break
         if not (ep.decisions or ep.actions) or not 0 <= _gap(at, ep.end) <= config.cause_window_s:
             continue
-        later = history[position + 1: position + 1 + reach]
+        later = history[position + 1 : position + 1 + reach]
         final = _final_attempt(ep, later, config)
         if final.id in out or _gap(at, final.end) < 0:
             continue
         at_final = position if final is ep else position + 1 + next(i for i, e in enumerate(later) if e is final)
-        chain = attempt_chain(final, history[max(0, at_final - reach): at_final], config)
+        chain = attempt_chain(final, history[max(0, at_final - reach) : at_final], config)
         out[final.id] = Candidate(final, len(chain) + 1, tuple(chain))
     return list(out.values())
 
@@ -213,8 +232,9 @@ def learned_share(history: Sequence[Episode], caused: Container[str]) -> Callabl
     return lambda ep: linked.get(ep.choices[-1], 0) / (made.get(ep.choices[-1], 0) + 2) if ep.choices else 0.0
 
 
-def led_to_share(history: Sequence[Episode], caused: Container[str], resolved_as: str | None
-                 ) -> Callable[[Episode], float]:
+def led_to_share(
+    history: Sequence[Episode], caused: Container[str], resolved_as: str | None
+) -> Callable[[Episode], float]:
     """Share of the resolved incidents linked to changes resolving a choice that were resolved as
     `resolved_as` (0 for every change while the incident is not resolved).
 
@@ -238,11 +258,18 @@ def resolved_choice(ep: Episode) -> str | None:
     return ep.choices[-1] if ep.outcome is Outcome.SUCCESS and ep.choices else None
 
 
-def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corrections: Sequence[str] = (),
-                         fixes: Sequence[str] = (), resolved_as: str | None = None,
-                         caused: Container[str] = (), config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                         weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
-                         lexicon: Lexicon = DEFAULT_LEXICON) -> list[Hypothesis]:
+def rank_incident_causes(
+    incident: Episode,
+    history: Sequence[Episode],
+    *,
+    corrections: Sequence[str] = (),
+    fixes: Sequence[str] = (),
+    resolved_as: str | None = None,
+    caused: Container[str] = (),
+    config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+    weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> list[Hypothesis]:
     """The earlier changes that may have caused `incident`, most probable first (see `memory.graph.causes`).
 
     Args:
@@ -259,16 +286,33 @@ def rank_incident_causes(incident: Episode, history: Sequence[Episode], *, corre
     candidates = change_candidates(incident.start, history, config)
     if not candidates:
         return []
-    return rank_causes(list(incident.observations), incident.subject, incident.start, candidates,
-                       terms=TermWeights([*history, incident], compared=2), corrections=corrections, fixes=fixes, learned=learned_share(history, caused),
-                       led_to=led_to_share(history, caused, resolved_as), weights=weights, lexicon=lexicon)
+    return rank_causes(
+        list(incident.observations),
+        incident.subject,
+        incident.start,
+        candidates,
+        terms=TermWeights([*history, incident], compared=2),
+        corrections=corrections,
+        fixes=fixes,
+        learned=learned_share(history, caused),
+        led_to=led_to_share(history, caused, resolved_as),
+        weights=weights,
+        lexicon=lexicon,
+    )
 
 
 def _caused_edges(incident: Episode, best: Hypothesis, note: str) -> list[Edge]:
     evidence = f"{note}{explain(best)}"
-    return [Edge(incident.id, best.episode_id, EdgeType.CAUSED_BY, round(best.probability, 3), evidence),
-            Edge(best.episode_id, incident.id, EdgeType.LED_TO, round(best.probability, 3),
-                 f"inverse of CAUSED_BY: {evidence}")]
+    return [
+        Edge(incident.id, best.episode_id, EdgeType.CAUSED_BY, round(best.probability, 3), evidence),
+        Edge(
+            best.episode_id,
+            incident.id,
+            EdgeType.LED_TO,
+            round(best.probability, 3),
+            f"inverse of CAUSED_BY: {evidence}",
+        ),
+    ]
 
 
 def _corrections(episodes: Sequence[Episode]) -> list[str]:
@@ -279,19 +323,40 @@ def _fixes(episodes: Sequence[Episode]) -> list[str]:
     return [t for t in map(fix_text, episodes) if t]
 
 
-def _cause(new: Episode, history: Sequence[Episode], config: GraphConfig, caused: Container[str],
-           weights: CauseWeights, lexicon: Lexicon) -> list[Edge]:
+def _cause(
+    new: Episode,
+    history: Sequence[Episode],
+    config: GraphConfig,
+    caused: Container[str],
+    weights: CauseWeights,
+    lexicon: Lexicon,
+) -> list[Edge]:
     if not new.observations:
         return []
-    ranked = rank_incident_causes(new, history, corrections=_corrections([new]), fixes=_fixes([new]),
-                                  resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights,
-                                  lexicon=lexicon)
+    ranked = rank_incident_causes(
+        new,
+        history,
+        corrections=_corrections([new]),
+        fixes=_fixes([new]),
+        resolved_as=resolved_choice(new),
+        caused=caused,
+        config=config,
+        weights=weights,
+        lexicon=lexicon,
+    )
     best = best_cause(ranked, weights)
     return _caused_edges(new, best, "") if best is not None else []
 
 
-def _later_evidence(new: Episode, chain: Sequence[Episode], history: Sequence[Episode], config: GraphConfig,
-                    caused: Container[str], weights: CauseWeights, lexicon: Lexicon) -> list[Edge]:
+def _later_evidence(
+    new: Episode,
+    chain: Sequence[Episode],
+    history: Sequence[Episode],
+    config: GraphConfig,
+    caused: Container[str],
+    weights: CauseWeights,
+    lexicon: Lexicon,
+) -> list[Edge]:
     """New versions of an incident's CAUSED_BY edge once a later attempt adds corrections or a fix.
 
     The incident's causes are ranked again with the later texts (corrections naming or denying
@@ -304,12 +369,27 @@ def _later_evidence(new: Episode, chain: Sequence[Episode], history: Sequence[Ep
         return []
     attempts = [*reversed(chain), new]
     before_history = [ep for ep in history if ep.last_seq < opener.first_seq]
-    before = rank_incident_causes(opener, before_history, corrections=_corrections([opener]),
-                                  fixes=_fixes([opener]), caused=caused, config=config, weights=weights,
-                                  lexicon=lexicon)
-    after = rank_incident_causes(opener, before_history, corrections=_corrections(attempts), fixes=_fixes(attempts),
-                                 resolved_as=resolved_choice(new), caused=caused, config=config, weights=weights,
-                                 lexicon=lexicon)
+    before = rank_incident_causes(
+        opener,
+        before_history,
+        corrections=_corrections([opener]),
+        fixes=_fixes([opener]),
+        caused=caused,
+        config=config,
+        weights=weights,
+        lexicon=lexicon,
+    )
+    after = rank_incident_causes(
+        opener,
+        before_history,
+        corrections=_corrections(attempts),
+        fixes=_fixes(attempts),
+        resolved_as=resolved_choice(new),
+        caused=caused,
+        config=config,
+        weights=weights,
+        lexicon=lexicon,
+    )
     if not after:
         return []
     edges: list[Edge] = []
@@ -329,13 +409,23 @@ def _continuation(new: Episode, history: Sequence[Episode], config: GraphConfig)
     if not history or history[-1].situation == new.situation:
         return None
     resumed = next((ep for ep in reversed(history) if ep.situation == new.situation), None)
-    if (resumed is None or not _same_problem(resumed, new) or resumed.outcome != Outcome.UNKNOWN
-            or resumed.corrections or _gap(new.start, resumed.end) > config.continuation_window_s):
+    if (
+        resumed is None
+        or not _same_problem(resumed, new)
+        or resumed.outcome != Outcome.UNKNOWN
+        or resumed.corrections
+        or _gap(new.start, resumed.end) > config.continuation_window_s
+    ):
         return None
     between = sorted({ep.situation for ep in history if ep.first_seq > resumed.last_seq})
-    return Edge(new.id, resumed.id, EdgeType.CONTINUATION, 0.8,
-                f"{new.situation} resumed after {', '.join(between)}, "
-                f"{_duration(_gap(new.start, resumed.end))} later, with no outcome in between")
+    return Edge(
+        new.id,
+        resumed.id,
+        EdgeType.CONTINUATION,
+        0.8,
+        f"{new.situation} resumed after {', '.join(between)}, "
+        f"{_duration(_gap(new.start, resumed.end))} later, with no outcome in between",
+    )
 
 
 def _contradiction(new: Episode, history: Sequence[Episode], chain: list[Episode], config: GraphConfig) -> Edge | None:
@@ -355,14 +445,25 @@ def _contradiction(new: Episode, history: Sequence[Episode], chain: list[Episode
     if best is None:
         return None
     score, ep = best
-    return Edge(new.id, ep.id, EdgeType.CONTRADICTED, round(score, 3),
-                f"same choice '{new.choices[-1]}': {new.outcome.value} here, {ep.outcome.value} before "
-                f"(observation similarity {score:.2f})")
+    return Edge(
+        new.id,
+        ep.id,
+        EdgeType.CONTRADICTED,
+        round(score, 3),
+        f"same choice '{new.choices[-1]}': {new.outcome.value} here, {ep.outcome.value} before "
+        f"(observation similarity {score:.2f})",
+    )
 
 
-def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                caused: Container[str] = (), weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
-                lexicon: Lexicon = DEFAULT_LEXICON) -> list[Edge]:
+def infer_edges(
+    new: Episode,
+    history: Sequence[Episode],
+    *,
+    config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+    caused: Container[str] = (),
+    weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> list[Edge]:
     """Edges created by the rules for a newly closed episode (pure).
 
     Args:
@@ -377,7 +478,7 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
         lexicon: the words the cause hypotheses are read with (`memory.graph.causes`).
     """
     recent = [ep for ep in history if ep.principal == new.principal and ep.last_seq < new.first_seq]
-    recent = sorted(recent, key=lambda ep: ep.first_seq)[-config.window:] if config.window > 0 else []
+    recent = sorted(recent, key=lambda ep: ep.first_seq)[-config.window :] if config.window > 0 else []
     chain = attempt_chain(new, recent, config)
     edges = _retry_and_lesson(new, chain)
     if not chain:
@@ -388,16 +489,24 @@ def infer_edges(new: Episode, history: Sequence[Episode], *, config: GraphConfig
     if continuation is not None:
         edges.append(continuation)
     elif chain and chain[0].outcome == Outcome.UNKNOWN and not chain[0].corrections:
-        edges.append(Edge(chain[0].id, new.id, EdgeType.LED_TO, 0.6,
-                          f"next step on {new.subject or new.situation} after an undecided step"))
+        edges.append(
+            Edge(
+                chain[0].id,
+                new.id,
+                EdgeType.LED_TO,
+                0.6,
+                f"next step on {new.subject or new.situation} after an undecided step",
+            )
+        )
     contradiction = _contradiction(new, recent, chain, config)
     if contradiction is not None:
         edges.append(contradiction)
     return edges
 
 
-def link_episodes(episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG,
-                  lexicon: Lexicon = DEFAULT_LEXICON) -> list[Edge]:
+def link_episodes(
+    episodes: Sequence[Episode], *, config: GraphConfig = DEFAULT_GRAPH_CONFIG, lexicon: Lexicon = DEFAULT_LEXICON
+) -> list[Edge]:
     """Batch linking: each episode's edges against its principal's earlier episodes (by first seq)."""
     histories: dict[str, deque[Episode]] = {}
     edges: list[Edge] = []

@@ -21,11 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Mapping
 
 import yaml
 
@@ -92,13 +92,17 @@ class Lexicon:
         """SHA-256 (hex) of `canonical`: two lexicons with the same words read every text alike."""
         return hashlib.sha256(self.canonical()).hexdigest()
 
-    def with_words(self, name: str, words: Iterable[str], provenance: str) -> "Lexicon":
+    def with_words(self, name: str, words: Iterable[str], provenance: str) -> Lexicon:
         """A copy with `words` added at the end of group `name` (created when absent); `provenance`
         says where the added words came from and is appended to the group's."""
         old = self.groups.get(name)
         added = tuple(words)
-        group = Group(name, (old.words if old else ()) + added,
-                      f"{old.provenance}; added: {provenance}" if old else provenance, old.source if old else "")
+        group = Group(
+            name,
+            (old.words if old else ()) + added,
+            f"{old.provenance}; added: {provenance}" if old else provenance,
+            old.source if old else "",
+        )
         _check(group)
         return Lexicon({**self.groups, name: group})
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from memory.agent_memory import EpisodicMemory
 from memory.errors import MemoryError_
@@ -23,18 +23,34 @@ The process speaks MCP on stdin/stdout; an MCP client starts it (see the README'
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m memory.mcp", description="Serve a memory store over MCP.",
-                                     epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", required=True, metavar="PATH|URL",
-                        help="SQLite memory store (created with its folder when missing), or a postgresql:// URL "
-                             "of a shared store (pip install '.[postgres]')")
-    parser.add_argument("--principal", default="default", metavar="NAME",
-                        help="tenant every tool reads and writes (default: default)")
-    parser.add_argument("--encoder", choices=ENCODER_NAMES, default="hashing",
-                        help="text encoder; a store opens only with the one that wrote it (semantic: "
-                             "pip install '.[embeddings]')")
-    parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio",
-                        help="stdio (default; what MCP clients start) or streamable HTTP on 127.0.0.1")
+    parser = argparse.ArgumentParser(
+        prog="python -m memory.mcp",
+        description="Serve a memory store over MCP.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--store",
+        required=True,
+        metavar="PATH|URL",
+        help="SQLite memory store (created with its folder when missing), or a postgresql:// URL "
+        "of a shared store (pip install '.[postgres]')",
+    )
+    parser.add_argument(
+        "--principal", default="default", metavar="NAME", help="tenant every tool reads and writes (default: default)"
+    )
+    parser.add_argument(
+        "--encoder",
+        choices=ENCODER_NAMES,
+        default="hashing",
+        help="text encoder; a store opens only with the one that wrote it (semantic: pip install '.[embeddings]')",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "streamable-http"),
+        default="stdio",
+        help="stdio (default; what MCP clients start) or streamable HTTP on 127.0.0.1",
+    )
     parser.add_argument("--port", type=int, default=8765, help="port for streamable HTTP (default 8765)")
     return parser
 

@@ -10,7 +10,8 @@ the tool takes. "Expected" is read from the same schema the client sees.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -94,4 +95,4 @@ def _string(low: int, high: int | None) -> str:
 def _shown(value: Any) -> str:
     """A value the caller sent, short: strings quoted as in the other messages, the rest as JSON."""
     text = repr(value) if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN - 1] + "…"
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"

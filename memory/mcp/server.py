@@ -18,8 +18,9 @@ call can bring the server down.
 from __future__ import annotations
 
 import functools
-from datetime import datetime, timezone
-from typing import Annotated, Any, Callable, Literal, TypeVar
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -44,11 +45,16 @@ incident is over, so the memory links it and updates its facts."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 Text = Annotated[str, Field(min_length=1, description="What happened, in plain words (one fact per call).")]
-Service = Annotated[str | None, Field(description="Service or subject this is about, e.g. the service's name as your team writes it.")]
-Situation = Annotated[str, Field(description="Situation label; keep it stable within an incident, "
-                                             "e.g. 'incident_response'.")]
-When = Annotated[str | None, Field(description="ISO-8601 time with a timezone (Z or an offset), e.g. "
-                                               "'2026-03-02T09:00:00Z'; default now.")]
+Service = Annotated[
+    str | None, Field(description="Service or subject this is about, e.g. the service's name as your team writes it.")
+]
+Situation = Annotated[
+    str, Field(description="Situation label; keep it stable within an incident, e.g. 'incident_response'.")
+]
+When = Annotated[
+    str | None,
+    Field(description="ISO-8601 time with a timezone (Z or an offset), e.g. '2026-03-02T09:00:00Z'; default now."),
+]
 
 
 class _Tools(list[Tool]):
@@ -58,6 +64,7 @@ class _Tools(list[Tool]):
         def add(fn: F) -> F:
             self.append(Tool.from_function(fn, description=description))
             return fn
+
         return add
 
 
@@ -68,8 +75,12 @@ class _CheckedServer(MCPServer):
         super().__init__(name, tools=tools, **settings)
         self._checked = {tool.name: tool for tool in tools}
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None,
-                        ) -> CallToolResult | InputRequiredResult:
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Context[Any, Any] | None = None,
+    ) -> CallToolResult | InputRequiredResult:
         if name in self._checked:
             check_arguments(self._checked[name], arguments)
         return await super().call_tool(name, arguments, context)
@@ -77,12 +88,14 @@ class _CheckedServer(MCPServer):
 
 def _user_errors(tool: F) -> F:
     """Report a caller's mistake as a tool error with its message (the SDK hides other exceptions' text)."""
+
     @functools.wraps(tool)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return await tool(*args, **kwargs)
         except (ValueError, TypeError, MemoryError_) as exc:
             raise ToolError(str(exc)) from exc
+
     return wrapper  # type: ignore[return-value]
 
 
@@ -101,17 +114,25 @@ def _time(text: str | None, name: str = "timestamp") -> datetime | None:
 
 def _unknown_items(memory: EpisodicMemory, ids: list[str]) -> None:
     """Refuse relied-on ids that are no episode, fact or fact version of the memory's principal."""
-    unknown = [item for item in ids if memory.episode(item) is None
-               and not any(item in (v.id, v.fact_id) for v in memory.fact_history(item))]
+    unknown = [
+        item
+        for item in ids
+        if memory.episode(item) is None and not any(item in (v.id, v.fact_id) for v in memory.fact_history(item))
+    ]
     if unknown:
         quoted = ", ".join(repr(item) for item in unknown)
-        raise ValueError(f"relied_on: {quoted} {'is' if len(unknown) == 1 else 'are'} no episode or fact id of "
-                         "this memory (use the ids recall returned)")
+        raise ValueError(
+            f"relied_on: {quoted} {'is' if len(unknown) == 1 else 'are'} no episode or fact id of "
+            "this memory (use the ids recall returned)"
+        )
 
 
 def _fields(service: str | None, situation: str, timestamp: str | None) -> dict[str, Any]:
-    return {"metadata": {"service": service} if service else None, "situation": situation,
-            "timestamp": _time(timestamp) or datetime.now(timezone.utc)}
+    return {
+        "metadata": {"service": service} if service else None,
+        "situation": situation,
+        "timestamp": _time(timestamp) or datetime.now(UTC),
+    }
 
 
 def _recorded(entry: Entry) -> dict[str, Any]:
@@ -125,19 +146,40 @@ def _verified(memory: EpisodicMemory) -> dict[str, Any]:
     """
     broken = memory.store.verify()
     own = {entry.seq for entry in memory.store.entries(principal=memory.principal)}
-    bad = None if broken is None else (
-        {"seq": broken.seq, "id": broken.id, "reason": broken.reason} if broken.seq in own else
-        {"seq": None, "id": None, "reason": "an entry of another principal (the store's owner can run "
-                                           "`python -m memory verify` on the store)"})
+    bad = (
+        None
+        if broken is None
+        else (
+            {"seq": broken.seq, "id": broken.id, "reason": broken.reason}
+            if broken.seq in own
+            else {
+                "seq": None,
+                "id": None,
+                "reason": "an entry of another principal (the store's owner can run "
+                "`python -m memory verify` on the store)",
+            }
+        )
+    )
     return {"ok": broken is None, "entries": len(own), "first_bad": bad}
 
 
 def fact_dict(fact: FactVersion) -> dict[str, Any]:
     """A fact version as plain data."""
-    return {"id": fact.id, "fact_id": fact.fact_id, "version": fact.version, "text": fact.text,
-            "condition": list(fact.condition), "conclusion": fact.conclusion, "confidence": fact.confidence,
-            "status": fact.status, "reason": fact.reason, "created_at": fact.created_at.isoformat(),
-            "supersedes": fact.supersedes, "support": list(fact.support), "contradict": list(fact.contradict)}
+    return {
+        "id": fact.id,
+        "fact_id": fact.fact_id,
+        "version": fact.version,
+        "text": fact.text,
+        "condition": list(fact.condition),
+        "conclusion": fact.conclusion,
+        "confidence": fact.confidence,
+        "status": fact.status,
+        "reason": fact.reason,
+        "created_at": fact.created_at.isoformat(),
+        "supersedes": fact.supersedes,
+        "support": list(fact.support),
+        "contradict": list(fact.contradict),
+    }
 
 
 def build_server(memory: EpisodicMemory, *, name: str = "episodic-memory") -> MCPServer:
@@ -152,81 +194,132 @@ def build_server(memory: EpisodicMemory, *, name: str = "episodic-memory") -> MC
 def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(description="Record something observed in the current incident (a symptom, a log line, a metric).")
     @_user_errors
-    async def record_observation(text: Text, service: Service = None, situation: Situation = "incident_response",
-                           timestamp: When = None) -> dict[str, Any]:
+    async def record_observation(
+        text: Text, service: Service = None, situation: Situation = "incident_response", timestamp: When = None
+    ) -> dict[str, Any]:
         return _recorded(memory.observe(text, **_fields(service, situation, timestamp)))
 
-    @tools.tool(description="Record a decision: the root cause or fix chosen (`choice`, a short stable id such as "
-                             "'connection_pool'), with the ids of recalled items it relied on.")
+    @tools.tool(
+        description="Record a decision: the root cause or fix chosen (`choice`, a short stable id such as "
+        "'connection_pool'), with the ids of recalled items it relied on."
+    )
     @_user_errors
-    async def record_decision(text: Text, choice: Annotated[str, Field(min_length=1, description="Short, stable id of "
-                                                                 "what was chosen, e.g. 'connection_pool'.")],
-                        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
-                        relied_on: Annotated[list[str], Field(description="Ids (from recall: episodes, facts) of the "
-                                                                          "items this decision relied on.")] = [],  # noqa: B006
-                        service: Service = None, situation: Situation = "incident_response",
-                        timestamp: When = None) -> dict[str, Any]:
+    async def record_decision(
+        text: Text,
+        choice: Annotated[
+            str, Field(min_length=1, description="Short, stable id of what was chosen, e.g. 'connection_pool'.")
+        ],
+        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+        relied_on: Annotated[
+            list[str], Field(description="Ids (from recall: episodes, facts) of the items this decision relied on.")
+        ] = [],  # noqa: B006
+        service: Service = None,
+        situation: Situation = "incident_response",
+        timestamp: When = None,
+    ) -> dict[str, Any]:
         _unknown_items(memory, relied_on)
-        entry = memory.decide(text, choice=choice, confidence=confidence, retrieved=relied_on, relied_on=relied_on,
-                              **_fields(service, situation, timestamp))
+        entry = memory.decide(
+            text,
+            choice=choice,
+            confidence=confidence,
+            retrieved=relied_on,
+            relied_on=relied_on,
+            **_fields(service, situation, timestamp),
+        )
         return _recorded(entry)
 
-    @tools.tool(description="Record how the last decision turned out: status 'success' when the problem is gone, "
-                             "'failure' when it persists, 'partial' when it only improved.")
+    @tools.tool(
+        description="Record how the last decision turned out: status 'success' when the problem is gone, "
+        "'failure' when it persists, 'partial' when it only improved."
+    )
     @_user_errors
-    async def record_outcome(text: Text, status: Literal["success", "failure", "partial"], service: Service = None,
-                       situation: Situation = "incident_response", timestamp: When = None) -> dict[str, Any]:
+    async def record_outcome(
+        text: Text,
+        status: Literal["success", "failure", "partial"],
+        service: Service = None,
+        situation: Situation = "incident_response",
+        timestamp: When = None,
+    ) -> dict[str, Any]:
         fields = _fields(service, situation, timestamp)
         meta = {**(fields.pop("metadata") or {}), "status": status}
         return _recorded(memory.outcome(text, metadata=meta, **fields))
 
     @tools.tool(description="Record a correction of a wrong decision, ideally 'It was X, not Y, because ...'.")
     @_user_errors
-    async def record_correction(text: Text, service: Service = None, situation: Situation = "incident_response",
-                          timestamp: When = None) -> dict[str, Any]:
+    async def record_correction(
+        text: Text, service: Service = None, situation: Situation = "incident_response", timestamp: When = None
+    ) -> dict[str, Any]:
         return _recorded(memory.correct(text, **_fields(service, situation, timestamp)))
 
-    @tools.tool(description="Close the current episode now (the incident is over): the memory links it to past "
-                             "episodes and updates its facts. Returns the episodes closed.")
+    @tools.tool(
+        description="Close the current episode now (the incident is over): the memory links it to past "
+        "episodes and updates its facts. Returns the episodes closed."
+    )
     @_user_errors
     async def end_episode() -> dict[str, Any]:
         closed = memory.flush()
-        return {"closed": [{"id": e.id, "summary": e.summary, "outcome": e.outcome.value, "subject": e.subject,
-                            "start": e.start.isoformat(), "end": e.end.isoformat()} for e in closed],
-                "facts": len(memory.facts())}
+        return {
+            "closed": [
+                {
+                    "id": e.id,
+                    "summary": e.summary,
+                    "outcome": e.outcome.value,
+                    "subject": e.subject,
+                    "start": e.start.isoformat(),
+                    "end": e.end.isoformat(),
+                }
+                for e in closed
+            ],
+            "facts": len(memory.facts()),
+        }
 
 
 def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
-    @tools.tool(description="Recall past experience for the current problem: past incidents whole (symptoms, every "
-                             "attempt with its outcome, the corrections, the final fix, weighed by closeness and "
-                             "credit), applicable facts with confidence, recent changes the observations implicate, "
-                             "causal chains. The text is a prompt block; the structured result has every item's id, "
-                             "provenance and reasons.")
+    @tools.tool(
+        description="Recall past experience for the current problem: past incidents whole (symptoms, every "
+        "attempt with its outcome, the corrections, the final fix, weighed by closeness and "
+        "credit), applicable facts with confidence, recent changes the observations implicate, "
+        "causal chains. The text is a prompt block; the structured result has every item's id, "
+        "provenance and reasons."
+    )
     @_user_errors
-    async def recall(query: Annotated[str | None, Field(description="What you are looking at; default: the observations "
-                                                              "recorded since the last closed episode.")] = None,
-               service: Annotated[str | None, Field(description="Only episodes about this service.")] = None,
-               outcome: Annotated[Literal["SUCCESS", "FAILURE", "PARTIAL", "UNKNOWN"] | None,
-                                  Field(description="Only episodes with this outcome.")] = None,
-               since: Annotated[str | None, Field(description="Only episodes that ended at or after this "
-                                                              "ISO-8601 time with a timezone.")] = None,
-               until: Annotated[str | None, Field(description="Only episodes that ended at or before this "
-                                                              "ISO-8601 time with a timezone.")] = None,
-               k: Annotated[int, Field(ge=1, le=50, description="Most episodes.")] = 5,
-               max_chars: Annotated[int, Field(ge=200, le=20000, description="Longest text.")] = 3000,
-               ) -> CallToolResult:
+    async def recall(
+        query: Annotated[
+            str | None,
+            Field(
+                description="What you are looking at; default: the observations recorded since the last closed episode."
+            ),
+        ] = None,
+        service: Annotated[str | None, Field(description="Only episodes about this service.")] = None,
+        outcome: Annotated[
+            Literal["SUCCESS", "FAILURE", "PARTIAL", "UNKNOWN"] | None,
+            Field(description="Only episodes with this outcome."),
+        ] = None,
+        since: Annotated[
+            str | None, Field(description="Only episodes that ended at or after this ISO-8601 time with a timezone.")
+        ] = None,
+        until: Annotated[
+            str | None, Field(description="Only episodes that ended at or before this ISO-8601 time with a timezone.")
+        ] = None,
+        k: Annotated[int, Field(ge=1, le=50, description="Most episodes.")] = 5,
+        max_chars: Annotated[int, Field(ge=200, le=20000, description="Longest text.")] = 3000,
+    ) -> CallToolResult:
         where = {key: value for key, value in (("service", service), ("outcome", outcome)) if value}
-        context = memory.recall(query, k=k, where=where or None, since=_time(since, "since"),
-                                until=_time(until, "until"), subject=service)
+        context = memory.recall(
+            query, k=k, where=where or None, since=_time(since, "since"), until=_time(until, "until"), subject=service
+        )
         text = context.render(max_chars=max_chars) or "(no past experience matches)"
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=context.to_dict())
 
-    @tools.tool(description="List the generalized facts (heuristics) learned so far, each with its version history: "
-                             "how its confidence changed and on which episodes' evidence.")
+    @tools.tool(
+        description="List the generalized facts (heuristics) learned so far, each with its version history: "
+        "how its confidence changed and on which episodes' evidence."
+    )
     @_user_errors
-    async def list_facts(include_retired: Annotated[bool, Field(description="Also list retired facts.")] = False,
-                         history: Annotated[bool, Field(description="Include every version of each fact.")] = True,
-                         ) -> dict[str, Any]:
+    async def list_facts(
+        include_retired: Annotated[bool, Field(description="Also list retired facts.")] = False,
+        history: Annotated[bool, Field(description="Include every version of each fact.")] = True,
+    ) -> dict[str, Any]:
         facts = []
         for fact in memory.facts(include_retired=include_retired):
             item = fact_dict(fact)
@@ -235,22 +328,34 @@ def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
             facts.append(item)
         return {"principal": memory.principal, "facts": facts}
 
-    @tools.tool(description="Verify the store: recompute the hash chain of every timeline entry. ok is false when "
-                             "the chain is broken anywhere in the store; entries counts this principal's entries; "
-                             "first_bad names the first altered entry when it is one of this principal's.")
+    @tools.tool(
+        description="Verify the store: recompute the hash chain of every timeline entry. ok is false when "
+        "the chain is broken anywhere in the store; entries counts this principal's entries; "
+        "first_bad names the first altered entry when it is one of this principal's."
+    )
     @_user_errors
     async def verify_store() -> dict[str, Any]:
         return _verified(memory)
 
-    @tools.tool(description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
-                             "data): its text is erased from the store, what the memory learned is rebuilt "
-                             "without it, and the store still verifies. Irreversible; only this principal's entries.")
+    @tools.tool(
+        description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
+        "data): its text is erased from the store, what the memory learned is rebuilt "
+        "without it, and the store still verifies. Irreversible; only this principal's entries."
+    )
     @_user_errors
-    async def forget_entry(entry_id: Annotated[str, Field(min_length=64, max_length=64, description="The entry_id "
-                                                          "a record_* tool returned.")],
-                           reason: Annotated[str, Field(description="Why (kept in the erasure record, no content); "
-                                                                    "e.g. 'request of the person concerned'.")] = "",
-                           ) -> dict[str, Any]:
+    async def forget_entry(
+        entry_id: Annotated[
+            str, Field(min_length=64, max_length=64, description="The entry_id a record_* tool returned.")
+        ],
+        reason: Annotated[
+            str,
+            Field(description="Why (kept in the erasure record, no content); e.g. 'request of the person concerned'."),
+        ] = "",
+    ) -> dict[str, Any]:
         done = memory.forget(entry_id=entry_id, reason=reason, requested_by="mcp")
-        return {"erased": done.entries, "erasure_record": done.record_id, "rebuilt_records": done.records,
-                "purged": done.purged}
+        return {
+            "erased": done.entries,
+            "erasure_record": done.record_id,
+            "rebuilt_records": done.records,
+            "purged": done.purged,
+        }

@@ -12,8 +12,8 @@ import numpy as np
 
 from memory.persistence.record_fields import problem
 from memory.persistence.runs import RUN, Corrupt, body_digest, sidecar_rows
-from memory.timeline.record_body import parse
 from memory.persistence.vectors import VectorFile, row_digests
+from memory.timeline.record_body import parse
 
 
 def record_findings(store_path: str) -> list[str]:
@@ -57,9 +57,11 @@ def sidecar_findings(store_path: str) -> list[str]:
                     continue  # a run without sidecar rows, or one that opening ignores anyway
                 dim = int(meta["dim"])
                 file = files.setdefault(dim, VectorFile(f"{store_path}-vectors", dim))
-                sections = {name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
-                            for name, (offset, length, dtype, shape) in meta["sections"].items()
-                            if name.startswith(("digests:", "counts:", "palettes:"))}
+                sections = {
+                    name: np.frombuffer(body[offset : offset + length], dtype=dtype).reshape(shape)
+                    for name, (offset, length, dtype, shape) in meta["sections"].items()
+                    if name.startswith(("digests:", "counts:", "palettes:"))
+                }
                 for principal in meta["vectors"]:
                     digests = sections[f"digests:{principal}"]
                     checked += len(digests)
@@ -75,6 +77,8 @@ def sidecar_findings(store_path: str) -> list[str]:
             file.close()
     if not bad:
         return []
-    return [f"vectors sidecar: {bad:,} of the {checked:,} rows state runs point to are missing or fail their digest "
-            f"(derived data: recall recomputes them from the entries; delete {store_path}-vectors to have the runs "
-            "written again)"]
+    return [
+        f"vectors sidecar: {bad:,} of the {checked:,} rows state runs point to are missing or fail their digest "
+        f"(derived data: recall recomputes them from the entries; delete {store_path}-vectors to have the runs "
+        "written again)"
+    ]

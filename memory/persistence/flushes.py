@@ -12,11 +12,12 @@ closes its open episodes there before feeding them; `rebuild()` flushes at the s
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from memory.errors import HeadMoved
-from memory.timeline import RecordKind
 from memory.persistence.record_fields import checked
+from memory.timeline import RecordKind
 from memory.timeline.record_body import decoded
 
 
@@ -69,8 +70,11 @@ class FlushPoints:
         flush = RecordKind.FLUSH.value
         rows = self.store.record_rows(self.after, top, bodies=(flush,))
         path = self.store.path
-        points = {checked(decoded(path, kind, i, body, seq), path, kind, i, seq)["seq"]
-                  for seq, kind, i, body in rows if kind == flush}
+        points = {
+            checked(decoded(path, kind, i, body, seq), path, kind, i, seq)["seq"]
+            for seq, kind, i, body in rows
+            if kind == flush
+        }
         self.after = top
         self.pending = sorted(set(self.pending) | {p for p in points if p > self.applied})
 
@@ -78,7 +82,7 @@ class FlushPoints:
         """How many pending points lie before timeline seq `seq` (each closes the open episodes once); marks them applied."""
         due = [p for p in self.pending if p < seq]
         if due:
-            self.pending = self.pending[len(due):]
+            self.pending = self.pending[len(due) :]
             self.applied = max(self.applied, due[-1])
         return len(due)
 

@@ -9,8 +9,8 @@ through such a map; `StoredEpisodes` gives the episode records after a point a s
 from __future__ import annotations
 
 import re
-from collections.abc import MutableMapping, MutableSequence, MutableSet, Sequence
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,9 +18,9 @@ from memory.episodes import Episode
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.persistence import runs as snapshot
 from memory.persistence.digests import DIGEST, sorted_distinct
+from memory.persistence.record_fields import converted
 from memory.state import MemoryState, Problem, Verdict
 from memory.timeline import RecordKind
-from memory.persistence.record_fields import converted
 from memory.timeline.record_body import decoded
 
 
@@ -234,8 +234,11 @@ class StoredEpisodes(Sequence):
             return []
         rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1], bodies=(RecordKind.EPISODE.value,))
         path = self._store.path
-        return [converted(Episode.from_record, decoded(path, kind, i, body, seq), path, kind, i, seq)
-                for seq, kind, i, body in rows if kind == RecordKind.EPISODE]
+        return [
+            converted(Episode.from_record, decoded(path, kind, i, body, seq), path, kind, i, seq)
+            for seq, kind, i, body in rows
+            if kind == RecordKind.EPISODE
+        ]
 
 
 def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEFAULT_LEXICON) -> MemoryState:
@@ -247,8 +250,11 @@ def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEF
 
     def read_episode(episode_id: str, _: Any) -> Episode | None:
         body = store.record(RecordKind.EPISODE, episode_id)
-        return converted(Episode.from_record, body, store.path, RecordKind.EPISODE.value, episode_id) \
-            if body is not None else None
+        return (
+            converted(Episode.from_record, body, store.path, RecordKind.EPISODE.value, episode_id)
+            if body is not None
+            else None
+        )
 
     def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
         return Problem(text_in(episode_id, source), state.index.vector(episode_id))
@@ -271,8 +277,11 @@ def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEF
             return None
         run, row = found
         outcome, choice, end, who, first_seq, last_seq = run.verdict(row)
-        return Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq, last_seq), \
-            run, row
+        return (
+            Verdict(episode_id, who, (choice,) if choice is not None else (), outcome, end, first_seq, last_seq),
+            run,
+            row,
+        )
 
     def verdict_of(episode_id: str) -> tuple[Verdict, str] | None:
         known = verdict_in_run(episode_id)
@@ -282,7 +291,14 @@ def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEF
         known = verdict_in_run(episode_id)
         return known[0] if known is not None else state.episodes_lookup(episode_id)
 
-    state = MemoryState(index, graph_config, episodes=LazyMap(read_episode), problems=LazyMap(read_problem),
-                        edge_ids=LazySet(), marks=LazySet(), lexicon=lexicon)
+    state = MemoryState(
+        index,
+        graph_config,
+        episodes=LazyMap(read_episode),
+        problems=LazyMap(read_problem),
+        edge_ids=LazySet(),
+        marks=LazySet(),
+        lexicon=lexicon,
+    )
     state.verdict_of, state.problem_text, state.verdict_lookup = verdict_of, problem_text, verdict_lookup
     return state

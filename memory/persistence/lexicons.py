@@ -51,8 +51,12 @@ def record_lexicon(store: Any, lexicon: Lexicon) -> None:
     of the process alone, in memory, records nothing)."""
     if getattr(store, "path", None) == ":memory:":
         return
-    store.add_snapshot(LEXICON, lexicon.fingerprint, {"fingerprint": lexicon.fingerprint, "shipped": shipped(lexicon),
-                                                      "groups": len(lexicon.groups)}, lexicon.canonical())
+    store.add_snapshot(
+        LEXICON,
+        lexicon.fingerprint,
+        {"fingerprint": lexicon.fingerprint, "shipped": shipped(lexicon), "groups": len(lexicon.groups)},
+        lexicon.canonical(),
+    )
 
 
 def check_lexicon(store: Any, lexicon: Lexicon) -> None:
@@ -80,4 +84,5 @@ def check_lexicon(store: Any, lexicon: Lexicon) -> None:
         raise LexiconMismatch(
             f"{path if path and '://' not in path else 'the store'}: its derived records (outcomes, edges, facts) "
             f"were read with lexicon {fingerprint}, not {lexicon.fingerprint}; open it with the lexicon that derived them, or "
-            "export its timeline and import it into a new store to derive it with this one")
+            "export its timeline and import it into a new store to derive it with this one"
+        )

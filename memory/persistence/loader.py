@@ -21,15 +21,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+import memory.pipeline as pipeline
 from memory.episodes import Episode, Outcome
 from memory.facts import resolve_records, stored_records
 from memory.graph import Edge, add_edge_rows, add_edges, add_episode_rows
-import memory.pipeline as pipeline
 from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
-from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.lazy import EpisodeList, StoredEpisodes
 from memory.persistence.record_fields import checked, converted, unreadable
+from memory.persistence.run_encoding import encode_run, run_id
 from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests, row_offsets
 from memory.retrieval.bounds import Bounds
 from memory.retrieval.config import RetrieverConfig
@@ -78,8 +78,15 @@ class StoredState:
         persistence: when runs are written.
     """
 
-    def __init__(self, store: Any, state: MemoryState, *, dim: int, retriever: RetrieverConfig,
-                 persistence: Persistence = DEFAULT_PERSISTENCE) -> None:
+    def __init__(
+        self,
+        store: Any,
+        state: MemoryState,
+        *,
+        dim: int,
+        retriever: RetrieverConfig,
+        persistence: Persistence = DEFAULT_PERSISTENCE,
+    ) -> None:
         self.store = store
         self.state = state
         self.dim = dim
@@ -117,8 +124,10 @@ class StoredState:
         if self.sidecar is not None:  # a slice at a time: what runs cover as the open goes is released
             tail: Any = StoredEpisodes(self.store, start)
         else:  # all at once, room reserved for the vectors this memory keeps
-            tail = [converted(Episode.from_record, body, self.store.path, RecordKind.EPISODE.value, i)
-                    for i, body in self.store.records_after(RecordKind.EPISODE, start)]
+            tail = [
+                converted(Episode.from_record, body, self.store.path, RecordKind.EPISODE.value, i)
+                for i, body in self.store.records_after(RecordKind.EPISODE, start)
+            ]
             counts: dict[str, int] = {}
             for episode in tail:
                 counts[episode.principal] = counts.get(episode.principal, 0) + 1
@@ -127,8 +136,9 @@ class StoredState:
         learned = self._load_links(runs, late_edges, start)
         resolved = learned.union(*(run.outside for run in runs))
         unlearned = [i for run in runs for i in run.unmarked if i not in resolved]
-        unlearned += [i for i in (tail.ids if isinstance(tail, StoredEpisodes) else [e.id for e in tail])
-                      if i not in learned]
+        unlearned += [
+            i for i in (tail.ids if isinstance(tail, StoredEpisodes) else [e.id for e in tail]) if i not in learned
+        ]
         for run in runs:
             run.release()
         return Opened(unlearned, self._resume_from())
@@ -158,11 +168,15 @@ class StoredState:
             state.edge_ids.defer(lambda run=run: run.id_list("edge_ids"))  # type: ignore[attr-defined]
         state.edge_ids.update(i for i, _ in tail_edges)
         add_edge_rows(state.graph, late_edges)
-        add_edges(state.graph, [converted(Edge.from_record, body, self.store.path, RecordKind.EDGE.value, i)
-                                for i, body in tail_edges])
+        add_edges(
+            state.graph,
+            [converted(Edge.from_record, body, self.store.path, RecordKind.EDGE.value, i) for i, body in tail_edges],
+        )
         facts = [body for run in runs for body in run.facts]
-        facts += [checked(body, self.store.path, RecordKind.FACT.value, i)
-                  for i, body in self.store.records_after(RecordKind.FACT, after)]
+        facts += [
+            checked(body, self.store.path, RecordKind.FACT.value, i)
+            for i, body in self.store.records_after(RecordKind.FACT, after)
+        ]
         state.add_versions(self._versions(facts), stored=True)
         for run in runs:
             state.marks.defer(lambda run=run: run.id_list("marks"))  # type: ignore[attr-defined]
@@ -181,8 +195,9 @@ class StoredState:
                 done.append(version)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             body = bodies[len(done)]
-            raise unreadable(exc, self.store.path, RecordKind.FACT.value,
-                             f"{body.get('fact_id', '?')}@{body.get('version', '?')}") from exc
+            raise unreadable(
+                exc, self.store.path, RecordKind.FACT.value, f"{body.get('fact_id', '?')}@{body.get('version', '?')}"
+            ) from exc
         return done
 
     def _load_runs(self) -> tuple[list[snapshot.Run], list[tuple[str, str, Any, float, str]]]:
@@ -192,8 +207,9 @@ class StoredState:
         (none when a single process wrote the store): the exact load adds every node first.
         """
         kind = snapshot.RUN if self.persistence.use_runs else None
-        reader = snapshot.RunReader(self.store, config=self.config, dim=self.dim, kind=kind, sidecar=self.sidecar,
-                                    recompute=self._recompute)
+        reader = snapshot.RunReader(
+            self.store, config=self.config, dim=self.dim, kind=kind, sidecar=self.sidecar, recompute=self._recompute
+        )
         runs: list[snapshot.Run] = []
         late: list[tuple[str, str, Any, float, str]] = []
         columns = _Columns()
@@ -207,14 +223,20 @@ class StoredState:
                 late.extend(edges)
         for who, ids in columns.order.items():
             self.state.order[who] = ids
-            self.state.index.load(who, EpisodeList(ids, self.state.episodes), ids,
-                                  reader.source(who), np.concatenate([e for e, _ in columns.flags[who]]),
-                                  columns.outcomes[who], np.concatenate([c for _, c in columns.flags[who]]),
-                                  columns.situations[who])
+            self.state.index.load(
+                who,
+                EpisodeList(ids, self.state.episodes),
+                ids,
+                reader.source(who),
+                np.concatenate([e for e, _ in columns.flags[who]]),
+                columns.outcomes[who],
+                np.concatenate([c for _, c in columns.flags[who]]),
+                columns.situations[who],
+            )
             self._load_bounds(who, reader, [run for run in runs if who in run.rows])
         return runs, late
 
-    def _add_run_nodes(self, run: snapshot.Run, columns: "_Columns") -> None:
+    def _add_run_nodes(self, run: snapshot.Run, columns: _Columns) -> None:
         """A run's episodes: deferred in the mappings, nodes in the graph, columns gathered per principal."""
         state = self.state
         ids, strings = run.ids, run.strings
@@ -226,8 +248,15 @@ class StoredState:
         state.episodes.defer(ids)  # type: ignore[attr-defined]
         state.problems.defer(ids, run)  # type: ignore[attr-defined]
         state.cites.update(run.cites)
-        add_episode_rows(state.graph, ids, principals, sits, run.decoded("subject"),
-                         run.column("seqs")[:, 0].tolist(), [snapshot.OUTCOME_NAMES[c] for c in codes_out])
+        add_episode_rows(
+            state.graph,
+            ids,
+            principals,
+            sits,
+            run.decoded("subject"),
+            run.column("seqs")[:, 0].tolist(),
+            [snapshot.OUTCOME_NAMES[c] for c in codes_out],
+        )
         last, ends, corrected = run.column("seqs")[:, 1], run.column("ends"), run.column("corrected")
         for code in np.unique(codes).tolist():
             who = strings[code]
@@ -256,8 +285,12 @@ class StoredState:
         digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
         basis = stored_bounds.read_basis(self.store, principal, digest) if digest is not None else None
         proj, resid = reader.proj.get(principal), reader.resid.get(principal)
-        if basis is None or proj is None or basis.shape != (self.dim, proj.shape[1]) \
-                or len(part) < max(self.retriever.prune_from, 1):
+        if (
+            basis is None
+            or proj is None
+            or basis.shape != (self.dim, proj.shape[1])
+            or len(part) < max(self.retriever.prune_from, 1)
+        ):
             if part.source is not None:
                 part.adopt(part.source)  # no bounds: its rows come back into memory, the source kept as spare
             return
@@ -290,8 +323,11 @@ class StoredState:
         for start in range(first, before + len(stored), size):
             run = stored[max(start - before, 0) : start - before + size]
             meta, body = legacy.get(start, ({}, b""))
-            if start >= before and meta.get("episodes") == [ep.id for ep in run] \
-                    and len(body) == len(run) * self.dim * 4:  # a snapshot of exactly these episodes
+            if (
+                start >= before
+                and meta.get("episodes") == [ep.id for ep in run]
+                and len(body) == len(run) * self.dim * 4
+            ):  # a snapshot of exactly these episodes
                 vectors = np.frombuffer(body, dtype="<f4").reshape(len(run), -1)
                 cites = meta["cites"]
                 for episode, vector, text in zip(run, vectors, meta["texts"]):
@@ -307,8 +343,13 @@ class StoredState:
                     self._write_progress()
                 done = max(start - before, 0) + part + len(chunk)
                 if len(stored) >= PROGRESS_FROM and (done % PROGRESS_EVERY < len(chunk) or done == len(stored)):
-                    log.info("%s: indexed %s of %s episodes from their records (no state runs cover them yet)",
-                             self.store.path, f"{done:,}", f"{len(stored):,}", extra={"indexed": done, "total": len(stored)})
+                    log.info(
+                        "%s: indexed %s of %s episodes from their records (no state runs cover them yet)",
+                        self.store.path,
+                        f"{done:,}",
+                        f"{len(stored):,}",
+                        extra={"indexed": done, "total": len(stored)},
+                    )
 
     def persist(self, changes: Any) -> None:
         """Store what closing an episode changed (`memory.pipeline.Changes`), before the state applies it."""
@@ -393,10 +434,21 @@ class StoredState:
         problems = [state.problems[ep.id] for ep in episodes]
         sidecar = self._to_sidecar(episodes, problems)
         meta, body = encode_run(
-            after=self.covered, upto=rows[-1][0], first=rows[0][1:3], last=rows[-1][1:3], config=self.config,
-            dim=self.dim, episodes=episodes, problems=[(p.text, p.vector) for p in problems],
-            cites={ep.id: state.cites[ep.id] for ep in episodes if ep.id in state.cites}, edges=edges, facts=facts,
-            marks=marks, projections=projections, sidecar=sidecar)
+            after=self.covered,
+            upto=rows[-1][0],
+            first=rows[0][1:3],
+            last=rows[-1][1:3],
+            config=self.config,
+            dim=self.dim,
+            episodes=episodes,
+            problems=[(p.text, p.vector) for p in problems],
+            cites={ep.id: state.cites[ep.id] for ep in episodes if ep.id in state.cites},
+            edges=edges,
+            facts=facts,
+            marks=marks,
+            projections=projections,
+            sidecar=sidecar,
+        )
         name = run_id(meta)
         name = snapshot.free_id({i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}, name)
         self.store.add_snapshot(snapshot.RUN, name, meta, body)
@@ -418,8 +470,15 @@ class StoredState:
             return None
         return written if self.sidecar is not None else None
 
-    def _release(self, principal: str, ids: list[str], first: int, counts: np.ndarray, palettes: np.ndarray,
-                 checksums: np.ndarray) -> None:
+    def _release(
+        self,
+        principal: str,
+        ids: list[str],
+        first: int,
+        counts: np.ndarray,
+        palettes: np.ndarray,
+        checksums: np.ndarray,
+    ) -> None:
         """The rows just written to the sidecar are read from there from now on, and no longer held here."""
         part = self.state.index.partition(principal)
         source = part.spare if isinstance(part.spare, StoredRows) else None
@@ -429,7 +488,9 @@ class StoredState:
             source = StoredRows(self.dim, lambda row, who=principal: self._recompute(who, row))
         if [part.position.get(i) for i in ids] != list(range(len(source), len(source) + len(ids))):
             return  # not the partition's next rows (episodes another process stored): they stay held here
-        source.add_file(self.sidecar, row_offsets(first, self.dim, counts, palettes), counts, checksums, palettes, checked=True)
+        source.add_file(
+            self.sidecar, row_offsets(first, self.dim, counts, palettes), counts, checksums, palettes, checked=True
+        )
         part.adopt(source)
         problems, episodes = self.state.problems, self.state.episodes
         if hasattr(problems, "defer") and hasattr(episodes, "defer"):

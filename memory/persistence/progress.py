@@ -12,8 +12,9 @@ its own logging configuration instead.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -47,8 +48,14 @@ def shown_on_stderr(console: Console | None = None) -> Iterator[None]:
     handler: logging.Handler
     shown: Any
     if console.is_terminal:
-        shown = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                         console=console, transient=True)
+        shown = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         handler = _Bar(shown)
     else:
         shown, handler = nullcontext(), logging.StreamHandler(console.file)

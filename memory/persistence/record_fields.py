@@ -10,7 +10,8 @@ are read by code that checks them itself.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple, TypeVar
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypeVar
 
 from memory.errors import DamagedStore
 from memory.timeline import record_body
@@ -37,23 +38,50 @@ LIST_OR_OBJECT = JsonType("a list or an object", (list, dict))
 _EPISODE_LISTS = ("entry_ids", "decisions", "choices", "assumptions", "corrections", "actions", "observations")
 # kind -> (required fields, optional fields), each field -> its JSON type (`memory.episodes`, `memory.facts`)
 FIELDS: dict[str, tuple[dict[str, JsonType], dict[str, JsonType]]] = {
-    "episode": ({"id": STRING, "first_seq": INTEGER, "last_seq": INTEGER, "principal": STRING, "situation": STRING,
-                 "subject": STRING_OR_NULL, "start": STRING, "end": STRING, "summary": STRING, "outcome": STRING,
-                 "outcome_evidence": STRING},
-                {**{name: LIST for name in _EPISODE_LISTS}, "outcome_text": STRING}),
+    "episode": (
+        {
+            "id": STRING,
+            "first_seq": INTEGER,
+            "last_seq": INTEGER,
+            "principal": STRING,
+            "situation": STRING,
+            "subject": STRING_OR_NULL,
+            "start": STRING,
+            "end": STRING,
+            "summary": STRING,
+            "outcome": STRING,
+            "outcome_evidence": STRING,
+        },
+        {**{name: LIST for name in _EPISODE_LISTS}, "outcome_text": STRING},
+    ),
     "edge": ({"source": STRING, "target": STRING, "type": STRING, "weight": NUMBER, "evidence": STRING}, {}),
-    "fact_version": ({"fact_id": STRING, "version": INTEGER, "principal": STRING, "text": STRING, "condition": LIST,
-                      "conclusion": STRING, "confidence": NUMBER, "created_at": STRING, "status": STRING,
-                      "supersedes": INTEGER_OR_NULL, "reason": STRING, "usefulness": OBJECT},
-                     # wording: an object since `memory.facts.Wording`, a list in records stored before it
-                     {"since": STRING_OR_NULL, "kind": STRING, "unless": LIST, "wording": LIST_OR_OBJECT,
-                      "rejected": LIST}),
+    "fact_version": (
+        {
+            "fact_id": STRING,
+            "version": INTEGER,
+            "principal": STRING,
+            "text": STRING,
+            "condition": LIST,
+            "conclusion": STRING,
+            "confidence": NUMBER,
+            "created_at": STRING,
+            "status": STRING,
+            "supersedes": INTEGER_OR_NULL,
+            "reason": STRING,
+            "usefulness": OBJECT,
+        },
+        # wording: an object since `memory.facts.Wording`, a list in records stored before it
+        {"since": STRING_OR_NULL, "kind": STRING, "unless": LIST, "wording": LIST_OR_OBJECT, "rejected": LIST},
+    ),
     "reinforcement": ({"episode": STRING}, {}),
     "flush": ({"seq": INTEGER}, {}),
 }
 # A fact version stores its evidence whole, or as changes to the base version it follows.
 FACT_WHOLE = {"support": LIST, "contradict": LIST}
-FACT_CHANGES = {"base": INTEGER, **{f"{name}_{how}": LIST for name in ("support", "contradict") for how in ("add", "drop")}}
+FACT_CHANGES = {
+    "base": INTEGER,
+    **{f"{name}_{how}": LIST for name in ("support", "contradict") for how in ("add", "drop")},
+}
 
 
 def json_name(value: Any) -> str:
@@ -107,8 +135,9 @@ def checked(body: Any, path: str, kind: str, record_id: str, seq: int | None = N
     return body
 
 
-def converted(convert: Callable[[Any], T], body: Any, path: str, kind: str, record_id: str,
-              seq: int | None = None) -> T:
+def converted(
+    convert: Callable[[Any], T], body: Any, path: str, kind: str, record_id: str, seq: int | None = None
+) -> T:
     """`convert(body)` of a `checked` body, raising `DamagedStore` naming the row when a value cannot be converted."""
     checked(body, path, kind, record_id, seq)
     try:

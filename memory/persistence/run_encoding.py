@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,13 +19,23 @@ from memory.graph.edges import EdgeType
 from memory.persistence.runs import EDGE_TYPES, EPOCH, FORMAT, OUTCOMES, PACKED, body_digest
 
 
-def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str, str], config: str, dim: int,
-               episodes: Sequence[Episode], problems: Sequence[tuple[str, np.ndarray]],
-               cites: Mapping[str, list[str]], edges: Sequence[tuple[str, dict[str, Any]]],
-               facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]],
-               projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
-               sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None
-               ) -> tuple[dict[str, Any], bytes]:
+def encode_run(
+    *,
+    after: int,
+    upto: int,
+    first: tuple[str, str],
+    last: tuple[str, str],
+    config: str,
+    dim: int,
+    episodes: Sequence[Episode],
+    problems: Sequence[tuple[str, np.ndarray]],
+    cites: Mapping[str, list[str]],
+    edges: Sequence[tuple[str, dict[str, Any]]],
+    facts: Sequence[dict[str, Any]],
+    marks: Sequence[tuple[str, str]],
+    projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
+    sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+) -> tuple[dict[str, Any], bytes]:
     """Meta and body of a run (format 4 with `sidecar`, else format 1).
 
     Args:
@@ -65,9 +76,21 @@ def encode_run(*, after: int, upto: int, first: tuple[str, str], last: tuple[str
         out.array(f"resid:{principal}", resid, "<f4")
     out.document("strings", list(out.strings))
     layout, body = out.pack()
-    meta = {"format": 1 if sidecar is None else FORMAT, "after": after, "upto": upto, "first": list(first), "last": list(last),
-            "config": config, "dim": dim, "episodes": len(episodes), "rows": {p: len(r) for p, r in rows.items()},
-            "bases": bases, "sections": layout, "size": len(body), "digest": body_digest(body)}
+    meta = {
+        "format": 1 if sidecar is None else FORMAT,
+        "after": after,
+        "upto": upto,
+        "first": list(first),
+        "last": list(last),
+        "config": config,
+        "dim": dim,
+        "episodes": len(episodes),
+        "rows": {p: len(r) for p, r in rows.items()},
+        "bases": bases,
+        "sections": layout,
+        "size": len(body),
+        "digest": body_digest(body),
+    }
     if sidecar is not None:
         meta["vectors"] = {p: int(first) for p, (first, *_) in sidecar.items()}
     return meta, body
@@ -125,11 +148,21 @@ def _episode_columns(out: _Sections, episodes: Sequence[Episode]) -> dict[str, l
     return rows
 
 
-def _link_sections(out: _Sections, episodes: Sequence[Episode], edges: Sequence[tuple[str, dict[str, Any]]],
-                   facts: Sequence[dict[str, Any]], marks: Sequence[tuple[str, str]]) -> None:
+def _link_sections(
+    out: _Sections,
+    episodes: Sequence[Episode],
+    edges: Sequence[tuple[str, dict[str, Any]]],
+    facts: Sequence[dict[str, Any]],
+    marks: Sequence[tuple[str, str]],
+) -> None:
     """Edges, fact versions and reinforcement marks of the range."""
-    out.document("edges", [[body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
-                           for _, body in edges])
+    out.document(
+        "edges",
+        [
+            [body["source"], body["target"], EDGE_TYPES.index(EdgeType(body["type"])), body["evidence"]]
+            for _, body in edges
+        ],
+    )
     out.array("weights", [float(body["weight"]) for _, body in edges], "<f8")
     out.document("edge_ids", [i for i, _ in edges])
     out.document("facts", list(facts))

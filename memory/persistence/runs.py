@@ -36,10 +36,11 @@ import queue
 import sys
 import threading
 import zlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ def body_digest(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def free_id(known: set[str] | frozenset[str], name: str) -> str:
@@ -85,15 +86,24 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-_BULK = ("vectors:", "digests:", "checksums:", "counts:", "palettes:", "proj:", "resid:")  # sections copied into the partitions, not kept with the run
+_BULK = (
+    "vectors:",
+    "digests:",
+    "checksums:",
+    "counts:",
+    "palettes:",
+    "proj:",
+    "resid:",
+)  # sections copied into the partitions, not kept with the run
 
 
 PACKED = "zlib"  # the dtype of a JSON section compressed with zlib (in a run of format 3 or 4, and in memory)
 _PACKED_DOCUMENTS = ("texts",)  # kept after opening, read on demand if ever, and compress well (7×)
 
 
-def _kept(name: str, data: memoryview, dtype: str | None,
-          shape: list[int] | None) -> tuple[bytes, str | None, list[int] | None]:
+def _kept(
+    name: str, data: memoryview, dtype: str | None, shape: list[int] | None
+) -> tuple[bytes, str | None, list[int] | None]:
     """A section as a run keeps it: the documents read only on demand compressed, the rest as they are."""
     if dtype != PACKED and name in _PACKED_DOCUMENTS:
         return zlib.compress(data, 1), PACKED, None
@@ -103,7 +113,9 @@ def _kept(name: str, data: memoryview, dtype: str | None,
 class Run:
     """A checked run: its small sections, decoded on first use (the vectors went to `RunReader.sources`)."""
 
-    def __init__(self, meta: Mapping[str, Any], sections: dict[str, tuple[bytes, str | None, list[int] | None]]) -> None:
+    def __init__(
+        self, meta: Mapping[str, Any], sections: dict[str, tuple[bytes, str | None, list[int] | None]]
+    ) -> None:
         self.meta = meta
         self.after: int = int(meta["after"])
         self.upto: int = int(meta["upto"])
@@ -111,7 +123,9 @@ class Run:
         self.offsets: dict[str, int] = {}  # principal → first row of this run in its partition
         self.bases: dict[str, str | None] = {}  # principal → basis digest of its stored projections
         self.copies: list[tuple[np.ndarray, int, np.ndarray]] = []  # (target, first row, rows) still to copy
-        self.vectors: list[tuple[StoredRows, Any]] = []  # segments still to add: (sidecar, offsets, counts, checksums) or rows
+        self.vectors: list[
+            tuple[StoredRows, Any]
+        ] = []  # segments still to add: (sidecar, offsets, counts, checksums) or rows
         self._sections = sections
         self._arrays: dict[str, np.ndarray] = {}  # numeric sections already viewed
 
@@ -159,9 +173,14 @@ class Run:
             for name in VERDICT_COLUMNS:
                 self._array(name)
         choice = arrays["choice"].item(row)
-        return (OUTCOMES[arrays["outcome"].item(row)], strings[choice] if choice >= 0 else None,
-                EPOCH + timedelta(microseconds=arrays["end_us"].item(row)), strings[arrays["principal"].item(row)],
-                arrays["seqs"].item(row, 0), arrays["seqs"].item(row, 1))
+        return (
+            OUTCOMES[arrays["outcome"].item(row)],
+            strings[choice] if choice >= 0 else None,
+            EPOCH + timedelta(microseconds=arrays["end_us"].item(row)),
+            strings[arrays["principal"].item(row)],
+            arrays["seqs"].item(row, 0),
+            arrays["seqs"].item(row, 1),
+        )
 
     @cached_property
     def ids(self) -> list[str]:
@@ -193,8 +212,10 @@ class Run:
         """(source, target, type, weight, evidence) of each edge record, in storing order."""
         weights = self._array("weights").tolist()
         # evidence texts repeat: interned as they are decoded, or the copies' freed memory stays resident
-        return [(sys.intern(s), sys.intern(t), EDGE_TYPES[k], w, sys.intern(ev))
-                for (s, t, k, ev), w in zip(self._document("edges"), weights)]
+        return [
+            (sys.intern(s), sys.intern(t), EDGE_TYPES[k], w, sys.intern(ev))
+            for (s, t, k, ev), w in zip(self._document("edges"), weights)
+        ]
 
     def id_list(self, name: str) -> np.ndarray | list[str]:
         """The ids a section lists (``edge_ids``, ``marks``), read once: the digests' 32 bytes each (numpy
@@ -208,7 +229,6 @@ class Run:
     @cached_property
     def facts(self) -> list[dict[str, Any]]:
         return self._document("facts")
-
 
     @cached_property
     def unmarked(self) -> list[str]:
@@ -236,18 +256,31 @@ class RunReader:
             row that fails its checksum.
     """
 
-    def __init__(self, store: Any, *, config: str, dim: int, kind: str | None = RUN,
-                 sidecar: VectorFile | None = None,
-                 recompute: Callable[[str, int], np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        *,
+        config: str,
+        dim: int,
+        kind: str | None = RUN,
+        sidecar: VectorFile | None = None,
+        recompute: Callable[[str, int], np.ndarray] | None = None,
+    ) -> None:
         self.store = store
         self.dim = dim
         self.sidecar = sidecar
         self.recompute = recompute
         self.candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
         for seq, _, meta in store.snapshot_index(kind) if store.path != ":memory:" and kind is not None else ():
-            if isinstance(meta, dict) and meta.get("format") in READ_FORMATS and meta.get("config") == config \
-                    and meta.get("dim") == dim and isinstance(meta.get("after"), int) \
-                    and isinstance(meta.get("rows"), dict) and isinstance(meta.get("bases"), dict):
+            if (
+                isinstance(meta, dict)
+                and meta.get("format") in READ_FORMATS
+                and meta.get("config") == config
+                and meta.get("dim") == dim
+                and isinstance(meta.get("after"), int)
+                and isinstance(meta.get("rows"), dict)
+                and isinstance(meta.get("bases"), dict)
+            ):
                 self.candidates.setdefault(meta["after"], []).append((seq, meta))
         self.last = store.last_record() if self.candidates else 0
         rows: dict[str, int] = {}  # capacity: every candidate's rows (untouched pages of np.empty cost nothing)
@@ -270,7 +303,8 @@ class RunReader:
         if found is None:
             recompute = self.recompute
             found = self.sources[principal] = StoredRows(
-                self.dim, None if recompute is None else lambda row, who=principal: recompute(who, row))
+                self.dim, None if recompute is None else lambda row, who=principal: recompute(who, row)
+            )
         return found
 
     def __iter__(self) -> Iterator[Run]:
@@ -339,8 +373,10 @@ class RunReader:
         sidecar holds them."""
         dim = int(meta["dim"])
         where = {p: sidecar_rows(meta, p, sections, dim) for p in meta["rows"]}
-        if any(len(offsets) and int((offsets + row_sizes(dim, counts, palettes)).max()) > self.sidecar.size()  # type: ignore[union-attr]
-               for offsets, counts, palettes in where.values()):
+        if any(
+            len(offsets) and int((offsets + row_sizes(dim, counts, palettes)).max()) > self.sidecar.size()  # type: ignore[union-attr]
+            for offsets, counts, palettes in where.values()
+        ):
             raise Corrupt("the vectors sidecar does not hold the run's rows")
         return where
 
@@ -359,8 +395,9 @@ class RunReader:
         for name, shape in _expected_shapes(int(meta["format"]), rows, dim).items():
             if name not in layout or list(layout[name][3]) != shape:
                 raise Corrupt(f"section {name} is missing or has another shape")
-        if in_sidecar and (self.sidecar is None or not isinstance(meta["vectors"], dict)
-                           or set(meta["vectors"]) != set(rows)):
+        if in_sidecar and (
+            self.sidecar is None or not isinstance(meta["vectors"], dict) or set(meta["vectors"]) != set(rows)
+        ):
             raise Corrupt("no vectors sidecar, or the run does not say where each principal's rows are")
         if any(self.filled.get(p, 0) + k > self.capacity.get(p, 0) for p, k in rows.items()):
             return None
@@ -371,8 +408,11 @@ class RunReader:
         kept: dict[str, tuple[bytes, str | None, list[int] | None]] = {}
         bulk: dict[str, np.ndarray] = {}
         for name, (offset, length, dtype, shape) in layout.items():
-            if not 0 <= offset <= offset + length <= len(body) or dtype not in (None, PACKED) \
-                    and int(np.prod(shape)) * np.dtype(dtype).itemsize != length:
+            if (
+                not 0 <= offset <= offset + length <= len(body)
+                or dtype not in (None, PACKED)
+                and int(np.prod(shape)) * np.dtype(dtype).itemsize != length
+            ):
                 raise Corrupt(f"section {name} does not fit the body or its shape")
             data = view[offset : offset + length]
             if name.startswith(_BULK):
@@ -392,8 +432,14 @@ class RunReader:
             digest = meta["bases"].get(principal)
             proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
             target = self.proj.get(principal)
-            if digest is not None and proj is not None and resid is not None and target is not None \
-                    and proj.shape == (k, target.shape[1]) and resid.shape == (k,):
+            if (
+                digest is not None
+                and proj is not None
+                and resid is not None
+                and target is not None
+                and proj.shape == (k, target.shape[1])
+                and resid.shape == (k,)
+            ):
                 run.copies.append((target, at, proj))
                 run.copies.append((self.resid[principal], at, resid))
                 run.bases[principal] = digest
@@ -407,17 +453,30 @@ class RunReader:
 def _expected_shapes(run_format: int, rows: Mapping[str, int], dim: int) -> dict[str, list[int]]:
     """The sections a run of this format must hold, and their shapes, for `rows` episodes per principal."""
     n = sum(rows.values())
-    named = {"principal": [n], "situation": [n], "subject": [n], "ends": [n], "outcome": [n], "corrected": [n],
-             "end_us": [n], "choice": [n], "seqs": [n, 2]}
+    named = {
+        "principal": [n],
+        "situation": [n],
+        "subject": [n],
+        "ends": [n],
+        "outcome": [n],
+        "corrected": [n],
+        "end_us": [n],
+        "choice": [n],
+        "seqs": [n, 2],
+    }
     if run_format < 2:
         return {**named, **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
     per_row = ["checksums"] + (["counts"] if run_format >= 3 else []) + (["palettes"] if run_format >= 4 else [])
-    return {**named, **{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
-            **{f"{name}:{p}": [k] for name in per_row for p, k in rows.items()}}
+    return {
+        **named,
+        **{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
+        **{f"{name}:{p}": [k] for name in per_row for p, k in rows.items()},
+    }
 
 
-def sidecar_rows(meta: Mapping[str, Any], principal: str, sections: Mapping[str, np.ndarray],
-                 dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sidecar_rows(
+    meta: Mapping[str, Any], principal: str, sections: Mapping[str, np.ndarray], dim: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where a principal's rows of a format 2 to 4 run are in the sidecar: byte offsets, float counts
     (-1: dense rows) and palette sizes (0: the floats as they are). Raises `Corrupt` for a first row
     that is not a non-negative integer, or a count or palette larger than a row holds."""
@@ -427,8 +486,9 @@ def sidecar_rows(meta: Mapping[str, Any], principal: str, sections: Mapping[str,
     if meta["format"] == 2:  # dense rows, numbered
         return (first + np.arange(k, dtype=np.int64)) * (4 * dim), np.full(k, -1, dtype=np.int64), np.zeros(k, np.int64)
     counts = np.asarray(sections[f"counts:{principal}"], dtype=np.int64)
-    palettes = np.asarray(sections[f"palettes:{principal}"], dtype=np.int64) if meta["format"] >= 4 else np.zeros(k, np.int64)
+    palettes = (
+        np.asarray(sections[f"palettes:{principal}"], dtype=np.int64) if meta["format"] >= 4 else np.zeros(k, np.int64)
+    )
     if len(counts) != k or (counts > dim).any() or len(palettes) != k or (palettes > np.minimum(counts, 256)).any():
         raise Corrupt("a run's row counts or palette sizes do not fit its rows")
     return row_offsets(first, dim, counts, palettes), counts, palettes
-

@@ -12,7 +12,8 @@ does not check out is ignored and computed again, and its replacement is stored 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,8 +84,9 @@ def store_basis(store: Any, principal: str, digest: str, basis: np.ndarray) -> N
         return
     data = np.ascontiguousarray(basis, dtype="<f8")
     name = free_id({i for _, i, _ in store.snapshot_index(BASIS)}, f"{principal}:{digest}")
-    store.add_snapshot(BASIS, name, {"principal": principal, "digest": digest, "shape": list(data.shape)},
-                       data.tobytes())
+    store.add_snapshot(
+        BASIS, name, {"principal": principal, "digest": digest, "shape": list(data.shape)}, data.tobytes()
+    )
 
 
 def store_projections(store: Any, projected: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> None:

@@ -32,7 +32,7 @@ import logging
 import os
 import threading
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -115,7 +115,10 @@ def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
         if width <= 8 and 4 * len(palette) + (len(values) * width + 7) // 8 < 4 * len(values):
             palettes[n] = len(palette)
             spread = (index.reshape(-1, 1) >> np.arange(width)) & 1
-            parts += [palette.astype("<u4").tobytes(), np.packbits(spread.astype(np.uint8), bitorder="little").tobytes()]
+            parts += [
+                palette.astype("<u4").tobytes(),
+                np.packbits(spread.astype(np.uint8), bitorder="little").tobytes(),
+            ]
         else:
             parts.append(values.tobytes())
     return b"".join(parts), counts.astype(np.uint32), palettes
@@ -137,8 +140,14 @@ def unpack_rows(bitmaps: np.ndarray, counts: np.ndarray, values: np.ndarray, dim
     return out
 
 
-def palette_values(floats: np.ndarray, starts: np.ndarray, counts: np.ndarray, palettes: np.ndarray,
-                   indexes: np.ndarray, index_starts: np.ndarray) -> np.ndarray:
+def palette_values(
+    floats: np.ndarray,
+    starts: np.ndarray,
+    counts: np.ndarray,
+    palettes: np.ndarray,
+    indexes: np.ndarray,
+    index_starts: np.ndarray,
+) -> np.ndarray:
     """The floats of sparse rows, in row order, from what was read of them: `floats` holds each
     row's floats or palette from `starts`, `indexes` each palette row's packed indices from byte
     `index_starts` (followed by two spare bytes). A damaged index reads some other float, which
@@ -150,7 +159,9 @@ def palette_values(floats: np.ndarray, starts: np.ndarray, counts: np.ndarray, p
     width = index_bits(palettes)
     # The bit of float number i (counted over all rows) is i * width + base, per row.
     base = np.asarray(index_starts, dtype=np.int64) * 8 - firsts * width
-    per_float = np.repeat(np.stack([width, base, (1 << width) - 1, starts]), counts, axis=1)  # intp: gathers need no copy
+    per_float = np.repeat(
+        np.stack([width, base, (1 << width) - 1, starts]), counts, axis=1
+    )  # intp: gathers need no copy
     bit = np.arange(int(counts.sum()), dtype=np.int64)
     bit *= per_float[0]
     bit += per_float[1]
@@ -220,8 +231,11 @@ class VectorFile:
         """
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
         counts = np.asarray(counts, dtype=np.int64).reshape(-1)
-        palettes = np.zeros(len(counts), dtype=np.int64) if palettes is None else \
-            np.asarray(palettes, dtype=np.int64).reshape(-1)
+        palettes = (
+            np.zeros(len(counts), dtype=np.int64)
+            if palettes is None
+            else np.asarray(palettes, dtype=np.int64).reshape(-1)
+        )
         out = np.empty((len(offsets), self.dim), dtype=np.float32)
         fd = self._descriptor() if len(offsets) else None
         if fd is None:
@@ -235,8 +249,14 @@ class VectorFile:
         bitmaps = np.empty((len(sparse), width), dtype=np.uint8)
         floats = np.empty(int(kept.sum()), dtype=np.float32)
         indexes = np.zeros(int(index_sizes.sum()) + 2, dtype=np.uint8)  # two spare bytes (`palette_values`)
-        rows, bits, kept_floats, index_bytes = (memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, floats, indexes))
-        ok, stored_floats, index_lengths = whole.tolist(), kept.tolist(), index_sizes.tolist()  # plain ints: a fast loop
+        rows, bits, kept_floats, index_bytes = (
+            memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, floats, indexes)
+        )
+        ok, stored_floats, index_lengths = (
+            whole.tolist(),
+            kept.tolist(),
+            index_sizes.tolist(),
+        )  # plain ints: a fast loop
         rb, place, at, n, preadv = self.row_bytes, 0, 0, 0, os.preadv
         for row, offset, count in zip(range(len(ok)), offsets.tolist(), counts.tolist()):
             if not ok[row]:
@@ -245,8 +265,11 @@ class VectorFile:
                 parts, size = [rows[row * rb : (row + 1) * rb]], rb
             else:
                 stored, extra = stored_floats[n], index_lengths[n]
-                parts = [bits[n * width : (n + 1) * width], kept_floats[4 * place : 4 * (place + stored)],
-                         index_bytes[at : at + extra]]
+                parts = [
+                    bits[n * width : (n + 1) * width],
+                    kept_floats[4 * place : 4 * (place + stored)],
+                    index_bytes[at : at + extra],
+                ]
                 size, place, at, n = width + 4 * stored + extra, place + stored, at + extra, n + 1
             try:
                 ok[row] = preadv(fd, parts, offset) == size
@@ -254,8 +277,18 @@ class VectorFile:
                 ok[row] = False
         whole = np.array(ok, dtype=bool)
         if len(sparse):
-            values = floats if not palettes.any() else palette_values(
-                floats, np.cumsum(kept) - kept, counts[sparse], palettes[sparse], indexes, np.cumsum(index_sizes) - index_sizes)
+            values = (
+                floats
+                if not palettes.any()
+                else palette_values(
+                    floats,
+                    np.cumsum(kept) - kept,
+                    counts[sparse],
+                    palettes[sparse],
+                    indexes,
+                    np.cumsum(index_sizes) - index_sizes,
+                )
+            )
             out[sparse] = unpack_rows(bitmaps, counts[sparse], values, self.dim)
         out[~whole] = np.nan
         return out
@@ -302,7 +335,9 @@ class StoredRows:
         self.file: VectorFile | None = None  # the sidecar of every file segment
         self._starts = np.zeros(0, dtype=np.intp)  # first partition row of each segment
         self._size = 0
-        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]] = []  # segments added since the last read
+        self._pending: list[
+            tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]
+        ] = []  # segments added since the last read
         self._arrays: list[np.ndarray | None] = []  # each segment's rows when held in memory
         self._offsets = np.zeros(0, dtype=np.int64)  # sidecar byte of each partition row (-1: held in memory)
         self._counts = np.zeros(0, dtype=np.int32)  # floats of each sidecar row (-1: a dense row)
@@ -321,8 +356,16 @@ class StoredRows:
         none = np.full(len(vectors), -1)
         self._add(vectors, none, none, np.zeros(len(vectors), np.int16), np.zeros(len(vectors), np.uint32), True)
 
-    def add_file(self, file: VectorFile, offsets: np.ndarray, counts: np.ndarray, checksums: np.ndarray,
-                 palettes: np.ndarray | None = None, *, checked: bool = False) -> None:
+    def add_file(
+        self,
+        file: VectorFile,
+        offsets: np.ndarray,
+        counts: np.ndarray,
+        checksums: np.ndarray,
+        palettes: np.ndarray | None = None,
+        *,
+        checked: bool = False,
+    ) -> None:
         """Sidecar rows at byte `offsets` with `counts` floats and `palettes` distinct values each
         (`VectorFile.read`), and their checksums (`row_checksums`)."""
         if self.file is not None and file is not self.file and file.path != self.file.path:
@@ -333,15 +376,23 @@ class StoredRows:
         palettes = np.zeros(len(counts), np.int16) if palettes is None else np.asarray(palettes).reshape(-1)
         self._add(None, np.asarray(offsets).reshape(-1), counts, palettes, checksums, checked)
 
-    def _add(self, array: np.ndarray | None, offsets: np.ndarray, counts: np.ndarray, palettes: np.ndarray,
-             sums: np.ndarray, checked: bool) -> None:
+    def _add(
+        self,
+        array: np.ndarray | None,
+        offsets: np.ndarray,
+        counts: np.ndarray,
+        palettes: np.ndarray,
+        sums: np.ndarray,
+        checked: bool,
+    ) -> None:
         if not len(offsets) == len(counts) == len(palettes) == len(sums):
             raise ValueError("every row needs its offset, count, palette size and checksum")
         with self._lock:
             self._starts = np.append(self._starts, self._size)
             self._arrays.append(array)
-            self._pending.append((offsets.astype(np.int64), counts.astype(np.int32), palettes.astype(np.int16), sums,
-                                  checked))
+            self._pending.append(
+                (offsets.astype(np.int64), counts.astype(np.int32), palettes.astype(np.int16), sums, checked)
+            )
             self._size += len(offsets)
 
     def _columns(self) -> None:
@@ -353,8 +404,9 @@ class StoredRows:
                 self._counts = np.concatenate([self._counts, *(counts for _, counts, *_ in self._pending)])
                 self._palettes = np.concatenate([self._palettes, *(palettes for _, _, palettes, *_ in self._pending)])
                 self._sums = np.concatenate([self._sums, *(sums for *_, sums, _ in self._pending)])
-                self._checked = np.concatenate([self._checked, *(np.full(len(offsets), checked)
-                                                                 for offsets, *_, checked in self._pending)])
+                self._checked = np.concatenate(
+                    [self._checked, *(np.full(len(offsets), checked) for offsets, *_, checked in self._pending)]
+                )
                 self._pending = []
 
     def resident_bytes(self) -> int:
@@ -394,7 +446,10 @@ class StoredRows:
             if fixed is None:
                 if self.recompute is None:
                     raise ValueError(f"vector row {row} does not match its checksum and cannot be recomputed")
-                log.warning("vector of partition row %s does not match its checksum in %s; recomputed from its entries",
-                            row, self.file.path)  # type: ignore[union-attr]
+                log.warning(
+                    "vector of partition row %s does not match its checksum in %s; recomputed from its entries",
+                    row,
+                    self.file.path,
+                )  # type: ignore[union-attr]
                 fixed = self._fixed[row] = np.asarray(self.recompute(row), dtype=np.float32)
             out[at[i]] = fixed

@@ -95,7 +95,7 @@ class Bounds:
         return Probe(self, query, threads)
 
     @classmethod
-    def from_parts(cls, basis: np.ndarray, proj: np.ndarray, resid: np.ndarray) -> "Bounds":
+    def from_parts(cls, basis: np.ndarray, proj: np.ndarray, resid: np.ndarray) -> Bounds:
         """Bounds over stored rows (bulk loading): a basis and the rows' `split` parts (projections
         in float32, residual norms)."""
         bounds = cls.__new__(cls)

@@ -7,15 +7,22 @@ capacity change on orders-db-proxy …") and what incidents such changes led to 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Sequence
 
 from memory.graph import ChangeLink, causes_among, recent_changes
 from memory.state import MemoryState
 
 
-def changes_for(state: MemoryState, observations: Sequence[str], *, principal: str, at: datetime,
-                subject: str | None = None, limit: int = 3) -> list[ChangeLink]:
+def changes_for(
+    state: MemoryState,
+    observations: Sequence[str],
+    *,
+    principal: str,
+    at: datetime,
+    subject: str | None = None,
+    limit: int = 3,
+) -> list[ChangeLink]:
     """The recent changes of a principal that `observations` implicate at time `at`, most probable first.
 
     Args:
@@ -30,5 +37,14 @@ def changes_for(state: MemoryState, observations: Sequence[str], *, principal: s
     history = state.ended_by(principal, at, window) if window > 0 else []
     graph = state.graph_of(principal)
     caused = causes_among(graph, [episode.id for episode in history])
-    return recent_changes(observations, subject, at, history, graph=graph, caused=caused, limit=limit,
-                          config=state.graph_config, lexicon=state.lexicon)
+    return recent_changes(
+        observations,
+        subject,
+        at,
+        history,
+        graph=graph,
+        caused=caused,
+        limit=limit,
+        config=state.graph_config,
+        lexicon=state.lexicon,
+    )

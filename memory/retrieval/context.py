@@ -4,8 +4,9 @@ chains, and its rendering as a prompt block."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from memory.episodes import Episode, Outcome
 from memory.facts import FactVersion
@@ -89,7 +90,7 @@ class Context:
     show_outcomes: bool = True  # whether render shows outcome labels
     incidents: tuple[RecalledIncident, ...] = ()  # the recalled episodes as units (`memory.retrieval.units`)
     changes: tuple[RecalledChange, ...] = ()  # recent changes the query implicates, most probable first
-    notes: Mapping[str, "IncidentNote"] = field(default_factory=dict)  # recalled episode id → its whole incident
+    notes: Mapping[str, IncidentNote] = field(default_factory=dict)  # recalled episode id → its whole incident
 
     def item_ids(self) -> list[str]:
         """Ids of the recalled episodes and fact versions (for decision metadata)."""
@@ -104,15 +105,27 @@ class Context:
         hides them (``show_outcomes`` false), as `render` does.
         """
         return {
-            "query": self.query, "principal": self.principal, "situation": self.situation,
+            "query": self.query,
+            "principal": self.principal,
+            "situation": self.situation,
             "show_outcomes": self.show_outcomes,
             "episodes": [_episode_dict(rank, r, self.show_outcomes) for rank, r in enumerate(self.episodes, start=1)],
             "facts": [_fact_dict(rank, r) for rank, r in enumerate(self.facts, start=1)],
             "chains": list(self.chains),
-            "incidents": [_incident_dict(rank, u, self.show_outcomes) for rank, u in enumerate(self.incidents, start=1)],
-            "changes": [{"id": c.change.episode_id, "probability": c.change.probability, "chain": c.change.chain,
-                         "resolved": c.change.resolved, "led_to": list(c.change.led_to), "why": c.change.why}
-                        for c in self.changes],
+            "incidents": [
+                _incident_dict(rank, u, self.show_outcomes) for rank, u in enumerate(self.incidents, start=1)
+            ],
+            "changes": [
+                {
+                    "id": c.change.episode_id,
+                    "probability": c.change.probability,
+                    "chain": c.change.chain,
+                    "resolved": c.change.resolved,
+                    "led_to": list(c.change.led_to),
+                    "why": c.change.why,
+                }
+                for c in self.changes
+            ],
         }
 
     def to_json(self, **dumps: Any) -> str:
@@ -132,16 +145,25 @@ class Context:
         """
         blocks: list[list[str]] = []
         if self.facts:
-            blocks.append(["Heuristics learned from past outcomes:"] + [
-                f"- [{r.fact.id}] {r.fact.text} (confidence {r.fact.confidence:.2f}, version {r.fact.version}, "
-                f"support {len(r.fact.support)}, contradict {len(r.fact.contradict)})" for r in self.facts])
+            blocks.append(
+                ["Heuristics learned from past outcomes:"]
+                + [
+                    f"- [{r.fact.id}] {r.fact.text} (confidence {r.fact.confidence:.2f}, version {r.fact.version}, "
+                    f"support {len(r.fact.support)}, contradict {len(r.fact.contradict)})"
+                    for r in self.facts
+                ]
+            )
         notes = self.notes if notes is None else notes
         for n, unit in enumerate(incident_units(self.episodes, notes), start=1):
             blocks.append(_incident_block(n, unit, notes.get(unit[0].episode.id), self.show_outcomes))
         if self.changes:
-            blocks.append(["Recent changes the observations implicate:"] + [
-                f"- [{c.change.episode_id}] {c.change.chain} (probability {c.change.probability:.2f})"
-                for c in self.changes])
+            blocks.append(
+                ["Recent changes the observations implicate:"]
+                + [
+                    f"- [{c.change.episode_id}] {c.change.chain} (probability {c.change.probability:.2f})"
+                    for c in self.changes
+                ]
+            )
         if self.chains:
             blocks.append(["Causal chains:"] + [f"- {c}" for c in self.chains])
         return _fit_items(blocks, max_chars)
@@ -157,16 +179,16 @@ class IncidentNote:
     episodes: tuple[Episode, ...] = ()  # every episode of the problem, oldest first, when memory knows them
 
 
-def incident_units(episodes: Sequence[RecalledEpisode],
-                   notes: Mapping[str, IncidentNote]) -> list[list[RecalledEpisode]]:
+def incident_units(
+    episodes: Sequence[RecalledEpisode], notes: Mapping[str, IncidentNote]
+) -> list[list[RecalledEpisode]]:
     """Recalled episodes grouped by problem: incidents in order of their best-ranked episode,
     the episodes of each in time order."""
     units: dict[str, list[RecalledEpisode]] = {}
     for r in episodes:
         note = notes.get(r.episode.id)
         units.setdefault(note.key if note is not None and note.key else r.episode.id, []).append(r)
-    return [sorted(unit, key=lambda r: (r.episode.start, r.episode.first_seq, r.episode.id))
-            for unit in units.values()]
+    return [sorted(unit, key=lambda r: (r.episode.start, r.episode.first_seq, r.episode.id)) for unit in units.values()]
 
 
 SYMPTOM_LINES = 4  # observations shown for an incident's symptoms (whole lines only)
@@ -184,7 +206,9 @@ def _incident_block(n: int, unit: list[RecalledEpisode], note: IncidentNote | No
     fix = note.final_fix if note is not None else None
     if fix is None:
         fix = next((e.choices[-1] for e in episodes if e.outcome.value == "SUCCESS" and e.choices), None)
-    head = f"Past incident {n}: {first.start:%Y-%m-%d} {first.situation}" + (f", {first.subject}" if first.subject else "")
+    head = f"Past incident {n}: {first.start:%Y-%m-%d} {first.situation}" + (
+        f", {first.subject}" if first.subject else ""
+    )
     attempts = sum(1 for e in episodes if e.choices or e.decisions)
     facts = [f"{attempts} attempts"] if attempts > 1 else []
     facts += [f"final fix: {fix}"] if fix and show_outcomes else []
@@ -252,12 +276,26 @@ def _unprefixed(text: str, label: str) -> str:
 def _episode_dict(rank: int, r: RecalledEpisode, show_outcomes: bool) -> dict[str, Any]:
     ep = r.episode
     data: dict[str, Any] = {
-        "rank": rank, "type": "episode", "id": ep.id, "summary": ep.summary,
-        "provenance": {"principal": ep.principal, "situation": ep.situation, "subject": ep.subject,
-                       "start": ep.start.isoformat(), "end": ep.end.isoformat(), "first_seq": ep.first_seq,
-                       "last_seq": ep.last_seq, "entry_ids": list(ep.entry_ids)},
-        "choices": list(ep.choices), "decisions": list(ep.decisions), "corrections": list(ep.corrections),
-        "score": asdict(r.score), "why": r.why, "chain": r.chain,
+        "rank": rank,
+        "type": "episode",
+        "id": ep.id,
+        "summary": ep.summary,
+        "provenance": {
+            "principal": ep.principal,
+            "situation": ep.situation,
+            "subject": ep.subject,
+            "start": ep.start.isoformat(),
+            "end": ep.end.isoformat(),
+            "first_seq": ep.first_seq,
+            "last_seq": ep.last_seq,
+            "entry_ids": list(ep.entry_ids),
+        },
+        "choices": list(ep.choices),
+        "decisions": list(ep.decisions),
+        "corrections": list(ep.corrections),
+        "score": asdict(r.score),
+        "why": r.why,
+        "chain": r.chain,
     }
     if show_outcomes:
         data["outcome"] = ep.outcome.value
@@ -267,13 +305,28 @@ def _episode_dict(rank: int, r: RecalledEpisode, show_outcomes: bool) -> dict[st
 
 def _incident_dict(rank: int, u: RecalledIncident, show_outcomes: bool) -> dict[str, Any]:
     """A unit as data: the episode a reader cites, the symptoms, every attempt, the fix, its weights and why."""
-    attempts = [{"episode": a.episode_id, "choice": a.choice, "corrections": list(a.corrections),
-                 **({"outcome": a.outcome, "verdict": a.verdict} if show_outcomes else {})}
-                for a in u.incident.attempts]
-    data: dict[str, Any] = {"rank": rank, "id": u.id, "opener": u.incident.opener, "situation": u.incident.situation,
-                            "subject": u.incident.subject, "symptoms": list(u.incident.symptoms), "attempts": attempts,
-                            "corrections": list(u.incident.corrections), "closeness": u.closeness, "credit": u.credit,
-                            "why": u.why}
+    attempts = [
+        {
+            "episode": a.episode_id,
+            "choice": a.choice,
+            "corrections": list(a.corrections),
+            **({"outcome": a.outcome, "verdict": a.verdict} if show_outcomes else {}),
+        }
+        for a in u.incident.attempts
+    ]
+    data: dict[str, Any] = {
+        "rank": rank,
+        "id": u.id,
+        "opener": u.incident.opener,
+        "situation": u.incident.situation,
+        "subject": u.incident.subject,
+        "symptoms": list(u.incident.symptoms),
+        "attempts": attempts,
+        "corrections": list(u.incident.corrections),
+        "closeness": u.closeness,
+        "credit": u.credit,
+        "why": u.why,
+    }
     if show_outcomes:
         data.update(outcome=u.outcome, final_fix=u.incident.resolution)
     return data
@@ -282,10 +335,25 @@ def _incident_dict(rank: int, u: RecalledIncident, show_outcomes: bool) -> dict[
 def _fact_dict(rank: int, r: RecalledFact) -> dict[str, Any]:
     f = r.fact
     return {
-        "rank": rank, "type": "fact", "id": f.id, "fact_id": f.fact_id, "version": f.version, "text": f.text,
-        "condition": list(f.condition), "conclusion": f.conclusion, "confidence": f.confidence, "status": f.status,
-        "reason": f.reason, "created_at": f.created_at.isoformat(),
-        "provenance": {"principal": f.principal, "support": list(f.support), "contradict": list(f.contradict),
-                       "supersedes": f.supersedes},
-        "match": r.match, "score": r.score, "why": r.why,
+        "rank": rank,
+        "type": "fact",
+        "id": f.id,
+        "fact_id": f.fact_id,
+        "version": f.version,
+        "text": f.text,
+        "condition": list(f.condition),
+        "conclusion": f.conclusion,
+        "confidence": f.confidence,
+        "status": f.status,
+        "reason": f.reason,
+        "created_at": f.created_at.isoformat(),
+        "provenance": {
+            "principal": f.principal,
+            "support": list(f.support),
+            "contradict": list(f.contradict),
+            "supersedes": f.supersedes,
+        },
+        "match": r.match,
+        "score": r.score,
+        "why": r.why,
     }

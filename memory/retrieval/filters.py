@@ -10,10 +10,11 @@ are not filtered.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -33,8 +34,9 @@ class RecallFilter:
     until: float | None  # latest episode end, POSIX seconds
 
     @classmethod
-    def build(cls, where: Mapping[str, Any] | None = None, since: datetime | None = None,
-              until: datetime | None = None) -> RecallFilter | None:
+    def build(
+        cls, where: Mapping[str, Any] | None = None, since: datetime | None = None, until: datetime | None = None
+    ) -> RecallFilter | None:
         """The filter these arguments describe, or None when they filter nothing.
 
         Raises:

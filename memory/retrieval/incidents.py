@@ -10,9 +10,9 @@ Everything here is a pure function of the graph and an episode lookup.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
-from typing import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 import networkx as nx
 
@@ -103,16 +103,29 @@ def incident_of(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Epi
                 members[episode.id] = episode
                 frontier.append(episode.id)
     ordered = sorted(members.values(), key=lambda e: (e.first_seq, e.id))
-    attempts = tuple(Attempt(e.id, e.choices[-1] if e.choices else None, e.outcome.value, e.outcome_evidence,
-                             tuple(e.corrections)) for e in ordered)
+    attempts = tuple(
+        Attempt(e.id, e.choices[-1] if e.choices else None, e.outcome.value, e.outcome_evidence, tuple(e.corrections))
+        for e in ordered
+    )
     fixed = [e for e in ordered if e.outcome is Outcome.SUCCESS and e.choices]
-    return Incident(opener=opener.id, situation=opener.situation, subject=opener.subject,
-                    symptoms=tuple(opener.observations), attempts=attempts,
-                    resolution=fixed[0].choices[-1] if fixed else None)
+    return Incident(
+        opener=opener.id,
+        situation=opener.situation,
+        subject=opener.subject,
+        symptoms=tuple(opener.observations),
+        attempts=attempts,
+        resolution=fixed[0].choices[-1] if fixed else None,
+    )
 
 
-def closeness(query: Sequence[str], symptoms: Sequence[str], rarity: Callable[[str], float], *,
-              ignore: Collection[str] = (), lexicon: Lexicon = DEFAULT_LEXICON) -> float:
+def closeness(
+    query: Sequence[str],
+    symptoms: Sequence[str],
+    rarity: Callable[[str], float],
+    *,
+    ignore: Collection[str] = (),
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> float:
     """How close a past incident's symptoms are to the current ones, in [0, 1], negation-aware.
 
     Both sides are reduced to the terms their observation lines affirm (a denied or normal-state
@@ -153,4 +166,5 @@ def separation_in(log: EvidenceLog) -> Callable[[str], float]:
             purity = (max(counts.values(), default=0) + 1) / (sum(counts.values()) + answers)
             memo[term] = rarity(term) * purity
         return memo[term]
+
     return weight

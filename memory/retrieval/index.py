@@ -3,7 +3,8 @@ bulk-loaded from a snapshot."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,8 +46,9 @@ class Partition:
         """Make room for `capacity` rows at once (a bulk load then copies the matrix once, not log n times)."""
         extra = capacity - len(self._ends)
         if extra > 0:
-            self._ends, self._outcomes, self._situations = (_grown(a, extra) for a in
-                                                            (self._ends, self._outcomes, self._situations))
+            self._ends, self._outcomes, self._situations = (
+                _grown(a, extra) for a in (self._ends, self._outcomes, self._situations)
+            )
         held = capacity - self._stored - len(self._matrix)
         if held > 0:
             self._matrix = _grown(self._matrix, held)
@@ -56,13 +58,16 @@ class Partition:
         n = len(self.episodes)
         local = n - self._stored
         if n == len(self._ends):  # growing by a fraction keeps appends O(1) amortized
-            self._ends, self._outcomes, self._situations = (_grown(a, max(n // GROWTH, 16)) for a in
-                                                            (self._ends, self._outcomes, self._situations))
+            self._ends, self._outcomes, self._situations = (
+                _grown(a, max(n // GROWTH, 16)) for a in (self._ends, self._outcomes, self._situations)
+            )
         if local == len(self._matrix):  # the matrix holds only the rows after the source's
             self._matrix = _grown(self._matrix, max(local, 16))
         self._matrix[local] = vector
         self._ends[n] = episode.end.timestamp()
-        self._outcomes[n] = min(1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0))
+        self._outcomes[n] = min(
+            1.0, OUTCOME_VALUE[episode.outcome] + (CORRECTION_BONUS if episode.corrections else 0.0)
+        )
         code = self.situation_codes.setdefault(episode.situation, len(self.situation_codes))
         self._situations[n] = code
         self.position[episode.id] = n
@@ -72,8 +77,16 @@ class Partition:
         if self.cache:
             self.cache.clear()
 
-    def load(self, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray | Any, ends: np.ndarray,
-             outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> None:
+    def load(
+        self,
+        episodes: list[Episode] | Any,
+        ids: Sequence[str],
+        matrix: np.ndarray | Any,
+        ends: np.ndarray,
+        outcomes: Sequence[Outcome],
+        corrected: np.ndarray,
+        situations: Sequence[str],
+    ) -> None:
         """Bulk-load rows into an empty partition; the same state as `add` of each row in order.
 
         `episodes` is the row list the partition keeps (it may read episodes lazily; it must
@@ -95,8 +108,13 @@ class Partition:
             self._source, self._stored, self._spare = matrix, n, None
         self._ends = np.array(ends, dtype=np.float64)
         value = {o: OUTCOME_VALUE[o] for o in Outcome}
-        self._outcomes = np.array([min(1.0, value[o] + (CORRECTION_BONUS if c else 0.0))
-                                   for o, c in zip(outcomes, np.asarray(corrected).tolist())], dtype=np.float64)
+        self._outcomes = np.array(
+            [
+                min(1.0, value[o] + (CORRECTION_BONUS if c else 0.0))
+                for o, c in zip(outcomes, np.asarray(corrected).tolist())
+            ],
+            dtype=np.float64,
+        )
         codes = self.situation_codes
         self._situations = np.array([codes.setdefault(s, len(codes)) for s in situations], dtype=np.int32)
         self.position = dict(zip(ids, range(n)))
@@ -112,8 +130,9 @@ class Partition:
             raise ValueError(f"a source of {count} rows cannot replace the {self._stored} stored of {len(self)}")
         if self.bounds is None:
             if self._source is not None:  # back into memory: scored in full from now on
-                self._matrix = np.concatenate([self._source.read(np.arange(self._stored)),
-                                               self._matrix[: len(self) - self._stored]])
+                self._matrix = np.concatenate(
+                    [self._source.read(np.arange(self._stored)), self._matrix[: len(self) - self._stored]]
+                )
                 self._source, self._stored = None, 0
             self._spare = source
             return
@@ -217,8 +236,17 @@ class EpisodeIndex:
             part = self._parts.setdefault(principal, Partition(self.dim))
             part.reserve(len(part) + count)
 
-    def load(self, principal: str, episodes: list[Episode] | Any, ids: Sequence[str], matrix: np.ndarray,
-             ends: np.ndarray, outcomes: Sequence[Outcome], corrected: np.ndarray, situations: Sequence[str]) -> Partition:
+    def load(
+        self,
+        principal: str,
+        episodes: list[Episode] | Any,
+        ids: Sequence[str],
+        matrix: np.ndarray,
+        ends: np.ndarray,
+        outcomes: Sequence[Outcome],
+        corrected: np.ndarray,
+        situations: Sequence[str],
+    ) -> Partition:
         """Bulk-load a principal's episodes into its (empty) partition; see `Partition.load`."""
         part = self._parts.get(principal)
         if part is None:
@@ -253,7 +281,9 @@ class EpisodeIndex:
         return len(self._owner)
 
 
-def episode_vector(observations: np.ndarray, others: np.ndarray | None = None, *, other_weight: float = 0.5) -> np.ndarray:
+def episode_vector(
+    observations: np.ndarray, others: np.ndarray | None = None, *, other_weight: float = 0.5
+) -> np.ndarray:
     """Unit vector of an episode: mean of its observation embeddings plus weighted other embeddings.
 
     Args:

@@ -7,15 +7,22 @@ its whole history.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import networkx as nx
 import numpy as np
 
 
-def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Callable[[str], bool], *,
-                    hops: int = 2, max_nodes: int = 0, weight: str = "weight",
-                    alpha: float = 0.85) -> dict[str, float]:
+def graph_proximity(
+    graph: nx.MultiDiGraph,
+    seeds: dict[str, float],
+    allowed: Callable[[str], bool],
+    *,
+    hops: int = 2,
+    max_nodes: int = 0,
+    weight: str = "weight",
+    alpha: float = 0.85,
+) -> dict[str, float]:
     """Personalized PageRank around `seeds`, on allowed nodes within `hops`; best node = 1.
 
     Edge direction is ignored (a cause and its effect are equally near) and parallel edges
@@ -41,8 +48,15 @@ def graph_proximity(graph: nx.MultiDiGraph, seeds: dict[str, float], allowed: Ca
     return {n: float(r) / top for n, r in zip(order, rank)} if top > 0 else {}
 
 
-def neighbourhood(graph: nx.MultiDiGraph, seeds: Iterable[str], allowed: Callable[[str], bool], *,
-                  hops: int, max_nodes: int = 0, weight: str = "weight") -> set[str]:
+def neighbourhood(
+    graph: nx.MultiDiGraph,
+    seeds: Iterable[str],
+    allowed: Callable[[str], bool],
+    *,
+    hops: int,
+    max_nodes: int = 0,
+    weight: str = "weight",
+) -> set[str]:
     """The seeds and the allowed nodes within `hops` of them, at most `max_nodes` (> 0) of them.
 
     Each hop ranks its new nodes as `graph_proximity` describes when they would overflow.
@@ -64,15 +78,18 @@ def neighbourhood(graph: nx.MultiDiGraph, seeds: Iterable[str], allowed: Callabl
     return nodes
 
 
-def _links_out_of(graph: nx.MultiDiGraph, frontier: set[str], nodes: set[str], allowed: Callable[[str], bool],
-                  weight: str) -> dict[str, float]:
+def _links_out_of(
+    graph: nx.MultiDiGraph, frontier: set[str], nodes: set[str], allowed: Callable[[str], bool], weight: str
+) -> dict[str, float]:
     """New allowed nodes next to the frontier → summed weight of their links to it (either direction)."""
     reached: dict[str, float] = {}
     for n in sorted(frontier):
         # the edge views iterate networkx's adjacency dicts directly, one neighbour's parallel
         # edges in a row (cheaper than the per-item views of `graph.succ[n]` on hub episodes)
-        for edges, side in ((graph.out_edges(n, data=weight, default=1.0), 1),
-                            (graph.in_edges(n, data=weight, default=1.0), 0)):
+        for edges, side in (
+            (graph.out_edges(n, data=weight, default=1.0), 1),
+            (graph.in_edges(n, data=weight, default=1.0), 0),
+        ):
             for m, parallel in _by_neighbour(edges, side):
                 if m in nodes:
                     continue
@@ -121,8 +138,9 @@ def undirected_links(graph: nx.MultiDiGraph, nodes: set[str], *, weight: str = "
     return list(links.values())
 
 
-def power_iteration(matrix: np.ndarray, start: np.ndarray, *, steps: int = 100, tol: float = 1e-10,
-                    chunk: int = 25) -> np.ndarray:
+def power_iteration(
+    matrix: np.ndarray, start: np.ndarray, *, steps: int = 100, tol: float = 1e-10, chunk: int = 25
+) -> np.ndarray:
     """``x ← x @ matrix`` until the L1 change is below `tol`, at most `steps` times.
 
     The same products as a plain loop, but the convergence test runs once per `chunk`

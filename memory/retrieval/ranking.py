@@ -15,8 +15,9 @@ ever scored, let alone returned.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -26,8 +27,8 @@ from memory.facts import ACTIVE, LESSON, FactVersion, affirmed_lines, lesson_app
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.retrieval.bounds import Probe
 from memory.retrieval.config import DEFAULT, RetrieverConfig
-from memory.retrieval.filters import RecallFilter
 from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
+from memory.retrieval.filters import RecallFilter
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.proximity import graph_proximity
 
@@ -48,11 +49,17 @@ class Retriever:
         config: weights and switches.
     """
 
-    def __init__(self, index: EpisodeIndex, encode: Callable[[Sequence[str]], np.ndarray], *,
-                 graph: nx.MultiDiGraph | None = None,
-                 facts: Callable[[str], Sequence[FactVersion]] | None = None,
-                 chain: ChainFinder | None = None, config: RetrieverConfig = DEFAULT,
-                 lexicon: Lexicon = DEFAULT_LEXICON) -> None:
+    def __init__(
+        self,
+        index: EpisodeIndex,
+        encode: Callable[[Sequence[str]], np.ndarray],
+        *,
+        graph: nx.MultiDiGraph | None = None,
+        facts: Callable[[str], Sequence[FactVersion]] | None = None,
+        chain: ChainFinder | None = None,
+        config: RetrieverConfig = DEFAULT,
+        lexicon: Lexicon = DEFAULT_LEXICON,
+    ) -> None:
         self.index = index
         self.encode = encode
         self.graph = graph if graph is not None else nx.MultiDiGraph()
@@ -69,9 +76,18 @@ class Retriever:
             return text, np.zeros(self.index.dim, dtype=np.float32)
         return text, episode_vector(self.encode(texts))
 
-    def recall(self, query: str | Sequence[str], *, principal: str = "default", situation: str | None = None,
-               k: int = 5, now: datetime | None = None, where: Mapping[str, Any] | None = None,
-               since: datetime | None = None, until: datetime | None = None) -> Context:
+    def recall(
+        self,
+        query: str | Sequence[str],
+        *,
+        principal: str = "default",
+        situation: str | None = None,
+        k: int = 5,
+        now: datetime | None = None,
+        where: Mapping[str, Any] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Context:
         """A Context for a query (text, or a list of observation texts).
 
         Args:
@@ -99,12 +115,24 @@ class Retriever:
             recalled = self._episodes(part, qvec, situation, k, now, eligible)
         facts: list[RecalledFact] = []
         if cfg.facts:
-            facts = applicable_facts(terms(text), self.facts(principal), principal,
-                                     min_match=cfg.fact_min_match, limit=cfg.max_facts,
-                                     lines=affirmed_lines(text.split("\n"), self.lexicon))
+            facts = applicable_facts(
+                terms(text),
+                self.facts(principal),
+                principal,
+                min_match=cfg.fact_min_match,
+                limit=cfg.max_facts,
+                lines=affirmed_lines(text.split("\n"), self.lexicon),
+            )
         chains = tuple(dict.fromkeys(r.chain for r in recalled if r.chain))
-        return Context(query=text, principal=principal, situation=situation, episodes=tuple(recalled),
-                       facts=tuple(facts), chains=chains, show_outcomes=cfg.show_outcomes)
+        return Context(
+            query=text,
+            principal=principal,
+            situation=situation,
+            episodes=tuple(recalled),
+            facts=tuple(facts),
+            chains=chains,
+            show_outcomes=cfg.show_outcomes,
+        )
 
     def _parts(self, part: Partition, situation: str | None, now: datetime | None) -> tuple[np.ndarray, ...]:
         """Recency, situation and outcome parts of every row (query-independent, so cached)."""
@@ -133,8 +161,15 @@ class Retriever:
             cached = part.cache[key] = (recency, sit, outcome, rest)
         return cached
 
-    def _episodes(self, part: Partition, qvec: np.ndarray, situation: str | None, k: int,
-                  now: datetime | None, eligible: np.ndarray | None = None) -> list[RecalledEpisode]:
+    def _episodes(
+        self,
+        part: Partition,
+        qvec: np.ndarray,
+        situation: str | None,
+        k: int,
+        now: datetime | None,
+        eligible: np.ndarray | None = None,
+    ) -> list[RecalledEpisode]:
         """The `k` episodes recalled from a non-empty partition: scored, pooled, diversified.
 
         With `eligible` (a filter's row mask) every row is scored exactly and only eligible
@@ -148,8 +183,9 @@ class Retriever:
         graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
             seeds = scores.seeds(cfg.seeds, cfg.score_first)
-            graph, linked = self._graph_part(part, scores.relevance,
-                                             seeds if eligible is None else seeds[eligible[seeds]], eligible)
+            graph, linked = self._graph_part(
+                part, scores.relevance, seeds if eligible is None else seeds[eligible[seeds]], eligible
+            )
         columns = (scores.relevance, recency, sit, outcome, graph)
         size = max(cfg.pool, k)
         if scores.probe is None:
@@ -167,20 +203,30 @@ class Retriever:
             total[rows] = _weighted(cfg, columns, rows)
             pool = rows[top(total[rows], size)]
         if cfg.mmr:
-            picked = [int(pool[i]) for i in mmr(total[pool], scores.rows.vectors(pool), k, lam=cfg.mmr_lambda,
-                                                 duplicate_threshold=cfg.duplicate_threshold)]
+            picked = [
+                int(pool[i])
+                for i in mmr(
+                    total[pool],
+                    scores.rows.vectors(pool),
+                    k,
+                    lam=cfg.mmr_lambda,
+                    duplicate_threshold=cfg.duplicate_threshold,
+                )
+            ]
         else:
             picked = [int(i) for i in pool[:k]]
         return [self._recalled(part.episodes[i], i, (*columns, total)) for i in picked]
 
-    def _graph_part(self, part: Partition, relevance: np.ndarray, seed_rows: np.ndarray,
-                    eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _graph_part(
+        self, part: Partition, relevance: np.ndarray, seed_rows: np.ndarray, eligible: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Graph proximity of every row (0 outside the seeds' neighbourhood) and the rows it reached."""
         cfg = self.config
         seeds = {part.episode_id(int(i)): float(relevance[i]) for i in seed_rows}
         position = part.position
-        member = (lambda n: n in position) if eligible is None else \
-            (lambda n: n in position and bool(eligible[position[n]]))
+        member = (
+            (lambda n: n in position) if eligible is None else (lambda n: n in position and bool(eligible[position[n]]))
+        )
         near = graph_proximity(self.graph, seeds, member, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes)
         linked = np.array([part.position[node] for node in near], dtype=np.intp)
         graph = np.zeros(len(part))
@@ -191,16 +237,24 @@ class Retriever:
         """The recalled episode of a row: its score parts (and total), reasons and causal chain."""
         cfg = self.config
         parts = ScoreParts(*(round(float(a[row]), 6) for a in columns))
-        chain = (self.chain(self.graph, episode.id, cfg.chain_hops, cfg.chain_max_episodes)
-                 if cfg.chains and self.chain else None)
+        chain = (
+            self.chain(self.graph, episode.id, cfg.chain_hops, cfg.chain_max_episodes)
+            if cfg.chains and self.chain
+            else None
+        )
         return RecalledEpisode(episode, parts, _why(parts, episode, cfg), chain)
 
 
 def _weighted(cfg: RetrieverConfig, columns: Columns, rows: np.ndarray | None = None) -> np.ndarray:
     """The weighted total of the score parts, of every row or of `rows`."""
     relevance, recency, sit, outcome, graph = columns if rows is None else (a[rows] for a in columns)
-    return (cfg.relevance * relevance + cfg.recency * recency + cfg.situation * sit
-            + cfg.outcome * outcome + cfg.graph * graph)
+    return (
+        cfg.relevance * relevance
+        + cfg.recency * recency
+        + cfg.situation * sit
+        + cfg.outcome * outcome
+        + cfg.graph * graph
+    )
 
 
 def exact_relevance(part: Partition | _ReadOnce, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -238,8 +292,9 @@ class RelevanceScores:
     which the stages tighten in place where they need to.
     """
 
-    def __init__(self, part: Partition, qvec: np.ndarray, probe: Probe | None,
-                 eligible: np.ndarray | None = None) -> None:
+    def __init__(
+        self, part: Partition, qvec: np.ndarray, probe: Probe | None, eligible: np.ndarray | None = None
+    ) -> None:
         self.part = part
         self.rows: Partition | _ReadOnce = _ReadOnce(part) if part.stored else part  # vectors, each read once
         self.qvec = qvec
@@ -306,15 +361,15 @@ class RelevanceScores:
         return at_most_kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
 
 
-def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float,
-        duplicate_threshold: float) -> list[int]:
+def mmr(scores: np.ndarray, vectors: np.ndarray, k: int, *, lam: float, duplicate_threshold: float) -> list[int]:
     """Maximal marginal relevance: indices of up to `k` diverse, high-scoring rows."""
     chosen: list[int] = []
     redundancy = np.zeros(len(scores))
     available = np.ones(len(scores), dtype=bool)
     while len(chosen) < k:
-        value = np.where(available & (redundancy < duplicate_threshold), lam * scores - (1.0 - lam) * redundancy,
-                         -np.inf)
+        value = np.where(
+            available & (redundancy < duplicate_threshold), lam * scores - (1.0 - lam) * redundancy, -np.inf
+        )
         if not len(value) or not np.isfinite(value.max()):
             break
         best = int(np.argmax(value))  # first of equals: ties keep the score order
@@ -375,8 +430,15 @@ def _why(parts: ScoreParts, episode: Episode, config: RetrieverConfig) -> str:
     return "; ".join(reasons) + f"; total {parts.total:.3f}"
 
 
-def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], principal: str, *,
-                     min_match: float, limit: int, lines: Sequence[frozenset[str]] | None = None) -> list[RecalledFact]:
+def applicable_facts(
+    query_terms: frozenset[str],
+    facts: Iterable[FactVersion],
+    principal: str,
+    *,
+    min_match: float,
+    limit: int,
+    lines: Sequence[frozenset[str]] | None = None,
+) -> list[RecalledFact]:
     """Active facts of the principal that apply to the query, best first.
 
     A rule applies when the query contains enough of its condition terms (``min_match``); a
@@ -391,16 +453,20 @@ def applicable_facts(query_terms: frozenset[str], facts: Iterable[FactVersion], 
         if f.kind == LESSON:
             if not lesson_applies(f, lines):
                 continue
-            why = f"an observation affirms {', '.join(f.condition_words)} (a lesson); confidence {f.confidence:.2f} " \
-                  f"from {len(f.support)} confirming, {len(f.contradict)} contradicting incidents"
+            why = (
+                f"an observation affirms {', '.join(f.condition_words)} (a lesson); confidence {f.confidence:.2f} "
+                f"from {len(f.support)} confirming, {len(f.contradict)} contradicting incidents"
+            )
             found.append(RecalledFact(f, 1.0, round(f.confidence, 6), why))
             continue
         hit = [t for t in f.condition if t in query_terms]
         share = len(hit) / len(f.condition)
         if share < min_match or not hit:
             continue
-        why = f"query mentions {', '.join(hit)} ({len(hit)}/{len(f.condition)} condition terms); " \
-              f"confidence {f.confidence:.2f} from {len(f.support)} supporting, {len(f.contradict)} contradicting episodes"
+        why = (
+            f"query mentions {', '.join(hit)} ({len(hit)}/{len(f.condition)} condition terms); "
+            f"confidence {f.confidence:.2f} from {len(f.support)} supporting, {len(f.contradict)} contradicting episodes"
+        )
         found.append(RecalledFact(f, round(share, 6), round(share * f.confidence, 6), why))
     # ties go by when the fact was made and what it says, not by its id: an id hashes the principal's
     # name, and a run under another name (a replay) must see the facts in the same order

@@ -23,9 +23,10 @@ a diagnosis.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Callable, Collection, Literal, Sequence
+from typing import Literal
 
 from memory.episodes import Episode, Outcome
 from memory.reinforcer import episode_credit
@@ -46,9 +47,18 @@ class IncidentRecall:
         self.state = state
         self._weights: dict[str, tuple[int, Callable[[str], float]]] = {}  # principal → (log size, weights)
 
-    def attach(self, context: Context, *, unit: Unit = "incident", observations: Sequence[str] = (),
-               subject: str | None = None, exclude: Collection[str] = (), limit: int | None = None,
-               at: datetime | None = None, changes: int = 3) -> Context:
+    def attach(
+        self,
+        context: Context,
+        *,
+        unit: Unit = "incident",
+        observations: Sequence[str] = (),
+        subject: str | None = None,
+        exclude: Collection[str] = (),
+        limit: int | None = None,
+        at: datetime | None = None,
+        changes: int = 3,
+    ) -> Context:
         """`context` with its units, the notes that render them whole, and the implicated changes.
 
         Args:
@@ -63,26 +73,49 @@ class IncidentRecall:
         if unit not in UNITS:
             raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {unit!r}")
         live = set(exclude)
-        episodes = tuple(r for r in context.episodes if not live.intersection(r.episode.entry_ids)
-                         and (r.episode.situation == context.situation or r.episode.outcome is not Outcome.UNKNOWN))
+        episodes = tuple(
+            r
+            for r in context.episodes
+            if not live.intersection(r.episode.entry_ids)
+            and (r.episode.situation == context.situation or r.episode.outcome is not Outcome.UNKNOWN)
+        )
         weigh = self._weigh(context.principal, observations, subject)
-        units = self._incidents(episodes, context.principal, live, limit, weigh) if unit == "incident" else \
-            [self._episode_unit(r, context.principal, weigh) for r in episodes[:limit]]
-        found = changes_for(self.state, observations, principal=context.principal, subject=subject, at=at,
-                            limit=changes) if at is not None and changes > 0 else []
-        return replace(context, episodes=episodes, incidents=tuple(units),
-                       changes=tuple(RecalledChange(c, self.sequence(c.episode_id)) for c in found),
-                       notes={u.id: IncidentNote(key=u.incident.opener, symptoms=u.incident.symptoms,
-                                                 final_fix=u.incident.resolution, episodes=u.episodes)
-                              for u in units} if unit == "incident" else {})
+        units = (
+            self._incidents(episodes, context.principal, live, limit, weigh)
+            if unit == "incident"
+            else [self._episode_unit(r, context.principal, weigh) for r in episodes[:limit]]
+        )
+        found = (
+            changes_for(self.state, observations, principal=context.principal, subject=subject, at=at, limit=changes)
+            if at is not None and changes > 0
+            else []
+        )
+        return replace(
+            context,
+            episodes=episodes,
+            incidents=tuple(units),
+            changes=tuple(RecalledChange(c, self.sequence(c.episode_id)) for c in found),
+            notes={
+                u.id: IncidentNote(
+                    key=u.incident.opener,
+                    symptoms=u.incident.symptoms,
+                    final_fix=u.incident.resolution,
+                    episodes=u.episodes,
+                )
+                for u in units
+            }
+            if unit == "incident"
+            else {},
+        )
 
     def sequence(self, episode_id: str) -> int:
         """1 + the episode's place in its principal's closing order (0 when unknown)."""
         place = self.state.index.place(episode_id)
         return 0 if place is None else place + 1
 
-    def _weigh(self, principal: str, observations: Sequence[str],
-               subject: str | None) -> Callable[[Sequence[str], str | None, str], tuple[float, float, str]]:
+    def _weigh(
+        self, principal: str, observations: Sequence[str], subject: str | None
+    ) -> Callable[[Sequence[str], str | None, str], tuple[float, float, str]]:
         """closeness × credit of a unit: (closeness, credit, why) from its symptoms, subject and cited episode."""
         log = self.state.evidence.get(principal)
         size = len(log) if log is not None else 0
@@ -97,10 +130,17 @@ class IncidentRecall:
             near = round(closeness(observations, symptoms, weight, ignore=services, lexicon=self.state.lexicon), 6)
             credit = episode_credit(graph, episode_id)
             return near, credit, f"closeness {near:.2f} to the observations, credit {credit:.2f} as a precedent"
+
         return weigh
 
-    def _incidents(self, episodes: Sequence[RecalledEpisode], principal: str, live: set[str], limit: int | None,
-                   weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]]) -> list[RecalledIncident]:
+    def _incidents(
+        self,
+        episodes: Sequence[RecalledEpisode],
+        principal: str,
+        live: set[str],
+        limit: int | None,
+        weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]],
+    ) -> list[RecalledIncident]:
         """The recalled episodes grouped into incidents, in order of first appearance; each cites its member
         that matched the query best (among those recalled before the `limit`-th incident)."""
         graph = self.state.graph_of(principal)
@@ -108,8 +148,9 @@ class IncidentRecall:
         found: dict[str, tuple[Incident, RecalledEpisode]] = {}
         for recalled in episodes:
             incident = incident_of(graph, recalled.episode.id, lookup)
-            if incident is None or any(live.intersection(e.entry_ids) for e in map(lookup, incident.episode_ids)
-                                       if e is not None):
+            if incident is None or any(
+                live.intersection(e.entry_ids) for e in map(lookup, incident.episode_ids) if e is not None
+            ):
                 continue
             best = found.get(incident.opener)
             if best is None or recalled.score.relevance > best[1].score.relevance:
@@ -120,28 +161,54 @@ class IncidentRecall:
         for incident, recalled in found.values():
             near, credit, why = weigh(incident.symptoms, incident.subject, recalled.episode.id)
             members = tuple(e for e in map(lookup, incident.episode_ids) if e is not None)
-            units.append(RecalledIncident(incident, recalled, members, near, credit,
-                                          max(self.sequence(i) for i in incident.episode_ids), f"{why}; {recalled.why}"))
+            units.append(
+                RecalledIncident(
+                    incident,
+                    recalled,
+                    members,
+                    near,
+                    credit,
+                    max(self.sequence(i) for i in incident.episode_ids),
+                    f"{why}; {recalled.why}",
+                )
+            )
         return units
 
-    def _episode_unit(self, recalled: RecalledEpisode, principal: str,
-                      weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]]) -> RecalledIncident:
+    def _episode_unit(
+        self,
+        recalled: RecalledEpisode,
+        principal: str,
+        weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]],
+    ) -> RecalledIncident:
         """One recalled episode as a unit of its own: its problem's observations, its own outcome and fix."""
         episode = recalled.episode
         problem = self.state.problems.get(episode.id)
         symptoms = tuple(problem.text.split("\n")) if problem is not None and problem.text else ()
         fixed = episode.choices[-1] if episode.choices and episode.outcome is Outcome.SUCCESS else None
-        incident = Incident(opener=episode.id, situation=episode.situation, subject=episode.subject,
-                            symptoms=symptoms, resolution=fixed,
-                            attempts=(Attempt(episode.id, episode.choices[-1] if episode.choices else None,
-                                              episode.outcome.value, episode.outcome_evidence,
-                                              tuple(episode.corrections)),))
+        incident = Incident(
+            opener=episode.id,
+            situation=episode.situation,
+            subject=episode.subject,
+            symptoms=symptoms,
+            resolution=fixed,
+            attempts=(
+                Attempt(
+                    episode.id,
+                    episode.choices[-1] if episode.choices else None,
+                    episode.outcome.value,
+                    episode.outcome_evidence,
+                    tuple(episode.corrections),
+                ),
+            ),
+        )
         near, credit, why = weigh(symptoms, episode.subject, episode.id)
-        return RecalledIncident(incident, recalled, (episode,), near, credit, self.sequence(episode.id),
-                                f"{why}; {recalled.why}")
+        return RecalledIncident(
+            incident, recalled, (episode,), near, credit, self.sequence(episode.id), f"{why}; {recalled.why}"
+        )
 
     def _lookup(self, principal: str) -> Callable[[str], Episode | None]:
         def lookup(episode_id: str) -> Episode | None:
             episode = self.state.episodes.get(episode_id)
             return episode if episode is not None and episode.principal == principal else None
+
         return lookup

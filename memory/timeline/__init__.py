@@ -12,10 +12,9 @@ an entry's or a principal's content on request while the rest still verifies. Ev
 layer is a projection of this one.
 """
 
-from memory.timeline.integrity import Audit, audit
 from memory.timeline.encoder import ENCODER_NAMES, Encoder, HashingEncoder, SentenceTransformerEncoder, named_encoder
 from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, Role, format_timestamp, parse_timestamp
-from memory.timeline.writer import Timeline
+from memory.timeline.integrity import Audit, audit
 from memory.timeline.protocols import EntryLog, EntryParts, RecordLog, SnapshotLog, Store, StoreStats
 from memory.timeline.redaction import NoRedaction, PatternRedactor, Redactor
 from memory.timeline.schema import RecordKind
@@ -23,6 +22,7 @@ from memory.timeline.semantic import SemanticEncoder
 from memory.timeline.store import SQLiteStore
 from memory.timeline.stores import open_store
 from memory.timeline.validation import check_label
+from memory.timeline.writer import Timeline
 
 __all__ = [
     "ENCODER_NAMES",

@@ -55,8 +55,13 @@ def sidecar(path: str) -> str:
 
 def encode(anchor: Anchor) -> bytes:
     """One slot: ``<sha256 of the rest> <entries> <head> <table> <seq> <digest> …``, padded to `SLOT` bytes."""
-    body = " ".join([str(anchor.entries), anchor.head,
-                     *(f"{table} {seq} {digest}" for table, (seq, digest) in sorted(anchor.derived.items()))])
+    body = " ".join(
+        [
+            str(anchor.entries),
+            anchor.head,
+            *(f"{table} {seq} {digest}" for table, (seq, digest) in sorted(anchor.derived.items())),
+        ]
+    )
     return f"{hashlib.sha256(body.encode()).hexdigest()} {body}\n".encode().ljust(SLOT, b" ")
 
 
@@ -120,7 +125,7 @@ def read(path: str) -> Read:
         return Read(None, "no anchor file (a store written before anchors, or a copy without it)")
     except OSError as exc:
         return Read(None, f"anchor file unreadable ({exc.strerror})")
-    stored = [data[:SLOT], data[SLOT:2 * SLOT]]
+    stored = [data[:SLOT], data[SLOT : 2 * SLOT]]
     decoded = [decode(slot) for slot in stored]
     slots = [a for a in decoded if a is not None]
     if not slots:
@@ -128,6 +133,10 @@ def read(path: str) -> Read:
     # A slot never written is empty or zeros; one that fails its checksum was torn by a crash during its
     # write (what the two slots are for) or damaged since: the other slot is used, one update behind.
     torn = [i for i, (slot, a) in enumerate(zip(stored, decoded)) if a is None and slot.strip(b"\0 ")]
-    note = f"anchor file: slot {torn[0]} fails its checksum (a write torn by a crash, or damage to the file); " \
-           "the other slot was used" if torn else ""
+    note = (
+        f"anchor file: slot {torn[0]} fails its checksum (a write torn by a crash, or damage to the file); "
+        "the other slot was used"
+        if torn
+        else ""
+    )
     return Read(max(slots, key=generation), note)

@@ -29,7 +29,7 @@ dimension changes the vector, a changed count or tag breaks the layout.
 from __future__ import annotations
 
 import struct
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -103,7 +103,8 @@ def unpack(blob: bytes | memoryview, *, writable: bool = False) -> np.ndarray:
     vector = np.zeros(dim, dtype=np.float32)
     try:
         vector[np.frombuffer(blob, dtype="<u2", count=count, offset=4 * count)] = np.frombuffer(
-            blob, dtype="<f4", count=count)
+            blob, dtype="<f4", count=count
+        )
     except IndexError as exc:
         raise ValueError(f"sparse embedding blob has a position beyond dimension {dim}") from exc
     return vector

@@ -25,11 +25,18 @@ GUARDED = ("timeline", "records", "snapshots", "digests", "erased")  # erased: s
 
 def missing_triggers(db: sqlite3.Connection) -> list[str]:
     """Names of the refusal triggers missing on the store's existing tables."""
-    rows = db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('table', 'trigger')").fetchall()
+    rows = db.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE type IN ('table', 'trigger')"
+    ).fetchall()
     tables = {name for kind, name, _, _ in rows if kind == "table"}
     triggers = {name for kind, name, _, sql in rows if kind == "trigger" and "RAISE(ABORT" in (sql or "")}
-    return [f"{table}_no_{verb}" for table in GUARDED if table in tables for verb in ("update", "delete")
-            if f"{table}_no_{verb}" not in triggers]
+    return [
+        f"{table}_no_{verb}"
+        for table in GUARDED
+        if table in tables
+        for verb in ("update", "delete")
+        if f"{table}_no_{verb}" not in triggers
+    ]
 
 
 def damage(path: str, exc: BaseException) -> DamagedStore | None:
@@ -40,8 +47,7 @@ def damage(path: str, exc: BaseException) -> DamagedStore | None:
     """
     text = str(exc)
     if type(exc) is sqlite3.DatabaseError or text.startswith("Could not decode to UTF-8"):
-        return DamagedStore(f"{path}: the database file is damaged ({text}); "
-                            f"run `python -m memory verify {path}`")
+        return DamagedStore(f"{path}: the database file is damaged ({text}); run `python -m memory verify {path}`")
     return None
 
 
@@ -109,12 +115,15 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
         raise StoreError(f"{path}: not a memory store ({exc})") from exc
     if version not in READABLE_SCHEMAS:
         db.close()
-        raise StoreError(f"{path}: store schema version {version}, this code reads "
-                         f"{', '.join(map(str, READABLE_SCHEMAS))}")
+        raise StoreError(
+            f"{path}: store schema version {version}, this code reads {', '.join(map(str, READABLE_SCHEMAS))}"
+        )
     if missing:
         db.close()
-        raise StoreError(f"{path}: the store was tampered with: trigger(s) {', '.join(missing)} missing "
-                         f"(run `python -m memory verify {path}`)")
+        raise StoreError(
+            f"{path}: the store was tampered with: trigger(s) {', '.join(missing)} missing "
+            f"(run `python -m memory verify {path}`)"
+        )
     return Opened(db, version)
 
 
@@ -149,10 +158,13 @@ def _claim(db: sqlite3.Connection, path: str, create: bool) -> None:
 
 def _create_missing(db: sqlite3.Connection, path: str) -> None:
     """Create the schema, or the tables added since a store was made, in one locked transaction."""
+
     def complete() -> bool:
         names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID and {
-            "timeline", "records", "snapshots", "digests"} <= names
+        return (
+            db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+            and {"timeline", "records", "snapshots", "digests"} <= names
+        )
 
     if complete():
         return
@@ -180,8 +192,9 @@ def _statements(script: str) -> list[str]:
     for line in script.strip().splitlines():
         current.append(line)
         text = "\n".join(current)
-        if text.rstrip().endswith(";") and (not text.lstrip().upper().startswith("CREATE TRIGGER")
-                                           or text.rstrip().upper().endswith("END;")):
+        if text.rstrip().endswith(";") and (
+            not text.lstrip().upper().startswith("CREATE TRIGGER") or text.rstrip().upper().endswith("END;")
+        ):
             out.append(text)
             current = []
     return out

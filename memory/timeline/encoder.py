@@ -16,12 +16,13 @@ import functools
 import re
 import threading
 from array import array
+from collections.abc import Sequence
 from itertools import chain, islice, repeat
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
-import numpy as np
 import mmh3
+import numpy as np
 
 from memory.errors import EncoderUnavailable
 from memory.timeline.semantic import SemanticEncoder
@@ -191,7 +192,9 @@ class HashingEncoder:
         tokens = list(chain.from_iterable(token_lists))
         tokens_of = list(map(self._token_ids.get, tokens, repeat(-1)))
         if -1 in tokens_of:
-            tokens_of = [number if number >= 0 else self._token_number(token) for number, token in zip(tokens_of, tokens)]
+            tokens_of = [
+                number if number >= 0 else self._token_number(token) for number, token in zip(tokens_of, tokens)
+            ]
         row_of = np.repeat(np.arange(len(texts), dtype=np.int64), token_counts)
         within = np.flatnonzero(row_of[:-1] == row_of[1:])  # pairs (i, i + 1) inside one text
         keys = list(map(" ".join, zip(tokens, islice(tokens, 1, None))))
@@ -208,8 +211,9 @@ class HashingEncoder:
         lengths = self._starts[numbers + 1] - starts
         offsets = np.cumsum(lengths)
         gather = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(starts - (offsets - lengths), lengths)
-        index = np.concatenate([np.repeat(row_of * self.dim, lengths) + self._buckets[gather],
-                                row_of[within] * self.dim + bigrams_of])
+        index = np.concatenate(
+            [np.repeat(row_of * self.dim, lengths) + self._buckets[gather], row_of[within] * self.dim + bigrams_of]
+        )
         weight = np.concatenate([self._weights[gather], np.ones(len(bigrams_of))])
         counts = np.bincount(index, weight, minlength=len(texts) * self.dim)
         hit = np.flatnonzero(counts != 0.0)  # (faster than flatnonzero of the floats)

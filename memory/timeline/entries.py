@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -87,11 +88,11 @@ class Entry:
 
 def to_utc(timestamp: datetime) -> datetime:
     """Return `timestamp` in UTC; naive datetimes are rejected, not guessed."""
-    if timestamp.tzinfo is timezone.utc:
+    if timestamp.tzinfo is UTC:
         return timestamp
     if timestamp.tzinfo is None or timestamp.utcoffset() is None:
         raise ValueError(f"timestamp {timestamp.isoformat()} has no timezone")
-    return timestamp.astimezone(timezone.utc)
+    return timestamp.astimezone(UTC)
 
 
 def format_timestamp(timestamp: datetime) -> str:
@@ -99,8 +100,7 @@ def format_timestamp(timestamp: datetime) -> str:
     t = to_utc(timestamp)
     if t.year < 1000:  # strftime's %Y is not zero-padded below 1000 on every platform: keep its form
         return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (t.year, t.month, t.day, t.hour, t.minute, t.second,
-                                                    t.microsecond)
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond)
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -113,8 +113,11 @@ _QUOTE = json.encoder.encode_basestring  # how json.dumps(..., ensure_ascii=Fals
 # The C encoder behind `_CANONICAL`, built once (JSONEncoder.encode builds one per call).
 # Without a markers dict it does not look for cycles: a cyclic value ends in RecursionError,
 # and `canonical_metadata` then lets `_CANONICAL` raise its usual ValueError.
-_C_CANONICAL = (json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
-                if json.encoder.c_make_encoder is not None else None)
+_C_CANONICAL = (
+    json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
+    if json.encoder.c_make_encoder is not None
+    else None
+)
 
 
 def canonical_metadata(metadata: Mapping[str, Any]) -> str:
@@ -190,8 +193,9 @@ def _read_back(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
 
 def entry_id(draft: EntryDraft | Entry, *, prev_id: str, seq: int) -> str:
     """Content address of an entry: SHA-256 over all fields and the previous id."""
-    return id_from_canonical(draft, canonical_fields(draft), embedding_digest(draft.embedding), prev_id=prev_id,
-                             seq=seq)
+    return id_from_canonical(
+        draft, canonical_fields(draft), embedding_digest(draft.embedding), prev_id=prev_id, seq=seq
+    )
 
 
 def id_from_canonical(draft: EntryDraft | Entry, fields: Canonical, digest: str, *, prev_id: str, seq: int) -> str:
@@ -203,18 +207,60 @@ def id_from_canonical(draft: EntryDraft | Entry, fields: Canonical, digest: str,
     gives the same characters as ``json.dumps`` of that object (a test checks it).
     """
     principal, situation, text, encoder = draft.principal, draft.situation, draft.text, draft.encoder
-    if (type(seq) is int and type(prev_id) is str and type(principal) is str and type(situation) is str
-            and type(text) is str and type(encoder) is str):
-        blob = "".join(('{"embedding_sha256":', _QUOTE(digest), ',"encoder":', _QUOTE(encoder), ',"kind":',
-                        _QUOTED_KIND[fields.kind], ',"metadata":', fields.metadata_json, ',"prev_id":',
-                        _QUOTE(prev_id), ',"principal":', _QUOTE(principal), ',"role":', _QUOTED_ROLE[fields.role],
-                        ',"seq":', int.__repr__(seq), ',"situation":', _QUOTE(situation), ',"text":', _QUOTE(text),
-                        ',"timestamp":', _QUOTE(fields.timestamp), "}"))
+    if (
+        type(seq) is int
+        and type(prev_id) is str
+        and type(principal) is str
+        and type(situation) is str
+        and type(text) is str
+        and type(encoder) is str
+    ):
+        blob = "".join(
+            (
+                '{"embedding_sha256":',
+                _QUOTE(digest),
+                ',"encoder":',
+                _QUOTE(encoder),
+                ',"kind":',
+                _QUOTED_KIND[fields.kind],
+                ',"metadata":',
+                fields.metadata_json,
+                ',"prev_id":',
+                _QUOTE(prev_id),
+                ',"principal":',
+                _QUOTE(principal),
+                ',"role":',
+                _QUOTED_ROLE[fields.role],
+                ',"seq":',
+                int.__repr__(seq),
+                ',"situation":',
+                _QUOTE(situation),
+                ',"text":',
+                _QUOTE(text),
+                ',"timestamp":',
+                _QUOTE(fields.timestamp),
+                "}",
+            )
+        )
     else:
-        blob = json.dumps({"prev_id": prev_id, "seq": seq, "timestamp": fields.timestamp, "principal": principal,
-                           "situation": situation, "role": fields.role.value, "kind": fields.kind.value,
-                           "text": text, "metadata": fields.metadata, "encoder": encoder,
-                           "embedding_sha256": digest}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        blob = json.dumps(
+            {
+                "prev_id": prev_id,
+                "seq": seq,
+                "timestamp": fields.timestamp,
+                "principal": principal,
+                "situation": situation,
+                "role": fields.role.value,
+                "kind": fields.kind.value,
+                "text": text,
+                "metadata": fields.metadata,
+                "encoder": encoder,
+                "embedding_sha256": digest,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -223,8 +269,9 @@ def chain(draft: EntryDraft, *, prev_id: str, seq: int) -> Entry:
     return chain_canonical(draft, canonical_fields(draft), prev_id=prev_id, seq=seq)
 
 
-def chain_canonical(draft: EntryDraft, fields: Canonical, *, prev_id: str, seq: int,
-                    digest: str | None = None) -> Entry:
+def chain_canonical(
+    draft: EntryDraft, fields: Canonical, *, prev_id: str, seq: int, digest: str | None = None
+) -> Entry:
     """`chain` from already computed canonical fields (and optionally the embedding digest)."""
     embedding = np.asarray(draft.embedding, dtype=np.float32)
     if digest is None:
@@ -253,8 +300,13 @@ class ChainBreak(NamedTuple):
     reason: str  # what did not match
 
 
-def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, start_seq: int = 0,
-                 erased: Mapping[int, str] | None = None) -> ChainBreak | None:
+def verify_chain(
+    entries: Iterable[Entry],
+    *,
+    start_prev_id: str = GENESIS_ID,
+    start_seq: int = 0,
+    erased: Mapping[int, str] | None = None,
+) -> ChainBreak | None:
     """Recompute the chain; return the first break, or None when every entry matches.
 
     `erased` maps the seq of each entry whose content was erased by record
@@ -267,7 +319,9 @@ def verify_chain(entries: Iterable[Entry], *, start_prev_id: str = GENESIS_ID, s
         if entry.seq != expected_seq:
             return ChainBreak(entry.seq, entry.id, f"sequence number {entry.seq}, expected {expected_seq}")
         if entry.prev_id != prev_id:
-            return ChainBreak(entry.seq, entry.id, f"previous id {entry.prev_id[:12]}… does not link to {prev_id[:12]}…")
+            return ChainBreak(
+                entry.seq, entry.id, f"previous id {entry.prev_id[:12]}… does not link to {prev_id[:12]}…"
+            )
         if entry.seq in erased:
             if erased[entry.seq] != entry.id or entry.text or entry.embedding.size:
                 return ChainBreak(entry.seq, entry.id, "erased entry: another id, or its content is still stored")

@@ -34,13 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
-from memory.errors import StoreChanged, StoreError
+from memory.errors import StoreChanged
 from memory.timeline import record_body
-from memory.timeline.schema import SCHEMA_VERSION
 from memory.timeline.entries import Entry
+from memory.timeline.schema import SCHEMA_VERSION
 from memory.timeline.validation import check_label
 
 ERASURE = "erasure"  # the record kind of erasure records
@@ -99,10 +100,17 @@ class Selection(NamedTuple):
     scope: dict[str, Any]  # the record's target and ground: {"by", "reason", "entry"|"principal"} or a policy's
 
 
-def make_plan(store: Any, *, owner: str, rederive: Callable[[frozenset[int]], list[tuple[str, str, str]]],
-              entry_id: str | None = None, principal: str | None = None,
-              select: Callable[[Any], Selection] | None = None, reason: str = "",
-              requested_by: str = "") -> ErasurePlan:
+def make_plan(
+    store: Any,
+    *,
+    owner: str,
+    rederive: Callable[[frozenset[int]], list[tuple[str, str, str]]],
+    entry_id: str | None = None,
+    principal: str | None = None,
+    select: Callable[[Any], Selection] | None = None,
+    reason: str = "",
+    requested_by: str = "",
+) -> ErasurePlan:
     """The plan of erasing one entry of `owner` (by id), every entry of a principal, or the set `select` picks.
 
     Args:
@@ -129,8 +137,13 @@ def make_plan(store: Any, *, owner: str, rederive: Callable[[frozenset[int]], li
         scope = {"by": requested_by, "reason": reason, **scope}
     if not targets:
         raise ValueError("nothing to erase: the content is already erased")
-    body = {"at": datetime.now(timezone.utc).isoformat(timespec="microseconds"), **scope,
-            "entries": len(targets), "entries_sha256": listing_digest(targets), "format": 1}
+    body = {
+        "at": datetime.now(UTC).isoformat(timespec="microseconds"),
+        **scope,
+        "entries": len(targets),
+        "entries_sha256": listing_digest(targets),
+        "format": 1,
+    }
     record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     rows = rederive(frozenset(seq for seq, _ in targets))
     return ErasurePlan(record_id, body, targets, rows, head, last_record)
@@ -153,12 +166,16 @@ def _dumps(body: Mapping[str, Any]) -> str:
 
 # -- SQLite ------------------------------------------------------------------------------
 
-_BLANK = ("NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.prev_id = OLD.prev_id AND NEW.timestamp = OLD.timestamp "
-          "AND NEW.principal = OLD.principal AND NEW.role = OLD.role AND NEW.kind = OLD.kind AND NEW.situation = '' "
-          "AND NEW.text = '' AND NEW.metadata = '{}' AND NEW.encoder = '' AND length(NEW.embedding) = 0")
+_BLANK = (
+    "NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.prev_id = OLD.prev_id AND NEW.timestamp = OLD.timestamp "
+    "AND NEW.principal = OLD.principal AND NEW.role = OLD.role AND NEW.kind = OLD.kind AND NEW.situation = '' "
+    "AND NEW.text = '' AND NEW.metadata = '{}' AND NEW.encoder = '' AND length(NEW.embedding) = 0"
+)
 _NEWEST = "(SELECT COALESCE(MAX(seq), 0) FROM records WHERE kind = 'erasure')"
-_UPTO = ("(SELECT COALESCE(MAX(CAST(json_extract(body, '$.snapshots_upto') AS INTEGER)), 0) "
-         "FROM records WHERE kind = 'erasure')")
+_UPTO = (
+    "(SELECT COALESCE(MAX(CAST(json_extract(body, '$.snapshots_upto') AS INTEGER)), 0) "
+    "FROM records WHERE kind = 'erasure')"
+)
 
 # The triggers of schema.py, narrowed to the one UPDATE and the DELETEs an erasure makes.
 SQLITE_DDL = [
@@ -186,26 +203,39 @@ def apply_sqlite(db: Any, plan: ErasurePlan) -> None:
     Raises:
         StoreChanged: the store grew after the plan was made (make it again).
     """
-    _check_unchanged(db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
-                     db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0], plan)
+    _check_unchanged(
+        db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
+        db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0],
+        plan,
+    )
     for statement in SQLITE_DDL:
         db.execute(statement)
     upto = db.execute("SELECT COALESCE(MAX(seq), 0) FROM snapshots").fetchone()[0]
-    cursor = db.execute("INSERT INTO records (kind, id, body) VALUES (?,?,?)",
-                        (ERASURE, plan.record_id, _dumps({**plan.record, "snapshots_upto": upto})))
+    cursor = db.execute(
+        "INSERT INTO records (kind, id, body) VALUES (?,?,?)",
+        (ERASURE, plan.record_id, _dumps({**plan.record, "snapshots_upto": upto})),
+    )
     newest = cursor.lastrowid
-    db.executemany("INSERT INTO erased (seq, id, erasure) VALUES (?,?,?)",
-                   [(seq, entry_id, plan.record_id) for seq, entry_id in plan.entries])
-    db.executemany("UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', embedding = X'' "
-                   "WHERE seq = ?", [(seq,) for seq, _ in plan.entries])
+    db.executemany(
+        "INSERT INTO erased (seq, id, erasure) VALUES (?,?,?)",
+        [(seq, entry_id, plan.record_id) for seq, entry_id in plan.entries],
+    )
+    db.executemany(
+        "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', embedding = X'' WHERE seq = ?",
+        [(seq,) for seq, _ in plan.entries],
+    )
     db.execute("DELETE FROM records WHERE seq < ? AND kind != ?", (newest, ERASURE))
     if upto:
         db.execute("DELETE FROM snapshots WHERE seq <= ?", (upto,))
         # a marker keeps snapshot seqs growing past the deleted ones (their digests stay)
-        db.execute("INSERT INTO snapshots (seq, kind, id, meta, body) VALUES (?,?,?,?,X'')",
-                   (upto + 1, ERASURE, plan.record_id, "{}"))
-    db.executemany("INSERT INTO records (kind, id, body) VALUES (?,?,?)",
-                   [(kind, record_id, record_body.pack(body)) for kind, record_id, body in plan.records])
+        db.execute(
+            "INSERT INTO snapshots (seq, kind, id, meta, body) VALUES (?,?,?,?,X'')",
+            (upto + 1, ERASURE, plan.record_id, "{}"),
+        )
+    db.executemany(
+        "INSERT INTO records (kind, id, body) VALUES (?,?,?)",
+        [(kind, record_id, record_body.pack(body)) for kind, record_id, body in plan.records],
+    )
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # packed bodies: older code must refuse the file
 
 
@@ -233,14 +263,17 @@ def sqlite_marks(db: Any) -> Marks:
     """The erasures of a SQLite store (empty when it never erased anything)."""
     has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'erased'").fetchone()
     listed = db.execute("SELECT seq, id, erasure FROM erased ORDER BY seq").fetchall() if has_table else []
-    bodies = [(rid, json.loads(body)) for seq, rid, body in db.execute(
-        "SELECT seq, id, body FROM records WHERE kind = ? ORDER BY seq", (ERASURE,))]
+    bodies = [
+        (rid, json.loads(body))
+        for seq, rid, body in db.execute("SELECT seq, id, body FROM records WHERE kind = ? ORDER BY seq", (ERASURE,))
+    ]
     newest = db.execute("SELECT COALESCE(MAX(seq), 0) FROM records WHERE kind = ?", (ERASURE,)).fetchone()[0]
     return marks_of(listed, bodies, newest)
 
 
-def marks_of(listed: Sequence[tuple[int, str, str]], bodies: Sequence[tuple[str, Mapping[str, Any]]],
-             newest: int) -> Marks:
+def marks_of(
+    listed: Sequence[tuple[int, str, str]], bodies: Sequence[tuple[str, Mapping[str, Any]]], newest: int
+) -> Marks:
     """Check the ``erased`` listing against the erasure records that must cover it."""
     findings = []
     by_record: dict[str, list[tuple[int, str]]] = {}
@@ -250,11 +283,14 @@ def marks_of(listed: Sequence[tuple[int, str, str]], bodies: Sequence[tuple[str,
     for record_id, rows in by_record.items():
         body = known.get(record_id)
         if body is None:
-            findings.append(f"erased: {len(rows)} entries listed under {record_id[:16]}…, which is no erasure "
-                            f"record (an erasure without a record)")
+            findings.append(
+                f"erased: {len(rows)} entries listed under {record_id[:16]}…, which is no erasure "
+                f"record (an erasure without a record)"
+            )
         elif body.get("entries") != len(rows) or body.get("entries_sha256") != listing_digest(rows):
-            findings.append(f"erased: the entries listed under {record_id[:16]}… are not those its erasure "
-                            f"record covers")
+            findings.append(
+                f"erased: the entries listed under {record_id[:16]}… are not those its erasure record covers"
+            )
     upto = max((int(body.get("snapshots_upto", 0)) for _, body in bodies), default=0)
     return Marks({seq: entry_id for seq, entry_id, _ in listed}, newest, upto, findings)
 
@@ -272,7 +308,8 @@ def blank_row_finding(row: Sequence[Any], listed_id: str) -> str:
 
 # -- PostgreSQL --------------------------------------------------------------------------
 
-POSTGRES_DDL = f"""
+POSTGRES_DDL = (
+    f"""
 CREATE TABLE IF NOT EXISTS erased (seq BIGINT PRIMARY KEY, id TEXT NOT NULL, erasure TEXT NOT NULL);
 GRANT SELECT ON erased TO PUBLIC;  -- seqs and ids only: every role that verifies the store reads it
 CREATE OR REPLACE FUNCTION memory_erasure_guard() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -295,38 +332,57 @@ BEGIN
     END IF;
     RAISE EXCEPTION '% is insert-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
 END $$;
-""" + "".join(
-    f"DROP TRIGGER IF EXISTS {table}_no_change ON {table};"
-    f"CREATE TRIGGER {table}_no_change BEFORE UPDATE OR DELETE ON {table} "
-    f"FOR EACH ROW EXECUTE FUNCTION memory_erasure_guard();" for table in ("timeline", "records", "snapshots")) + """
+"""
+    + "".join(
+        f"DROP TRIGGER IF EXISTS {table}_no_change ON {table};"
+        f"CREATE TRIGGER {table}_no_change BEFORE UPDATE OR DELETE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION memory_erasure_guard();"
+        for table in ("timeline", "records", "snapshots")
+    )
+    + """
 DROP TRIGGER IF EXISTS erased_no_change ON erased;
 CREATE TRIGGER erased_no_change BEFORE UPDATE OR DELETE ON erased FOR EACH ROW EXECUTE FUNCTION memory_refuse();
 DROP TRIGGER IF EXISTS erased_no_truncate ON erased;
 CREATE TRIGGER erased_no_truncate BEFORE TRUNCATE ON erased FOR EACH STATEMENT EXECUTE FUNCTION memory_refuse();
 """
+)
 
 
 def apply_postgres(db: Any, plan: ErasurePlan) -> None:
     """Inside the store's write transaction (advisory lock held): the PostgreSQL form of `apply_sqlite`."""
-    _check_unchanged(db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
-                     db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0], plan)
+    _check_unchanged(
+        db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
+        db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0],
+        plan,
+    )
     db.execute(POSTGRES_DDL)
     newest = plan.last_record + 1
     upto = db.execute("SELECT COALESCE(MAX(seq), 0) FROM snapshots").fetchone()[0]
-    db.execute("INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
-               (newest, ERASURE, plan.record_id, _dumps({**plan.record, "snapshots_upto": upto})))
+    db.execute(
+        "INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
+        (newest, ERASURE, plan.record_id, _dumps({**plan.record, "snapshots_upto": upto})),
+    )
     with db.cursor() as cursor:
-        cursor.executemany("INSERT INTO erased (seq, id, erasure) VALUES (%s,%s,%s)",
-                           [(seq, entry_id, plan.record_id) for seq, entry_id in plan.entries])
-        db.execute("UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', "
-                   "embedding = ''::bytea WHERE seq = ANY(%s)", ([seq for seq, _ in plan.entries],))
+        cursor.executemany(
+            "INSERT INTO erased (seq, id, erasure) VALUES (%s,%s,%s)",
+            [(seq, entry_id, plan.record_id) for seq, entry_id in plan.entries],
+        )
+        db.execute(
+            "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', "
+            "embedding = ''::bytea WHERE seq = ANY(%s)",
+            ([seq for seq, _ in plan.entries],),
+        )
         db.execute("DELETE FROM records WHERE seq < %s AND kind <> %s", (newest, ERASURE))
         if upto:
             db.execute("DELETE FROM snapshots WHERE seq <= %s", (upto,))
-            db.execute("INSERT INTO snapshots (seq, kind, id, meta, body) VALUES (%s,%s,%s,'{}',''::bytea)",
-                       (upto + 1, ERASURE, plan.record_id))
-        cursor.executemany("INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
-                           [(newest + i, kind, rid, body) for i, (kind, rid, body) in enumerate(plan.records, 1)])
+            db.execute(
+                "INSERT INTO snapshots (seq, kind, id, meta, body) VALUES (%s,%s,%s,'{}',''::bytea)",
+                (upto + 1, ERASURE, plan.record_id),
+            )
+        cursor.executemany(
+            "INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
+            [(newest + i, kind, rid, body) for i, (kind, rid, body) in enumerate(plan.records, 1)],
+        )
 
 
 def purge_postgres(db: Any) -> bool:
@@ -345,10 +401,13 @@ def purge_postgres(db: Any) -> bool:
 
 def postgres_marks(db: Any) -> Marks:
     """The erasures of a PostgreSQL store."""
-    has_table = db.execute("SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() "
-                           "AND tablename = 'erased')").fetchone()[0]
+    has_table = db.execute(
+        "SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'erased')"
+    ).fetchone()[0]
     listed = db.execute("SELECT seq, id, erasure FROM erased ORDER BY seq").fetchall() if has_table else []
-    bodies = [(rid, json.loads(body)) for rid, body in db.execute(
-        "SELECT id, body FROM records WHERE kind = %s ORDER BY seq", (ERASURE,)).fetchall()]
+    bodies = [
+        (rid, json.loads(body))
+        for rid, body in db.execute("SELECT id, body FROM records WHERE kind = %s ORDER BY seq", (ERASURE,)).fetchall()
+    ]
     newest = db.execute("SELECT COALESCE(MAX(seq), 0) FROM records WHERE kind = %s", (ERASURE,)).fetchone()[0]
     return marks_of(listed, bodies, newest)

@@ -31,8 +31,11 @@ MARKS = (
     Mark(4, "compressed record bodies", "SELECT 1 FROM records WHERE typeof(body) = 'blob' LIMIT 1"),
     Mark(3, "derived embeddings", f"SELECT 1 FROM timeline WHERE embedding = x'{DERIVED.hex()}' LIMIT 1"),
     # dense vectors take a multiple of 4 bytes, the derived layout 1: any other odd length is sparse
-    Mark(2, "sparse embeddings", "SELECT 1 FROM timeline WHERE length(embedding) % 2 = 1 "
-                                 "AND length(embedding) > 1 LIMIT 1"),
+    Mark(
+        2,
+        "sparse embeddings",
+        "SELECT 1 FROM timeline WHERE length(embedding) % 2 = 1 AND length(embedding) > 1 LIMIT 1",
+    ),
 )
 
 
@@ -50,7 +53,9 @@ def rewound_version(db: sqlite3.Connection) -> list[str]:
         except sqlite3.Error:
             continue
         if found:
-            return [f"schema version {recorded} recorded (PRAGMA user_version), but the store holds {mark.what}, "
-                    f"which only schema {mark.version} and later write: the version was rewound, and code of "
-                    f"schema {recorded} would misread the file"]
+            return [
+                f"schema version {recorded} recorded (PRAGMA user_version), but the store holds {mark.what}, "
+                f"which only schema {mark.version} and later write: the version was rewound, and code of "
+                f"schema {recorded} would misread the file"
+            ]
     return []

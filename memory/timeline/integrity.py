@@ -14,17 +14,18 @@ rows written since the last digest and returns the anchor to write after the com
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 from urllib.parse import quote
 
 from memory.errors import DamagedBody, IntegrityError, StoreError
-from memory.timeline.format_version import rewound_version
 from memory.timeline import anchor as anchor_file
-from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline import erasure, record_body
+from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline.connection import missing_triggers
 from memory.timeline.entries import GENESIS_ID, Entry, entry_id
+from memory.timeline.format_version import rewound_version
 from memory.timeline.schema import APPLICATION_ID, READ_COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
 
 _DERIVED_COLUMNS = {"records": "seq, kind, id, body", "snapshots": "seq, kind, id, meta, body"}
@@ -43,10 +44,12 @@ class Audit(NamedTuple):
 # Digests are stored as their 32 bytes from schema 5 on (as 64 hex characters before), and read as hex.
 BINARY_DIGESTS = 5
 _HEX = "CASE typeof(digest) WHEN 'blob' THEN lower(hex(digest)) ELSE digest END"
-_STATE = ("SELECT (SELECT MAX(seq) FROM records), (SELECT MAX(seq) FROM snapshots), "
-          f"(SELECT seq || ' ' || {_HEX} FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), "
-          f"(SELECT seq || ' ' || {_HEX} FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1), "
-          "(SELECT seq || ' ' || id FROM timeline ORDER BY seq DESC LIMIT 1)")
+_STATE = (
+    "SELECT (SELECT MAX(seq) FROM records), (SELECT MAX(seq) FROM snapshots), "
+    f"(SELECT seq || ' ' || {_HEX} FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), "
+    f"(SELECT seq || ' ' || {_HEX} FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1), "
+    "(SELECT seq || ' ' || id FROM timeline ORDER BY seq DESC LIMIT 1)"
+)
 
 
 def seal(db: sqlite3.Connection) -> Anchor:
@@ -96,12 +99,17 @@ def refuse_unsealed(db: sqlite3.Connection, path: str) -> None:
     """
     for table in ("records",):
         top = sealed_top(db, table)
-        row = None if top is None else db.execute(
-            f"SELECT seq, kind, id FROM {table} WHERE seq > ? ORDER BY seq LIMIT 1", (top,)).fetchone()
+        row = (
+            None
+            if top is None
+            else db.execute(f"SELECT seq, kind, id FROM {table} WHERE seq > ? ORDER BY seq LIMIT 1", (top,)).fetchone()
+        )
         if row is not None:
-            raise StoreError(f"{path}: {table} seq={row[0]} kind={row[1]} id={row[2]} was written past the store's "
-                             "writer (no digest covers it); refusing to write, which would seal it "
-                             "(python -m memory verify lists every such row)")
+            raise StoreError(
+                f"{path}: {table} seq={row[0]} kind={row[1]} id={row[2]} was written past the store's "
+                "writer (no digest covers it); refusing to write, which would seal it "
+                "(python -m memory verify lists every such row)"
+            )
 
 
 def unpacked(path: str, seq: int, kind: str, record_id: str, body: str | bytes) -> str:
@@ -151,8 +159,11 @@ def lost_tail(db: sqlite3.Connection, path: str) -> str:
         if row[0] != anchor.head:
             return f"entry seq={anchor.entries - 1} is not the anchored head {anchor.head[:12]}…"
     for table, (seq, digest) in anchor.derived.items():
-        if seq and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None \
-                and not _erasable(db, table, seq):
+        if (
+            seq
+            and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None
+            and not _erasable(db, table, seq)
+        ):
             return f"{table} row seq={seq} recorded by the anchor is missing"
     return ""
 
@@ -215,8 +226,9 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
             findings.append(f"schema: table {table} is missing")
     if "timeline" not in tables:
         return Audit(0, GENESIS_ID, findings, notes)
-    findings += [f"schema: refusal trigger {name} is missing (UPDATE/DELETE were possible)"
-                 for name in missing_triggers(db)]
+    findings += [
+        f"schema: refusal trigger {name} is missing (UPDATE/DELETE were possible)" for name in missing_triggers(db)
+    ]
     marks = erasure.sqlite_marks(db)
     findings += marks.findings
     count, head, chain = _chain(db, marks.entries)
@@ -227,14 +239,20 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
         bounds = {"records": marks.records_before - 1, "snapshots": marks.snapshots_upto}
         findings += [line for table in DERIVED if table in tables for line in _derived(db, table, bounds[table])]
     else:
-        notes.append("derived records are not digest-chained yet (a store written before digests; "
-                     "the next write chains them)")
+        notes.append(
+            "derived records are not digest-chained yet (a store written before digests; the next write chains them)"
+        )
     read = anchor_file.read(path)
     notes += [read.note] if read.note else []
     if read.anchor is not None:
         findings += _against_anchor(db, read.anchor, tables, marks)
-    return Audit(count, head, findings[:MAX_FINDINGS] + (
-        [f"… and {len(findings) - MAX_FINDINGS} more"] if len(findings) > MAX_FINDINGS else []), notes)
+    return Audit(
+        count,
+        head,
+        findings[:MAX_FINDINGS]
+        + ([f"… and {len(findings) - MAX_FINDINGS} more"] if len(findings) > MAX_FINDINGS else []),
+        notes,
+    )
 
 
 def _chain(db: sqlite3.Connection, erased: dict[int, str]) -> tuple[int, str, list[str]]:
@@ -298,8 +316,10 @@ def _derived(db: sqlite3.Connection, table: str, erased_upto: int) -> list[str]:
         while stored is not None and stored[0] < row[0] and stored[0] <= erased_upto:
             prev, stored = stored[1], next(digests, None)
         if stored is None:
-            return [f"{table} seq={row[0]} kind={row[1]} id={row[2]}: not covered by the digest chain "
-                    f"(inserted outside the store)"]
+            return [
+                f"{table} seq={row[0]} kind={row[1]} id={row[2]}: not covered by the digest chain "
+                f"(inserted outside the store)"
+            ]
         if stored[0] != row[0]:
             return [f"{table} seq={min(stored[0], row[0])}: a row and its digest are missing"]
         prev = row_digest(prev, tuple(row[1:]))
@@ -331,13 +351,20 @@ def _against_anchor(db: sqlite3.Connection, anchor: Anchor, tables: set[str], ma
     for table, (seq, digest) in anchor.derived.items():
         if not seq:
             continue
-        row = db.execute(f"SELECT {_HEX} FROM digests WHERE tbl = ? AND seq = ?", (table, seq)).fetchone() \
-            if "digests" in tables else None
+        row = (
+            db.execute(f"SELECT {_HEX} FROM digests WHERE tbl = ? AND seq = ?", (table, seq)).fetchone()
+            if "digests" in tables
+            else None
+        )
         if row is None or row[0] != digest:
-            findings.append(f"{table} seq={seq}: the anchored digest {digest[:16]}… is "
-                            f"{'missing' if row is None else 'different'} (rows lost or rewritten)")
-        elif table in tables and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None \
-                and seq > (marks.records_before - 1 if table == "records" else marks.snapshots_upto):
+            findings.append(
+                f"{table} seq={seq}: the anchored digest {digest[:16]}… is "
+                f"{'missing' if row is None else 'different'} (rows lost or rewritten)"
+            )
+        elif (
+            table in tables
+            and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None
+            and seq > (marks.records_before - 1 if table == "records" else marks.snapshots_upto)
+        ):
             findings.append(f"{table} seq={seq}: the anchored row is missing")
     return findings
-

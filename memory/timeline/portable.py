@@ -12,20 +12,21 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from memory.errors import ImportFailed, MemoryError_, StoreError
 from memory.timeline.entries import Entry
-from memory.timeline.protocols import StoreStats
 from memory.timeline.erasure import is_erased
+from memory.timeline.protocols import StoreStats
 from memory.timeline.schema import entry_from_json, entry_to_json
 from memory.timeline.validation import check_label, check_metadata, check_text, check_timestamp
 
 if TYPE_CHECKING:  # the store imports this module
     from memory.timeline.store import SQLiteStore
 
-MAX_IMPORT_BYTES = 2 * 1024 ** 3  # a larger file is refused before it is read
+MAX_IMPORT_BYTES = 2 * 1024**3  # a larger file is refused before it is read
 # Rows whose content was not erased: an erased row is blank and the timeline refuses an empty situation.
 KEPT = "situation <> ''"
 
@@ -59,8 +60,10 @@ def _readable(store: SQLiteStore) -> Iterator[Entry]:
             seq = entry.seq
             yield entry
     except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"{store.path}: timeline row after seq={seq} cannot be read ({exc}); "
-                         f"run `python -m memory verify {store.path}`") from exc
+        raise StoreError(
+            f"{store.path}: timeline row after seq={seq} cannot be read ({exc}); "
+            f"run `python -m memory verify {store.path}`"
+        ) from exc
 
 
 def _no_constant(name: str) -> float:
@@ -104,8 +107,12 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
         except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
             raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
         if erased:
-            raise ImportFailed(path, number, "an erased entry (`python -m memory erase`): an export of a store "
-                                             "with erasures cannot be imported yet; copy the store file instead")
+            raise ImportFailed(
+                path,
+                number,
+                "an erased entry (`python -m memory erase`): an export of a store "
+                "with erasures cannot be imported yet; copy the store file instead",
+            )
         parsed.append(entry)
         numbers.append(number)
     return parsed, numbers
@@ -118,13 +125,16 @@ def sqlite_stats(db: Any, entries: int) -> StoreStats:
 
 def store_stats(rows: Callable[[str], list[Any]], entries: int) -> StoreStats:
     """Counts of a store whose SQL `rows` runs; erased rows are counted apart from situations and encoders."""
-    first, last = rows("SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
-                       "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)")[0]
+    first, last = rows(
+        "SELECT (SELECT timestamp FROM timeline ORDER BY seq LIMIT 1), "
+        "(SELECT timestamp FROM timeline ORDER BY seq DESC LIMIT 1)"
+    )[0]
     return StoreStats(
         entries=entries,
         principals=rows("SELECT COUNT(DISTINCT principal) FROM timeline")[0][0],
-        situations=dict(rows(f"SELECT situation, COUNT(*) FROM timeline WHERE {KEPT} GROUP BY situation "
-                             f"ORDER BY 2 DESC, 1")),
+        situations=dict(
+            rows(f"SELECT situation, COUNT(*) FROM timeline WHERE {KEPT} GROUP BY situation ORDER BY 2 DESC, 1")
+        ),
         records=dict(rows("SELECT kind, COUNT(*) FROM records GROUP BY kind ORDER BY kind")),
         first=first,
         last=last,

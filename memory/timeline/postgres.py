@@ -12,8 +12,9 @@ records get their ``seq`` in commit order (a reader polling by seq never skips a
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -30,14 +31,14 @@ from memory.timeline.entries import (
 )
 from memory.timeline.protocols import EntryParts, StoreStats
 from memory.timeline.schema import (
-    chain_rows,
-    prepare,
     COLUMNS,
     RecordKind,
+    chain_rows,
     entry_to_json,
     entry_to_row,
     kind_text,
     pack_embeddings,
+    prepare,
     row_to_entry,
     vectors_of,
 )
@@ -93,7 +94,8 @@ def _triggers() -> str:
         f"FOR EACH ROW EXECUTE FUNCTION memory_refuse();"
         f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
         f"FOR EACH STATEMENT EXECUTE FUNCTION memory_refuse();"
-        for table in TABLES)
+        for table in TABLES
+    )
 
 
 def grant_writer(url: str, role: str) -> None:
@@ -101,10 +103,11 @@ def grant_writer(url: str, role: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         database = conn.info.dbname
         for statement in (
-                "GRANT CONNECT ON DATABASE {db} TO {role}",
-                "GRANT USAGE ON SCHEMA public TO {role}",
-                "REVOKE ALL ON timeline, records, snapshots FROM {role}",
-                "GRANT SELECT, INSERT ON timeline, records, snapshots TO {role}"):
+            "GRANT CONNECT ON DATABASE {db} TO {role}",
+            "GRANT USAGE ON SCHEMA public TO {role}",
+            "REVOKE ALL ON timeline, records, snapshots FROM {role}",
+            "GRANT SELECT, INSERT ON timeline, records, snapshots TO {role}",
+        ):
             conn.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=sql.Identifier(role)))
         if conn.execute("SELECT to_regclass('erased')").fetchone()[0] is not None:  # a store that erased
             conn.execute(sql.SQL("GRANT SELECT ON erased TO {}").format(sql.Identifier(role)))
@@ -147,8 +150,9 @@ class PostgresStore:
 
     def _has_tables(self) -> bool:
         # pg_tables, not to_regclass: the catalog cache may miss tables committed while this waited
-        return self._db.execute("SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() "
-                                "AND tablename = 'timeline')").fetchone()[0]
+        return self._db.execute(
+            "SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'timeline')"
+        ).fetchone()[0]
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._db)
@@ -192,12 +196,15 @@ class PostgresStore:
         """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
         if not entry_ids:
             return []
-        found = {row[1]: row_to_entry(row) for row in self._rows(
-            f"SELECT {COLUMNS} FROM timeline WHERE id = ANY(%s)", (list(entry_ids),))}
+        found = {
+            row[1]: row_to_entry(row)
+            for row in self._rows(f"SELECT {COLUMNS} FROM timeline WHERE id = ANY(%s)", (list(entry_ids),))
+        }
         return [found[i] for i in entry_ids if i in found]
 
-    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
-                situation: str | None = None) -> Iterator[Entry]:
+    def entries(
+        self, *, start: int = 0, stop: int | None = None, principal: str | None = None, situation: str | None = None
+    ) -> Iterator[Entry]:
         """Entries in timeline order, optionally by sequence range, principal and situation."""
         clauses, params = ["seq >= %s"], [start]
         for column, value in (("seq <", stop), ("principal =", principal), ("situation =", situation)):
@@ -211,26 +218,35 @@ class PostgresStore:
         """What indexing an episode reads of its entries, by id; unknown ids are absent."""
         if not entry_ids:
             return {}
-        rows = self._rows("SELECT id, kind, text, metadata, embedding, encoder FROM timeline WHERE id = ANY(%s)",
-                          (list(entry_ids),))
-        vectors = vectors_of([bytes(row[4]) for row in rows], [row[2] for row in rows], [row[5] for row in rows],
-                             writable=False)
+        rows = self._rows(
+            "SELECT id, kind, text, metadata, embedding, encoder FROM timeline WHERE id = ANY(%s)", (list(entry_ids),)
+        )
+        vectors = vectors_of(
+            [bytes(row[4]) for row in rows], [row[2] for row in rows], [row[5] for row in rows], writable=False
+        )
         decision = Kind.DECISION.value
-        return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
-                for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
+        return {
+            id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
+            for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)
+        }
 
     def decisions_between(self, principal: str, first_seq: int, last_seq: int) -> list[tuple[int, dict[str, Any]]]:
         """(seq, metadata) of a principal's decision entries from `first_seq` to `last_seq`, in order."""
-        rows = self._rows("SELECT seq, metadata FROM timeline WHERE seq >= %s AND seq <= %s AND principal = %s "
-                          "AND kind = %s ORDER BY seq", (first_seq, last_seq, principal, Kind.DECISION.value))
+        rows = self._rows(
+            "SELECT seq, metadata FROM timeline WHERE seq >= %s AND seq <= %s AND principal = %s "
+            "AND kind = %s ORDER BY seq",
+            (first_seq, last_seq, principal, Kind.DECISION.value),
+        )
         return [(seq, json.loads(metadata)) for seq, metadata in rows]
 
     def tail(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first."""
         if n <= 0:
             return []
-        rows = self._rows(f"SELECT {COLUMNS} FROM timeline WHERE principal = %s AND situation <> '' "
-                          f"ORDER BY seq DESC LIMIT %s", (principal, n))  # an erased row has no situation
+        rows = self._rows(
+            f"SELECT {COLUMNS} FROM timeline WHERE principal = %s AND situation <> '' ORDER BY seq DESC LIMIT %s",
+            (principal, n),
+        )  # an erased row has no situation
         return [row_to_entry(row) for row in reversed(rows)]
 
     def principals(self) -> list[str]:
@@ -243,20 +259,26 @@ class PostgresStore:
 
     # -- derived records and snapshots ---------------------------------------------------
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
-                    head: int | None = None) -> int:
+    def add_records(
+        self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *, head: int | None = None
+    ) -> int:
         """Insert derived records (skipping identical ones); how many were new. `head`: see `SQLiteStore`."""
         kind = kind_text(kind)
-        rows = [(record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-                for record_id, body in records]
+        rows = [
+            (record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+            for record_id, body in records
+        ]
         if not rows:
             return 0
         added = 0
         with self._write():
             if head is not None and self._head()[0] - 1 != head:
                 raise HeadMoved(f"{_shown(self.path)}: the timeline moved past seq {head}")
-            stored = dict(self._rows("SELECT id, body FROM records WHERE kind = %s AND id = ANY(%s)",
-                                     (kind, [row[0] for row in rows])))
+            stored = dict(
+                self._rows(
+                    "SELECT id, body FROM records WHERE kind = %s AND id = ANY(%s)", (kind, [row[0] for row in rows])
+                )
+            )
             seq = self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
             for record_id, body in rows:
                 if record_id in stored:
@@ -264,8 +286,9 @@ class PostgresStore:
                         raise IntegrityError(f"{kind} record {record_id} already stored with different content")
                     continue
                 seq += 1
-                self._db.execute("INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
-                                 (seq, kind, record_id, body))
+                self._db.execute(
+                    "INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)", (seq, kind, record_id, body)
+                )
                 stored[record_id] = body
                 added += 1
         return added
@@ -280,8 +303,9 @@ class PostgresStore:
 
     def records_after(self, kind: RecordKind | str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind stored after record seq `after`, in order."""
-        for seq, record_id, body in self._rows("SELECT seq, id, body FROM records WHERE kind = %s AND seq > %s "
-                                               "ORDER BY seq", (kind_text(kind), after)):
+        for seq, record_id, body in self._rows(
+            "SELECT seq, id, body FROM records WHERE kind = %s AND seq > %s ORDER BY seq", (kind_text(kind), after)
+        ):
             yield record_id, record_body.decoded(_shown(self.path), kind_text(kind), record_id, body, seq)
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
@@ -302,15 +326,20 @@ class PostgresStore:
         """The seq of the last stored record (0 when there is none)."""
         return self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
 
-    def record_rows(self, after: int, upto: int, *,
-                    bodies: Collection[str] | None = None) -> list[tuple[int, str, str, str | None]]:
+    def record_rows(
+        self, after: int, upto: int, *, bodies: Collection[str] | None = None
+    ) -> list[tuple[int, str, str, str | None]]:
         """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order; with
         `bodies`, only records of those kinds come with their body (the others' is None, and not read)."""
         if bodies is None:
-            return self._rows("SELECT seq, kind, id, body FROM records WHERE seq > %s AND seq <= %s ORDER BY seq",
-                              (after, upto))
-        return self._rows("SELECT seq, kind, id, CASE WHEN kind = ANY(%s) THEN body END FROM records "
-                          "WHERE seq > %s AND seq <= %s ORDER BY seq", (list(bodies), after, upto))
+            return self._rows(
+                "SELECT seq, kind, id, body FROM records WHERE seq > %s AND seq <= %s ORDER BY seq", (after, upto)
+            )
+        return self._rows(
+            "SELECT seq, kind, id, CASE WHEN kind = ANY(%s) THEN body END FROM records "
+            "WHERE seq > %s AND seq <= %s ORDER BY seq",
+            (list(bodies), after, upto),
+        )
 
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a snapshot unless one with this kind and id exists; whether it was new."""
@@ -318,21 +347,28 @@ class PostgresStore:
         with self._write():
             if self._rows("SELECT 1 FROM snapshots WHERE kind = %s AND id = %s", (kind, snapshot_id)):
                 return False
-            self._db.execute("INSERT INTO snapshots (seq, kind, id, meta, body) "
-                             "SELECT COALESCE(MAX(seq), 0) + 1, %s, %s, %s, %s FROM snapshots",
-                             (kind, snapshot_id, text, bytes(body)))
+            self._db.execute(
+                "INSERT INTO snapshots (seq, kind, id, meta, body) "
+                "SELECT COALESCE(MAX(seq), 0) + 1, %s, %s, %s, %s FROM snapshots",
+                (kind, snapshot_id, text, bytes(body)),
+            )
         return True
 
     def snapshots(self, kind: str) -> Iterator[tuple[str, dict[str, Any], bytes]]:
         """(id, meta, body) of the snapshots of one kind, in insertion order."""
-        for snapshot_id, meta, body in self._rows("SELECT id, meta, body FROM snapshots WHERE kind = %s ORDER BY seq",
-                                                  (kind,)):
+        for snapshot_id, meta, body in self._rows(
+            "SELECT id, meta, body FROM snapshots WHERE kind = %s ORDER BY seq", (kind,)
+        ):
             yield snapshot_id, json.loads(meta), bytes(body)
 
     def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
         """(seq, id, meta) of the snapshots of one kind, in insertion order, without bodies."""
-        return [(seq, snapshot_id, json.loads(meta)) for seq, snapshot_id, meta in self._rows(
-            "SELECT seq, id, meta FROM snapshots WHERE kind = %s ORDER BY seq", (kind,))]
+        return [
+            (seq, snapshot_id, json.loads(meta))
+            for seq, snapshot_id, meta in self._rows(
+                "SELECT seq, id, meta FROM snapshots WHERE kind = %s ORDER BY seq", (kind,)
+            )
+        ]
 
     def snapshot_body(self, seq: int) -> bytes:
         """The body of the snapshot stored at `seq` (empty when there is none)."""

@@ -9,8 +9,9 @@ the implementation; these protocols list every method the rest of the code calls
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator, Mapping, NamedTuple, Protocol, Sequence
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -60,8 +61,9 @@ class EntryLog(Protocol):
         """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
         ...
 
-    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
-                situation: str | None = None) -> Iterator[Entry]:
+    def entries(
+        self, *, start: int = 0, stop: int | None = None, principal: str | None = None, situation: str | None = None
+    ) -> Iterator[Entry]:
         """Entries in timeline order, optionally by sequence range, principal and situation."""
         ...
 
@@ -90,8 +92,9 @@ class EntryLog(Protocol):
 class RecordLog(Protocol):
     """Derived records (episodes, edges, fact versions, ...), insert-only, in insertion order."""
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
-                    head: int | None = None) -> int:
+    def add_records(
+        self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *, head: int | None = None
+    ) -> int:
         """Insert derived records; an existing identical record is skipped. Returns how many were new.
 
         With `head`, only while the timeline's last entry is at that seq (else `HeadMoved`).
@@ -126,8 +129,9 @@ class RecordLog(Protocol):
         """The seq of the last stored record (0 when there is none)."""
         ...
 
-    def record_rows(self, after: int, upto: int, *,
-                    bodies: Collection[str] | None = None) -> list[tuple[int, str, str, str | None]]:
+    def record_rows(
+        self, after: int, upto: int, *, bodies: Collection[str] | None = None
+    ) -> list[tuple[int, str, str, str | None]]:
         """(seq, kind, id, body JSON text) of the records with ``after < seq <= upto``, in order; with
         `bodies`, only records of those kinds come with their body (the others' is None, and not read)."""
         ...

@@ -28,22 +28,29 @@ from memory.errors import DamagedBody, DamagedStore, IntegrityError
 
 # Least useful first: zlib finds the end of the dictionary cheapest to refer to.
 DICTIONARY = (
-    '{"conclusion":"","condition":[],"confidence":0.5,"contradict":[],"created_at":"","fact_id":"fact-",'
-    '"principal":"","reason":"extracted: shared by episodes confirming the conclusion, rare elsewhere",'
-    '"since":null,"status":"active","supersedes":null,"support":[],"version":1}'
-    '{"episode":""}'
-    '{"evidence":"choice \'\' instead of \'\' after the correction \\"\\"; outcome SUCCESS","source":"",'
-    '"target":"","type":"LEARNED_FROM","weight":0.9}'
-    '"type":"CAUSED_BY""type":"LED_TO""type":"RETRY_OF""type":"CONTINUATION""type":"CONTRADICTED"'
-    '"outcome":"PARTIAL""outcome":"UNKNOWN","outcome_evidence":"no outcome signal"'
-    '"outcome":"SUCCESS","outcome_evidence":"structured status \'success\' on outcome \\"'
-    '"outcome":"FAILURE","outcome_evidence":"structured status \'failure\' on outcome \\"'
-    '{"actions":[],"assumptions":[],"choices":[""],"corrections":[""],"decisions":["Decision: "],'
-    '"end":"2026-01-01T00:00:00.000000Z","entry_ids":["'
-).encode("utf-8")
+    b'{"conclusion":"","condition":[],"confidence":0.5,"contradict":[],"created_at":"","fact_id":"fact-",'
+    b'"principal":"","reason":"extracted: shared by episodes confirming the conclusion, rare elsewhere",'
+    b'"since":null,"status":"active","supersedes":null,"support":[],"version":1}'
+    b'{"episode":""}'
+    b'{"evidence":"choice \'\' instead of \'\' after the correction \\"\\"; outcome SUCCESS","source":"",'
+    b'"target":"","type":"LEARNED_FROM","weight":0.9}'
+    b'"type":"CAUSED_BY""type":"LED_TO""type":"RETRY_OF""type":"CONTINUATION""type":"CONTRADICTED"'
+    b'"outcome":"PARTIAL""outcome":"UNKNOWN","outcome_evidence":"no outcome signal"'
+    b'"outcome":"SUCCESS","outcome_evidence":"structured status \'success\' on outcome \\"'
+    b'"outcome":"FAILURE","outcome_evidence":"structured status \'failure\' on outcome \\"'
+    b'{"actions":[],"assumptions":[],"choices":[""],"corrections":[""],"decisions":["Decision: "],'
+    b'"end":"2026-01-01T00:00:00.000000Z","entry_ids":["'
+)
 
 LEVEL = 6
-_JSON_NAMES = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean", type(None): "null"}
+_JSON_NAMES = {
+    list: "a list",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 
 def pack(text: str) -> str | bytes:

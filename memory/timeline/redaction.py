@@ -23,7 +23,8 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 
 class Redactor(Protocol):
@@ -51,9 +52,11 @@ def luhn_ok(digits: str) -> bool:
 # alone unless it holds at least 8 digits (the callbacks check), which the pre-check relies on.
 _EMAIL = re.compile(r"(?<![\w.%+-])[\w.%+-]+@[\w-]+(?:\.[\w-]+)*\.[^\W\d_]{2,}(?![\w-])")
 _BEARER = re.compile(r"\b(Bearer|Basic|Token)\s+([A-Za-z0-9\-._~+/]{8,}=*)", re.IGNORECASE)
-_SECRET_NAME = (r"(?:api[_-]?key|apikey|secret|token|password|passwd|passphrase|pwd|access[_-]?key"
-                r"|private[_-]?key|credentials?|creds|(?<![a-z])pass(?![a-z])|(?<![a-z])pw(?![a-z])"
-                r"|(?:account|auth|license|licence|subscription|signing|encryption|master)[_-]?key)")
+_SECRET_NAME = (
+    r"(?:api[_-]?key|apikey|secret|token|password|passwd|passphrase|pwd|access[_-]?key"
+    r"|private[_-]?key|credentials?|creds|(?<![a-z])pass(?![a-z])|(?<![a-z])pw(?![a-z])"
+    r"|(?:account|auth|license|licence|subscription|signing|encryption|master)[_-]?key)"
+)
 _KEYED_SECRET = re.compile(
     r"(?<![A-Za-z0-9])([A-Za-z0-9_.-]*?" + _SECRET_NAME + r"[A-Za-z0-9_.-]*)"
     r"""(["']?\s*[:=]\s*)(["']?)([^\s'"]{6,})\3""",
@@ -65,9 +68,11 @@ _XML_SECRET = re.compile(r"(<([\w:.-]*" + _SECRET_NAME + r"[\w:.-]*)>)([^<>]{1,2
 # Between the label and "is", ":" or "=" may stand up to five words or a parenthesis ("the password
 # for the admin account is …", "temp password (expires friday): …"). Which values count is
 # decided in `_phrased`: written like a secret, or quoted.
-_LABEL = (r"pass(?:word|wd|phrase)?|pwd|pw|creds|credentials?|secret|token"
-          r"|(?:api|access|secret|secret[\s_-]access|private|license|licence|subscription|signing|encryption"
-          r"|master|auth|account)[\s_-]?key|apikey")
+_LABEL = (
+    r"pass(?:word|wd|phrase)?|pwd|pw|creds|credentials?|secret|token"
+    r"|(?:api|access|secret|secret[\s_-]access|private|license|licence|subscription|signing|encryption"
+    r"|master|auth|account)[\s_-]?key|apikey"
+)
 _PHRASED_SECRET = re.compile(
     r"(?<![A-Za-z0-9])(?:" + _LABEL + r")(?![A-Za-z0-9])"
     r"(?:(?:\s+[\w.@/-]+){1,5}?\s*(?:\([^()]{0,40}\))?|\s*\([^()]{0,40}\))?"
@@ -81,14 +86,20 @@ _PHRASED_SECRET = re.compile(
 )
 # Credentials in connection strings: scheme://user:password@host (the password may hold "@": the
 # last "@" before the host ends it), and Oracle's thin JDBC form user/password@.
-_URL_PASSWORD = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+)@"
-                           r"|\b(jdbc:oracle:[a-z]+:[^\s/@:]+/)([^\s@]+)@")
+_URL_PASSWORD = re.compile(
+    r"\b([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:)([^\s/]+)@"
+    r"|\b(jdbc:oracle:[a-z]+:[^\s/@:]+/)([^\s@]+)@"
+)
 # Credentials on a command line: curl -u user:password, mysql -u root -pPASSWORD, --password X
-_CLI_PASSWORD = re.compile(r"(?<!\S)((?:-u|--user)\s+[^\s:]+:)(\S+)"
-                           r"|(?<!\S)(-u\s*\S+\s+-p\s*)(\S+)"
-                           r"|(?<!\S)(--password(?:=|\s+))(\S+)")
-_PEM = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
-                  r"(?:[\s\S]*?-----END \1-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)")
+_CLI_PASSWORD = re.compile(
+    r"(?<!\S)((?:-u|--user)\s+[^\s:]+:)(\S+)"
+    r"|(?<!\S)(-u\s*\S+\s+-p\s*)(\S+)"
+    r"|(?<!\S)(--password(?:=|\s+))(\S+)"
+)
+_PEM = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+    r"(?:[\s\S]*?-----END \1-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)"
+)
 _PREFIXED_KEY = re.compile(
     r"\b(?:sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"
@@ -118,19 +129,28 @@ _PREFIXED_KEY = re.compile(
 # access key (40 base-64 characters) in a text that holds an access key id or says "aws", a
 # Twilio auth token (32 hex digits) in one that holds an account SID or says "twilio".
 _PAIRED_SECRETS = (
-    (re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?i:aws)"), re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")),
+    (
+        re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}|(?i:aws)"),
+        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+    ),
     (re.compile(r"\bAC[0-9a-f]{32}\b|(?i:twilio)"), re.compile(r"(?<![A-Za-z0-9])[0-9a-f]{32}(?![A-Za-z0-9])")),
 )
 # Cards: four groups of four, Amex's 4-6-5, or 13-19 contiguous digits (Luhn-checked; see `_card`),
 # never inside a word: a hex id such as an episode id holds digit runs that pass the Luhn check.
 _CARD = re.compile(r"(?<![\w.,])(?:\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}|\d{4}([ -])\d{6}\2\d{5}|\d{13,19})(?![\d.,]*\d|\w)")
 # A contiguous run is a card only near a card word and not right after an id's label.
-_CARD_WORD = re.compile(r"(?<![A-Za-z])(?:cards?|card[_-]?(?:number|no|num)|cardholder|visa|master\s?card|amex"
-                        r"|american\s+express|discover|diners|jcb|unionpay|maestro|cc|ccn|cc[_-]?num(?:ber)?|pan"
-                        r"|credit|debit)(?![A-Za-z])", re.IGNORECASE)
-_ID_LABEL = re.compile(r"(?<![A-Za-z])(?:ids?|request|req|trace|span|order|txn|transaction|invoice|ticket|job|build"
-                       r"|run|ref|reference|correlation|session|account|acct|user|customer|msg|message|event|batch"
-                       r"|shipment|tracking)(?:[_-]?id)?[\s:=#_-]{0,3}$|#\s?$", re.IGNORECASE)
+_CARD_WORD = re.compile(
+    r"(?<![A-Za-z])(?:cards?|card[_-]?(?:number|no|num)|cardholder|visa|master\s?card|amex"
+    r"|american\s+express|discover|diners|jcb|unionpay|maestro|cc|ccn|cc[_-]?num(?:ber)?|pan"
+    r"|credit|debit)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_ID_LABEL = re.compile(
+    r"(?<![A-Za-z])(?:ids?|request|req|trace|span|order|txn|transaction|invoice|ticket|job|build"
+    r"|run|ref|reference|correlation|session|account|acct|user|customer|msg|message|event|batch"
+    r"|shipment|tracking)(?:[_-]?id)?[\s:=#_-]{0,3}$|#\s?$",
+    re.IGNORECASE,
+)
 _CARD_CONTEXT = 40  # characters looked at before a contiguous run for a card word (half as many after)
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
 _SSN = re.compile(r"(?<![\w-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
@@ -145,10 +165,14 @@ _PHONE = re.compile(
     r"|(?<![\w.])[6-9]\d{4}[ -]\d{5}(?![\w.])"
 )
 # (never the word of a placeholder: "[PHONE#11072303]" has a digest of digits only, about one time in 40)
-_PHONE_WORD = re.compile(r"(?<!\[)\b(?:phone|tel|telephone|mobile|cell|call|fax|sms|whatsapp)\b"
-                         r"(?:\W{1,3}(?:me|us|them|at|on|is|no|number|nr))*\W{1,3}(\+?\d[\d ().-]{6,18}\d)",
-                         re.IGNORECASE)
-_IP_CANDIDATE = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:]))")
+_PHONE_WORD = re.compile(
+    r"(?<!\[)\b(?:phone|tel|telephone|mobile|cell|call|fax|sms|whatsapp)\b"
+    r"(?:\W{1,3}(?:me|us|them|at|on|is|no|number|nr))*\W{1,3}(\+?\d[\d ().-]{6,18}\d)",
+    re.IGNORECASE,
+)
+_IP_CANDIDATE = re.compile(
+    r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:]))"
+)
 
 
 # A necessary condition for any default pattern above to match, checked before running them
@@ -171,14 +195,18 @@ _IP_CANDIDATE = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}(?!\w|\.\d)|[0
 #   _DIGIT_GROUPS (with the same Unicode-aware \d) or, for _PHONE_WORD, a phone word.
 _SECRET_WORDS = ("key", "token", "secret", "pw", "pass", "cred", "bearer", "basic", "aws", "twilio")
 ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-_KEY_PREFIX = re.compile(r"sk-|_live_|_test_|whsec_|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|hf_|dop_v1_"
-                         r"|shp(?:at|ca|pa|ss)_|hv[sb]\.|SG\.|xox[abprse]-|xapp-|AIza|ya29\.|GOCSPX-|(?:AC|SK)[0-9a-f]|eyJ"
-                         r"|hooks\.slack\.com|discord|jdbc:oracle:|(?<!\S)(?:-u|--user\s|--password)")
+_KEY_PREFIX = re.compile(
+    r"sk-|_live_|_test_|whsec_|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|hf_|dop_v1_"
+    r"|shp(?:at|ca|pa|ss)_|hv[sb]\.|SG\.|xox[abprse]-|xapp-|AIza|ya29\.|GOCSPX-|(?:AC|SK)[0-9a-f]|eyJ"
+    r"|hooks\.slack\.com|discord|jdbc:oracle:|(?<!\S)(?:-u|--user\s|--password)"
+)
 # The lookahead only states what every alternative starts with: the engine then skips most
 # positions at once instead of trying each alternative there (several times faster).
-_DIGIT_GROUPS = re.compile(r"(?=[\d+A-Z])(?:\d{13}|\d{4}[ -]\d{4}|\d{4}[ -]\d{6}|[A-Z]{2}\d\d ?[A-Z0-9]{4}"
-                           r"|\d{3}-\d\d-\d{4}|\+\d|\d{3}\) ?\d{3}|\d{3}[-.]\d{3}|\d\d[ .]\d\d[ .]\d\d|\d\)?[ /-]\d{3}"
-                           r"|\d{4}[ -]\d{5})")
+_DIGIT_GROUPS = re.compile(
+    r"(?=[\d+A-Z])(?:\d{13}|\d{4}[ -]\d{4}|\d{4}[ -]\d{6}|[A-Z]{2}\d\d ?[A-Z0-9]{4}"
+    r"|\d{3}-\d\d-\d{4}|\+\d|\d{3}\) ?\d{3}|\d{3}[-.]\d{3}|\d\d[ .]\d\d[ .]\d\d|\d\)?[ /-]\d{3}"
+    r"|\d{4}[ -]\d{5})"
+)
 # The words _PHONE_WORD needs, looked for in the folded lower-case text (as the secret words are)
 _PHONE_WORDS = ("phone", "tel", "mobile", "cell", "call", "fax", "sms", "whatsapp")
 _DIGITS = b"0123456789"
@@ -256,9 +284,17 @@ def _looks_secret(value: str) -> bool:
 
 
 # Card brands: the prefix of each, and the lengths it is issued in
-_BRANDS = re.compile(r"(?P<amex>3[47])|(?P<diners>3(?:0[0-5]|[68]))|(?P<visa>4)|(?P<mastercard>5[1-5]|2(?:2[2-9]|[3-6]\d"
-                     r"|7[01]|720))|(?P<long>6011|65|64[4-9]|62|35(?:2[89]|[3-8]\d))")
-_BRAND_LENGTHS = {"amex": (15,), "diners": (14, 16), "visa": (13, 16, 19), "mastercard": (16,), "long": (16, 17, 18, 19)}
+_BRANDS = re.compile(
+    r"(?P<amex>3[47])|(?P<diners>3(?:0[0-5]|[68]))|(?P<visa>4)|(?P<mastercard>5[1-5]|2(?:2[2-9]|[3-6]\d"
+    r"|7[01]|720))|(?P<long>6011|65|64[4-9]|62|35(?:2[89]|[3-8]\d))"
+)
+_BRAND_LENGTHS = {
+    "amex": (15,),
+    "diners": (14, 16),
+    "visa": (13, 16, 19),
+    "mastercard": (16,),
+    "long": (16, 17, 18, 19),
+}
 
 
 def _written_as_card(text: str, start: int, end: int, digits: str) -> bool:
@@ -270,10 +306,10 @@ def _written_as_card(text: str, start: int, end: int, digits: str) -> bool:
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
-    before = text[max(line_start, start - _CARD_CONTEXT):start]
+    before = text[max(line_start, start - _CARD_CONTEXT) : start]
     if _ID_LABEL.search(before):
         return False
-    after = text[end:min(line_end, end + _CARD_CONTEXT // 2)]
+    after = text[end : min(line_end, end + _CARD_CONTEXT // 2)]
     return _CARD_WORD.search(before) is not None or _CARD_WORD.search(after) is not None
 
 
@@ -328,8 +364,9 @@ class PatternRedactor:
 
     def _redact_numbers(self, text: str) -> str:
         """The number patterns of `redact_all` (and IP addresses when asked), in its order."""
-        text = _IBAN.sub(lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if _iban_ok(m.group(0))
-                         else m.group(0), text)
+        text = _IBAN.sub(
+            lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if _iban_ok(m.group(0)) else m.group(0), text
+        )
         text = _CARD.sub(self._card, text)
         text = _SSN.sub(lambda m: self._token("SSN", m.group(0)), text)
         text = _PHONE_WORD.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + self._phone(m.group(1)), text)
@@ -340,7 +377,7 @@ class PatternRedactor:
         """A match of alternatives each of two groups, (what stays, the secret): the secret replaced."""
         i = next(i for i in range(1, len(match.groups()), 2) if match.group(i) is not None)
         head, value = match.group(i), match.group(i + 1)
-        rest = match.group(0)[len(head) + len(value):]  # the "@" after a URL's password
+        rest = match.group(0)[len(head) + len(value) :]  # the "@" after a URL's password
         return match.group(0) if _is_placeholder(value) else f"{head}{self._token('SECRET', value)}{rest}"
 
     def _bearer(self, match: re.Match[str]) -> str:
@@ -371,7 +408,7 @@ class PatternRedactor:
         if _is_placeholder(value) or not (quoted or _looks_secret(value)):
             return match.group(0)
         start = match.start(group) - match.start(0)
-        return match.group(0)[:start] + self._token("SECRET", value) + match.group(0)[start + len(value):]
+        return match.group(0)[:start] + self._token("SECRET", value) + match.group(0)[start + len(value) :]
 
     def _keyed(self, match: re.Match[str]) -> str:
         value = match.group(4)

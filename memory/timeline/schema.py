@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import Enum
-from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -113,9 +114,12 @@ COLUMNS = "seq, id, prev_id, timestamp, principal, situation, role, kind, text, 
 # the row. Reads put the id back (`READ_COLUMNS`), so an entry reads exactly as it was written,
 # and `python -m memory verify` still recomputes every id from the one before it.
 LINKED = ""
-READ_COLUMNS = COLUMNS.replace("prev_id", f"CASE WHEN prev_id <> '{LINKED}' THEN prev_id ELSE COALESCE("
-                               "(SELECT before.id FROM timeline AS before WHERE before.seq = timeline.seq - 1), "
-                               f"'{LINKED}') END")  # a missing row before (damage) leaves the link empty
+READ_COLUMNS = COLUMNS.replace(
+    "prev_id",
+    f"CASE WHEN prev_id <> '{LINKED}' THEN prev_id ELSE COALESCE("
+    "(SELECT before.id FROM timeline AS before WHERE before.seq = timeline.seq - 1), "
+    f"'{LINKED}') END",
+)  # a missing row before (damage) leaves the link empty
 
 
 class RecordKind(str, Enum):
@@ -141,11 +145,25 @@ def row_to_entry(row: Sequence[Any]) -> Entry:
 def rows_to_entries(rows: Sequence[Sequence[Any]]) -> list[Entry]:
     """The entries stored in timeline rows (columns in `COLUMNS` order); derived vectors are recomputed together."""
     vectors = vectors_of([row[11] for row in rows], [row[8] for row in rows], [row[10] for row in rows])
-    return [Entry(id=id_, prev_id=prev_id, seq=seq, timestamp=parse_timestamp(ts), principal=principal,
-                  situation=situation, role=Role(role), kind=Kind(kind), text=text, metadata=json.loads(metadata),
-                  embedding=vector, encoder=encoder)
-            for (seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, _), vector
-            in zip(rows, vectors)]
+    return [
+        Entry(
+            id=id_,
+            prev_id=prev_id,
+            seq=seq,
+            timestamp=parse_timestamp(ts),
+            principal=principal,
+            situation=situation,
+            role=Role(role),
+            kind=Kind(kind),
+            text=text,
+            metadata=json.loads(metadata),
+            embedding=vector,
+            encoder=encoder,
+        )
+        for (seq, id_, prev_id, ts, principal, situation, role, kind, text, metadata, encoder, _), vector in zip(
+            rows, vectors
+        )
+    ]
 
 
 def stream_entries(rows: Iterable[Sequence[Any]], batch: int = 256) -> Iterator[Entry]:
@@ -165,8 +183,9 @@ def stream_entries(rows: Iterable[Sequence[Any]], batch: int = 256) -> Iterator[
             yield from converted
 
 
-def vectors_of(blobs: Sequence[bytes], texts: Sequence[str], encoders: Sequence[str], *,
-               writable: bool = True) -> list[np.ndarray]:
+def vectors_of(
+    blobs: Sequence[bytes], texts: Sequence[str], encoders: Sequence[str], *, writable: bool = True
+) -> list[np.ndarray]:
     """The embeddings of stored rows: unpacked from their blobs, or recomputed from their texts.
 
     Derived blobs (`memory.timeline.blob`) are encoded in one batch per encoder. Raises
@@ -204,8 +223,9 @@ def linked_rows(rows: Sequence[tuple[Any, ...]], before: str | None) -> list[tup
     return stored
 
 
-def entry_to_row(entry: Entry, blob: bytes | None = None, timestamp: str | None = None,
-                 metadata: str | None = None) -> tuple[Any, ...]:
+def entry_to_row(
+    entry: Entry, blob: bytes | None = None, timestamp: str | None = None, metadata: str | None = None
+) -> tuple[Any, ...]:
     """The timeline row of an entry; parts already computed by the caller are passed in."""
     return (
         entry.seq,
@@ -283,8 +303,10 @@ def prepare(drafts: Sequence[EntryDraft], *, derive: bool = False) -> Prepared:
     vector is recomputed when read.
     """
     vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
-    derived = [derive and draft.encoded_from_text() and _rebuilds(draft.encoder, vector)
-               for draft, vector in zip(drafts, vectors)]
+    derived = [
+        derive and draft.encoded_from_text() and _rebuilds(draft.encoder, vector)
+        for draft, vector in zip(drafts, vectors)
+    ]
     packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
     blobs = [embedding_blob.DERIVED if d else next(packed) for d in derived]
     return Prepared(drafts, [canonical_fields(d) for d in drafts], [embedding_digest(v) for v in vectors], blobs)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,11 +45,13 @@ def packaged_file(distribution: str, relative: str) -> Path:
     try:
         located = Path(str(metadata.distribution(distribution).locate_file(relative)))
     except metadata.PackageNotFoundError as exc:
-        raise EncoderUnavailable(f"the semantic encoder needs the package {distribution!r}, which is not "
-                                 f"installed: {EXTRA_HINT}") from exc
+        raise EncoderUnavailable(
+            f"the semantic encoder needs the package {distribution!r}, which is not installed: {EXTRA_HINT}"
+        ) from exc
     if not located.is_file():
-        raise EncoderUnavailable(f"the package {distribution!r} does not hold {relative} (found no {located}); "
-                                 f"reinstall it: {EXTRA_HINT}")
+        raise EncoderUnavailable(
+            f"the package {distribution!r} does not hold {relative} (found no {located}); reinstall it: {EXTRA_HINT}"
+        )
     return located
 
 
@@ -79,8 +82,15 @@ class SemanticEncoder:
         EncoderUnavailable: a file is missing or ``onnxruntime``/``tokenizers`` are not installed.
     """
 
-    def __init__(self, model: str | Path | None = None, tokenizer: str | Path | None = None, *, dim: int = 384,
-                 threads: int = 1, cache_limit: int = 100_000) -> None:
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        tokenizer: str | Path | None = None,
+        *,
+        dim: int = 384,
+        threads: int = 1,
+        cache_limit: int = 100_000,
+    ) -> None:
         self.model_path = Path(model) if model is not None else packaged_file(*PACKAGED_MODEL)
         self.tokenizer_path = Path(tokenizer) if tokenizer is not None else packaged_file(*PACKAGED_TOKENIZER)
         for path in (self.model_path, self.tokenizer_path):
@@ -96,12 +106,22 @@ class SemanticEncoder:
         self._loaded_in = 0  # the process id that loaded the runtime
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"model": str(self.model_path), "tokenizer": str(self.tokenizer_path), "dim": self.dim,
-                "threads": self.threads, "cache_limit": self.cache_limit}
+        return {
+            "model": str(self.model_path),
+            "tokenizer": str(self.tokenizer_path),
+            "dim": self.dim,
+            "threads": self.threads,
+            "cache_limit": self.cache_limit,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["model"], state["tokenizer"], dim=state["dim"], threads=state["threads"],  # type: ignore[misc]
-                      cache_limit=state["cache_limit"])
+        self.__init__(
+            state["model"],
+            state["tokenizer"],
+            dim=state["dim"],
+            threads=state["threads"],  # type: ignore[misc]
+            cache_limit=state["cache_limit"],
+        )
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
@@ -138,8 +158,9 @@ class SemanticEncoder:
             import onnxruntime
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise EncoderUnavailable(f"the semantic encoder needs onnxruntime and tokenizers ({exc}): "
-                                     f"{EXTRA_HINT}") from exc
+            raise EncoderUnavailable(
+                f"the semantic encoder needs onnxruntime and tokenizers ({exc}): {EXTRA_HINT}"
+            ) from exc
         tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
         tokenizer.no_padding()
         tokenizer.enable_truncation(MAX_TOKENS)
@@ -150,6 +171,7 @@ class SemanticEncoder:
         session = onnxruntime.InferenceSession(str(self.model_path), options, providers=["CPUExecutionProvider"])
         width = session.get_outputs()[0].shape[-1]
         if width != self.dim:
-            raise EncoderUnavailable(f"semantic encoder: {self.model_path} makes {width}-dimensional vectors, "
-                                     f"not {self.dim}")
+            raise EncoderUnavailable(
+                f"semantic encoder: {self.model_path} makes {width}-dimensional vectors, not {self.dim}"
+            )
         return session, tokenizer, frozenset(i.name for i in session.get_inputs())

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
-from memory.timeline import integrity as anchors
 from memory.timeline import erasure, portable, record_body, sidecars
+from memory.timeline import integrity as anchors
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -29,9 +30,23 @@ from memory.timeline.entries import (
     verify_chain,
 )
 from memory.timeline.protocols import EntryParts, StoreStats
-from memory.timeline.schema import (COLUMNS, READ_COLUMNS, SCHEMA_VERSION, RecordKind, chain_rows, entry_to_row,
-                                    imported_blobs, kind_text, linked_rows, pack_embeddings, prepare, row_to_entry,
-                                    rows_to_entries, stream_entries, vectors_of)
+from memory.timeline.schema import (
+    COLUMNS,
+    READ_COLUMNS,
+    SCHEMA_VERSION,
+    RecordKind,
+    chain_rows,
+    entry_to_row,
+    imported_blobs,
+    kind_text,
+    linked_rows,
+    pack_embeddings,
+    prepare,
+    row_to_entry,
+    rows_to_entries,
+    stream_entries,
+    vectors_of,
+)
 
 
 class SQLiteStore:
@@ -44,14 +59,21 @@ class SQLiteStore:
             survive power loss; ``"NORMAL"`` in WAL mode survives process crashes only.
     """
 
-    def __init__(self, path: str | Path = ":memory:", *, create: bool = True, synchronous: str = "FULL",
-                 lock_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        create: bool = True,
+        synchronous: str = "FULL",
+        lock_timeout: float = 30.0,
+    ) -> None:
         self.path = str(path)
         self._lock_timeout = lock_timeout
         if self.path != ":memory:":  # before anything is written: a link would be written through
             sidecars.refuse_links(self.path)
-        self._db, self._schema = open_database(self.path, create=create, synchronous=synchronous,
-                                               lock_timeout=lock_timeout)
+        self._db, self._schema = open_database(
+            self.path, create=create, synchronous=synchronous, lock_timeout=lock_timeout
+        )
         self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
         self.vectors_path = f"{self.path}-vectors" if self.path != ":memory:" else None  # `memory.persistence.vectors`
         # A file keeps a hashing-encoder vector as its text alone (recomputed on read); a store
@@ -132,11 +154,14 @@ class SQLiteStore:
         """`columns` of the entries among `entry_ids`, 900 ids a query (SQLite's limit: 999)."""
         rows: list[tuple[Any, ...]] = []
         for chunk in (list(entry_ids[start : start + 900]) for start in range(0, len(entry_ids), 900)):
-            rows += self._db.execute(f"SELECT {columns} FROM timeline WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            rows += self._db.execute(
+                f"SELECT {columns} FROM timeline WHERE id IN ({','.join('?' * len(chunk))})", chunk
+            )
         return rows
 
-    def entries(self, *, start: int = 0, stop: int | None = None, principal: str | None = None,
-                situation: str | None = None) -> Iterator[Entry]:
+    def entries(
+        self, *, start: int = 0, stop: int | None = None, principal: str | None = None, situation: str | None = None
+    ) -> Iterator[Entry]:
         """Entries in timeline order, optionally by sequence range, principal and situation."""
         clauses, params = ["seq >= ?"], [start]
         if stop is not None:
@@ -164,14 +189,20 @@ class SQLiteStore:
         seqs: list[int] = []
         situation = ""
         while True:
-            row = self._db.execute("SELECT situation FROM timeline WHERE principal = ? AND situation > ? "
-                                   "ORDER BY situation LIMIT 1", (principal, situation)).fetchone()
+            row = self._db.execute(
+                "SELECT situation FROM timeline WHERE principal = ? AND situation > ? ORDER BY situation LIMIT 1",
+                (principal, situation),
+            ).fetchone()
             if row is None:
                 break
             situation = row[0]
-            seqs += [r[0] for r in self._db.execute(
-                "SELECT seq FROM timeline WHERE principal = ? AND situation = ? ORDER BY seq DESC LIMIT ?",
-                (principal, situation, n))]
+            seqs += [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT seq FROM timeline WHERE principal = ? AND situation = ? ORDER BY seq DESC LIMIT ?",
+                    (principal, situation, n),
+                )
+            ]
         last = sorted(seqs)[-n:]
         if not last:
             return []
@@ -186,28 +217,40 @@ class SQLiteStore:
         only for decisions, embeddings as read-only views of the stored bytes.
         """
         rows, decision = self._by_ids("id, kind, text, metadata, embedding, encoder", entry_ids), Kind.DECISION.value
-        vectors = vectors_of([row[4] for row in rows], [row[2] for row in rows], [row[5] for row in rows], writable=False)
-        return {id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
-                for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)}
+        vectors = vectors_of(
+            [row[4] for row in rows], [row[2] for row in rows], [row[5] for row in rows], writable=False
+        )
+        return {
+            id_: EntryParts(id_, Kind(kind), text, json.loads(metadata) if kind == decision else {}, vector)
+            for (id_, kind, text, metadata, _, _), vector in zip(rows, vectors)
+        }
 
     def decisions_between(self, principal: str, first_seq: int, last_seq: int) -> list[tuple[int, dict[str, Any]]]:
         """(seq, metadata) of a principal's decision entries from `first_seq` to `last_seq`, in order."""
-        rows = self._db.execute("SELECT seq, metadata FROM timeline WHERE seq >= ? AND seq <= ? AND +principal = ? "
-                                "AND kind = ? ORDER BY seq", (first_seq, last_seq, principal, Kind.DECISION.value))
-        return [(seq, json.loads(metadata)) for seq, metadata in rows]  # (+principal: a range of seqs, not of the index)
+        rows = self._db.execute(
+            "SELECT seq, metadata FROM timeline WHERE seq >= ? AND seq <= ? AND +principal = ? "
+            "AND kind = ? ORDER BY seq",
+            (first_seq, last_seq, principal, Kind.DECISION.value),
+        )
+        return [
+            (seq, json.loads(metadata)) for seq, metadata in rows
+        ]  # (+principal: a range of seqs, not of the index)
 
     # -- derived records ----------------------------------------------------------------
 
-    def add_records(self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *,
-                    head: int | None = None) -> int:
+    def add_records(
+        self, kind: RecordKind | str, records: Iterable[tuple[str, Mapping[str, Any]]], *, head: int | None = None
+    ) -> int:
         """Insert derived records; an existing identical record is skipped. Returns how many were new.
 
         With `head`, the records are stored only while the timeline's last entry is at that seq
         (checked under the write lock; `HeadMoved` otherwise), e.g. a flush point other writers must see.
         """
         kind = kind_text(kind)
-        texts = [(record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-                 for record_id, body in records]
+        texts = [
+            (record_id, json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+            for record_id, body in records
+        ]
         rows, added = [(kind, record_id, record_body.pack(text)) for record_id, text in texts], 0
         if not rows:
             return 0
@@ -247,21 +290,26 @@ class SQLiteStore:
         low, high = self._db.execute("SELECT MIN(seq), MAX(seq) FROM records WHERE kind = ?", (kind,)).fetchone()
         if low is None:
             return self._db.execute("SELECT NULL WHERE 0")
-        return self._db.execute(f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? AND {anchors.SEALED} "
-                                "ORDER BY seq", (*params, low, high, kind))
+        return self._db.execute(
+            f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? AND {anchors.SEALED} ORDER BY seq",
+            (*params, low, high, kind),
+        )
 
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a derived binary snapshot (ignored when one with this kind and id exists); whether it was new."""
         text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         with self._write():
-            cursor = self._db.execute("INSERT OR IGNORE INTO snapshots (kind, id, meta, body) VALUES (?,?,?,?)",
-                                      (kind, snapshot_id, text, body))
+            cursor = self._db.execute(
+                "INSERT OR IGNORE INTO snapshots (kind, id, meta, body) VALUES (?,?,?,?)",
+                (kind, snapshot_id, text, body),
+            )
         return bool(cursor.rowcount)
 
     def snapshots(self, kind: str) -> Iterator[tuple[str, dict[str, Any], bytes]]:
         """(id, meta, body) of the snapshots of one kind, in insertion order."""
         for snapshot_id, meta, body in self._db.execute(
-                "SELECT id, meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (kind,)):
+            "SELECT id, meta, body FROM snapshots WHERE kind = ? ORDER BY seq", (kind,)
+        ):
             yield snapshot_id, json.loads(meta), body
 
     # -- reads for opening from snapshots ------------------------------------------------------
@@ -270,17 +318,22 @@ class SQLiteStore:
         """Records of one kind stored after record `after` (a records seq), in insertion order."""
         kind = kind_text(kind)
         for seq, record_id, body in self._db.execute(
-                f"SELECT seq, id, body FROM records WHERE seq > ? AND +kind = ? AND {anchors.SEALED} ORDER BY seq", (after, kind)):
+            f"SELECT seq, id, body FROM records WHERE seq > ? AND +kind = ? AND {anchors.SEALED} ORDER BY seq",
+            (after, kind),
+        ):
             yield record_id, record_body.decoded(self.path, kind, record_id, body, seq)
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
         kind = kind_text(kind)
         try:
-            row = self._db.execute(f"SELECT body, seq FROM records WHERE kind = ? AND id = ? AND {anchors.SEALED}",
-                                   (kind, record_id)).fetchone()
+            row = self._db.execute(
+                f"SELECT body, seq FROM records WHERE kind = ? AND id = ? AND {anchors.SEALED}", (kind, record_id)
+            ).fetchone()
         except sqlite3.ProgrammingError as exc:
-            raise StoreError(f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)") from exc
+            raise StoreError(
+                f"{self.path}: the store is closed ({kind} {record_id[:12]}… was not read before)"
+            ) from exc
         return record_body.decoded(self.path, kind, record_id, *row) if row else None
 
     def record_ids(self, kind: RecordKind | str) -> list[str]:
@@ -296,19 +349,29 @@ class SQLiteStore:
         """The seq of the last stored record (0 when there is none)."""
         return self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
 
-    def record_rows(self, after: int, upto: int, *,
-                    bodies: Collection[str] | None = None) -> list[tuple[int, str, str, str | None]]:
+    def record_rows(
+        self, after: int, upto: int, *, bodies: Collection[str] | None = None
+    ) -> list[tuple[int, str, str, str | None]]:
         """(seq, kind, id, body JSON text) of the records ``after < seq <= upto``; only kinds in `bodies` read theirs."""
         wanted = "1" if bodies is None else f"kind IN ({','.join('?' * len(bodies))})" if bodies else "0"
-        rows = self._db.execute(f"SELECT seq, kind, id, CASE WHEN {wanted} THEN body END FROM records "
-                                "WHERE seq > ? AND seq <= ? ORDER BY seq", (*(bodies or ()), after, upto))
-        return [(seq, kind, i, None if body is None else anchors.unpacked(self.path, seq, kind, i, body))
-                for seq, kind, i, body in rows]
+        rows = self._db.execute(
+            f"SELECT seq, kind, id, CASE WHEN {wanted} THEN body END FROM records "
+            "WHERE seq > ? AND seq <= ? ORDER BY seq",
+            (*(bodies or ()), after, upto),
+        )
+        return [
+            (seq, kind, i, None if body is None else anchors.unpacked(self.path, seq, kind, i, body))
+            for seq, kind, i, body in rows
+        ]
 
     def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
         """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
-        return [(seq, snapshot_id, json.loads(meta)) for seq, snapshot_id, meta in self._db.execute(
-            "SELECT seq, id, meta FROM snapshots WHERE kind = ? ORDER BY seq", (kind,))]
+        return [
+            (seq, snapshot_id, json.loads(meta))
+            for seq, snapshot_id, meta in self._db.execute(
+                "SELECT seq, id, meta FROM snapshots WHERE kind = ? ORDER BY seq", (kind,)
+            )
+        ]
 
     def snapshot_body(self, seq: int) -> bytes:
         """The body of the snapshot stored at `seq` (empty when there is none).
@@ -328,8 +391,9 @@ class SQLiteStore:
         row = self._db.execute("SELECT principal FROM timeline ORDER BY principal LIMIT 1").fetchone()
         while row is not None:
             found.append(row[0])
-            row = self._db.execute("SELECT principal FROM timeline WHERE principal > ? ORDER BY principal LIMIT 1",
-                                   (row[0],)).fetchone()
+            row = self._db.execute(
+                "SELECT principal FROM timeline WHERE principal > ? ORDER BY principal LIMIT 1", (row[0],)
+            ).fetchone()
         return found
 
     def principal_count(self) -> int:
@@ -339,7 +403,10 @@ class SQLiteStore:
     def has_record(self, kind: RecordKind | str, record_id: str) -> bool:
         """Whether a derived record of this kind and id exists."""
         kind = kind_text(kind)
-        return self._db.execute("SELECT 1 FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone() is not None
+        return (
+            self._db.execute("SELECT 1 FROM records WHERE kind = ? AND id = ?", (kind, record_id)).fetchone()
+            is not None
+        )
 
     # -- integrity, portability, stats ---------------------------------------------------
 

@@ -10,8 +10,9 @@ parses back), and sizes below caps that keep encoding cheap.
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from memory.errors import InvalidEntry
 
@@ -51,7 +52,7 @@ def check_timestamp(timestamp: Any) -> datetime:
     if timestamp.tzinfo is None or timestamp.utcoffset() is None:
         raise InvalidEntry(f"timestamp {timestamp.isoformat()} has no timezone")
     try:
-        utc = timestamp.astimezone(timezone.utc)
+        utc = timestamp.astimezone(UTC)
     except (OverflowError, ValueError) as exc:
         raise InvalidEntry(f"timestamp {timestamp.isoformat()} is out of range ({exc})") from exc
     if not MIN_YEAR <= utc.year <= MAX_YEAR:

@@ -6,8 +6,9 @@ and the chain they form.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -67,9 +68,11 @@ class Timeline:
     def __init__(self, store: EntryLog, encoder: Encoder, redactor: Redactor | None = None) -> None:
         stored = stored_encoder(store)
         if stored and stored != encoder.name:
-            raise EncoderMismatch(f"{getattr(store, 'path', 'the store')}: its entries were embedded by encoder "
-                                  f"{stored!r}, not {encoder.name!r}; open it with the encoder that wrote it "
-                                  "(vectors of two encoders cannot be compared)")
+            raise EncoderMismatch(
+                f"{getattr(store, 'path', 'the store')}: its entries were embedded by encoder "
+                f"{stored!r}, not {encoder.name!r}; open it with the encoder that wrote it "
+                "(vectors of two encoders cannot be compared)"
+            )
         self.store = store
         self.encoder = encoder
         self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()
@@ -77,7 +80,9 @@ class Timeline:
         self._rebuildable = type(encoder) is HashingEncoder
         self._principals: set[str] = set()  # principal labels already checked
         self._situations: dict[str, str] = {}  # situation labels already checked, and their redacted form
-        self._clean_metadata: set[tuple[tuple[str, str], ...]] = set()  # flat metadata of strings redaction leaves alone
+        self._clean_metadata: set[tuple[tuple[str, str], ...]] = (
+            set()
+        )  # flat metadata of strings redaction leaves alone
         self._memo_redactor: Redactor = self.redactor  # the redactor the two memos above are of
 
     def draft(self, text: str, **fields: Any) -> EntryDraft:
@@ -104,10 +109,15 @@ class Timeline:
         vector = np.asarray(embedding, dtype=np.float32)
         return EntryDraft(
             timestamp=check_timestamp(timestamp),
-            principal=principal if type(principal) is str and principal in self._principals
+            principal=principal
+            if type(principal) is str and principal in self._principals
             else self._principal(principal),
-            situation=(self._situations.get(situation) if type(situation) is str
-                       and self._memo_redactor is self.redactor else None) or self._situation(situation),
+            situation=(
+                self._situations.get(situation)
+                if type(situation) is str and self._memo_redactor is self.redactor
+                else None
+            )
+            or self._situation(situation),
             role=role if type(role) is Role else Role(role),
             kind=kind if type(kind) is Kind else Kind(kind),
             text=clean_text,
@@ -141,8 +151,12 @@ class Timeline:
                 text: str | None = canonical_metadata(metadata)
             except ValueError:  # NaN or infinity: the full check below names it
                 text = None
-            if text is not None and len(text) <= MAX_METADATA_CHARS and _utf8(text) \
-                    and leaves_unchanged(self.redactor, text):
+            if (
+                text is not None
+                and len(text) <= MAX_METADATA_CHARS
+                and _utf8(text)
+                and leaves_unchanged(self.redactor, text)
+            ):
                 return {key: list(value) if type(value) is list else value for key, value in metadata.items()}
         check_metadata(metadata)
         clean_meta = redact_value(dict(metadata), self.redactor.redact)

@@ -42,21 +42,28 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m scenarios.importers",
         description="Turn a public incident dataset folder into a schema-1 scenario file "
-                    "(deterministic: the same folder gives byte-identical output).",
+        "(deterministic: the same folder gives byte-identical output).",
         epilog="examples:\n"
-               "  python -m scenarios.importers petshop ../shared/datasets/petshop/high_traffic --out petshop-high.yaml\n"
-               "  python -m scenarios.importers itbench ../shared/datasets/itbench-sre --out itbench.yaml",
+        "  python -m scenarios.importers petshop ../shared/datasets/petshop/high_traffic --out petshop-high.yaml\n"
+        "  python -m scenarios.importers itbench ../shared/datasets/itbench-sre --out itbench.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="dataset", required=True, metavar="DATASET")
-    for name, module, folder in (("petshop", petshop, "a PetShop traffic-scenario folder (graph.csv, noissue/, "
-                                                      "train/, test/)"),
-                                 ("itbench", itbench, "a folder of ITBench scenario_N/ folders")):
-        command = sub.add_parser(name, help=(module.__doc__ or "").strip().splitlines()[0],
-                                 description=ROUND_HELP[name])
+    for name, module, folder in (
+        ("petshop", petshop, "a PetShop traffic-scenario folder (graph.csv, noissue/, train/, test/)"),
+        ("itbench", itbench, "a folder of ITBench scenario_N/ folders"),
+    ):
+        command = sub.add_parser(
+            name, help=(module.__doc__ or "").strip().splitlines()[0], description=ROUND_HELP[name]
+        )
         command.add_argument("folder", type=Path, metavar="DIR", help=folder)
-        command.add_argument("--out", type=Path, required=True, metavar="FILE.yaml",
-                             help="where to write the scenario (replaced atomically; never an SQLite file)")
+        command.add_argument(
+            "--out",
+            type=Path,
+            required=True,
+            metavar="FILE.yaml",
+            help="where to write the scenario (replaced atomically; never an SQLite file)",
+        )
         command.add_argument("--name", default=None, help="the scenario's name ([a-z0-9-]+); default from the folder")
     return parser
 

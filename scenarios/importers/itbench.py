@@ -60,9 +60,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
@@ -230,7 +231,6 @@ class ImportedRound:
     trimmed: tuple[tuple[str, str], ...]  # (original, kept) for every description changed
 
 
-
 # -- reading ---------------------------------------------------------------------------------
 
 
@@ -275,8 +275,9 @@ def read_scenario(path: Path, number: int) -> ItbenchScenario:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise DatasetError([f"{source}: expected YAML, found a syntax error{where}: "
-                            f"{getattr(exc, 'problem', None) or exc}"]) from None
+        raise DatasetError(
+            [f"{source}: expected YAML, found a syntax error{where}: {getattr(exc, 'problem', None) or exc}"]
+        ) from None
     if isinstance(doc, dict) and isinstance(doc.get("spec"), dict):
         doc = doc["spec"]  # some files wrap the ground truth in a Kubernetes-style resource
     if not isinstance(doc, dict):
@@ -290,8 +291,7 @@ def read_scenario(path: Path, number: int) -> ItbenchScenario:
         problems.append(f"{source}: groups: expected a group flagged root_cause: true, found none")
     if problems:
         raise DatasetError(problems)
-    return ItbenchScenario(number=number, source=source, groups=groups, alerts=alerts, faults=faults,
-                           actions=actions)
+    return ItbenchScenario(number=number, source=source, groups=groups, alerts=alerts, faults=faults, actions=actions)
 
 
 def _describe(value: Any) -> str:
@@ -325,16 +325,30 @@ def _groups(value: Any, source: str, problems: list[str]) -> tuple[Group, ...]:
         filters = raw.get("filter") if raw.get("filter") is not None else []
         filters = [filters] if isinstance(filters, str) else filters
         root = raw.get("root_cause", False)
-        checks = (("id", gid is not None, "text"), ("kind", kind is not None, "text"),
-                  ("filter", isinstance(filters, list) and all(isinstance(x, str) for x in filters),
-                   "a list of regular expressions"),
-                  ("root_cause", isinstance(root, bool) or root is None, "true or false"))
+        checks = (
+            ("id", gid is not None, "text"),
+            ("kind", kind is not None, "text"),
+            (
+                "filter",
+                isinstance(filters, list) and all(isinstance(x, str) for x in filters),
+                "a list of regular expressions",
+            ),
+            ("root_cause", isinstance(root, bool) or root is None, "true or false"),
+        )
         failed = [(key, what) for key, ok, what in checks if not ok]
         for key, what in failed:
             problems.append(f"{here}.{key}: expected {what}, found {_describe(raw.get(key))}")
         if not failed:
-            out.append(Group(id=gid, kind=kind, namespace=_text(raw.get("namespace")), filter=tuple(filters),
-                             name=_text(raw.get("name")), root=bool(root)))
+            out.append(
+                Group(
+                    id=gid,
+                    kind=kind,
+                    namespace=_text(raw.get("namespace")),
+                    filter=tuple(filters),
+                    name=_text(raw.get("name")),
+                    root=bool(root),
+                )
+            )
     return tuple(out)
 
 
@@ -357,8 +371,9 @@ def _alerts(value: Any, source: str, problems: list[str]) -> tuple[Alert, ...]:
         group = None if group is None or _text(group).lower() in NO_GROUP else _text(group)
         meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         description = meta.get("description")
-        out.append(Alert(name=name, group_id=group, description=description.strip()
-                         if isinstance(description, str) else ""))
+        out.append(
+            Alert(name=name, group_id=group, description=description.strip() if isinstance(description, str) else "")
+        )
     return tuple(out)
 
 
@@ -371,9 +386,15 @@ def _faults(value: Any, source: str, problems: list[str]) -> tuple[Fault, ...]:
     out = []
     for raw in value:
         entity = raw.get("entity") if isinstance(raw.get("entity"), dict) else {}
-        out.append(Fault(category=_text(raw.get("category")) or "", condition=_text(raw.get("condition")) or "",
-                         kind=_text(entity.get("kind")) or "", entity=_text(entity.get("name")) or "",
-                         mechanism=_text(raw.get("fault_mechanism")) or ""))
+        out.append(
+            Fault(
+                category=_text(raw.get("category")) or "",
+                condition=_text(raw.get("condition")) or "",
+                kind=_text(entity.get("kind")) or "",
+                entity=_text(entity.get("name")) or "",
+                mechanism=_text(raw.get("fault_mechanism")) or "",
+            )
+        )
     return tuple(out)
 
 
@@ -449,8 +470,10 @@ def name_groups(scenario: ItbenchScenario) -> dict[str, Entity]:
     for group in scenario.groups:
         name = entity_name(group)
         if not candidate_id(name, group.kind):
-            problems.append(f"{scenario.source}: groups[{group.id!r}]: expected a name, a filter with a literal "
-                            f"part or an id to name the {group.kind} by, found none")
+            problems.append(
+                f"{scenario.source}: groups[{group.id!r}]: expected a name, a filter with a literal "
+                f"part or an id to name the {group.kind} by, found none"
+            )
         named.append((group, name))
     if problems:
         raise DatasetError(problems)
@@ -527,8 +550,12 @@ def truth_of(scenario: ItbenchScenario, by_group: dict[str, Entity], service: st
     if entity.name == service:  # the application itself: every alert is "in" it, nothing points at it
         names = frozenset()
     entities = stems(" ".join(e.name.replace("-", " ") for e in by_group.values() if e != entity))
-    generic = common | entities | stems(" ".join(" ".join(kind_words(k)) for k in kinds)) | stems(
-        " ".join(" ".join(_alert_words(a.name)) for a in scenario.alerts))
+    generic = (
+        common
+        | entities
+        | stems(" ".join(" ".join(kind_words(k)) for k in kinds))
+        | stems(" ".join(" ".join(_alert_words(a.name)) for a in scenario.alerts))
+    )
     mechanism = frozenset()
     if fault is not None:
         said = " ".join(t for t in (fault.condition, _label(fault.mechanism)) if t.lower() not in PLACEHOLDERS)
@@ -601,8 +628,9 @@ def _tidy(text: str) -> str:
     return " ".join(words).rstrip(" ,;:-(")
 
 
-def observe(scenario: ItbenchScenario, by_group: dict[str, Entity], truth: Truth
-            ) -> tuple[list[Observation], list[tuple[str, str]]]:
+def observe(
+    scenario: ItbenchScenario, by_group: dict[str, Entity], truth: Truth
+) -> tuple[list[Observation], list[tuple[str, str]]]:
     """The alerts as observations, each distinct line once, and every (description, kept) that changed."""
     observations: list[Observation] = []
     trimmed: list[tuple[str, str]] = []
@@ -610,8 +638,9 @@ def observe(scenario: ItbenchScenario, by_group: dict[str, Entity], truth: Truth
     for alert in scenario.alerts:
         entity = alert_entity(alert.group_id, by_group)
         shown = f"{entity.name} ({entity.kind})" if entity else (alert.group_id or "")
-        obs = Observation(alert=alert.name, entity=entity, shown_on=shown, description="",
-                          on_truth=entity == truth.entity)
+        obs = Observation(
+            alert=alert.name, entity=entity, shown_on=shown, description="", on_truth=entity == truth.entity
+        )
         kept = symptom(alert.description)
         if not obs.on_truth:
             kept = unleak(kept, (truth.name_words | truth.mechanism_words) - _own_words(obs))
@@ -715,15 +744,17 @@ def import_round(scenario: ItbenchScenario, *, first: bool) -> ImportedRound:
     body: dict[str, Any] = {"id": f"scenario-{scenario.number}", "kind": fault_kind(truth.fault), "service": service}
     if not first:
         body["after"] = GAP
-    body.update({
-        "observations": [obs.line() for obs in observations],
-        "candidates": [e.id for e in entities],
-        "truth": truth.entity.id,
-        "runbook": runbook(scenario, by_group, service),
-        "on_success": f"Fixed by: {action}." if action else ON_SUCCESS,
-        "on_failure": ON_FAILURE,
-        "correction": correction(truth),
-    })
+    body.update(
+        {
+            "observations": [obs.line() for obs in observations],
+            "candidates": [e.id for e in entities],
+            "truth": truth.entity.id,
+            "runbook": runbook(scenario, by_group, service),
+            "on_success": f"Fixed by: {action}." if action else ON_SUCCESS,
+            "on_failure": ON_FAILURE,
+            "correction": correction(truth),
+        }
+    )
     return ImportedRound(round=body, entities=entities, trimmed=tuple(trimmed))
 
 
@@ -747,8 +778,12 @@ def import_rounds(folder: Path) -> list[ImportedRound]:
 
 def respelled(body: dict[str, Any], spelling: dict[str, str]) -> dict[str, Any]:
     """A round with its candidate ids spelled the one way the whole scenario file uses."""
-    return {**body, "candidates": sorted({spelling[c] for c in body["candidates"]}),
-            "truth": spelling[body["truth"]], "runbook": list(dict.fromkeys(spelling[c] for c in body["runbook"]))}
+    return {
+        **body,
+        "candidates": sorted({spelling[c] for c in body["candidates"]}),
+        "truth": spelling[body["truth"]],
+        "runbook": list(dict.fromkeys(spelling[c] for c in body["runbook"])),
+    }
 
 
 def describe_entity(entity: Entity, namespaces: Sequence[str]) -> str:
@@ -781,8 +816,13 @@ def build(folder: Path, name: str | None = None) -> dict[str, Any]:
             seen.append(entity.namespace)
     if len(entities) < 2:
         raise DatasetError([f"{folder}: expected at least 2 entities across the scenarios, found {len(entities)}"])
-    causes = {cid: {"description": describe_entity(entities[cid], namespaces[cid]),
-                    "signals": list(KINDS.get(entities[cid].kind, ("", ()))[1])} for cid in sorted(entities)}
+    causes = {
+        cid: {
+            "description": describe_entity(entities[cid], namespaces[cid]),
+            "signals": list(KINDS.get(entities[cid].kind, ("", ()))[1]),
+        }
+        for cid in sorted(entities)
+    }
     return {
         "schema": 1,
         "name": name,

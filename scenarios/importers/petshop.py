@@ -33,11 +33,12 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -201,8 +202,10 @@ def read_graph(path: Path) -> nx.DiGraph:
     header = rows[0][1:] if rows else []
     labels = [row[0] for row in rows[1:] if row]
     if not header or header != labels:
-        problems.append(f"{path}: expected the same node names across the header and down the first column, "
-                        f"found {len(header)} columns and {len(labels)} rows")
+        problems.append(
+            f"{path}: expected the same node names across the header and down the first column, "
+            f"found {len(header)} columns and {len(labels)} rows"
+        )
     graph = nx.DiGraph()
     graph.add_nodes_from(header)
     for i, row in enumerate(rows[1:], start=2):
@@ -230,10 +233,18 @@ def read_metrics(path: Path) -> MetricTable:
     """
     rows = _csv_rows(path)
     problems = []
-    if len(rows) < 4 or [r[0] if r else "" for r in rows[:4]] != ["microservice", "metric", "statistic",
-                                                                   "unix_timestamp"]:
-        raise DatasetError([f"{path}: expected header rows microservice, metric, statistic, unix_timestamp, "
-                            f"found {[r[0] if r else '' for r in rows[:4]]}"])
+    if len(rows) < 4 or [r[0] if r else "" for r in rows[:4]] != [
+        "microservice",
+        "metric",
+        "statistic",
+        "unix_timestamp",
+    ]:
+        raise DatasetError(
+            [
+                f"{path}: expected header rows microservice, metric, statistic, unix_timestamp, "
+                f"found {[r[0] if r else '' for r in rows[:4]]}"
+            ]
+        )
     width = len(rows[0])
     columns = tuple(Column(*c) for c in zip(rows[0][1:], rows[1][1:], rows[2][1:]))
     timestamps, values = [], []
@@ -270,8 +281,12 @@ def read_issue(folder: Path) -> Issue:
         target, cause = doc["target"], doc["root_cause"]
         fields = (target["node"], target["metric"], target["agg"], target["timestamp"], cause["node"])
     except (KeyError, TypeError):
-        raise DatasetError([f"{path}: expected target.node/metric/agg/timestamp and root_cause.node, "
-                            f"found keys {sorted(doc) if isinstance(doc, dict) else type(doc).__name__}"]) from None
+        raise DatasetError(
+            [
+                f"{path}: expected target.node/metric/agg/timestamp and root_cause.node, "
+                f"found keys {sorted(doc) if isinstance(doc, dict) else type(doc).__name__}"
+            ]
+        ) from None
     node, metric, statistic, stamp, root = fields
     named = all(isinstance(v, str) and v for v in (node, metric, statistic, root))
     if not named or isinstance(stamp, bool) or not isinstance(stamp, (int, float)):
@@ -281,9 +296,17 @@ def read_issue(folder: Path) -> Issue:
     reproduced = doc.get("metadata")
     reproduced = reproduced.get("reproducibility") if isinstance(reproduced, dict) else None
     command = reproduced.get("command") if isinstance(reproduced, dict) else None
-    return Issue(split=folder.parent.name, number=_issue_number(folder), path=folder, target=node, metric=metric,
-                 statistic=statistic, timestamp=int(stamp), root_cause=root,
-                 command=command if isinstance(command, str) else None)
+    return Issue(
+        split=folder.parent.name,
+        number=_issue_number(folder),
+        path=folder,
+        target=node,
+        metric=metric,
+        statistic=statistic,
+        timestamp=int(stamp),
+        root_cause=root,
+        command=command if isinstance(command, str) else None,
+    )
 
 
 def read_dataset(folder: Path) -> Dataset:
@@ -318,9 +341,11 @@ def read_dataset(folder: Path) -> Dataset:
         for issue in issues:
             known = issue.target in graph and issue.root_cause in graph
             if known and issue.root_cause not in candidates(graph, issue.target):
-                problems.append(f"{issue.path / 'target.json'}: expected root_cause.node {issue.root_cause!r} among "
-                                f"the nodes {issue.target!r} calls directly or through others in graph.csv, found "
-                                "no call path")
+                problems.append(
+                    f"{issue.path / 'target.json'}: expected root_cause.node {issue.root_cause!r} among "
+                    f"the nodes {issue.target!r} calls directly or through others in graph.csv, found "
+                    "no call path"
+                )
     if problems:
         raise DatasetError(problems)
     ordered = tuple(sorted(issues, key=lambda i: (i.timestamp, SPLITS.index(i.split), i.number)))
@@ -355,14 +380,17 @@ def _unknown_nodes(issue: Issue, graph: nx.DiGraph | None, window: MetricTable) 
     measured = {c.node for c in window.columns}
     for role, node in (("target.node", issue.target), ("root_cause.node", issue.root_cause)):
         if graph is not None and node not in graph:
-            problems.append(f"{issue.path / 'target.json'}: expected {role} to be a node of graph.csv, "
-                            f"found {node!r}")
+            problems.append(f"{issue.path / 'target.json'}: expected {role} to be a node of graph.csv, found {node!r}")
         elif node not in measured:
-            problems.append(f"{issue.path / 'target.json'}: expected {role} to be measured in "
-                            f"{issue.path / 'metrics.csv'}, found {node!r} missing there")
+            problems.append(
+                f"{issue.path / 'target.json'}: expected {role} to be measured in "
+                f"{issue.path / 'metrics.csv'}, found {node!r} missing there"
+            )
     if Column(issue.target, issue.metric, issue.statistic) not in window.columns and issue.target in measured:
-        problems.append(f"{issue.path / 'metrics.csv'}: expected a column {issue.target} / {issue.metric} / "
-                        f"{issue.statistic} for the symptom, found none")
+        problems.append(
+            f"{issue.path / 'metrics.csv'}: expected a column {issue.target} / {issue.metric} / "
+            f"{issue.statistic} for the symptom, found none"
+        )
     return problems
 
 
@@ -401,8 +429,11 @@ def _id_collisions(graph: nx.DiGraph, path: Path) -> list[str]:
     by_id: dict[str, list[str]] = {}
     for node, cid in component_ids(graph.nodes).items():
         by_id.setdefault(cid, []).append(node)
-    return [f"{path}: expected node names that give distinct ids, found {names} all giving {cid!r}"
-            for cid, names in sorted(by_id.items()) if len(names) > 1]
+    return [
+        f"{path}: expected node names that give distinct ids, found {names} all giving {cid!r}"
+        for cid, names in sorted(by_id.items())
+        if len(names) > 1
+    ]
 
 
 class NodeKind(NamedTuple):
@@ -426,8 +457,11 @@ def node_kind(node: str) -> NodeKind:
         base, _, kind = node.partition("_AWS::")
         return NodeKind(base=base, label="AWS " + kind.replace("::", " ") + " service", signals=())
     if node.endswith("_remote"):
-        return NodeKind(base=node.removesuffix("_remote"), label="remote endpoint",
-                        signals=("connection errors", "timeouts", "DNS resolution"))
+        return NodeKind(
+            base=node.removesuffix("_remote"),
+            label="remote endpoint",
+            signals=("connection errors", "timeouts", "DNS resolution"),
+        )
     if node.endswith("_client"):
         return NodeKind(base=node.removesuffix("_client"), label="client of", signals=("retries", "timeouts"))
     return NodeKind(base=node, label="", signals=())
@@ -443,7 +477,8 @@ def display_name(node: str) -> str:
     if kind.label in ("client of", "AWS Lambda service endpoint invoking"):
         return f"{kind.label} {kind.base}"
     if kind.base.lower() in kind.label.lower().replace(" ", "") or (
-            kind.label.startswith("AWS ") and kind.label.endswith(" service")):
+        kind.label.startswith("AWS ") and kind.label.endswith(" service")
+    ):
         return kind.label  # DynamoDB_AWS::DynamoDB, SSM_AWS::SSM: the base only repeats the type
     return f"{kind.base} {kind.label}"
 
@@ -514,8 +549,15 @@ def signed_z(series: np.ndarray, normal: Normal, *, higher_is_worse: bool | None
     return z if higher_is_worse else -z
 
 
-def deviation(series: np.ndarray, normal: Normal, *, column: Column, judged: np.ndarray, before: np.ndarray,
-              higher_is_worse: bool | None) -> Deviation | None:
+def deviation(
+    series: np.ndarray,
+    normal: Normal,
+    *,
+    column: Column,
+    judged: np.ndarray,
+    before: np.ndarray,
+    higher_is_worse: bool | None,
+) -> Deviation | None:
     """How much worse than normal the column got while the symptom showed; None when unrecorded then.
 
     The score is the worst judged row's z-score less the worst z-score of the rows before the
@@ -529,8 +571,7 @@ def deviation(series: np.ndarray, normal: Normal, *, column: Column, judged: np.
     worst = rows[int(np.argmax(z[rows]))]
     prior = z[before & np.isfinite(z)]
     already = max(float(prior.max()), 0.0) if len(prior) else 0.0
-    return Deviation(column=column, score=float(z[worst]) - already, value=float(series[worst]),
-                     normal=normal.centre)
+    return Deviation(column=column, score=float(z[worst]) - already, value=float(series[worst]), normal=normal.centre)
 
 
 def symptom_rows(dataset: Dataset, issue: Issue) -> np.ndarray:
@@ -563,8 +604,14 @@ def deviations(dataset: Dataset, issue: Issue, nodes: Iterable[str]) -> list[Dev
         normal = dataset.normals.get(column)
         if normal is None:
             continue
-        found = deviation(window.series(column), normal, judged=judged, before=before,
-                          higher_is_worse=HIGHER_IS_WORSE.get(column.metric), column=column)
+        found = deviation(
+            window.series(column),
+            normal,
+            judged=judged,
+            before=before,
+            higher_is_worse=HIGHER_IS_WORSE.get(column.metric),
+            column=column,
+        )
         if found is not None:
             out.append(found)
     return out
@@ -580,8 +627,9 @@ def symptom_scores(dataset: Dataset, issue: Issue) -> dict[str, float]:
     return scores
 
 
-def rank_root_causes(graph: nx.DiGraph, target: str, scores: Mapping[str, float], *,
-                     threshold: float = ANOMALY_THRESHOLD) -> Ranking:
+def rank_root_causes(
+    graph: nx.DiGraph, target: str, scores: Mapping[str, float], *, threshold: float = ANOMALY_THRESHOLD
+) -> Ranking:
     """Ranks the target's candidates by anomaly detection plus call-graph traversal.
 
     Walks from the target down the call edges, entering only anomalous nodes (score at or above
@@ -590,6 +638,7 @@ def rank_root_causes(graph: nx.DiGraph, target: str, scores: Mapping[str, float]
     other anomalous nodes reached (whose anomaly a callee may explain), then every other
     candidate by score; ties by name. The target is a root when none of its callees is anomalous.
     """
+
     def anomalous(node: str) -> bool:
         return scores.get(node, 0.0) >= threshold
 
@@ -601,8 +650,11 @@ def rank_root_causes(graph: nx.DiGraph, target: str, scores: Mapping[str, float]
             if callee not in reached and anomalous(callee):
                 reached.add(callee)
                 frontier.append(callee)
-    roots = {n for n in reached if (anomalous(n) or n == target)
-             and not any(anomalous(c) and c != n for c in graph.successors(n))}
+    roots = {
+        n
+        for n in reached
+        if (anomalous(n) or n == target) and not any(anomalous(c) and c != n for c in graph.successors(n))
+    }
     flagged = frozenset(n for n in candidates(graph, target) if anomalous(n))
 
     def key(node: str):
@@ -628,8 +680,10 @@ def runbook_accuracy(folder: Path, *, threshold: float = ANOMALY_THRESHOLD) -> d
         cell[0] += 1
         cell[1] += order[0] == issue.root_cause
         cell[2] += issue.root_cause in order[:3]
-    return {split: {metric: Hits(*cell) for metric, cell in sorted(by.items())}
-            for split, by in sorted(counts.items(), key=lambda kv: SPLITS.index(kv[0]))}
+    return {
+        split: {metric: Hits(*cell) for metric, cell in sorted(by.items())}
+        for split, by in sorted(counts.items(), key=lambda kv: SPLITS.index(kv[0]))
+    }
 
 
 # ---------------------------------------------------------------- wording
@@ -664,7 +718,7 @@ def describe_deviation(found: Deviation) -> str:
 
 
 def _utc(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc)
+    return datetime.fromtimestamp(timestamp, tz=UTC)
 
 
 def observations(dataset: Dataset, issue: Issue, *, limit: int = MAX_OBSERVATIONS) -> list[str]:
@@ -713,8 +767,7 @@ def describe_fault(command: str | None) -> str:
     if m := _SED.search(command):
         path = m.group(3).lstrip("./")
         redeploy = " and redeploying" if "deploy" in command else ""
-        return (f"the fault was injected by editing {path} (replacing '{m.group(1)}' with "
-                f"'{m.group(2)}'){redeploy}")
+        return f"the fault was injected by editing {path} (replacing '{m.group(1)}' with '{m.group(2)}'){redeploy}"
     if m := _MODULE.search(command):
         args = " ".join(a.lstrip("-") for a in m.group(2).split())
         return f"the fault was injected by running {m.group(1)}" + (f" ({args})" if args else "")
@@ -744,8 +797,10 @@ def build(folder: Path, name: str | None = None) -> dict[str, Any]:
             at = previous + timedelta(seconds=1)
         previous = at
         rounds.append(build_round(dataset, issue, ids, at=at))
-    causes = {ids[node]: {"description": describe_node(node), "signals": list(node_kind(node).signals)}
-              for node in sorted(used, key=lambda n: ids[n])}
+    causes = {
+        ids[node]: {"description": describe_node(node), "signals": list(node_kind(node).signals)}
+        for node in sorted(used, key=lambda n: ids[n])
+    }
     return {
         "schema": 1,
         "name": name or "petshop-" + component_id(dataset.name).replace("_", "-"),
@@ -777,13 +832,16 @@ def build_round(dataset: Dataset, issue: Issue, ids: Mapping[str, str], *, at: d
 
 
 def _description(dataset: Dataset) -> str:
-    normal = ("noissue/metrics.csv (normal operation; for a metric it lacks, the rows of the issue windows "
-              "that precede each symptom)" if dataset.normal is not None else
-              "the rows of the folder's issue windows that precede each symptom (this folder has no "
-              "normal-operation file)")
+    normal = (
+        "noissue/metrics.csv (normal operation; for a metric it lacks, the rows of the issue windows "
+        "that precede each symptom)"
+        if dataset.normal is not None
+        else "the rows of the folder's issue windows that precede each symptom (this folder has no "
+        "normal-operation file)"
+    )
     return (
-        f"Imported from the PetShop dataset, folder {dataset.name} (Hardt et al., \"The PetShop Dataset — "
-        "Finding Causes of Performance Issues across Microservices\", arXiv 2311.04806, CLeaR 2024; "
+        f'Imported from the PetShop dataset, folder {dataset.name} (Hardt et al., "The PetShop Dataset — '
+        'Finding Causes of Performance Issues across Microservices", arXiv 2311.04806, CLeaR 2024; '
         "github.com/amazon-science/petshop-root-cause-analysis; licence CC-BY-4.0). One round per "
         "injected issue, train and test, in time order; kind is the symptom metric. Candidates are "
         "the symptom's node and every component it calls in the dataset's call graph. Observations "
@@ -803,8 +861,10 @@ def import_folder(folder: Path, *, name: str | None = None) -> str:
     """
     folder = Path(folder)
     scenario = build(folder, name)
-    header = (f"PetShop dataset folder {folder.name} (CC-BY-4.0, Hardt et al., arXiv 2311.04806)\n"
-              f"python -m scenarios.importers petshop {folder.name} --out FILE.yaml")
+    header = (
+        f"PetShop dataset folder {folder.name} (CC-BY-4.0, Hardt et al., arXiv 2311.04806)\n"
+        f"python -m scenarios.importers petshop {folder.name} --out FILE.yaml"
+    )
     return render_scenario(scenario, header=header)
 
 
@@ -821,8 +881,10 @@ def accuracy_table(folders: Sequence[Path], *, threshold: float = ANOMALY_THRESH
             for metric, hits in by_metric.items():
                 paper = published.get(metric) if split == "test" else None
                 quoted = f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else ""
-                lines.append(f"{folder.name:20} {split:6} {metric:13} {hits.issues:6d} "
-                             f"{hits.top1 / hits.issues:6.3f} {hits.top3 / hits.issues:6.3f}   {quoted}")
+                lines.append(
+                    f"{folder.name:20} {split:6} {metric:13} {hits.issues:6d} "
+                    f"{hits.top1 / hits.issues:6.3f} {hits.top3 / hits.issues:6.3f}   {quoted}"
+                )
     return lines
 
 
@@ -831,13 +893,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m scenarios.importers.petshop",
         description="Top-1/top-3 of the PetShop runbook (anomaly detection plus call-graph traversal) per "
-                    "split and symptom metric, next to the dataset paper's figures for test issues.",
+        "split and symptom metric, next to the dataset paper's figures for test issues.",
         epilog="example:\n  python -m scenarios.importers.petshop ../shared/datasets/petshop/high_traffic",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("folders", nargs="+", type=Path, metavar="DIR", help="PetShop traffic-scenario folders")
-    parser.add_argument("--threshold", type=float, default=ANOMALY_THRESHOLD,
-                        help=f"anomaly threshold as a robust z-score (default {ANOMALY_THRESHOLD:g})")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=ANOMALY_THRESHOLD,
+        help=f"anomaly threshold as a robust z-score (default {ANOMALY_THRESHOLD:g})",
+    )
     args = parser.parse_args(argv)
     try:
         print("\n".join(accuracy_table(args.folders, threshold=args.threshold)))
