@@ -69,7 +69,7 @@ def describe(schema: Mapping[str, Any]) -> str:
         return " or ".join(describe(s) for s in schema["anyOf"])
     if "enum" in schema:
         return "one of " + ", ".join(repr(value) for value in schema["enum"])
-    kind = schema.get("type")
+    kind = schema.get("type", "")  # "" (no type): described by the fallback, like any unknown type
     if kind == "string":
         return _string(schema.get("minLength", 0), schema.get("maxLength"))
     if kind in ("integer", "number"):

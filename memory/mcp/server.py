@@ -192,6 +192,18 @@ def build_server(memory: EpisodicMemory, *, name: str = "episodic-memory") -> MC
 
 
 def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
+    """The tools that write: an incident's four kinds of record, and the end of its episode."""
+    for add in (
+        _add_record_observation,
+        _add_record_decision,
+        _add_record_outcome,
+        _add_record_correction,
+        _add_end_episode,
+    ):
+        add(tools, memory)
+
+
+def _add_record_observation(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(description="Record something observed in the current incident (a symptom, a log line, a metric).")
     @_user_errors
     async def record_observation(
@@ -199,6 +211,8 @@ def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
     ) -> dict[str, Any]:
         return _recorded(memory.observe(text, **_fields(service, situation, timestamp)))
 
+
+def _add_record_decision(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="Record a decision: the root cause or fix chosen (`choice`, a short stable id such as "
         "'connection_pool'), with the ids of recalled items it relied on."
@@ -228,6 +242,8 @@ def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
         )
         return _recorded(entry)
 
+
+def _add_record_outcome(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="Record how the last decision turned out: status 'success' when the problem is gone, "
         "'failure' when it persists, 'partial' when it only improved."
@@ -244,6 +260,8 @@ def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
         meta = {**(fields.pop("metadata") or {}), "status": status}
         return _recorded(memory.outcome(text, metadata=meta, **fields))
 
+
+def _add_record_correction(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(description="Record a correction of a wrong decision, ideally 'It was X, not Y, because ...'.")
     @_user_errors
     async def record_correction(
@@ -251,6 +269,8 @@ def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
     ) -> dict[str, Any]:
         return _recorded(memory.correct(text, **_fields(service, situation, timestamp)))
 
+
+def _add_end_episode(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="Close the current episode now (the incident is over): the memory links it to past "
         "episodes and updates its facts. Returns the episodes closed."
@@ -275,6 +295,12 @@ def _recording_tools(tools: _Tools, memory: EpisodicMemory) -> None:
 
 
 def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
+    """The tools that read (recall, list_facts, verify_store) and forget_entry."""
+    for add in (_add_recall, _add_list_facts, _add_verify_store, _add_forget_entry):
+        add(tools, memory)
+
+
+def _add_recall(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="Recall past experience for the current problem: past incidents whole (symptoms, every "
         "attempt with its outcome, the corrections, the final fix, weighed by closeness and "
@@ -311,6 +337,8 @@ def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
         text = context.render(max_chars=max_chars) or "(no past experience matches)"
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=context.to_dict())
 
+
+def _add_list_facts(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="List the generalized facts (heuristics) learned so far, each with its version history: "
         "how its confidence changed and on which episodes' evidence."
@@ -328,6 +356,8 @@ def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
             facts.append(item)
         return {"principal": memory.principal, "facts": facts}
 
+
+def _add_verify_store(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="Verify the store: recompute the hash chain of every timeline entry. ok is false when "
         "the chain is broken anywhere in the store; entries counts this principal's entries; "
@@ -337,6 +367,8 @@ def _reading_tools(tools: _Tools, memory: EpisodicMemory) -> None:
     async def verify_store() -> dict[str, Any]:
         return _verified(memory)
 
+
+def _add_forget_entry(tools: _Tools, memory: EpisodicMemory) -> None:
     @tools.tool(
         description="Forget one recorded entry for good, on a person's request (e.g. it held personal "
         "data): its text is erased from the store, what the memory learned is rebuilt "
