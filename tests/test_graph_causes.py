@@ -463,7 +463,7 @@ def test_a_reference_quoting_the_value_a_fix_set_links_that_fix_over_one_its_nou
     unreferred = incident(
         "new", 60, "cold-room-3", "Evaporator coils iced solid by morning", "The defrost ends at 18.5 C"
     )
-    from memory.graph.rules import rank_incident_causes
+    from memory.graph.cause_rule import rank_incident_causes
 
     assert all(dict(h.factors).get("value", 0.0) == 0.0 for h in rank_incident_causes(unreferred, [setpoint, display]))
 
@@ -518,7 +518,7 @@ def test_a_correction_that_clears_the_linked_change_withdraws_the_link() -> None
 
 
 def test_an_earlier_incident_s_own_reference_to_a_change_shares_no_symptom() -> None:
-    from memory.graph.rules import rank_incident_causes
+    from memory.graph.cause_rule import rank_incident_causes
 
     fix = fixed("fix", 0, "billing", "Restarted the billing workers")
     earlier = fixed(

@@ -2,16 +2,18 @@
 
 `edges` holds the graph's records (`Edge`, `EdgeType`); `rules` infers the edges a newly closed
 episode creates (`infer_edges`, pure; the rules are written out in its docstring), with
-`changes` (what an episode's fix changed: kind, what, where, when) and `causes` (which earlier
-change caused an incident: competing hypotheses with calibrated log-odds); `build` puts
-episodes and edges into a `networkx.MultiDiGraph`, `queries` answers causal chains, neighbours,
-a subject's history and an edge's versions as plain functions over that graph, `chain_cache`
-remembers chain narratives between recalls (`ChainCache`), `evidence` lists the recent changes
-current observations implicate (for a decision), `export` writes GraphML or DOT and `render`
-draws SVG or PNG (``python -m memory graph STORE --out graph.png``, in `memory.cli.graph`: the
-package imports nothing above it).
+`attempts` (the attempt chain of a problem, the changes in place, the windows: `GraphConfig`),
+`cause_rule` (the CAUSED_BY rule), `changes` (what an episode's fix changed: kind, what, where,
+when) and `causes` (which earlier change caused an incident: competing hypotheses with calibrated
+log-odds); `build` puts episodes and edges into a `networkx.MultiDiGraph`, `queries` answers
+causal chains, neighbours, a subject's history and an edge's versions as plain functions over
+that graph, `chain_cache` remembers chain narratives between recalls (`ChainCache`), `evidence`
+lists the recent changes current observations implicate (for a decision), `export` writes
+GraphML or DOT and `render` draws SVG or PNG (``python -m memory graph STORE --out graph.png``,
+in `memory.cli.graph`: the package imports nothing above it).
 """
 
+from memory.graph.attempts import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain
 from memory.graph.build import (
     EpisodeGraph,
     add_edge_rows,
@@ -42,7 +44,7 @@ from memory.graph.queries import (
     subject_history,
 )
 from memory.graph.render import render_graph
-from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, attempt_chain, infer_edges, link_episodes
+from memory.graph.rules import infer_edges, link_episodes
 
 __all__ = [
     "BACKWARD",

@@ -17,10 +17,11 @@ from typing import NamedTuple
 import networkx as nx
 
 from memory.episodes import Episode
+from memory.graph.attempts import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates
+from memory.graph.cause_rule import learned_share
 from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, explain, rank_causes
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
 from memory.graph.edges import EdgeType
-from memory.graph.rules import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates, learned_share
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import trim
 
