@@ -8,9 +8,10 @@ import sqlite3
 import sys
 import textwrap
 from collections.abc import Sequence
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 from memory.agent_memory import EpisodicMemory
@@ -44,7 +45,13 @@ _STORE_HELP = "a SQLite store file, or a postgresql:// URL"
 _SHOWN = 8  # principals named when a principal is not found
 
 
-def _command(commands: Any, name: str, summary: str, *examples: str) -> argparse.ArgumentParser:
+class _Subcommands(Protocol):
+    """The subcommands of a parser (what `ArgumentParser.add_subparsers` returns), as this module adds to them."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+def _command(commands: _Subcommands, name: str, summary: str, *examples: str) -> argparse.ArgumentParser:
     """A subcommand whose --help ends with its examples."""
     epilog = "examples:\n" + "".join(f"  python -m memory {name} {example}\n" for example in examples)
     return commands.add_parser(
@@ -64,6 +71,20 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    for add in (_verify_parser, _export_parser, _import_parser, _stats_parser, _erase_parser, _retain_parser):
+        add(commands)
+    graph = _command(
+        commands,
+        "graph",
+        "draw a store's episode graph, or one episode's causal chain, as a .png or .svg picture",
+        graph_command.EXAMPLE,
+        "runs/memory.sqlite --principal team-a --out chain.svg --chain EPISODE_ID",
+    )
+    graph_command.add_arguments(graph)
+    return parser
+
+
+def _verify_parser(commands: _Subcommands) -> None:
     verify = _command(
         commands,
         "verify",
@@ -71,6 +92,9 @@ def _parser() -> argparse.ArgumentParser:
         "runs/memory.sqlite",
     )
     verify.add_argument("store", help=f"the store to check: {_STORE_HELP}")
+
+
+def _export_parser(commands: _Subcommands) -> None:
     export = _command(
         commands,
         "export",
@@ -84,6 +108,9 @@ def _parser() -> argparse.ArgumentParser:
         help="the JSON lines file to write (replaced atomically; missing folders are created; "
         "never an SQLite file, a store's sidecar or the store itself)",
     )
+
+
+def _import_parser(commands: _Subcommands) -> None:
     imp = _command(
         commands,
         "import",
@@ -97,8 +124,14 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--append", action="store_true", help="continue a non-empty store whose head the export's chain follows"
     )
+
+
+def _stats_parser(commands: _Subcommands) -> None:
     stats = _command(commands, "stats", "counts of entries, tenants, situations, derived records", "runs/memory.sqlite")
     stats.add_argument("store", help=f"the store to count: {_STORE_HELP}")
+
+
+def _erase_parser(commands: _Subcommands) -> None:
     erase = _command(
         commands,
         "erase",
@@ -113,19 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     target.add_argument("--entry", metavar="ID", help="erase the entry with this id")
     erase.add_argument("--reason", default="", help="why (kept in the erasure record; no content)")
     erase.add_argument("--by", default="", help="who asked (kept in the erasure record)")
-    _retain_parser(commands)
-    graph = _command(
-        commands,
-        "graph",
-        "draw a store's episode graph, or one episode's causal chain, as a .png or .svg picture",
-        graph_command.EXAMPLE,
-        "runs/memory.sqlite --principal team-a --out chain.svg --chain EPISODE_ID",
-    )
-    graph_command.add_arguments(graph)
-    return parser
 
 
-def _retain_parser(commands: Any) -> None:
+def _retain_parser(commands: _Subcommands) -> None:
     retain = _command(
         commands,
         "retain",
@@ -187,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _retain(args)
         if args.command == "graph":
             return graph_command.run(args)
-        with open_store(args.store, create=False) as store:
+        with closing(open_store(args.store, create=False)) as store:
             _print_stats(args.store, store)
         return 0
     except MemoryError_ as exc:
@@ -215,7 +238,7 @@ def _export(path: str, out: str) -> int:
     except (FileExistsError, NotADirectoryError):
         print(f"error: {out}: a file stands where a folder of this path should be", file=sys.stderr)
         return 2
-    with open_store(path, create=False) as store:
+    with closing(open_store(path, create=False)) as store:
         count = store.export_jsonl(out)
         erased = store.stats().erased
     print(f"exported {count} entries to {out}")
@@ -235,7 +258,7 @@ def _import(source: str, path: str, *, append: bool) -> int:
     """Import an export; a store this call created is removed again when the import fails."""
     created = not _is_url(path) and not Path(path).exists()
     try:
-        with open_store(path) as store:
+        with closing(open_store(path)) as store:
             if len(store) and not append:
                 print(
                     f"error: {path} already holds {len(store)} entries; import into a new store, "
@@ -255,7 +278,7 @@ def _import(source: str, path: str, *, append: bool) -> int:
 
 def _erase(args: argparse.Namespace) -> int:
     """Erase through the memory facade, with the encoder the store's entries name and default settings."""
-    with open_store(args.store, create=False) as store:
+    with closing(open_store(args.store, create=False)) as store:
         encoders = store.stats().encoders
         entry = store.get(args.entry) if args.entry else None
         refused = _nothing_to_erase(args, store, entry)
@@ -303,7 +326,7 @@ def _retain(args: argparse.Namespace) -> int:
     if args.max_age is None and args.max_entries is None:
         print("error: a retention policy needs --max-age or --max-entries (or both)", file=sys.stderr)
         return 2
-    with open_store(args.store, create=False) as store:
+    with closing(open_store(args.store, create=False)) as store:
         encoders, present = store.stats().encoders, store.principals()
     encoder = _hashing_encoder(encoders)
     refused = (
@@ -346,9 +369,8 @@ def _nothing_to_erase(args: argparse.Namespace, store: Store, entry: Entry | Non
         return f"entry {entry.id[:16]}… is already erased" if is_erased(entry) else ""
     present = store.principals()
     if args.principal not in present:
-        shown = ", ".join(present[:_SHOWN]) + (f" and {len(present) - _SHOWN} more" if len(present) > _SHOWN else "")
         return (
-            f"nothing of principal {args.principal!r} to erase: it has no entries here (principals: {shown or 'none'})"
+            f"nothing of principal {args.principal!r} to erase: it has no entries here (principals: {_named(present)})"
         )
     if all(is_erased(e) for e in store.entries(principal=args.principal)):
         return f"nothing of principal {args.principal!r} to erase: its entries are already erased"
@@ -362,7 +384,7 @@ def _is_url(path: str) -> bool:
 def _verify(path: str) -> int:
     """Audit a store read-only: 0 when intact, 1 naming each finding (a server store: its chain)."""
     if _is_url(path):
-        with open_store(path, create=False) as store:
+        with closing(open_store(path, create=False)) as store:
             brk = store.verify()
             if brk is None:
                 print(f"OK {path}: {len(store)} entries, chain intact")
