@@ -100,7 +100,7 @@ def format_timestamp(timestamp: datetime) -> str:
     t = to_utc(timestamp)
     if t.year < 1000:  # strftime's %Y is not zero-padded below 1000 on every platform: keep its form
         return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (t.year, t.month, t.day, t.hour, t.minute, t.second, t.microsecond)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{t.microsecond:06d}Z"
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -112,10 +112,12 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 _QUOTE = json.encoder.encode_basestring  # how json.dumps(..., ensure_ascii=False) writes a string
 # The C encoder behind `_CANONICAL`, built once (JSONEncoder.encode builds one per call).
 # Without a markers dict it does not look for cycles: a cyclic value ends in RecursionError,
-# and `canonical_metadata` then lets `_CANONICAL` raise its usual ValueError.
+# and `canonical_metadata` then lets `_CANONICAL` raise its usual ValueError. (`json.encoder`
+# sets `c_make_encoder` to None without the C accelerator; typeshed does not declare it.)
+_C_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
 _C_CANONICAL = (
-    json.encoder.c_make_encoder(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
-    if json.encoder.c_make_encoder is not None
+    _C_MAKE_ENCODER(None, _CANONICAL.default, _QUOTE, None, ":", ",", True, False, False)
+    if _C_MAKE_ENCODER is not None
     else None
 )
 
@@ -135,7 +137,7 @@ def canonical_metadata(metadata: Mapping[str, Any]) -> str:
 
 def embedding_digest(embedding: np.ndarray) -> str:
     """SHA-256 of the little-endian float32 bytes of an embedding."""
-    return hashlib.sha256(np.ascontiguousarray(embedding, dtype="<f4").reshape(-1)).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(embedding, dtype="<f4").reshape(-1).data).hexdigest()
 
 
 _QUOTED_ROLE = {role: _QUOTE(role.value) for role in Role}  # enum .value is a slow descriptor
@@ -215,53 +217,63 @@ def id_from_canonical(draft: EntryDraft | Entry, fields: Canonical, digest: str,
         and type(text) is str
         and type(encoder) is str
     ):
-        blob = "".join(
-            (
-                '{"embedding_sha256":',
-                _QUOTE(digest),
-                ',"encoder":',
-                _QUOTE(encoder),
-                ',"kind":',
-                _QUOTED_KIND[fields.kind],
-                ',"metadata":',
-                fields.metadata_json,
-                ',"prev_id":',
-                _QUOTE(prev_id),
-                ',"principal":',
-                _QUOTE(principal),
-                ',"role":',
-                _QUOTED_ROLE[fields.role],
-                ',"seq":',
-                int.__repr__(seq),
-                ',"situation":',
-                _QUOTE(situation),
-                ',"text":',
-                _QUOTE(text),
-                ',"timestamp":',
-                _QUOTE(fields.timestamp),
-                "}",
-            )
-        )
+        blob = _written_id_text(draft, fields, digest, prev_id=prev_id, seq=seq)
     else:
-        blob = json.dumps(
-            {
-                "prev_id": prev_id,
-                "seq": seq,
-                "timestamp": fields.timestamp,
-                "principal": principal,
-                "situation": situation,
-                "role": fields.role.value,
-                "kind": fields.kind.value,
-                "text": text,
-                "metadata": fields.metadata,
-                "encoder": encoder,
-                "embedding_sha256": digest,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
+        blob = _dumped_id_text(draft, fields, digest, prev_id=prev_id, seq=seq)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _written_id_text(draft: EntryDraft | Entry, fields: Canonical, digest: str, *, prev_id: str, seq: int) -> str:
+    """The text `id_from_canonical` hashes, written field by field (every field of its usual type)."""
+    return "".join(
+        (
+            '{"embedding_sha256":',
+            _QUOTE(digest),
+            ',"encoder":',
+            _QUOTE(draft.encoder),
+            ',"kind":',
+            _QUOTED_KIND[fields.kind],
+            ',"metadata":',
+            fields.metadata_json,
+            ',"prev_id":',
+            _QUOTE(prev_id),
+            ',"principal":',
+            _QUOTE(draft.principal),
+            ',"role":',
+            _QUOTED_ROLE[fields.role],
+            ',"seq":',
+            int.__repr__(seq),
+            ',"situation":',
+            _QUOTE(draft.situation),
+            ',"text":',
+            _QUOTE(draft.text),
+            ',"timestamp":',
+            _QUOTE(fields.timestamp),
+            "}",
+        )
+    )
+
+
+def _dumped_id_text(draft: EntryDraft | Entry, fields: Canonical, digest: str, *, prev_id: str, seq: int) -> str:
+    """The text `id_from_canonical` hashes, by ``json.dumps`` (for fields of other types)."""
+    return json.dumps(
+        {
+            "prev_id": prev_id,
+            "seq": seq,
+            "timestamp": fields.timestamp,
+            "principal": draft.principal,
+            "situation": draft.situation,
+            "role": fields.role.value,
+            "kind": fields.kind.value,
+            "text": draft.text,
+            "metadata": fields.metadata,
+            "encoder": draft.encoder,
+            "embedding_sha256": digest,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
 
 
 def chain(draft: EntryDraft, *, prev_id: str, seq: int) -> Entry:
