@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from types import TracebackType
 from typing import Any, NamedTuple
 
 from memory.errors import DamagedStore, ImmutableRecordError, StoreError
@@ -222,18 +223,19 @@ class WriteTransaction:
         except sqlite3.OperationalError as exc:
             raise StoreError(locked_message(self._path, exc, self._timeout)) from exc
 
-    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             try:
                 self._db.execute("COMMIT")
-            except sqlite3.OperationalError as exc:
+            except sqlite3.OperationalError as error:
                 self._db.execute("ROLLBACK") if self._db.in_transaction else None
-                raise StoreError(locked_message(self._path, exc, self._timeout)) from exc
-            return False
+                raise StoreError(locked_message(self._path, error, self._timeout)) from error
+            return
         self._db.execute("ROLLBACK")
         if isinstance(exc, sqlite3.IntegrityError) and "refused" in str(exc):
             raise ImmutableRecordError(str(exc)) from exc
-        return False
 
 
 def is_refusal(error: BaseException) -> bool:

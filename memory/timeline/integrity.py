@@ -62,14 +62,15 @@ def seal(db: sqlite3.Connection) -> Anchor:
     for table, top, last in zip(DERIVED, tops[:2], tops[2:]):
         seq, prev = (int(last.split(" ")[0]), last.split(" ")[1]) if last else (0, GENESIS)
         if top is not None and top > seq:
-            new = []
+            new: list[tuple[str, int, str]] = []
             for row in db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} WHERE seq > ? ORDER BY seq", (seq,)):
                 prev = row_digest(prev, tuple(row[1:]))
                 new.append((table, row[0], prev))
                 seq = row[0]
+            stored: list[tuple[str, int, str]] | list[tuple[str, int, bytes]] = new
             if db.execute("PRAGMA user_version").fetchone()[0] >= BINARY_DIGESTS:  # else older code reads the store
-                new = [(tbl, seq, bytes.fromhex(digest)) for tbl, seq, digest in new]
-            db.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (?,?,?)", new)
+                stored = [(tbl, seq, bytes.fromhex(digest)) for tbl, seq, digest in new]
+            db.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (?,?,?)", stored)
         derived[table] = (seq, prev)
     if head is None:
         return Anchor(0, GENESIS_ID, derived)
@@ -158,7 +159,7 @@ def lost_tail(db: sqlite3.Connection, path: str) -> str:
             return f"the store holds {count} entries but its anchor records {anchor.entries}: its tail was lost"
         if row[0] != anchor.head:
             return f"entry seq={anchor.entries - 1} is not the anchored head {anchor.head[:12]}…"
-    for table, (seq, digest) in anchor.derived.items():
+    for table, (seq, _digest) in anchor.derived.items():
         if (
             seq
             and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None
