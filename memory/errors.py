@@ -12,7 +12,10 @@ class StoreError(MemoryError_):
 
 
 class StoreChanged(StoreError):
-    """Another writer appended while a whole-store operation (an erasure) was prepared; preparing it again may succeed."""
+    """Another writer appended while a whole-store operation (an erasure) was prepared.
+
+    Preparing it again may succeed.
+    """
 
 
 class DamagedStore(StoreError):
@@ -56,7 +59,10 @@ class EncoderUnavailable(MemoryError_):
 
 
 class DamagedBody(DamagedStore, IntegrityError):
-    """A derived record's stored body does not decompress: the store is damaged, and the record is not what was written."""
+    """A derived record's stored body does not decompress.
+
+    The store is damaged, and the record is not what was written.
+    """
 
 
 class InvalidEntry(MemoryError_, ValueError):

@@ -365,7 +365,9 @@ def similarity(a: Sequence[str], b: Sequence[str]) -> float:
 
 def mentions(sentence: str, name: str | None) -> bool:
     """Whether `sentence` names `name` as a whole word (case-insensitive)."""
-    return bool(name) and re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence, re.IGNORECASE) is not None
+    if not name:
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence, re.IGNORECASE) is not None
 
 
 def causal_sentences(texts: Iterable[str], lexicon: Lexicon = DEFAULT_LEXICON) -> list[str]:

@@ -115,11 +115,12 @@ class SemanticEncoder:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(
+        type(self).__init__(
+            self,
             state["model"],
             state["tokenizer"],
             dim=state["dim"],
-            threads=state["threads"],  # type: ignore[misc]
+            threads=state["threads"],
             cache_limit=state["cache_limit"],
         )
 
