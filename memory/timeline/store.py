@@ -1,10 +1,11 @@
 """Persistence: an embedded SQLite store, insert-only at the database level.
 
-Only this module and `memory.timeline.connection` (which opens the file) touch disk. The
-tables and the row form of an entry are in `memory.timeline.schema`; what the rest of the
-code may call is listed by the protocols of `memory.timeline.protocols`. Triggers make
-SQLite itself refuse UPDATE and DELETE. Appends run in ``BEGIN IMMEDIATE`` transactions,
-so several processes can append to one file and the chain stays linear.
+Only this module (with the index-shaped reads of `memory.timeline.sqlite_reads`) and
+`memory.timeline.connection` (which opens the file) touch disk. The tables and the row form
+of an entry are in `memory.timeline.schema`; what the rest of the code may call is listed by
+the protocols of `memory.timeline.protocols`. Triggers make SQLite itself refuse UPDATE and
+DELETE. Appends run in ``BEGIN IMMEDIATE`` transactions, so several processes can append to
+one file and the chain stays linear.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import erasure, portable, record_body, sidecars
 from memory.timeline import integrity as anchors
+from memory.timeline import sqlite_reads as reads
 from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -147,23 +149,15 @@ class SQLiteStore:
 
     def get_many(self, entry_ids: Sequence[str]) -> list[Entry]:
         """Entries for `entry_ids`, in the given order; unknown ids are skipped."""
-        found = {entry.id: entry for entry in rows_to_entries(self._by_ids(READ_COLUMNS, entry_ids))}
+        found = {entry.id: entry for entry in rows_to_entries(reads.by_ids(self._db, READ_COLUMNS, entry_ids))}
         return [found[i] for i in entry_ids if i in found]
-
-    def _by_ids(self, columns: str, entry_ids: Sequence[str]) -> list[tuple[Any, ...]]:
-        """`columns` of the entries among `entry_ids`, 900 ids a query (SQLite's limit: 999)."""
-        rows: list[tuple[Any, ...]] = []
-        for chunk in (list(entry_ids[start : start + 900]) for start in range(0, len(entry_ids), 900)):
-            rows += self._db.execute(
-                f"SELECT {columns} FROM timeline WHERE id IN ({','.join('?' * len(chunk))})", chunk
-            )
-        return rows
 
     def entries(
         self, *, start: int = 0, stop: int | None = None, principal: str | None = None, situation: str | None = None
     ) -> Iterator[Entry]:
         """Entries in timeline order, optionally by sequence range, principal and situation."""
-        clauses, params = ["seq >= ?"], [start]
+        clauses: list[str] = ["seq >= ?"]
+        params: list[int | str] = [start]
         if stop is not None:
             clauses.append("seq < ?")
             params.append(stop)
@@ -182,33 +176,7 @@ class SQLiteStore:
 
     def tail(self, principal: str, n: int) -> list[Entry]:
         """The last `n` entries of a principal, oldest first (reads only those rows)."""
-        if n <= 0:
-            return []
-        # The (principal, situation, seq) index gives each situation's last rows without a sort;
-        # the situations are found by seeking, so nothing scales with the principal's history.
-        seqs: list[int] = []
-        situation = ""
-        while True:
-            row = self._db.execute(
-                "SELECT situation FROM timeline WHERE principal = ? AND situation > ? ORDER BY situation LIMIT 1",
-                (principal, situation),
-            ).fetchone()
-            if row is None:
-                break
-            situation = row[0]
-            seqs += [
-                r[0]
-                for r in self._db.execute(
-                    "SELECT seq FROM timeline WHERE principal = ? AND situation = ? ORDER BY seq DESC LIMIT ?",
-                    (principal, situation, n),
-                )
-            ]
-        last = sorted(seqs)[-n:]
-        if not last:
-            return []
-        marks = ",".join("?" * len(last))
-        rows = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline WHERE seq IN ({marks}) ORDER BY seq", last)
-        return rows_to_entries(rows.fetchall())
+        return reads.tail(self._db, principal, n) if n > 0 else []
 
     def entry_parts(self, entry_ids: Sequence[str]) -> dict[str, EntryParts]:
         """What indexing an episode reads of its entries, by id; unknown ids are absent.
@@ -216,7 +184,8 @@ class SQLiteStore:
         Lighter than `get_many`: no timestamps or enums beyond the kind, metadata parsed
         only for decisions, embeddings as read-only views of the stored bytes.
         """
-        rows, decision = self._by_ids("id, kind, text, metadata, embedding, encoder", entry_ids), Kind.DECISION.value
+        rows = reads.by_ids(self._db, "id, kind, text, metadata, embedding, encoder", entry_ids)
+        decision = Kind.DECISION.value
         vectors = vectors_of(
             [row[4] for row in rows], [row[2] for row in rows], [row[5] for row in rows], writable=False
         )
@@ -277,23 +246,8 @@ class SQLiteStore:
     def records(self, kind: RecordKind | str) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind, in insertion order (`DamagedStore` for a body not a JSON object)."""
         name = kind_text(kind)
-        for seq, record_id, body in self._in_order(kind, "seq, id, body"):
+        for seq, record_id, body in reads.records_in_order(self._db, name, "seq, id, body"):
             yield record_id, record_body.decoded(self.path, name, record_id, body, seq)
-
-    def _in_order(self, kind: RecordKind | str, columns: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
-        """Rows of one record kind in insertion order, read along the primary key.
-
-        Filtering on the (kind, id) index would sort every body in a temporary B-tree (seconds
-        at 100,000 episodes); the kind's seq range is found from the index, then scanned in order.
-        """
-        kind = kind_text(kind)
-        low, high = self._db.execute("SELECT MIN(seq), MAX(seq) FROM records WHERE kind = ?", (kind,)).fetchone()
-        if low is None:
-            return self._db.execute("SELECT NULL WHERE 0")
-        return self._db.execute(
-            f"SELECT {columns} FROM records WHERE seq BETWEEN ? AND ? AND +kind = ? AND {anchors.SEALED} ORDER BY seq",
-            (*params, low, high, kind),
-        )
 
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a derived binary snapshot (ignored when one with this kind and id exists); whether it was new."""
@@ -352,17 +306,11 @@ class SQLiteStore:
     def record_rows(
         self, after: int, upto: int, *, bodies: Collection[str] | None = None
     ) -> list[tuple[int, str, str, str | None]]:
-        """(seq, kind, id, body JSON text) of the records ``after < seq <= upto``; only kinds in `bodies` read theirs."""
-        wanted = "1" if bodies is None else f"kind IN ({','.join('?' * len(bodies))})" if bodies else "0"
-        rows = self._db.execute(
-            f"SELECT seq, kind, id, CASE WHEN {wanted} THEN body END FROM records "
-            "WHERE seq > ? AND seq <= ? ORDER BY seq",
-            (*(bodies or ()), after, upto),
-        )
-        return [
-            (seq, kind, i, None if body is None else anchors.unpacked(self.path, seq, kind, i, body))
-            for seq, kind, i, body in rows
-        ]
+        """(seq, kind, id, body JSON text) of the records ``after < seq <= upto``.
+
+        Only the records of kinds in `bodies` (every kind when None) come with their body; the others' is None.
+        """
+        return reads.record_rows(self._db, self.path, after, upto, bodies)
 
     def snapshot_index(self, kind: str) -> list[tuple[int, str, dict[str, Any]]]:
         """(seq, id, meta) of the snapshots of one kind, in insertion order, without their bodies."""
@@ -387,14 +335,7 @@ class SQLiteStore:
 
     def principals(self) -> list[str]:
         """Distinct tenants in the timeline, sorted (one index seek each)."""
-        found: list[str] = []
-        row = self._db.execute("SELECT principal FROM timeline ORDER BY principal LIMIT 1").fetchone()
-        while row is not None:
-            found.append(row[0])
-            row = self._db.execute(
-                "SELECT principal FROM timeline WHERE principal > ? ORDER BY principal LIMIT 1", (row[0],)
-            ).fetchone()
-        return found
+        return reads.principals(self._db)
 
     def principal_count(self) -> int:
         """Distinct tenants in the timeline."""
@@ -413,25 +354,11 @@ class SQLiteStore:
     def verify(self) -> ChainBreak | None:
         """Recompute the whole chain; the first bad entry, or None when intact."""
         unreadable: list[ChainBreak] = []
-
-        def readable() -> Iterator[Entry]:
-            cursor = self._db.execute(f"SELECT {READ_COLUMNS} FROM timeline ORDER BY seq")
-            while rows := cursor.fetchmany(256):
-                try:  # derived vectors are recomputed a batch at a time
-                    converted: list[Entry] | None = rows_to_entries(rows)
-                except (ValueError, KeyError, TypeError, json.JSONDecodeError):
-                    converted = None  # read row by row: the first unreadable row names the break
-                for index, row in enumerate(rows):
-                    try:
-                        entry = converted[index] if converted is not None else row_to_entry(row)
-                    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-                        unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
-                        return
-                    yield entry
-
         try:
-            brk = verify_chain(readable(), erased=erasure.sqlite_marks(self._db).entries)
-        except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            brk = verify_chain(
+                reads.readable_entries(self._db, unreadable), erased=erasure.sqlite_marks(self._db).entries
+            )
+        except reads.UNREADABLE as exc:
             return ChainBreak(-1, "?", f"unreadable row: {exc}")
         return unreadable[0] if unreadable else brk
 
