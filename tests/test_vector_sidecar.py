@@ -12,10 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.persistence import runs as snapshot
-from memory.persistence.vectors import (
+from memory.persistence.sparse_rows import (
     DIGEST_BYTES,
-    StoredRows,
-    VectorFile,
     bitmap_bytes,
     pack_rows,
     row_checksums,
@@ -23,6 +21,7 @@ from memory.persistence.vectors import (
     row_offsets,
     row_sizes,
 )
+from memory.persistence.vectors import StoredRows, VectorFile
 from tests.test_open_snapshot import exact, opened, runs_of, state
 from tests.test_retriever_bounds import play
 

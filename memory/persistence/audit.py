@@ -12,7 +12,8 @@ import numpy as np
 
 from memory.persistence.record_fields import problem
 from memory.persistence.runs import RUN, Corrupt, body_digest, sidecar_rows
-from memory.persistence.vectors import VectorFile, row_digests
+from memory.persistence.sparse_rows import row_digests
+from memory.persistence.vectors import VectorFile
 from memory.timeline.record_body import parse
 
 

@@ -79,7 +79,8 @@ class FlushPoints:
         self.pending = sorted(set(self.pending) | {p for p in points if p > self.applied})
 
     def take_before(self, seq: int) -> int:
-        """How many pending points lie before timeline seq `seq` (each closes the open episodes once); marks them applied."""
+        """How many pending points lie before timeline seq `seq` (each closes the open episodes once); marks them
+        applied."""
         due = [p for p in self.pending if p < seq]
         if due:
             self.pending = self.pending[len(due) :]

@@ -83,6 +83,6 @@ def check_lexicon(store: Any, lexicon: Lexicon) -> None:
         path = str(getattr(store, "path", ""))
         raise LexiconMismatch(
             f"{path if path and '://' not in path else 'the store'}: its derived records (outcomes, edges, facts) "
-            f"were read with lexicon {fingerprint}, not {lexicon.fingerprint}; open it with the lexicon that derived them, or "
-            "export its timeline and import it into a new store to derive it with this one"
+            f"were read with lexicon {fingerprint}, not {lexicon.fingerprint}; open it with the lexicon that derived "
+            "them, or export its timeline and import it into a new store to derive it with this one"
         )

@@ -30,7 +30,9 @@ from memory.persistence import stored_bounds
 from memory.persistence.lazy import EpisodeList, StoredEpisodes
 from memory.persistence.record_fields import checked, converted, unreadable
 from memory.persistence.run_encoding import encode_run, run_id
-from memory.persistence.vectors import StoredRows, VectorFile, row_checksums, row_digests, row_offsets
+from memory.persistence.run_reader import RunReader
+from memory.persistence.sparse_rows import row_checksums, row_digests, row_offsets
+from memory.persistence.vectors import StoredRows, VectorFile
 from memory.retrieval.bounds import Bounds
 from memory.retrieval.config import RetrieverConfig
 from memory.state import MemoryState, Problem
@@ -207,7 +209,7 @@ class StoredState:
         (none when a single process wrote the store): the exact load adds every node first.
         """
         kind = snapshot.RUN if self.persistence.use_runs else None
-        reader = snapshot.RunReader(
+        reader = RunReader(
             self.store, config=self.config, dim=self.dim, kind=kind, sidecar=self.sidecar, recompute=self._recompute
         )
         runs: list[snapshot.Run] = []
@@ -274,7 +276,7 @@ class StoredState:
         parts = self.store.entry_parts(list(episode.entry_ids))
         return pipeline.problem_of(self.state, episode, [parts[i] for i in episode.entry_ids if i in parts]).vector
 
-    def _load_bounds(self, principal: str, reader: snapshot.RunReader, runs: list[snapshot.Run]) -> None:
+    def _load_bounds(self, principal: str, reader: RunReader, runs: list[snapshot.Run]) -> None:
         """Install a partition's relevance bounds from the runs' stored projections.
 
         The basis is the one the latest runs used; rows of runs stored before it (or with

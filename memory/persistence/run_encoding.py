@@ -52,8 +52,9 @@ def encode_run(
         projections: principal → (basis digest, projections, residual norms) of the rows of
             that principal's episodes (in storing order), for principals with a basis.
         sidecar: principal → (first byte, float counts and palette sizes (`VectorFile.append`),
-            `vectors.row_digests`, `vectors.row_checksums`) of its episodes' vectors, written to the store's vectors sidecar
-            beforehand; without it the vectors are kept in the body (and the documents are not compressed).
+            `sparse_rows.row_digests`, `sparse_rows.row_checksums`) of its episodes' vectors, written to the
+            store's vectors sidecar beforehand; without it the vectors are kept in the body (and the documents
+            are not compressed).
     """
     out = _Sections(packed=sidecar is not None)
     rows = _episode_columns(out, episodes)

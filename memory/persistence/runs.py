@@ -6,8 +6,9 @@ and citations, the edges, fact versions and reinforcement marks, plus the releva
 projections of the vectors when their partition had a bounding basis. A run of format 4
 keeps where its vectors are in the store's vectors sidecar (sparse rows, most of them as
 palettes), with their checksums and digests (`memory.persistence.vectors`), and its JSON
-documents compressed with zlib; format 3 (still read) has no palette rows; format 2 (still read) points to dense sidecar rows and keeps its documents as
-they are; format 1 (still read) keeps the vectors in the body. Runs are stored in
+documents compressed with zlib; format 3 (still read) has no palette rows; format 2 (still
+read) points to dense sidecar rows and keeps its documents as they are; format 1 (still
+read) keeps the vectors in the body. Runs are stored in
 the insert-only snapshots table (kind `RUN`), each in its own transaction; the timeline
 and the records are never touched, so a crash while writing one leaves a valid store.
 
@@ -22,7 +23,7 @@ run can make opening faster, never different.
 Opening reads only the columns recall needs: episodes are read from their records on first
 use (`memory.persistence.lazy`), problem texts, edge ids and mark ids when first asked for,
 vectors row by row when recall scores them (`memory.persistence.vectors.StoredRows`).
-`run_encoding` writes runs.
+`run_reader` reads and checks runs, `run_encoding` writes them.
 The bounding bases the projections were made with are stored apart (`stored_bounds`).
 
 No pickle: bodies are raw little-endian arrays and UTF-8 JSON.
@@ -32,11 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import queue
 import sys
-import threading
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -47,7 +46,8 @@ import numpy as np
 from memory.episodes import Outcome
 from memory.graph.edges import EdgeType
 from memory.persistence.digests import hex_digests
-from memory.persistence.vectors import DIGEST_BYTES, StoredRows, VectorFile, row_offsets, row_sizes
+from memory.persistence.sparse_rows import row_offsets
+from memory.persistence.vectors import StoredRows
 
 RUN = "open_state/1"  # snapshot kind of runs
 FORMAT = 4  # layout version inside the kind (see the module docstring)
@@ -86,28 +86,7 @@ class Corrupt(ValueError):
     """A run or basis that does not check out (the caller falls back to the exact path)."""
 
 
-_BULK = (
-    "vectors:",
-    "digests:",
-    "checksums:",
-    "counts:",
-    "palettes:",
-    "proj:",
-    "resid:",
-)  # sections copied into the partitions, not kept with the run
-
-
 PACKED = "zlib"  # the dtype of a JSON section compressed with zlib (in a run of format 3 or 4, and in memory)
-_PACKED_DOCUMENTS = ("texts",)  # kept after opening, read on demand if ever, and compress well (7×)
-
-
-def _kept(
-    name: str, data: memoryview, dtype: str | None, shape: list[int] | None
-) -> tuple[bytes, str | None, list[int] | None]:
-    """A section as a run keeps it: the documents read only on demand compressed, the rest as they are."""
-    if dtype != PACKED and name in _PACKED_DOCUMENTS:
-        return zlib.compress(data, 1), PACKED, None
-    return bytes(data), dtype, shape
 
 
 class Run:
@@ -239,239 +218,6 @@ class Run:
     def outside(self) -> list[str]:
         """Episodes stored before the run that got a reinforcement mark in it."""
         return self._document("outside")
-
-
-class RunReader:
-    """The usable runs of a store, in records order from the first record on (see the module docstring).
-
-    Iterating yields the runs; meanwhile a worker thread with its own connection reads and
-    checks the bodies and copies each principal's bound projections into `proj` / `resid`
-    (SQLite, sha256 and numpy copies release the GIL), so the caller's work on one run
-    overlaps reading the next. Each principal's vectors are read through `sources`: rows in
-    the store's vectors sidecar (format 2; `sidecar`) or held in memory (format 1).
-
-    Args:
-        sidecar: the store's vectors sidecar (None: format 2 runs are not usable).
-        recompute: ``(principal, row) → vector`` from the episode's entries, for a sidecar
-            row that fails its checksum.
-    """
-
-    def __init__(
-        self,
-        store: Any,
-        *,
-        config: str,
-        dim: int,
-        kind: str | None = RUN,
-        sidecar: VectorFile | None = None,
-        recompute: Callable[[str, int], np.ndarray] | None = None,
-    ) -> None:
-        self.store = store
-        self.dim = dim
-        self.sidecar = sidecar
-        self.recompute = recompute
-        self.candidates: dict[int, list[tuple[int, dict[str, Any]]]] = {}
-        for seq, _, meta in store.snapshot_index(kind) if store.path != ":memory:" and kind is not None else ():
-            if (
-                isinstance(meta, dict)
-                and meta.get("format") in READ_FORMATS
-                and meta.get("config") == config
-                and meta.get("dim") == dim
-                and isinstance(meta.get("after"), int)
-                and isinstance(meta.get("rows"), dict)
-                and isinstance(meta.get("bases"), dict)
-            ):
-                self.candidates.setdefault(meta["after"], []).append((seq, meta))
-        self.last = store.last_record() if self.candidates else 0
-        rows: dict[str, int] = {}  # capacity: every candidate's rows (untouched pages of np.empty cost nothing)
-        ranks: dict[str, int] = {}
-        for _, meta in (c for found in self.candidates.values() for c in found):
-            for principal, k in meta["rows"].items():
-                rows[principal] = rows.get(principal, 0) + int(k)
-                shape = meta["sections"].get(f"proj:{principal}", [0, 0, "", [0, 0]])[3]
-                if len(shape) == 2 and int(shape[1]) > 0:
-                    ranks.setdefault(principal, int(shape[1]))
-        self.capacity = rows
-        self.sources: dict[str, StoredRows] = {}
-        self.proj = {p: np.empty((k, ranks[p]), dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
-        self.resid = {p: np.empty(k, dtype=np.float32) for p, k in rows.items() if ranks.get(p)}
-        self.filled = dict.fromkeys(rows, 0)  # rows filled per principal, by the runs yielded so far
-
-    def source(self, principal: str) -> StoredRows:
-        """The vectors of a principal's rows from the runs read so far."""
-        found = self.sources.get(principal)
-        if found is None:
-            recompute = self.recompute
-            found = self.sources[principal] = StoredRows(
-                self.dim, None if recompute is None else lambda row, who=principal: recompute(who, row)
-            )
-        return found
-
-    def __iter__(self) -> Iterator[Run]:
-        if 0 not in self.candidates:
-            return
-        found: queue.Queue = queue.Queue(maxsize=2)
-        stop = threading.Event()
-
-        def offer(item: Any) -> bool:
-            while not stop.is_set():
-                try:
-                    found.put(item, timeout=0.05)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def work() -> None:
-            try:
-                reader = type(self.store)(self.store.path, create=False)
-                try:
-                    after = 0
-                    while after in self.candidates:
-                        run = self._first_usable(reader, after)
-                        if run is None or not offer(run):
-                            break
-                        after = run.upto
-                finally:
-                    reader.close()
-            except Exception:  # noqa: BLE001 - runs only make opening faster: what they do not cover loads exactly
-                pass
-            finally:
-                offer(None)
-
-        worker = threading.Thread(target=work, name="snapshot-reader", daemon=True)
-        worker.start()
-        try:
-            while True:
-                item = found.get()
-                if item is None:
-                    return
-                item.place()
-                yield item
-        finally:
-            stop.set()
-            worker.join()
-
-    def _first_usable(self, store: Any, after: int) -> Run | None:
-        """The first candidate run starting after `after` that checks out and fits, copied in; or None."""
-        for seq, meta in self.candidates[after]:
-            try:
-                upto = int(meta["upto"])
-                if not after < upto <= self.last:
-                    continue
-                if store.record_at(after + 1) != tuple(meta["first"]) or store.record_at(upto) != tuple(meta["last"]):
-                    continue  # made of other records
-                run = self._copy(store, seq, meta)
-            except (Corrupt, KeyError, TypeError, ValueError, IndexError, AttributeError):
-                continue
-            if run is not None:
-                return run
-        return None
-
-    def _in_sidecar(self, meta: Mapping[str, Any], sections: Mapping[str, np.ndarray]) -> dict[str, tuple]:
-        """principal → (byte offsets, float counts, palette sizes) of a run's sidecar rows; `Corrupt` unless the
-        sidecar holds them."""
-        dim = int(meta["dim"])
-        where = {p: sidecar_rows(meta, p, sections, dim) for p in meta["rows"]}
-        if any(
-            len(offsets) and int((offsets + row_sizes(dim, counts, palettes)).max()) > self.sidecar.size()  # type: ignore[union-attr]
-            for offsets, counts, palettes in where.values()
-        ):
-            raise Corrupt("the vectors sidecar does not hold the run's rows")
-        return where
-
-    def _copy(self, store: Any, seq: int, meta: Mapping[str, Any]) -> Run | None:
-        """Read and check a run's sections; its vectors and projections go to the principals' arrays.
-
-        Raises `Corrupt` when a section is truncated, altered or of the wrong shape; None when
-        the run does not fit the arrays (the rest then loads the exact way).
-        """
-        layout = meta["sections"]
-        n, dim = int(meta["episodes"]), int(meta["dim"])
-        rows = {p: int(k) for p, k in meta["rows"].items()}
-        if not isinstance(layout, dict) or sum(rows.values()) != n:
-            raise Corrupt("no section table, or rows disagree with the episodes")
-        in_sidecar = meta["format"] >= 2
-        for name, shape in _expected_shapes(int(meta["format"]), rows, dim).items():
-            if name not in layout or list(layout[name][3]) != shape:
-                raise Corrupt(f"section {name} is missing or has another shape")
-        if in_sidecar and (
-            self.sidecar is None or not isinstance(meta["vectors"], dict) or set(meta["vectors"]) != set(rows)
-        ):
-            raise Corrupt("no vectors sidecar, or the run does not say where each principal's rows are")
-        if any(self.filled.get(p, 0) + k > self.capacity.get(p, 0) for p, k in rows.items()):
-            return None
-        body = store.snapshot_body(seq)  # one read and one digest per run: the GIL is released for both
-        if len(body) != int(meta["size"]) or body_digest(body) != meta["digest"]:
-            raise Corrupt("body is truncated or altered")
-        view = memoryview(body)
-        kept: dict[str, tuple[bytes, str | None, list[int] | None]] = {}
-        bulk: dict[str, np.ndarray] = {}
-        for name, (offset, length, dtype, shape) in layout.items():
-            if (
-                not 0 <= offset <= offset + length <= len(body)
-                or dtype not in (None, PACKED)
-                and int(np.prod(shape)) * np.dtype(dtype).itemsize != length
-            ):
-                raise Corrupt(f"section {name} does not fit the body or its shape")
-            data = view[offset : offset + length]
-            if name.startswith(_BULK):
-                bulk[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
-            else:
-                kept[name] = _kept(name, data, dtype, shape)
-        run = Run(meta, kept)
-        where = self._in_sidecar(meta, bulk) if in_sidecar else {}
-        for principal, k in rows.items():
-            at = self.filled[principal]
-            if in_sidecar:
-                offsets, counts, palettes = where[principal]
-                segment: Any = (self.sidecar, offsets, counts, bulk[f"checksums:{principal}"].copy(), palettes)
-            else:
-                segment = bulk[f"vectors:{principal}"].copy()
-            run.vectors.append((self.source(principal), segment))
-            digest = meta["bases"].get(principal)
-            proj, resid = bulk.get(f"proj:{principal}"), bulk.get(f"resid:{principal}")
-            target = self.proj.get(principal)
-            if (
-                digest is not None
-                and proj is not None
-                and resid is not None
-                and target is not None
-                and proj.shape == (k, target.shape[1])
-                and resid.shape == (k,)
-            ):
-                run.copies.append((target, at, proj))
-                run.copies.append((self.resid[principal], at, resid))
-                run.bases[principal] = digest
-            else:
-                run.bases[principal] = None
-            run.offsets[principal] = at
-            self.filled[principal] = at + k
-        return run
-
-
-def _expected_shapes(run_format: int, rows: Mapping[str, int], dim: int) -> dict[str, list[int]]:
-    """The sections a run of this format must hold, and their shapes, for `rows` episodes per principal."""
-    n = sum(rows.values())
-    named = {
-        "principal": [n],
-        "situation": [n],
-        "subject": [n],
-        "ends": [n],
-        "outcome": [n],
-        "corrected": [n],
-        "end_us": [n],
-        "choice": [n],
-        "seqs": [n, 2],
-    }
-    if run_format < 2:
-        return {**named, **{f"vectors:{p}": [k, dim] for p, k in rows.items()}}
-    per_row = ["checksums"] + (["counts"] if run_format >= 3 else []) + (["palettes"] if run_format >= 4 else [])
-    return {
-        **named,
-        **{f"digests:{p}": [k, DIGEST_BYTES] for p, k in rows.items()},
-        **{f"{name}:{p}": [k] for name in per_row for p, k in rows.items()},
-    }
 
 
 def sidecar_rows(

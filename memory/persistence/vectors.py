@@ -4,7 +4,7 @@ hold every episode's vector in memory.
 A file store has a sidecar, ``<store>-vectors``, only ever appended (`VectorFile`). Each
 row is stored sparse and exact: a bitmap of which floats are non-zero (by their bits, so
 -0.0 and NaN are kept), then those floats as little-endian float32, or, when smaller, the
-row's distinct floats and a few bits per float indexing them (`pack_rows`). Hashing vectors
+row's distinct floats and a few bits per float indexing them (`memory.persistence.sparse_rows`). Hashing vectors
 have about a third of their buckets set and repeat a few dozen values, so a row takes about
 14 % of its dense size; a dense encoder's row costs its bitmap more than dense (dim / 8
 bytes). Rows written by earlier versions are stored without palettes, or dense at multiples
@@ -27,153 +27,31 @@ logged, so a run can make opening faster, never recall different.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
-import zlib
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
 from memory.errors import StoreError
+from memory.persistence.sparse_rows import (
+    bitmap_bytes,
+    index_bits,
+    pack_rows,
+    palette_values,
+    row_checksums,
+    unpack_rows,
+)
 from memory.timeline.sidecars import open_sidecar
 
 try:
     import fcntl
 except ImportError:  # not POSIX: appends of several processes at once are not serialized
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # the stubs declare fcntl on every platform
 
-DIGEST_BYTES = 16  # bytes of each row's SHA-256 kept in the run
 log = logging.getLogger(__name__)
-
-
-def row_checksums(rows: np.ndarray) -> np.ndarray:
-    """CRC-32 of each float32 row (what a read checks: cheap, and catches damage and a wrong file)."""
-    data = np.ascontiguousarray(rows, dtype="<f4")
-    return np.array([zlib.crc32(row) for row in data], dtype="<u4")  # each row is contiguous: no copy
-
-
-def row_digests(rows: np.ndarray) -> np.ndarray:
-    """Truncated SHA-256 of each float32 row, as a ``(n, DIGEST_BYTES)`` uint8 array."""
-    data = np.ascontiguousarray(rows, dtype="<f4")
-    out = np.empty((len(data), DIGEST_BYTES), dtype=np.uint8)
-    for n, row in enumerate(data):
-        out[n] = np.frombuffer(hashlib.sha256(row.tobytes()).digest()[:DIGEST_BYTES], dtype=np.uint8)
-    return out
-
-
-def bitmap_bytes(dim: int) -> int:
-    """Bytes of a sparse row's bitmap."""
-    return (dim + 7) // 8
-
-
-def index_bits(palettes: np.ndarray) -> np.ndarray:
-    """Bits of each palette index of rows with `palettes` distinct values (0 for one value)."""
-    return np.frexp(np.maximum(np.asarray(palettes, dtype=np.int64) - 1, 0))[1].astype(np.int64)
-
-
-def row_sizes(dim: int, counts: np.ndarray, palettes: np.ndarray | None = None) -> np.ndarray:
-    """Bytes each stored row takes: a sparse row with `counts` floats (as `palettes` distinct values
-    and indices into them, or the floats themselves where the palette size is 0), or a dense one
-    where the count is negative."""
-    counts = np.asarray(counts, dtype=np.int64)
-    palettes = np.zeros_like(counts) if palettes is None else np.asarray(palettes, dtype=np.int64)
-    indexed = 4 * palettes + (counts * index_bits(palettes) + 7) // 8
-    return np.where(counts < 0, 4 * dim, bitmap_bytes(dim) + np.where(palettes > 0, indexed, 4 * counts))
-
-
-def row_offsets(first: int, dim: int, counts: np.ndarray, palettes: np.ndarray | None = None) -> np.ndarray:
-    """Where each of a block of sparse rows written together begins, the first at byte `first`."""
-    sizes = row_sizes(dim, counts, palettes)
-    return int(first) + np.cumsum(sizes) - sizes
-
-
-def pack_rows(rows: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """float32 rows in the sidecar's sparse layout, how many floats each row keeps, and the size
-    of each row's palette (0: the floats are stored as they are).
-
-    Per row: a bitmap of the floats whose bits are not all zero (bit ``i % 8`` of byte
-    ``i // 8``), then either those floats in order or, when it is smaller, the row's distinct
-    floats (its palette, by their bits, so nothing is rounded) followed by one index into the
-    palette per float, packed little-endian with as few bits as the palette needs (at most 8).
-    Hashing vectors repeat a few dozen values (log counts over one norm), so a palette row takes
-    about a third of the floats' bytes. `unpack_rows` restores every bit.
-    """
-    data = np.ascontiguousarray(rows, dtype="<f4")
-    bits = data.view("<u4")
-    present = bits != 0
-    counts = present.sum(axis=1)
-    bitmaps = np.packbits(present, axis=1, bitorder="little")
-    palettes = np.zeros(len(data), dtype=np.uint32)
-    parts: list[bytes] = []
-    for n, (bitmap, row) in enumerate(zip(bitmaps, bits)):
-        values = row[present[n]]
-        palette, index = np.unique(values, return_inverse=True)
-        width = index_bits(np.array([len(palette)]))[0]
-        parts.append(bitmap.tobytes())
-        if width <= 8 and 4 * len(palette) + (len(values) * width + 7) // 8 < 4 * len(values):
-            palettes[n] = len(palette)
-            spread = (index.reshape(-1, 1) >> np.arange(width)) & 1
-            parts += [
-                palette.astype("<u4").tobytes(),
-                np.packbits(spread.astype(np.uint8), bitorder="little").tobytes(),
-            ]
-        else:
-            parts.append(values.tobytes())
-    return b"".join(parts), counts.astype(np.uint32), palettes
-
-
-def unpack_rows(bitmaps: np.ndarray, counts: np.ndarray, values: np.ndarray, dim: int) -> np.ndarray:
-    """Dense float32 rows from sparse ones: their bitmaps (one row of `bitmap_bytes` each), float
-    counts and floats (concatenated in row order). A row whose bitmap does not hold `counts` bits
-    (damage) reads as NaN."""
-    counts = np.asarray(counts, dtype=np.int64)
-    present = np.unpackbits(bitmaps, axis=1, count=dim, bitorder="little").view(bool)
-    out = np.zeros((len(counts), dim), dtype=np.float32)
-    fits = present.sum(axis=1) == counts
-    if not fits.all():
-        present[~fits] = False
-        out[~fits] = np.nan
-        values = values[np.repeat(fits, counts)]
-    out.reshape(-1)[np.flatnonzero(present)] = values  # twice as fast as a boolean assignment
-    return out
-
-
-def palette_values(
-    floats: np.ndarray,
-    starts: np.ndarray,
-    counts: np.ndarray,
-    palettes: np.ndarray,
-    indexes: np.ndarray,
-    index_starts: np.ndarray,
-) -> np.ndarray:
-    """The floats of sparse rows, in row order, from what was read of them: `floats` holds each
-    row's floats or palette from `starts`, `indexes` each palette row's packed indices from byte
-    `index_starts` (followed by two spare bytes). A damaged index reads some other float, which
-    the row's checksum then catches."""
-    counts = np.asarray(counts, dtype=np.int64)
-    palettes = np.asarray(palettes, dtype=np.int64)
-    starts = np.asarray(starts, dtype=np.int64)
-    firsts = np.cumsum(counts) - counts  # each row's first float in the output
-    width = index_bits(palettes)
-    # The bit of float number i (counted over all rows) is i * width + base, per row.
-    base = np.asarray(index_starts, dtype=np.int64) * 8 - firsts * width
-    per_float = np.repeat(
-        np.stack([width, base, (1 << width) - 1, starts]), counts, axis=1
-    )  # intp: gathers need no copy
-    bit = np.arange(int(counts.sum()), dtype=np.int64)
-    bit *= per_float[0]
-    bit += per_float[1]
-    pairs = indexes[:-1].astype(np.uint16) | (indexes[1:].astype(np.uint16) << 8)  # the two bytes from each byte
-    index = pairs[bit >> 3].astype(np.int64)
-    index >>= bit & 7
-    index &= per_float[2]
-    index += per_float[3]
-    out = floats[np.minimum(index, len(floats) - 1, out=index)] if len(floats) else np.zeros(0, np.float32)
-    for row in np.flatnonzero(palettes == 0).tolist():  # rows stored as their floats
-        out[firsts[row] : firsts[row] + counts[row]] = floats[starts[row] : starts[row] + counts[row]]
-    return out
 
 
 class VectorFile:
@@ -243,20 +121,47 @@ class VectorFile:
             return out
         whole = (offsets >= 0) & (counts <= self.dim) & (palettes >= 0) & (palettes <= np.clip(counts, 0, 256))
         sparse = np.flatnonzero(whole & (counts >= 0))
-        width = bitmap_bytes(self.dim)
         kept = np.where(palettes > 0, palettes, counts)[sparse]  # floats stored per sparse row
         index_sizes = np.where(palettes[sparse] > 0, (counts[sparse] * index_bits(palettes[sparse]) + 7) // 8, 0)
-        bitmaps = np.empty((len(sparse), width), dtype=np.uint8)
+        bitmaps = np.empty((len(sparse), bitmap_bytes(self.dim)), dtype=np.uint8)
         floats = np.empty(int(kept.sum()), dtype=np.float32)
         indexes = np.zeros(int(index_sizes.sum()) + 2, dtype=np.uint8)  # two spare bytes (`palette_values`)
-        rows, bits, kept_floats, index_bytes = (
-            memoryview(a.reshape(-1)).cast("B") for a in (out, bitmaps, floats, indexes)
-        )
-        ok, stored_floats, index_lengths = (
-            whole.tolist(),
-            kept.tolist(),
-            index_sizes.tolist(),
-        )  # plain ints: a fast loop
+        ok = self._read_into(fd, out, (bitmaps, floats, indexes), whole.tolist(), offsets, counts, kept, index_sizes)
+        if len(sparse):
+            values = (
+                floats
+                if not palettes.any()
+                else palette_values(
+                    floats,
+                    np.cumsum(kept) - kept,
+                    counts[sparse],
+                    palettes[sparse],
+                    indexes,
+                    np.cumsum(index_sizes) - index_sizes,
+                )
+            )
+            out[sparse] = unpack_rows(bitmaps, counts[sparse], values, self.dim)
+        out[~np.array(ok, dtype=bool)] = np.nan
+        return out
+
+    def _read_into(
+        self,
+        fd: int,
+        out: np.ndarray,
+        sparse_parts: tuple[np.ndarray, np.ndarray, np.ndarray],
+        ok: list[bool],
+        offsets: np.ndarray,
+        counts: np.ndarray,
+        kept: np.ndarray,
+        index_sizes: np.ndarray,
+    ) -> list[bool]:
+        """One ``preadv`` per row marked in `ok`, straight into place: a dense row into `out`, a sparse row's
+        bitmap, `kept` floats or palette and `index_sizes` bytes of indices into `sparse_parts` (bitmaps,
+        floats, indices); `ok`, each row's mark cleared unless it was read whole."""
+        bitmaps, floats, indexes = sparse_parts
+        width = bitmaps.shape[1]
+        rows, bits, kept_floats, index_bytes = (_bytes_of(a) for a in (out, bitmaps, floats, indexes))
+        stored_floats, index_lengths = kept.tolist(), index_sizes.tolist()  # plain ints: a fast loop
         rb, place, at, n, preadv = self.row_bytes, 0, 0, 0, os.preadv
         for row, offset, count in zip(range(len(ok)), offsets.tolist(), counts.tolist()):
             if not ok[row]:
@@ -275,23 +180,7 @@ class VectorFile:
                 ok[row] = preadv(fd, parts, offset) == size
             except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
                 ok[row] = False
-        whole = np.array(ok, dtype=bool)
-        if len(sparse):
-            values = (
-                floats
-                if not palettes.any()
-                else palette_values(
-                    floats,
-                    np.cumsum(kept) - kept,
-                    counts[sparse],
-                    palettes[sparse],
-                    indexes,
-                    np.cumsum(index_sizes) - index_sizes,
-                )
-            )
-            out[sparse] = unpack_rows(bitmaps, counts[sparse], values, self.dim)
-        out[~whole] = np.nan
-        return out
+        return ok
 
     def read_dense(self, rows: np.ndarray) -> np.ndarray:
         """Dense rows by their row numbers (how earlier versions wrote rows)."""
@@ -318,6 +207,12 @@ class VectorFile:
         fd = getattr(self, "_fd", None)
         if fd is not None:
             os.close(fd)
+
+
+def _bytes_of(array: np.ndarray) -> memoryview:
+    """The bytes of a contiguous array, writable in place."""
+    # numpy's stubs declare the buffer protocol for Python 3.12 on only (mypy checks 3.11)
+    return memoryview(array.reshape(-1)).cast("B")  # type: ignore[arg-type]
 
 
 class StoredRows:
@@ -426,15 +321,23 @@ class StoredRows:
             which = np.searchsorted(self._starts, rows, side="right") - 1
             for s in np.unique(which[~on_file]).tolist():
                 at = np.flatnonzero(which == s)
-                out[at] = self._arrays[s][rows[at] - self._starts[s]]  # type: ignore[index]
+                held = cast(np.ndarray, self._arrays[s])  # a segment of rows held in memory has its array
+                out[at] = held[rows[at] - self._starts[s]]
         if on_file.any():
             at = np.flatnonzero(on_file) if not on_file.all() else np.arange(len(rows))
-            out[at] = self.file.read(offsets[at], self._counts[rows[at]], self._palettes[rows[at]])  # type: ignore[union-attr]
-            self._check(rows[at], out, at)
+            file = self._sidecar()
+            out[at] = file.read(offsets[at], self._counts[rows[at]], self._palettes[rows[at]])
+            self._check(file, rows[at], out, at)
         return out
 
-    def _check(self, rows: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
-        """Check sidecar rows read for the first time against their checksums; recompute those that fail."""
+    def _sidecar(self) -> VectorFile:
+        """The sidecar of the file segments (set by the first `add_file`: rows on file come with it)."""
+        if self.file is None:
+            raise ValueError("sidecar rows were read before any sidecar was added")
+        return self.file
+
+    def _check(self, file: VectorFile, rows: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
+        """Check rows read for the first time from `file` against their checksums; recompute those that fail."""
         todo = np.flatnonzero(~self._checked[rows])
         if not len(todo):
             return
@@ -449,7 +352,7 @@ class StoredRows:
                 log.warning(
                     "vector of partition row %s does not match its checksum in %s; recomputed from its entries",
                     row,
-                    self.file.path,
-                )  # type: ignore[union-attr]
+                    file.path,
+                )
                 fixed = self._fixed[row] = np.asarray(self.recompute(row), dtype=np.float32)
             out[at[i]] = fixed
