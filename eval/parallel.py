@@ -13,10 +13,16 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval.presets import PRESETS, build_agent
 from eval.runner import Playthrough, play
+from scenarios import Scenario
+
+if TYPE_CHECKING:
+    from agent.llm import CachedLLMReasoner
+    from agent.reasoner import Reasoner
+    from memory.timeline import Encoder
 
 EXECUTORS = ("process", "ray")
 
@@ -25,7 +31,7 @@ EXECUTORS = ("process", "ray")
 class RunSpec:
     """One run to play; everything a fresh process needs."""
 
-    scenario: Any  # the loaded Scenario (a picklable value)
+    scenario: Scenario  # the loaded scenario (a picklable value)
     seed: int  # simulator seed
     agent: str  # preset name
     mode: str = "heuristic"  # "heuristic", "claude" or "openai"
@@ -53,25 +59,40 @@ class RunResult:
 
 def build_reasoner(
     mode: str,
-    encoder: Any,
+    encoder: Encoder,
     *,
     model: str | None = None,
     cache: str | None = None,
     base_url: str | None = None,
     api_key: str | None = None,
-) -> Any:
+) -> Reasoner:
     """The reasoner every agent of a comparison shares (LLM modes raise MissingKey without a key or cache)."""
     if mode == "heuristic":
         from agent.heuristic import HeuristicReasoner
 
         return HeuristicReasoner(encoder)
+    return build_llm_reasoner(mode, model=model, cache=cache, base_url=base_url, api_key=api_key)
+
+
+def build_llm_reasoner(
+    mode: str,
+    *,
+    model: str | None = None,
+    cache: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+) -> CachedLLMReasoner:
+    """The reasoner of an LLM mode ("openai", else Claude); raises MissingKey when the mode cannot start.
+
+    The API key defaults to the mode's environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY).
+    """
     import os
 
     if mode == "openai":
         from agent.openai import OpenAIReasoner
 
         return OpenAIReasoner(
-            model=model,
+            model=model or "",  # none: OpenAIReasoner raises MissingKey asking for --model
             base_url=base_url,
             cache_dir=cache,
             api_key=api_key if api_key is not None else os.environ.get("OPENAI_API_KEY"),
@@ -131,7 +152,7 @@ class Runs:
         self.on_done = on_done
         self._pool: ProcessPoolExecutor | None = None
         self._futures: list[Future] = []
-        self._ray: Any = None
+        self._ray: _RayRuns | None = None
 
     def __enter__(self) -> Runs:
         if self.executor == "ray":
