@@ -309,7 +309,7 @@ def test_picture_commands_refuse_a_wrong_output_and_a_missing_store(tmp_path, ca
 
 
 def test_a_reference_names_the_failing_service_before_or_after_its_noun() -> None:
-    from memory.graph.causes import PAST_REFERENCE, names_subject
+    from memory.graph.references import PAST_REFERENCE, names_subject
 
     def names(sentence: str, subject: str) -> bool:
         return any(names_subject(sentence, m, subject) for m in PAST_REFERENCE.finditer(sentence))

@@ -53,17 +53,16 @@ reads generic English. No generated family leaves a stopgap in place, so ``provi
 equal to ``described``) was checked on the development files (`scenarios/dev/`) instead.
 
 The words of every rule are groups of the `Lexicon` the scorer is given (default: the shipped
-`DEFAULT_LEXICON`; `patterns` compiles them once per lexicon).
+`DEFAULT_LEXICON`); `memory.graph.references` reads the sentences with them (`Patterns`, compiled
+once per lexicon by `patterns`).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import NamedTuple
 
 from memory.episodes import Episode
@@ -76,64 +75,9 @@ from memory.graph.changes import (
     name_terms,
     stopgap_terms,
 )
+from memory.graph.references import exonerated, names_subject, not_referring, patterns, referring
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
-from memory.text import causal_cue, mentions, read_as_found, split_negation, split_sentences
-
-
-class Patterns(NamedTuple):
-    """What the scorer reads in a sentence, compiled from one lexicon's groups."""
-
-    # a definite or dated reference to a change or an incident ("the last cache fix", "since the
-    # kernel-patch change", "yesterday's hotfix", "the earlier outage"); a release or rollout is a change
-    # of its own, not the fix of an earlier incident (group ``change_nouns``)
-    past_reference: re.Pattern[str]
-    # work dated by a connective ("the day after the valve work", "since the pump job", "during last
-    # month's coolant flush"); without the connective "the work" or "the job" is too often something else
-    work_reference: re.Pattern[str]
-    # a change dated months or years back ("last oil change 14 months ago"): far beyond the look-back of
-    # the cause rules (`GraphConfig.cause_window_s`, 14 days), so not one of the changes they rank
-    long_ago: re.Pattern[str]
-    attached: re.Pattern[str]  # what a reference is attached to after its noun ("the fix to billing")
-    undo: re.Pattern[str]  # a fix that undoes an earlier change (its shared terms then count as evidence)
-    change_word: re.Pattern[str]  # a change word of the causal cue (the rest of a dated reference describes the change)
-    change_verbs: re.Pattern[str]  # past-tense verbs of a change (with the causal cue: "was replaced on Monday")
-    exoneration: re.Pattern[
-        str
-    ]  # a sentence clearing its subject ("X was not involved", "X had nothing to do with it")
-    causal_cue: re.Pattern[str]  # `memory.text.causal_cue`
-
-
-@lru_cache(maxsize=8)
-def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
-    """The scorer's patterns compiled from `lexicon` (once per lexicon)."""
-    lx, i = lexicon, re.IGNORECASE
-    return Patterns(
-        re.compile(
-            rf"\b(?:{lx['reference_determiners']})\s+((?:[\w\-]+\s+){{0,4}}?)(?:{lx['change_nouns']})\b"
-            rf"(?!\s+(?:{lx['not_a_past_change']}))",
-            i,
-        ),
-        re.compile(
-            rf"\b(?:{lx['work_connectives']})\s+(?:{lx['work_determiners']})\s+((?:[\w\-]+\s+){{0,3}}?)"
-            rf"(?:{lx['work_nouns']})\b(?!\s+(?:{lx['not_work']}))",
-            i,
-        ),
-        re.compile(rf"\b(?:{lx['long_ago_counts']})\s+(?:months|years)\s+ago\b|\ba year ago\b", i),
-        re.compile(rf"\s+(?:[\w\-]+\s+){{0,2}}?(?:{lx['attached_prepositions']})\s+((?:the\s+)?[\w\-.]+)", i),
-        re.compile(rf"\b(?:{lx['undo']})\b", i),
-        re.compile(rf"\b(?:{lx['change_words']})\b", i),
-        re.compile(rf"\b(?:{lx['change_verbs']}|(?:{lx['receiving_verbs']}) (?:{lx['determiners']}) new)\b", i),
-        re.compile(
-            rf"^(?P<subject>.{{1,120}}?)\s+(?:(?:{lx['be_forms']})\s+(?:not|never)\s+"
-            rf"(?:{lx['exonerating_predicates']})\b|(?:{lx['have_forms']})\s+nothing to do with\b)",
-            i,
-        ),
-        causal_cue(lx),
-    )
-
-
-PAST_REFERENCE = patterns().past_reference  # of the shipped lexicon
-
+from memory.text import mentions, read_as_found, split_negation, split_sentences
 
 STOPGAP_SHARED = 2  # terms an incident must share with a stopgap (one shared word is a coincidence)
 
@@ -187,36 +131,6 @@ class Candidate(NamedTuple):
     corrected: tuple[Episode, ...]  # its earlier attempts (their corrections describe the change)
 
 
-def exonerated(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, str] | None:
-    """(affirmed, denied) of a sentence that clears its subject ("the payments retry change was not
-    involved", "X had nothing to do with it"), or None: the subject is denied and what follows the
-    clearing predicate is read as usual."""
-    found = patterns(lexicon).exoneration.match(sentence.strip())
-    if found is None:
-        return None
-    rest = split_negation(sentence.strip()[found.end() :], lexicon)
-    return rest[0], " ".join(part for part in (found.group("subject"), rest[1]) if part)
-
-
-def referring(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
-    """Whether a sentence refers to a recent past change or incident; one dated months or years
-    ago (`Patterns.long_ago`) does not."""
-    p = patterns(lexicon)
-    if p.long_ago.search(sentence):
-        return False
-    if p.past_reference.search(sentence) or p.work_reference.search(sentence):
-        return True
-    return bool(p.causal_cue.search(sentence)) and bool(p.change_verbs.search(sentence))
-
-
-@lru_cache(maxsize=65536)
-def not_referring(observation: str, lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
-    """Whether an earlier incident's observation tells what that incident was, not what caused it:
-    a sentence referring to a yet earlier change describes that change, and two incidents that
-    both refer to past changes in the same words share no symptom by it."""
-    return not any(referring(s, lexicon) for s in split_sentences(observation))
-
-
 def rank_causes(
     observations: Sequence[str],
     subject: str | None,
@@ -247,6 +161,52 @@ def rank_causes(
         weights: the log-odds contributions.
         lexicon: the words the rules read.
     """
+    read = _read(observations, subject, candidates, corrections, fixes, lexicon)
+    scored = []
+    for c in candidates:
+        factors = _factors(c, subject, at, read, terms, (learned, led_to), weights, lexicon)
+        scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
+    return _hypotheses(scored)
+
+
+class _Mentions:
+    """Whether referring sentences, or any sentence, name a service (each name looked up once)."""
+
+    def __init__(self, refs: Sequence[str], sentences: Sequence[str]) -> None:
+        self.refs, self.sentences = refs, sentences
+        self.found: dict[str, tuple[bool, bool]] = {}
+
+    def __call__(self, name: str) -> tuple[bool, bool]:
+        if name not in self.found:
+            self.found[name] = (
+                any(mentions(s, name) for s in self.refs),
+                any(mentions(s, name) for s in self.sentences),
+            )
+        return self.found[name]
+
+
+class _Reading(NamedTuple):
+    """What an incident's sentences say, read once for every candidate (`rank_causes`)."""
+
+    named_in: _Mentions  # whether the referring sentences, or any, name a service
+    refs: list[str]  # the referring sentences, their denied parts left out
+    # whether the references name another service (and not the failing one), and whether they name the failing one
+    named_refs: tuple[bool, bool]
+    # the observations' terms: describing a referred change, in referring sentences, elsewhere, and the
+    # referring sentences' numbers
+    said: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]
+    denials: tuple[frozenset[str], frozenset[str]]  # terms denied by any sentence, and by the corrections
+
+
+def _read(
+    observations: Sequence[str],
+    subject: str | None,
+    candidates: Sequence[Candidate],
+    corrections: Sequence[str],
+    fixes: Sequence[str],
+    lexicon: Lexicon,
+) -> _Reading:
+    """The incident's observations and corrections read for references, terms and denials."""
     p = patterns(lexicon)
     corrected = [s for text in corrections for s in split_sentences(text) if s.strip()]
     # a look that found nothing wrong ("the pump was replaced on Monday and checked: flow normal") reports
@@ -273,24 +233,18 @@ def rank_causes(
     retracted = frozenset().union(*(entity_terms(split[s][1]) for s in corrected)) - own
     others = {c.episode.subject for c in candidates if c.episode.subject and c.episode.subject != subject}
     refs_name_other = any(mentions(affirmed[s], name) for s in refs for name in others)
-    named_in = _Mentions([affirmed[s] for s in refs], [affirmed[s] for s in sentences])
-    scored = []
-    for c in candidates:
-        factors = _factors(
-            c,
-            subject,
-            at,
-            named_in,
-            [affirmed[s] for s in refs],
-            (refs_name_other and not own_described, own_described),
-            (described, ref_terms, other_terms, frozenset(filter(is_value, ref_terms))),
-            (denied_terms, retracted),
-            terms,
-            (learned, led_to),
-            weights,
-            lexicon,
-        )
-        scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
+    return _Reading(
+        _Mentions([affirmed[s] for s in refs], [affirmed[s] for s in sentences]),
+        [affirmed[s] for s in refs],
+        (refs_name_other and not own_described, own_described),
+        (described, ref_terms, other_terms, frozenset(filter(is_value, ref_terms))),
+        (denied_terms, retracted),
+    )
+
+
+def _hypotheses(scored: Sequence[tuple[str, float, list[tuple[str, float, tuple[str, ...]]]]]) -> list[Hypothesis]:
+    """Scored candidates (id, summed log-odds, contributions) as hypotheses: a softmax over them and the
+    null (score 0), most probable first."""
     top = max((s for _, s, _ in scored), default=0.0)
     norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
     out = [
@@ -306,67 +260,23 @@ def rank_causes(
     return sorted(out, key=lambda h: (-h.probability, h.episode_id))
 
 
-class _Mentions:
-    """Whether referring sentences, or any sentence, name a service (each name looked up once)."""
+class _Overlaps(NamedTuple):
+    """The candidate's terms the observations share (`_overlaps`)."""
 
-    def __init__(self, refs: Sequence[str], sentences: Sequence[str]) -> None:
-        self.refs, self.sentences = refs, sentences
-        self.found: dict[str, tuple[bool, bool]] = {}
-
-    def __call__(self, name: str) -> tuple[bool, bool]:
-        if name not in self.found:
-            self.found[name] = (
-                any(mentions(s, name) for s in self.refs),
-                any(mentions(s, name) for s in self.sentences),
-            )
-        return self.found[name]
+    in_words: float  # IDF weight of the words describing a referred change that match it
+    shared_words: tuple[str, ...]
+    overlap: float  # the ``overlap`` contribution
+    shared: tuple[str, ...]  # the terms it counts
+    in_values: float  # IDF weight of the referring sentences' numbers the change set
+    provisional: float  # the ``provisional`` contribution
+    shared_stopgap: tuple[str, ...]
 
 
-def names_subject(
-    sentence: str, reference: re.Match[str], subject: str | None, lexicon: Lexicon = DEFAULT_LEXICON
-) -> bool:
-    """Whether a past reference (a `Patterns.past_reference` or ``work_reference`` match in `sentence`) names the
-    failing service: before its noun ("the billing fix") or attached after it ("the fix to billing")."""
-    if mentions(reference.group(1), subject):
-        return True
-    after = patterns(lexicon).attached.match(sentence, reference.end())
-    return after is not None and mentions(after.group(1), subject)
-
-
-def _factors(
-    c: Candidate,
-    subject: str | None,
-    at: datetime,
-    named_in: _Mentions,
-    refs: Sequence[str],
-    named_refs: tuple[bool, bool],
-    said: tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]],
-    denials: tuple[frozenset[str], frozenset[str]],
-    terms: TermWeights,
-    record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
-    w: CauseWeights,
-    lexicon: Lexicon,
-) -> list[tuple[str, float, tuple[str, ...]]]:
-    """The log-odds contributions for one candidate: (name, value, shared terms).
-
-    `named_refs`: whether the references name another service (and not the failing one), and
-    whether they name the failing one. `said` holds the observations' terms: describing a
-    referred change, in referring sentences, elsewhere, and the referring sentences' numbers.
-    `record`: the learned share and the led-to share (`rank_causes`).
-    """
-    learned, led_to = record
-    denied_terms, retracted_terms = denials
-    described, ref_terms, other_terms, ref_values = said
-    refs_name_other, own_phrase = named_refs
+def _overlaps(c: Candidate, read: _Reading, terms: TermWeights, w: CauseWeights, lexicon: Lexicon) -> _Overlaps:
+    """What the observations share with what the candidate change did, with the incident it resolved,
+    and with a stopgap it left in place."""
+    described, ref_terms, other_terms, ref_values = read.said
     ep = c.episode
-    other_service = bool(ep.subject) and ep.subject != subject
-    named = 0.0
-    if other_service:
-        in_refs, anywhere = named_in(ep.subject)
-        named = w.named if in_refs else w.named_plain if anywhere else 0.0
-    same = 0.0
-    if refs and ep.subject == subject and subject and not refs_name_other:
-        same = w.named_own if own_phrase else w.same_subject
     changed = change_terms(ep, c.corrected)
     about = incident_terms(ep, c.corrected, keep=lambda observation: not_referring(observation, lexicon)) | changed
     in_words, shared_words = terms.overlap(described, about)
@@ -378,28 +288,56 @@ def _factors(
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
     stopgap = stopgap_terms(ep, lexicon)
     in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())
-    name = name_terms(ep.subject) if other_service else frozenset()
+    provisional = w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0
+    return _Overlaps(in_words, shared_words, overlap, shared_refs + shared_rest, in_values, provisional, shared_stopgap)
+
+
+def _factors(
+    c: Candidate,
+    subject: str | None,
+    at: datetime,
+    read: _Reading,
+    terms: TermWeights,
+    record: tuple[Callable[[Episode], float], Callable[[Episode], float]],
+    w: CauseWeights,
+    lexicon: Lexicon,
+) -> list[tuple[str, float, tuple[str, ...]]]:
+    """The log-odds contributions for one candidate: (name, value, shared terms).
+
+    `read` holds what the incident's sentences say (`_Reading`); `record`: the learned share and
+    the led-to share (`rank_causes`).
+    """
+    learned, led_to = record
+    denied_terms, retracted_terms = read.denials
+    refs_name_other, own_phrase = read.named_refs
+    ep = c.episode
+    other = ep.subject if ep.subject and ep.subject != subject else None  # the change's service, not the failing one
+    named = 0.0
+    if other is not None:
+        in_refs, anywhere = read.named_in(other)
+        named = w.named if in_refs else w.named_plain if anywhere else 0.0
+    same = 0.0
+    if read.refs and ep.subject == subject and subject and not refs_name_other:
+        same = w.named_own if own_phrase else w.same_subject
+    shared = _overlaps(c, read, terms, w, lexicon)
+    name = name_terms(other) if other is not None else frozenset()
     denied = w.retracted if name and name <= retracted_terms else w.denied if name and name <= denied_terms else 0.0
     days = max(0.0, (at - ep.end).total_seconds() / 86400.0)
-    supported = bool(named or same or in_words)  # the record only tells apart changes the text points to
+    supported = bool(named or same or shared.in_words)  # the record only tells apart changes the text points to
     acted = (
         w.acted_here if ep.actions and ep.subject == subject and subject and days * 86400.0 <= w.acted_within_s else 0.0
     )
     return [
         ("prior", w.prior, ()),
         ("named", named, ()),
-        ("reference", w.reference if refs else 0.0, ()),
-        ("described", w.described * min(in_words, 1.0), shared_words),
-        ("value", w.value * min(in_values, 1.0), ()),
+        ("reference", w.reference if read.refs else 0.0, ()),
+        ("described", w.described * min(shared.in_words, 1.0), shared.shared_words),
+        ("value", w.value * min(shared.in_values, 1.0), ()),
         ("same subject", same, ()),
-        ("overlap", overlap, shared_refs + shared_rest),
+        ("overlap", shared.overlap, shared.shared),
         ("denied", denied, ()),
         ("acted here", acted, ()),
-        (
-            "provisional",
-            w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0,
-            shared_stopgap,
-        ),
+        ("provisional", shared.provisional, shared.shared_stopgap),
         ("attempts", w.attempts * max(0, c.attempts - 1), ()),
         ("learned", w.learned * learned(ep) if supported else 0.0, ()),
         ("led to", w.led_to * led_to(ep) if supported else 0.0, ()),
