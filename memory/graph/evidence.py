@@ -19,7 +19,7 @@ import networkx as nx
 from memory.episodes import Episode
 from memory.graph.attempts import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates
 from memory.graph.cause_rule import learned_share
-from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, explain, rank_causes
+from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis, explain, rank_causes
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
 from memory.graph.edges import EdgeType
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -125,24 +125,37 @@ def recent_changes(
     for h in ranked[:limit]:
         ep = by_id[h.episode_id]
         record = change_record(ep, lexicon=lexicon)
-        if h.probability < min_probability or record is None:
-            continue
-        resolved = ep.choices[-1] if ep.choices else None
-        what = f" ({record.what})" if record.what else ""
-        stopgap = f', a stopgap left in place: "{trim(record.stopgap, STOPGAP_CHARS)}"' if record.stopgap else ""
-        chain = (
-            f"this started {_age(at, record.at)} after the {record.kind} change on {record.where or 'another service'}"
-            f"{what}{stopgap} (episode {ep.id[:10]}{f', resolved as {resolved}' if resolved else ''})"
-        )
-        out.append(
-            ChangeLink(
-                ep.id,
-                round(h.probability, 3),
-                record,
-                resolved,
-                led_to(graph, history, resolved) if graph is not None else (),
-                chain,
-                explain(h),
-            )
-        )
+        if h.probability >= min_probability and record is not None:
+            out.append(_change_link(h, ep, record, at, graph, history))
     return out
+
+
+def _change_link(
+    h: Hypothesis,
+    ep: Episode,
+    record: ChangeRecord,
+    at: datetime,
+    graph: nx.MultiDiGraph | None,
+    history: Sequence[Episode],
+) -> ChangeLink:
+    """A ranked change as a `ChangeLink`, with what changes resolving the same choice led to."""
+    resolved = ep.choices[-1] if ep.choices else None
+    return ChangeLink(
+        ep.id,
+        round(h.probability, 3),
+        record,
+        resolved,
+        led_to(graph, history, resolved) if graph is not None else (),
+        _chain_line(ep, record, resolved, at),
+        explain(h),
+    )
+
+
+def _chain_line(ep: Episode, record: ChangeRecord, resolved: str | None, at: datetime) -> str:
+    """The context's line for a change: "this started 2 h after the … change on … (episode …)"."""
+    what = f" ({record.what})" if record.what else ""
+    stopgap = f', a stopgap left in place: "{trim(record.stopgap, STOPGAP_CHARS)}"' if record.stopgap else ""
+    return (
+        f"this started {_age(at, record.at)} after the {record.kind} change on {record.where or 'another service'}"
+        f"{what}{stopgap} (episode {ep.id[:10]}{f', resolved as {resolved}' if resolved else ''})"
+    )

@@ -17,13 +17,17 @@ import textwrap
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from memory.episodes import Episode, Outcome
 from memory.graph.changes import change_record
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
+
+if TYPE_CHECKING:  # matplotlib is an optional extra (``plots``), imported only when drawing
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 EDGE_COLOURS = {
     "CAUSED_BY": "#d62728",
@@ -108,18 +112,22 @@ def _shown_edges(G: nx.MultiDiGraph, ids: set[str]) -> list[tuple[str, str, str,
     ]
 
 
+def _quote(text: str) -> str:
+    """`text` as a DOT string (quoted, with backslashes, quotes and newlines escaped)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
 def _render_dot(G: nx.MultiDiGraph, shown: list[Episode], path: Path, title: str | None, lexicon: Lexicon) -> None:
-    quote = lambda text: '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
     lines = ["digraph episodes {", "  rankdir=LR; node [shape=box, style=filled, fontsize=10];"]
     if title:
-        lines.append(f"  label={quote(title)}; labelloc=t;")
+        lines.append(f"  label={_quote(title)}; labelloc=t;")
     for ep in shown:
         caption = node_caption(ep, lexicon=lexicon)
-        lines.append(f"  {quote(ep.id)} [label={quote(caption)}, fillcolor={quote(OUTCOME_COLOURS[ep.outcome])}];")
+        lines.append(f"  {_quote(ep.id)} [label={_quote(caption)}, fillcolor={_quote(OUTCOME_COLOURS[ep.outcome])}];")
     for u, v, kind, weight in _shown_edges(G, {ep.id for ep in shown}):
         lines.append(
-            f"  {quote(u)} -> {quote(v)} [label={quote(f'{kind} {weight:.2f}')}, "
-            f"color={quote(EDGE_COLOURS[kind])}, fontcolor={quote(EDGE_COLOURS[kind])}];"
+            f"  {_quote(u)} -> {_quote(v)} [label={_quote(f'{kind} {weight:.2f}')}, "
+            f"color={_quote(EDGE_COLOURS[kind])}, fontcolor={_quote(EDGE_COLOURS[kind])}];"
         )
     lines.append("}")
     with tempfile.NamedTemporaryFile("w", suffix=".dot", delete=False, encoding="utf-8") as handle:
@@ -158,8 +166,6 @@ def _render_matplotlib(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import FancyArrowPatch
 
     lanes = list(dict.fromkeys(ep.subject or ep.situation for ep in shown))
     place = {ep.id: (i * 3.4, -lanes.index(ep.subject or ep.situation) * 1.9) for i, ep in enumerate(shown)}
@@ -167,6 +173,24 @@ def _render_matplotlib(
     curves = bends(edges)
     width = max(8.0, 1.6 * len(shown) + 2)
     fig, ax = plt.subplots(figsize=(width, max(4.0, 1.25 * len(lanes) + 1.5)))
+    _draw_edges(ax, place, edges, curves)
+    _draw_nodes(ax, shown, place, lexicon)
+    rows = _draw_lanes(ax, place, lanes, title)
+    with warnings.catch_warnings():  # a character the font lacks (an emoji in a scenario's text) is drawn as a box
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        middles = fit_curves(fig, ax, [(place[u], place[v]) for u, v, *_ in edges], curves, rows, width)
+        _label_edges(ax, edges, middles)
+        fig.tight_layout()
+        fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def _draw_edges(
+    ax: Axes, place: dict[str, tuple[float, float]], edges: list[tuple[str, str, str, float]], curves: list[float]
+) -> None:
+    """Each edge as an arrow bowed by its curve (`bends`), coloured by its type."""
+    from matplotlib.patches import FancyArrowPatch
+
     for (u, v, kind, _), bend in zip(edges, curves):
         ax.add_patch(
             FancyArrowPatch(
@@ -182,6 +206,10 @@ def _render_matplotlib(
                 zorder=1,
             )
         )
+
+
+def _draw_nodes(ax: Axes, shown: list[Episode], place: dict[str, tuple[float, float]], lexicon: Lexicon) -> None:
+    """Each episode as its caption (`node_caption`) in a box coloured by its outcome."""
     for ep in shown:
         x, y = place[ep.id]
         ax.text(
@@ -194,6 +222,12 @@ def _render_matplotlib(
             zorder=2,
             bbox={"boxstyle": "round,pad=0.35", "fc": OUTCOME_COLOURS[ep.outcome], "ec": "#555555"},
         )
+
+
+def _draw_lanes(ax: Axes, place: dict[str, tuple[float, float]], lanes: list[str], title: str | None) -> list[float]:
+    """The axes: one lane per service (its name as the tick), the edge types' legend, the title; the lanes' rows."""
+    from matplotlib.lines import Line2D
+
     xs = [p[0] for p in place.values()] or [0.0]
     rows = sorted({p[1] for p in place.values()}) or [0.0]
     ax.set_xlim(min(xs) - 1.6, max(xs) + 1.6)
@@ -211,29 +245,28 @@ def _render_matplotlib(
     )
     if title:
         ax.set_title(title, fontsize=11)
-    with warnings.catch_warnings():  # a character the font lacks (an emoji in a scenario's text) is drawn as a box
-        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
-        middles = fit_curves(fig, ax, [(place[u], place[v]) for u, v, *_ in edges], curves, rows, width)
-        for (_, _, kind, weight), (mx, my) in zip(edges, middles):
-            ax.text(
-                mx,
-                my,
-                f"{kind} {weight:.2f}",
-                color=EDGE_COLOURS[kind],
-                fontsize=7.5,
-                ha="center",
-                va="center",
-                zorder=3,
-                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
-            )
-        fig.tight_layout()
-        fig.savefig(path, dpi=130)
-    plt.close(fig)
+    return rows
+
+
+def _label_edges(ax: Axes, edges: list[tuple[str, str, str, float]], middles: list[tuple[float, float]]) -> None:
+    """Each edge's type and weight at the middle of its curve."""
+    for (_, _, kind, weight), (mx, my) in zip(edges, middles):
+        ax.text(
+            mx,
+            my,
+            f"{kind} {weight:.2f}",
+            color=EDGE_COLOURS[kind],
+            fontsize=7.5,
+            ha="center",
+            va="center",
+            zorder=3,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
 
 
 def fit_curves(
-    fig: Any,
-    ax: Any,
+    fig: Figure,
+    ax: Axes,
     ends: list[tuple[tuple[float, float], tuple[float, float]]],
     curves: list[float],
     rows: list[float],
@@ -251,7 +284,11 @@ def fit_curves(
         ax.set_ylim(low, high)
         fig.tight_layout()
         to_display, to_data = ax.transData.transform, ax.transData.inverted().transform
-        middles = [tuple(to_data(arc_middle(to_display(a), to_display(b), bend))) for (a, b), bend in zip(ends, curves)]
+        middles = []
+        for (a, b), bend in zip(ends, curves):
+            (x1, y1), (x2, y2) = to_display(a), to_display(b)
+            mx, my = to_data(arc_middle((x1, y1), (x2, y2), bend))
+            middles.append((mx, my))
         ys = [y for _, y in middles]
         wanted = (min([low, *(y - 0.6 for y in ys)]), max([high, *(y + 0.6 for y in ys)]))
         if wanted == (low, high):
