@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent.agents import DEFAULT_BUDGET, Agent, Budget, EpisodicAgent, NoMemoryAgent
+from agent.agents import DEFAULT_BUDGET, Budget, EpisodicAgent, NoMemoryAgent
 from agent.reasoner import Reasoner
 from baseline import ClassifierAgent, FlatRAGAgent
+from eval.runner import TracedAgent
 from memory.agent_memory import EpisodicMemory
 from memory.retrieval import config as retriever_module
 from memory.timeline import Encoder
@@ -73,7 +74,7 @@ def build_agent(
     store_path: str | None = None,
     principal: str = "agent",
     budget: Budget = DEFAULT_BUDGET,
-) -> Agent:
+) -> TracedAgent:
     """Construct the agent a preset names; episodic memory persists to `store_path` when given."""
     if preset.memory == "none":
         return NoMemoryAgent(reasoner, budget)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from agent.agents import Agent
+from agent.agents import Agent, Turn
+from agent.reasoner import Decision, Evidence
 from scenarios import Scenario
-from simulator import DebugEnv, GroundTruth
+from simulator import DebugEnv, GroundTruth, Prompt
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,17 @@ class RoundRecord:
         return data
 
 
+class TracedAgent(Agent, Protocol):
+    """An agent the harness plays and traces: the `Agent` loop, and where each evidence item came from."""
+
+    def provenance(self, item_id: str) -> tuple[int, ...]:
+        """Environment event indices an evidence item was made from (evaluation only)."""
+        ...
+
+
 def trace_items(
-    evidence: Any,
-    agent: Agent,
+    evidence: Sequence[Evidence],
+    agent: TracedAgent,
     event_round: dict[int, str | None],
     order: dict[str, int],
     truths: dict[str, str],
@@ -69,8 +79,7 @@ def trace_items(
     """
     traced = []
     for item in evidence:
-        rounds = Counter(event_round.get(i) for i in agent.provenance(item.id))
-        rounds.pop(None, None)
+        rounds = Counter(r for i in agent.provenance(item.id) if (r := event_round.get(i)) is not None)
         origin = None
         if rounds:
             top = max(rounds.values())
@@ -103,7 +112,31 @@ class Playthrough:
     error: str | None = None  # what stopped the run early, if anything
 
 
-def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough | None = None) -> Playthrough:
+@dataclass
+class _Tally:
+    """A round in progress: its attempts' choices and usage, and what the first attempt rested on."""
+
+    decisions: list[str] = field(default_factory=list)
+    latency: float = 0.0  # ms
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    cached: int = 0  # prompt-cache read tokens
+    written: int = 0  # prompt-cache write tokens
+    invalid: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    confidence: float = 0.0
+    retrieved: int = 0
+    labelled: int = 0
+    relied: bool = False
+    relied_ids: tuple[str, ...] = ()
+    rationale: str = ""
+    prompt: str = ""
+    scores: dict[str, Any] = field(default_factory=dict)
+    items: tuple[dict[str, Any], ...] = ()
+
+
+def play(scenario: Scenario, seed: int, agent: TracedAgent, playthrough: Playthrough | None = None) -> Playthrough:
     """Run `agent` through `scenario`; completed rounds are kept even if a later one fails.
 
     Exceptions propagate after `playthrough` (when given) holds every finished round, so a
@@ -111,84 +144,30 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     """
     result = playthrough if playthrough is not None else Playthrough()
     env = DebugEnv(scenario)
-    prompt, _ = env.reset(seed=seed)
-    current: dict[str, Any] | None = None
+    prompt: Prompt | None = env.reset(seed=seed)[0]
+    current = _Tally()
     order = {r.id: i for i, r in enumerate(scenario.rounds)}
     truths = {r.id: r.truth for r in scenario.rounds}
     event_round: dict[int, str | None] = {}  # environment event index → its round (None: interlude)
     while prompt is not None:
         event_round.update((e.index, None if e.kind == "note" else prompt.round_id) for e in prompt.events)
         if prompt.attempt == 1:
-            current = {
-                "decisions": [],
-                "latency": 0.0,
-                "in": 0,
-                "out": 0,
-                "cost": 0.0,
-                "cached": 0,
-                "written": 0,
-                "invalid": [],
-                "notes": [],
-            }
+            current = _Tally()
         started = time.perf_counter()
         turn = agent.decide(prompt)
         decision = turn.decision
-        current["latency"] += (time.perf_counter() - started) * 1000.0
+        current.latency += (time.perf_counter() - started) * 1000.0
         _add_usage(current, decision, prompt.attempt)
         if prompt.attempt == 1:
-            evidence = turn.evidence
-            current.update(
-                confidence=decision.confidence,
-                retrieved=len(evidence),
-                labelled=sum(1 for item in evidence if item.outcome is not None or item.source == "fact"),
-                relied=bool(decision.relied_on),
-                relied_ids=tuple(decision.relied_on),
-                rationale=decision.rationale,
-                prompt=decision.prompt,
-                scores={c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores),
-                items=trace_items(evidence, agent, event_round, order, truths, prompt.round_id),
-            )
-        current["decisions"].append(decision.choice)
+            items = trace_items(turn.evidence, agent, event_round, order, truths, prompt.round_id)
+            _first_attempt(current, turn, items)
+        current.decisions.append(decision.choice)
         step = env.step(decision.choice)
         event_round.update((e.index, prompt.round_id) for e in step.events)
         agent.observe(step.events)
         if step.round_done:
-            info = step.info
-            decisions = tuple(current["decisions"])
-            result.rounds.append(
-                RoundRecord(
-                    scenario=scenario.name,
-                    seed=seed,
-                    round=info["round_id"],
-                    kind=info["kind"],
-                    truth=info["truth"],
-                    first_decision=decisions[0],
-                    first_correct=decisions[0] == info["truth"],
-                    solved=bool(info["solved"]),
-                    attempts=len(decisions),
-                    decisions=decisions,
-                    first_confidence=float(current["confidence"]),
-                    retrieved=current["retrieved"],
-                    labelled=current["labelled"],
-                    relied_on_memory=current["relied"],
-                    relied_on=current["relied_ids"],
-                    latency_ms=round(current["latency"], 3),
-                    input_tokens=current["in"],
-                    output_tokens=current["out"],
-                    cost_usd=round(current["cost"], 6),
-                    rationale=current["rationale"],
-                    candidate_scores=current["scores"],
-                    retrieved_items=current["items"],
-                    cache_read_tokens=current["cached"],
-                    invalid=tuple(current["invalid"]),
-                    notes=tuple(current["notes"]),
-                    cache_write_tokens=current["written"],
-                    prompt=current["prompt"],
-                    evidence_eligible=any(
-                        truths[r.id] == info["truth"] for r in scenario.rounds[: order[info["round_id"]]]
-                    ),
-                )
-            )
+            earlier = {truths[r.id] for r in scenario.rounds[: order[step.info["round_id"]]]}
+            result.rounds.append(_round_record(scenario.name, seed, step.info, current, earlier))
         prompt = step.prompt
     result.truth = env.ground_truth()
     result.layers = measure_layers(agent, result.truth)
@@ -196,16 +175,65 @@ def play(scenario: Scenario, seed: int, agent: Agent, playthrough: Playthrough |
     return result
 
 
-def _add_usage(current: dict[str, Any], decision: Any, attempt: int) -> None:
+def _first_attempt(current: _Tally, turn: Turn, items: tuple[dict[str, Any], ...]) -> None:
+    """What a round's first decision rested on: its confidence, evidence, citations, rationale and scores."""
+    decision, evidence = turn.decision, turn.evidence
+    current.confidence = decision.confidence
+    current.retrieved = len(evidence)
+    current.labelled = sum(1 for item in evidence if item.outcome is not None or item.source == "fact")
+    current.relied = bool(decision.relied_on)
+    current.relied_ids = tuple(decision.relied_on)
+    current.rationale = decision.rationale
+    current.prompt = decision.prompt
+    current.scores = {c: dict(v) for c, v in decision.parts.items()} or dict(decision.scores)
+    current.items = items
+
+
+def _round_record(scenario: str, seed: int, info: Mapping[str, Any], current: _Tally, earlier: set[str]) -> RoundRecord:
+    """The run log's record of a finished round; `earlier` holds the truths of the rounds before it."""
+    decisions = tuple(current.decisions)
+    return RoundRecord(
+        scenario=scenario,
+        seed=seed,
+        round=info["round_id"],
+        kind=info["kind"],
+        truth=info["truth"],
+        first_decision=decisions[0],
+        first_correct=decisions[0] == info["truth"],
+        solved=bool(info["solved"]),
+        attempts=len(decisions),
+        decisions=decisions,
+        first_confidence=float(current.confidence),
+        retrieved=current.retrieved,
+        labelled=current.labelled,
+        relied_on_memory=current.relied,
+        relied_on=current.relied_ids,
+        latency_ms=round(current.latency, 3),
+        input_tokens=current.input_tokens,
+        output_tokens=current.output_tokens,
+        cost_usd=round(current.cost, 6),
+        rationale=current.rationale,
+        candidate_scores=current.scores,
+        retrieved_items=current.items,
+        cache_read_tokens=current.cached,
+        invalid=tuple(current.invalid),
+        notes=tuple(current.notes),
+        cache_write_tokens=current.written,
+        prompt=current.prompt,
+        evidence_eligible=info["truth"] in earlier,
+    )
+
+
+def _add_usage(current: _Tally, decision: Decision, attempt: int) -> None:
     """Add one attempt's tokens, cost, model notes and invalid answer to the round's tally."""
-    current["in"] += int(decision.usage.get("input_tokens", 0))
-    current["out"] += int(decision.usage.get("output_tokens", 0))
-    current["cost"] += float(decision.usage.get("cost_usd", 0.0))
-    current["cached"] += int(decision.usage.get("cache_read_input_tokens", 0))
-    current["written"] += int(decision.usage.get("cache_creation_input_tokens", 0))
-    current["notes"] += list(decision.notes)
+    current.input_tokens += int(decision.usage.get("input_tokens", 0))
+    current.output_tokens += int(decision.usage.get("output_tokens", 0))
+    current.cost += float(decision.usage.get("cost_usd", 0.0))
+    current.cached += int(decision.usage.get("cache_read_input_tokens", 0))
+    current.written += int(decision.usage.get("cache_creation_input_tokens", 0))
+    current.notes += list(decision.notes)
     if decision.invalid:
-        current["invalid"].append(f"attempt {attempt}: {decision.invalid}")
+        current.invalid.append(f"attempt {attempt}: {decision.invalid}")
 
 
 def measure_layers(agent: Agent, truth: GroundTruth) -> dict[str, Any] | None:
