@@ -43,12 +43,12 @@ import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict, Unpack
 
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence
 from memory.facts.rules import DEFAULT_FACTS, FactConfig, confidence
-from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, Wording, new_fact_id
+from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactStatus, FactVersion, Usefulness, Wording, new_fact_id
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.text import TIME_WORDS, affirmed_clauses, looked_terms, split_negation, term_wording, terms
 
@@ -56,6 +56,7 @@ MAX_CONDITION_TERMS = 4  # a lesson's condition keeps at most this many terms (t
 MIN_CONDITION_TERMS = 2  # one shared word is a coincidence, not a telling detail
 MAX_UNLESS_TERMS = 3  # a narrowing adds at most this many exception terms
 COMMON_FROM = 4  # episodes a principal must hold before "most of them affirm it" says anything
+NO_WORDING = Wording()  # no words known: a lesson's text shows its terms
 
 
 class LessonIncident(NamedTuple):
@@ -94,7 +95,8 @@ def lesson_condition(
         common: terms most of the principal's episodes affirm; they tell no incident apart.
         lexicon: the words the corrections and observations are read with.
     """
-    said, denied = set(), set()
+    said: set[str] = set()
+    denied: set[str] = set()
     for text in incident.corrections:
         affirmed, negated = split_negation(text, lexicon)
         said |= terms(affirmed)
@@ -149,7 +151,7 @@ def describe_lesson(
     conclusion: str,
     rejected: Sequence[str],
     unless: Sequence[str],
-    wording: Wording = Wording(),
+    wording: Wording = NO_WORDING,
 ) -> str:
     """A lesson as a runbook addendum line, in the observations' words where `wording` gives them."""
     text = f"when an observation affirms {' + '.join(wording.condition or condition)}"
@@ -187,6 +189,18 @@ def _completed(
     )
 
 
+class _LessonChanges(TypedDict, total=False):
+    """The fields a lesson's next version may change (`_next`)."""
+
+    conclusion: str
+    rejected: tuple[str, ...]
+    support: tuple[str, ...]
+    contradict: tuple[str, ...]
+    unless: tuple[str, ...]
+    status: FactStatus
+    since: datetime | None
+
+
 def _next(
     fact: FactVersion,
     incident: LessonIncident,
@@ -195,7 +209,7 @@ def _next(
     reason: str,
     texts: Sequence[str] = (),
     lexicon: Lexicon = DEFAULT_LEXICON,
-    **changes: Any,
+    **changes: Unpack[_LessonChanges],
 ) -> FactVersion:
     """The version after `fact` for `incident`: `fact` with `changes`; its words are `fact`'s, and `texts`' for
     terms new to it."""
@@ -237,7 +251,8 @@ def learn_lesson(
     condition = lesson_condition(incident, rarity, common, lexicon)
     if not condition:
         return None
-    support, contradict = {incident.episode_id}, set()
+    support: set[str] = {incident.episode_id}
+    contradict: set[str] = set()
     for ev in history(condition):
         if ev.outcome is Outcome.SUCCESS and ev.episode_id != incident.episode_id and set(condition) <= ev.affirmed:
             (support if ev.choice == incident.resolution else contradict).add(ev.episode_id)
@@ -291,30 +306,9 @@ def update_lesson(
         or episode in fact.contradict
     ):
         return None
-    spoken = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
-    against = _ids({*fact.contradict, episode})
+    spoken: set[str] = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
     if incident.resolution is None:  # not resolved (yet): only a failed try of the conclusion says something
-        if fact.conclusion not in incident.failed:
-            return None
-        if spoken & set(fact.condition):
-            return _next(
-                fact,
-                incident,
-                config,
-                lexicon=lexicon,
-                contradict=against,
-                status=RETIRED,
-                reason=f"retired: {fact.conclusion} failed in episode {episode} and the correction "
-                f"speaks of the condition: {' / '.join(incident.corrections)}",
-            )
-        return _next(
-            fact,
-            incident,
-            config,
-            lexicon=lexicon,
-            contradict=against,
-            reason=f"contradicted: {fact.conclusion} failed in episode {episode}",
-        )
+        return _after_failed_try(fact, incident, spoken, config, lexicon)
     if incident.resolution == fact.conclusion:
         return _next(
             fact,
@@ -338,9 +332,55 @@ def update_lesson(
             since=incident.at,
             reason=f"revised: {fact.conclusion} → {incident.resolution} after the correction: {quoted}",
         )
+    return _after_contradiction(fact, incident, lines, supporting_terms, config, lexicon)
+
+
+def _after_failed_try(
+    fact: FactVersion, incident: LessonIncident, spoken: set[str], config: FactConfig, lexicon: Lexicon
+) -> FactVersion | None:
+    """A lesson after an incident it matched where its conclusion was tried and failed (not resolved yet): a
+    contradiction, retired when the correction speaks of the condition; None when the conclusion was not tried."""
+    if fact.conclusion not in incident.failed:
+        return None
+    episode = incident.episode_id
+    against = _ids({*fact.contradict, episode})
+    if spoken & set(fact.condition):
+        return _next(
+            fact,
+            incident,
+            config,
+            lexicon=lexicon,
+            contradict=against,
+            status=RETIRED,
+            reason=f"retired: {fact.conclusion} failed in episode {episode} and the correction "
+            f"speaks of the condition: {' / '.join(incident.corrections)}",
+        )
+    return _next(
+        fact,
+        incident,
+        config,
+        lexicon=lexicon,
+        contradict=against,
+        reason=f"contradicted: {fact.conclusion} failed in episode {episode}",
+    )
+
+
+def _after_contradiction(
+    fact: FactVersion,
+    incident: LessonIncident,
+    lines: Sequence[frozenset[str]],
+    supporting_terms: Sequence[frozenset[str]] | Callable[[], Sequence[frozenset[str]]],
+    config: FactConfig,
+    lexicon: Lexicon,
+) -> FactVersion:
+    """A lesson after an incident it matched that was resolved otherwise, its corrections silent on the condition:
+    narrowed with what the matching line says that no supporting incident said, else counted as a contradiction
+    (and retired below ``revise_below``)."""
+    episode = incident.episode_id
+    against = _ids({*fact.contradict, episode})
     matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
     supporting = supporting_terms() if callable(supporting_terms) else supporting_terms
-    seen = set().union(*supporting) if supporting else set()
+    seen: set[str] = set().union(*supporting) if supporting else set()
     novel = (
         sorted(set().union(*matched) - seen - set(fact.condition) - _name_terms([incident.subject]))[:MAX_UNLESS_TERMS]
         if matched

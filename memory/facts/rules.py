@@ -9,8 +9,9 @@ Rules (all thresholds live in `FactConfig`):
 - **Labels.** A SUCCESS episode confirms its last choice; a FAILURE episode refutes it.
   Other outcomes, and episodes without a structured choice, are not evidence.
 - **Extraction** (no LLM, separate and conquer): for a conclusion ``c`` with at least
-  ``min_coverage`` confirming episodes that no active fact about ``c`` matches yet, terms are ranked by smoothed log-odds of appearing in episodes confirming
-  ``c`` versus episodes labelled otherwise (confirming another choice, or refuting ``c``).
+  ``min_coverage`` confirming episodes that no active fact about ``c`` matches yet, terms are
+  ranked by smoothed log-odds of appearing in episodes confirming ``c`` versus episodes
+  labelled otherwise (confirming another choice, or refuting ``c``).
   The condition grows greedily (at most ``max_terms`` terms, conjunctive) while that raises
   the precision of the condition for ``c`` and keeps coverage ≥ ``min_coverage``.
 - **Usefulness** (measured on past episodes, stored in the record): among labelled
@@ -39,13 +40,13 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from memory.episodes import Outcome
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog
-from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactVersion, Usefulness, describe, new_fact_id
+from memory.facts.versions import ACTIVE, LESSON, RETIRED, FactStatus, FactVersion, Usefulness, describe, new_fact_id
 from memory.text import normalize_term
 
 
@@ -198,24 +199,31 @@ def assess(
     )
 
 
+class _Basis(NamedTuple):
+    """What every version of one fact is made from: its id and principal, the evidence, the thresholds, the time."""
+
+    fact_id: str
+    principal: str
+    evidence: Sequence[EpisodeEvidence]
+    config: FactConfig
+    at: datetime
+
+
 def _version(
     prev: FactVersion | None,
+    basis: _Basis,
     *,
-    fact_id: str,
-    principal: str,
     condition: Sequence[str],
     conclusion: str,
-    evidence: Sequence[EpisodeEvidence],
-    config: FactConfig,
-    at: datetime,
     reason: str,
     since: datetime | None,
-    status: str = ACTIVE,
+    status: FactStatus = ACTIVE,
     assessed: Assessment | None = None,
     usefulness: Usefulness | None = None,
 ) -> FactVersion:
     """A fact version; `assessed` and `usefulness`, when the caller has them for the same condition,
     conclusion and `since`, are not computed again."""
+    fact_id, principal, evidence, config, at = basis
     if assessed is None:
         assessed = assess(fact_id, condition, conclusion, evidence, config, since=since)
     if usefulness is None:
@@ -254,24 +262,17 @@ def update_fact(
     now = assess(fact.fact_id, fact.condition, fact.conclusion, evidence, config, since=fact.since)
     if now.support == fact.support and now.contradict == fact.contradict:
         return None
-    common = dict(fact_id=fact.fact_id, principal=fact.principal, evidence=evidence, config=config, at=at)
+    basis = _Basis(fact.fact_id, fact.principal, evidence, config, at)
     measured = measure(fact.condition, fact.conclusion, evidence, config, since=fact.since)
-    same = dict(
-        condition=fact.condition,
-        conclusion=fact.conclusion,
-        since=fact.since,  # what `now` was assessed on
-        assessed=now,
-        usefulness=measured,
-    )
     if now.confidence >= config.revise_below and measured.passed:
         change = (
             f"reinforced: support {len(fact.support)}→{len(now.support)}, "
             f"contradict {len(fact.contradict)}→{len(now.contradict)}"
         )
-        return _version(fact, reason=change, **same, **common)
+        return _same_condition(fact, basis, now, measured, reason=change)
     candidates = [
         c
-        for c in (_drift(fact, evidence, config, common), _specialize(fact, evidence, config, common))
+        for c in (_drift(fact, evidence, basis), _specialize(fact, evidence, basis))
         if c is not None and c.usefulness.passed and c.confidence >= config.revise_below
     ]
     if candidates:
@@ -281,12 +282,37 @@ def update_fact(
         if now.confidence < config.revise_below
         else "the condition no longer discriminates"
     )
-    return _version(
-        fact, status=RETIRED, reason=f"retired: {why} and no revision passed the usefulness check", **same, **common
+    return _same_condition(
+        fact, basis, now, measured, reason=f"retired: {why} and no revision passed the usefulness check", status=RETIRED
     )
 
 
-def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig, common: dict[str, Any]) -> FactVersion | None:
+def _same_condition(
+    fact: FactVersion,
+    basis: _Basis,
+    now: Assessment,
+    measured: Usefulness,
+    *,
+    reason: str,
+    status: FactStatus = ACTIVE,
+) -> FactVersion:
+    """The next version of `fact` with its condition, conclusion and `since` (what `now` and `measured` were
+    computed on)."""
+    return _version(
+        fact,
+        basis,
+        condition=fact.condition,
+        conclusion=fact.conclusion,
+        since=fact.since,
+        reason=reason,
+        status=status,
+        assessed=now,
+        usefulness=measured,
+    )
+
+
+def _drift(fact: FactVersion, evidence: EvidenceLog, basis: _Basis) -> FactVersion | None:
+    config = basis.config
     matched = (evidence[p] for p in evidence.matching(fact.condition))
     recent = sorted(
         (ev for ev in matched if ev.outcome is Outcome.SUCCESS and (fact.since is None or ev.at >= fact.since)),
@@ -305,17 +331,16 @@ def _drift(fact: FactVersion, evidence: EvidenceLog, config: FactConfig, common:
     since = recent[start].at
     return _version(
         fact,
+        basis,
         condition=fact.condition,
         conclusion=answer,
         since=since,
         reason=f"drift: conclusion {fact.conclusion} → {answer} after {len(recent) - start} recent confirmations",
-        **common,
     )
 
 
-def _specialize(
-    fact: FactVersion, evidence: Sequence[EpisodeEvidence], config: FactConfig, common: dict[str, Any]
-) -> FactVersion | None:
+def _specialize(fact: FactVersion, evidence: Sequence[EpisodeEvidence], basis: _Basis) -> FactVersion | None:
+    config = basis.config
     scoped = evidence if fact.since is None else [ev for ev in evidence if ev.at >= fact.since]
     extended = induce_condition(
         fact.conclusion, scoped, replace(config, max_terms=len(fact.condition) + 1), start=fact.condition
@@ -325,11 +350,11 @@ def _specialize(
     added = sorted(set(extended) - set(fact.condition))
     return _version(
         fact,
+        basis,
         condition=extended,
         conclusion=fact.conclusion,
         since=fact.since,
         reason=f"specialized: added {', '.join(added)} to exclude contradicting episodes",
-        **common,
     )
 
 
@@ -406,13 +431,9 @@ def propose_fact(
     origin = min((evidence[p].episode_id for p in evidence.matching(condition)), default="")
     fact = _version(
         None,
-        fact_id=new_fact_id(principal, conclusion, condition, origin),
-        principal=principal,
+        _Basis(new_fact_id(principal, conclusion, condition, origin), principal, evidence, config, at),
         condition=condition,
         conclusion=conclusion,
-        evidence=evidence,
-        config=config,
-        at=at,
         reason=reason,
         since=None,
     )
