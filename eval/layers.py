@@ -19,8 +19,8 @@ Scoring:
 - edges: each edge in its current version (`memory.graph.standing_edges`: the last record
   of each edge; a CAUSED_BY weakened below `STANDING` is withdrawn); each predicted episode
   maps to the true episode holding most of its events (ties: the earliest); a predicted edge
-  is correct when the mapped pair carries a true relation of the same type. Precision is None when nothing was predicted, recall None
-  when nothing was true.
+  is correct when the mapped pair carries a true relation of the same type. Precision is None
+  when nothing was predicted, recall None when nothing was true.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from memory import EpisodicMemory
 from memory.episodes import Episode, SegmenterConfig
 from memory.episodes.segmenter import DEFAULT_CONFIG
 from memory.graph import DEFAULT_CAUSE_WEIGHTS, DEFAULT_GRAPH_CONFIG, Edge, EdgeType, GraphConfig, standing_edges
-from simulator import DebugEnv
+from simulator import DebugEnv, Prompt
 
 SCORED_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM, EdgeType.CAUSED_BY)  # the ones with ground truth
 POLICIES = ("first-candidate", "truth-on-retry")
@@ -121,21 +121,52 @@ def layer_quality(
         events: ``env.events`` (anything with ``index`` and ``kind``); locates each attempt's
             outcome event. Without it, the event holding most of the attempt is used.
     """
-    position_of = {i: pos for pos, ep in enumerate(truth.episodes) for i in ep.event_indices}
     pred_events = {ep.id: sorted(event_index[e] for e in ep.entry_ids if e in event_index) for ep in episodes}
+    precision, recall, f1 = _boundary_scores(pred_events, set(truth.boundaries))
+    mapped = _mapped_episodes(pred_events, truth)
+    counts = Counter(e.type.value for e in edges)
+    return LayerQuality(
+        precision,
+        recall,
+        f1,
+        _outcome_accuracy(truth, episodes, pred_events, mapped, events),
+        _edge_scores(truth, edges, mapped),
+        len(episodes),
+        len(truth.episodes),
+        {t.value: counts.get(t.value, 0) for t in EdgeType},
+    )
+
+
+def _boundary_scores(pred_events: Mapping[str, list[int]], true_b: set[int]) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the predicted episodes' first events as the true boundaries."""
     predicted = {idx[0] for idx in pred_events.values() if idx}
-    true_b = set(truth.boundaries)
     hit = len(predicted & true_b)
     precision = hit / len(predicted) if predicted else 0.0
     recall = hit / len(true_b) if true_b else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
 
+
+def _mapped_episodes(pred_events: Mapping[str, list[int]], truth: Any) -> dict[str, int]:
+    """Predicted episode id → position of the true episode holding most of its events (ties: the earliest)."""
+    position_of = {i: pos for pos, ep in enumerate(truth.episodes) for i in ep.event_indices}
     mapped: dict[str, int] = {}
     for ep_id, idx in pred_events.items():
         votes = Counter(position_of[i] for i in idx if i in position_of)
         if votes:
             top = max(votes.values())
             mapped[ep_id] = min(pos for pos, n in votes.items() if n == top)
+    return mapped
+
+
+def _outcome_accuracy(
+    truth: Any,
+    episodes: Sequence[Episode],
+    pred_events: Mapping[str, list[int]],
+    mapped: Mapping[str, int],
+    events: Sequence[Any] | None,
+) -> float | None:
+    """Share of decided true attempts whose predicted episode carries the right outcome."""
     episode_at = {i: ep for ep in episodes for i in pred_events[ep.id]}
     kinds = {e.index: e.kind for e in events} if events is not None else {}
     right = decided = 0
@@ -149,7 +180,11 @@ def layer_quality(
         else:
             holder = next((ep for ep in episodes if mapped.get(ep.id) == pos), None)
         right += holder is not None and holder.outcome.value == true_ep.outcome
+    return _ratio(right, decided)
 
+
+def _edge_scores(truth: Any, edges: Sequence[Edge], mapped: Mapping[str, int]) -> dict[str, EdgeScore]:
+    """Per scored edge type: the standing predicted edges whose mapped pair carries a true relation of that type."""
     standing = standing_edges(edges, min_weight=STANDING)
     true_rel: dict[str, set[tuple[int, int]]] = {t.value: set() for t in SCORED_EDGES}
     for rel in truth.relations:
@@ -163,17 +198,7 @@ def layer_quality(
         scores[kind.value] = EdgeScore(
             _ratio(correct, len(pairs)), _ratio(correct, truth_n), len(pairs), truth_n, correct
         )
-    counts = Counter(e.type.value for e in edges)
-    return LayerQuality(
-        precision,
-        recall,
-        f1,
-        _ratio(right, decided),
-        scores,
-        len(episodes),
-        len(truth.episodes),
-        {t.value: counts.get(t.value, 0) for t in EdgeType},
-    )
+    return scores
 
 
 # -- scripted runs -------------------------------------------------------------------------
@@ -201,7 +226,7 @@ class ScriptedReasoner:
         return Decision(self.next_choice, 0.5, cause.description if cause is not None else "no rationale")
 
 
-def _choose(prompt: Any, policy: str, last_info: Mapping[str, Any] | None) -> str:
+def _choose(prompt: Prompt, policy: str, last_info: Mapping[str, Any] | None) -> str:
     if policy == "truth-on-retry" and prompt.attempt > 1 and last_info is not None:
         return str(last_info["truth"])
     return prompt.candidates[0]
@@ -227,7 +252,7 @@ def play(
     memory = EpisodicMemory(None, principal=PRINCIPAL, segmenter=segmenter, links=graph)
     agent = EpisodicAgent(reasoner, memory, name="scripted")
     env = DebugEnv(scenario)
-    prompt, _ = env.reset(seed=seed)
+    prompt: Prompt | None = env.reset(seed=seed)[0]
     info: Mapping[str, Any] | None = None
     try:
         while prompt is not None:
