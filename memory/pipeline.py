@@ -56,7 +56,7 @@ from memory.graph import Edge, attempt_chain, cause_links, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retrieval.index import episode_vector
 from memory.state import MemoryState, Problem
-from memory.timeline import Entry, Kind
+from memory.timeline import Entry, EntryParts, Kind
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Changes(NamedTuple):
     reinforcement: Reinforcement  # the reinforcer's full result
 
 
-def cited_facts(entries: Iterable[Entry]) -> list[str]:
+def cited_facts(entries: Iterable[Entry | EntryParts]) -> list[str]:
     """Fact ids that the decisions among `entries` retrieved or relied on, in order."""
     ids: list[str] = []
     for e in entries:
@@ -106,7 +106,7 @@ def retried_episode(state: MemoryState, episode: Episode) -> Episode | None:
     return opener
 
 
-def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry]) -> Problem:
+def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry | EntryParts]) -> Problem:
     """What an episode worked on: its own observations, else those of the attempt it retries.
 
     The vector is the observations' mean direction, moved away from the corrections'

@@ -16,27 +16,28 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
 import memory.pipeline as pipeline
-from memory.episodes import Episode, Outcome
+from memory.episodes import Episode
 from memory.facts import resolve_records, stored_records
-from memory.graph import Edge, add_edge_rows, add_edges, add_episode_rows
+from memory.graph import Edge, add_edge_rows, add_edges
 from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
-from memory.persistence.lazy import EpisodeList, StoredEpisodes
+from memory.persistence.lazy import EpisodeList, LazySet, StoredEpisodes
 from memory.persistence.record_fields import checked, converted, unreadable
 from memory.persistence.run_encoding import encode_run, run_id
-from memory.persistence.run_reader import RunReader
+from memory.persistence.run_loading import RunLoader
 from memory.persistence.sparse_rows import row_checksums, row_digests, row_offsets
 from memory.persistence.vectors import StoredRows, VectorFile
-from memory.retrieval.bounds import Bounds
 from memory.retrieval.config import RetrieverConfig
 from memory.state import MemoryState, Problem
-from memory.timeline import RecordKind
+from memory.timeline import EntryParts, RecordKind, Store
 from memory.timeline.connection import damage
 
 RUN_BODIES = (RecordKind.EDGE.value, RecordKind.FACT.value, RecordKind.MARK.value)  # what writing a run reads
@@ -47,6 +48,8 @@ PROBLEMS = "episode_problems/1"  # legacy snapshot kind (read only): problem vec
 # ``indexed`` and ``total`` (`memory.persistence.progress` draws them as a bar).
 PROGRESS_FROM, PROGRESS_EVERY = 20_000, 10_000
 log = logging.getLogger(__name__)
+RecordRow = tuple[int, str, str, str | None]  # (seq, kind, id, body JSON text) of a stored record
+IndexStored = Callable[[Episode, Sequence[EntryParts]], None]  # indexes an episode read from its record
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class StoredState:
 
     def __init__(
         self,
-        store: Any,
+        store: Store,
         state: MemoryState,
         *,
         dim: int,
@@ -104,7 +107,7 @@ class StoredState:
 
     # -- opening ---------------------------------------------------------------------------
 
-    def open(self, index_stored: Any) -> Opened:
+    def open(self, index_stored: IndexStored) -> Opened:
         """Fill the state from the store; `index_stored(episode, entries)` indexes a record-read episode.
 
         Returns the episodes whose learning must be redone and where the segmenter resumes.
@@ -120,8 +123,18 @@ class StoredState:
                 raise
             raise found from exc
 
-    def _open(self, index_stored: Any) -> Opened:
-        runs, late_edges = self._load_runs()
+    def _open(self, index_stored: IndexStored) -> Opened:
+        runs, late_edges = RunLoader(
+            self.store,
+            self.state,
+            config=self.config,
+            dim=self.dim,
+            prune_from=self.retriever.prune_from,
+            use_runs=self.persistence.use_runs,
+            sidecar=self.sidecar,
+            recompute=self._recompute,
+            projected=self.projected,
+        ).load()
         self.covered = start = runs[-1].upto if runs else 0
         if self.sidecar is not None:  # a slice at a time: what runs cover as the open goes is released
             tail: Any = StoredEpisodes(self.store, start)
@@ -165,10 +178,11 @@ class StoredState:
         """Edges, fact versions and marks of the runs and the records after them (`after` the last run read);
         the episodes marked after."""
         state = self.state
+        edge_ids, marks = cast(LazySet, state.edge_ids), cast(LazySet, state.marks)  # `lazy_state` made them lazy
         tail_edges = list(self.store.records_after(RecordKind.EDGE, after))
         for run in runs:
-            state.edge_ids.defer(lambda run=run: run.id_list("edge_ids"))  # type: ignore[attr-defined]
-        state.edge_ids.update(i for i, _ in tail_edges)
+            edge_ids.defer(partial(run.id_list, "edge_ids"))
+        edge_ids.update(i for i, _ in tail_edges)
         add_edge_rows(state.graph, late_edges)
         add_edges(
             state.graph,
@@ -181,11 +195,11 @@ class StoredState:
         ]
         state.add_versions(self._versions(facts), stored=True)
         for run in runs:
-            state.marks.defer(lambda run=run: run.id_list("marks"))  # type: ignore[attr-defined]
+            marks.defer(partial(run.id_list, "marks"))
         learned = set()
         for mark, body in self.store.records_after(RecordKind.MARK, after):
             checked(body, self.store.path, RecordKind.MARK.value, mark)
-            state.marks.add(mark)
+            marks.add(mark)
             learned.add(body["episode"])
         return learned
 
@@ -202,114 +216,13 @@ class StoredState:
             ) from exc
         return done
 
-    def _load_runs(self) -> tuple[list[snapshot.Run], list[tuple[str, str, Any, float, str]]]:
-        """Load the state runs: episodes (read on first use), nodes, edges, partitions and bounds.
-
-        Returns the runs and the edges of theirs that wait for episodes stored after them
-        (none when a single process wrote the store): the exact load adds every node first.
-        """
-        kind = snapshot.RUN if self.persistence.use_runs else None
-        reader = RunReader(
-            self.store, config=self.config, dim=self.dim, kind=kind, sidecar=self.sidecar, recompute=self._recompute
-        )
-        runs: list[snapshot.Run] = []
-        late: list[tuple[str, str, Any, float, str]] = []
-        columns = _Columns()
-        for run in reader:
-            runs.append(run)
-            self._add_run_nodes(run, columns)
-            edges = run.edges
-            if not late and self.state.episodes.has_all({s for s, *_ in edges} | {t for _, t, *_ in edges}):  # type: ignore[attr-defined]
-                add_edge_rows(self.state.graph, edges)
-            else:
-                late.extend(edges)
-        for who, ids in columns.order.items():
-            self.state.order[who] = ids
-            self.state.index.load(
-                who,
-                EpisodeList(ids, self.state.episodes),
-                ids,
-                reader.source(who),
-                np.concatenate([e for e, _ in columns.flags[who]]),
-                columns.outcomes[who],
-                np.concatenate([c for _, c in columns.flags[who]]),
-                columns.situations[who],
-            )
-            self._load_bounds(who, reader, [run for run in runs if who in run.rows])
-        return runs, late
-
-    def _add_run_nodes(self, run: snapshot.Run, columns: _Columns) -> None:
-        """A run's episodes: deferred in the mappings, nodes in the graph, columns gathered per principal."""
-        state = self.state
-        ids, strings = run.ids, run.strings
-        codes = run.column("principal")
-        principals = [strings[c] for c in codes.tolist()]
-        sits = run.decoded("situation")
-        codes_out = run.column("outcome").tolist()
-        outs = [snapshot.OUTCOMES[c] for c in codes_out]
-        state.episodes.defer(ids)  # type: ignore[attr-defined]
-        state.problems.defer(ids, run)  # type: ignore[attr-defined]
-        state.cites.update(run.cites)
-        add_episode_rows(
-            state.graph,
-            ids,
-            principals,
-            sits,
-            run.decoded("subject"),
-            run.column("seqs")[:, 0].tolist(),
-            [snapshot.OUTCOME_NAMES[c] for c in codes_out],
-        )
-        last, ends, corrected = run.column("seqs")[:, 1], run.column("ends"), run.column("corrected")
-        for code in np.unique(codes).tolist():
-            who = strings[code]
-            picked = np.flatnonzero(codes == code)
-            rows = picked.tolist()
-            columns.order.setdefault(who, []).extend([ids[i] for i in rows])
-            columns.situations.setdefault(who, []).extend([sits[i] for i in rows])
-            columns.outcomes.setdefault(who, []).extend([outs[i] for i in rows])
-            columns.flags.setdefault(who, []).append((ends[picked], corrected[picked]))
-            state.closed_seq[who] = max(state.closed_seq.get(who, -1), int(last[picked].max()))
-
     def _recompute(self, principal: str, row: int) -> np.ndarray:
         """The problem vector of a partition row computed from its episode's entries (the exact way)."""
         episode = self.state.index.partition(principal).episodes[row]
         parts = self.store.entry_parts(list(episode.entry_ids))
         return pipeline.problem_of(self.state, episode, [parts[i] for i in episode.entry_ids if i in parts]).vector
 
-    def _load_bounds(self, principal: str, reader: RunReader, runs: list[snapshot.Run]) -> None:
-        """Install a partition's relevance bounds from the runs' stored projections.
-
-        The basis is the one the latest runs used; rows of runs stored before it (or with
-        another) are projected here. Without any stored basis the bounds are fitted on first use,
-        and until then the partition holds its vectors (it is scored in full on every recall).
-        """
-        part = self.state.index.partition(principal)
-        digest = next((run.bases[principal] for run in reversed(runs) if run.bases[principal] is not None), None)
-        basis = stored_bounds.read_basis(self.store, principal, digest) if digest is not None else None
-        proj, resid = reader.proj.get(principal), reader.resid.get(principal)
-        if (
-            basis is None
-            or proj is None
-            or basis.shape != (self.dim, proj.shape[1])
-            or len(part) < max(self.retriever.prune_from, 1)
-        ):
-            if part.source is not None:
-                part.adopt(part.source)  # no bounds: its rows come back into memory, the source kept as spare
-            return
-        empty = Bounds.from_parts(basis, np.zeros((0, basis.shape[1])), np.zeros(0))
-        stored = stored_bounds.StoredProjections(self.store)
-        for run in runs:
-            if run.bases[principal] != digest:
-                rows = slice(run.offsets[principal], run.offsets[principal] + run.rows[principal])
-                name = stored_bounds.projections_id(principal, digest, run)
-                found = stored.read(name, rows.stop - rows.start, basis.shape[1])
-                if found is None:  # projected here, and stored once opening is over
-                    found = empty.split(part.vectors(np.arange(rows.start, rows.stop)))
-                    self.projected.append((name, found[0], found[1].astype(np.float32)))
-                proj[rows], resid[rows] = found
-        part.bounds = Bounds.from_parts(basis, proj[: len(part)], resid[: len(part)])
-
-    def _index_records(self, stored: list[Episode], before: int, index_stored: Any) -> None:
+    def _index_records(self, stored: list[Episode], before: int, index_stored: IndexStored) -> None:
         """Index episodes read from their records (`before` episodes precede them), problems from entries.
 
         Problems come from legacy problem snapshots (`PROBLEMS`) where one covers exactly a
@@ -353,7 +266,7 @@ class StoredState:
                         extra={"indexed": done, "total": len(stored)},
                     )
 
-    def persist(self, changes: Any) -> None:
+    def persist(self, changes: pipeline.Changes) -> None:
         """Store what closing an episode changed (`memory.pipeline.Changes`), before the state applies it."""
         if changes.edges:
             self.store.add_records(RecordKind.EDGE, [(e.id, e.to_record()) for e in changes.edges])
@@ -376,7 +289,7 @@ class StoredState:
             return
         self.uncovered = 0
         rows = self.store.record_rows(self.covered, self.store.last_record(), bodies=RUN_BODIES)
-        chunk: list[tuple[int, str, str, str]] = []
+        chunk: list[RecordRow] = []
         count = 0
         for row in rows:
             if row[1] == RecordKind.EPISODE:
@@ -399,9 +312,9 @@ class StoredState:
                 return
             self.uncovered -= size
 
-    def _run_rows(self, episodes: int) -> list[tuple[int, str, str, str]] | None:
+    def _run_rows(self, episodes: int) -> list[RecordRow] | None:
         """The records after the last run up to its `episodes`-th episode's (None: the store ends before)."""
-        rows: list[tuple[int, str, str, str]] = []
+        rows: list[RecordRow] = []
         after, window, last, count = self.covered, 4 * episodes, self.store.last_record(), 0
         while after < last:
             for row in self.store.record_rows(after, after + window, bodies=RUN_BODIES):
@@ -413,15 +326,16 @@ class StoredState:
             after += window
         return None
 
-    def _write_run(self, rows: list[tuple[int, str, str, str]]) -> bool:
+    def _write_run(self, rows: list[RecordRow]) -> bool:
         """Store one run for these records (which must follow `covered`); False when this memory cannot."""
         state = self.state
-        episodes = [state.episodes.get(i) for _, kind, i, _ in rows if kind == RecordKind.EPISODE]
-        if any(ep is None or ep.id not in state.problems for ep in episodes):
+        found = [state.episodes.get(i) for _, kind, i, _ in rows if kind == RecordKind.EPISODE]
+        episodes = [ep for ep in found if ep is not None and ep.id in state.problems]
+        if len(episodes) < len(found):
             return False  # stored by another process and not indexed here
-        edges = [(i, json.loads(body)) for _, kind, i, body in rows if kind == RecordKind.EDGE]
-        facts = [json.loads(body) for _, kind, _, body in rows if kind == RecordKind.FACT]
-        marks = [(i, json.loads(body)["episode"]) for _, kind, i, body in rows if kind == RecordKind.MARK]
+        edges = [(i, _parsed(body)) for _, kind, i, body in rows if kind == RecordKind.EDGE]
+        facts = [_parsed(body) for _, kind, _, body in rows if kind == RecordKind.FACT]
+        marks = [(i, _parsed(body)["episode"]) for _, kind, i, body in rows if kind == RecordKind.MARK]
         projections = {}
         for who in dict.fromkeys(ep.principal for ep in episodes):
             part = state.index.partition(who)
@@ -455,25 +369,31 @@ class StoredState:
         name = snapshot.free_id({i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}, name)
         self.store.add_snapshot(snapshot.RUN, name, meta, body)
         self.covered = rows[-1][0]
-        for who, (first, counts, palettes, _, checksums) in (sidecar or {}).items():
-            self._release(who, [ep.id for ep in episodes if ep.principal == who], first, counts, palettes, checksums)
+        if sidecar is not None and self.sidecar is not None:  # the vectors are in the sidecar: read from there
+            for who, (first, counts, palettes, _, checksums) in sidecar.items():
+                ids = [ep.id for ep in episodes if ep.principal == who]
+                self._release(self.sidecar, who, ids, first, counts, palettes, checksums)
         return True
 
     def _to_sidecar(self, episodes: list[Episode], problems: list[Problem]) -> dict[str, tuple] | None:
         """Append the episodes' vectors to the sidecar, durably: principal → `VectorFile.append` + (digests, checksums);
         None without one, or when it cannot be written (the run keeps its vectors, as format 1 does)."""
+        sidecar = self.sidecar
+        if sidecar is None:
+            return None
         written: dict[str, tuple] = {}
         try:
-            for who in dict.fromkeys(ep.principal for ep in episodes) if self.sidecar is not None else ():
+            for who in dict.fromkeys(ep.principal for ep in episodes):
                 vectors = np.stack([p.vector for p, ep in zip(problems, episodes) if ep.principal == who])
-                written[who] = (*self.sidecar.append(vectors), row_digests(vectors), row_checksums(vectors))
+                written[who] = (*sidecar.append(vectors), row_digests(vectors), row_checksums(vectors))
         except OSError as exc:
-            log.warning("%s: cannot write the vectors sidecar (%s); this run keeps its vectors", self.sidecar.path, exc)
+            log.warning("%s: cannot write the vectors sidecar (%s); this run keeps its vectors", sidecar.path, exc)
             return None
-        return written if self.sidecar is not None else None
+        return written
 
     def _release(
         self,
+        sidecar: VectorFile,
         principal: str,
         ids: list[str],
         first: int,
@@ -481,17 +401,17 @@ class StoredState:
         palettes: np.ndarray,
         checksums: np.ndarray,
     ) -> None:
-        """The rows just written to the sidecar are read from there from now on, and no longer held here."""
+        """The rows just written to `sidecar` are read from there from now on, and no longer held here."""
         part = self.state.index.partition(principal)
         source = part.spare if isinstance(part.spare, StoredRows) else None
         if source is None:
             if part.stored:
                 return
-            source = StoredRows(self.dim, lambda row, who=principal: self._recompute(who, row))
+            source = StoredRows(self.dim, partial(self._recompute, principal))
         if [part.position.get(i) for i in ids] != list(range(len(source), len(source) + len(ids))):
             return  # not the partition's next rows (episodes another process stored): they stay held here
         source.add_file(
-            self.sidecar, row_offsets(first, self.dim, counts, palettes), counts, checksums, palettes, checked=True
+            sidecar, row_offsets(first, self.dim, counts, palettes), counts, checksums, palettes, checked=True
         )
         part.adopt(source)
         problems, episodes = self.state.problems, self.state.episodes
@@ -503,11 +423,6 @@ class StoredState:
                 part.episodes = EpisodeList([ep.id for ep in part.episodes], episodes)
 
 
-class _Columns:
-    """Per-principal columns gathered from the runs while opening."""
-
-    def __init__(self) -> None:
-        self.order: dict[str, list[str]] = {}
-        self.situations: dict[str, list[str]] = {}
-        self.outcomes: dict[str, list[Outcome]] = {}
-        self.flags: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # (ends, corrected) chunks
+def _parsed(body: str | None) -> Any:
+    """A record body read with the record (its kind is among `RUN_BODIES`), parsed."""
+    return json.loads(cast(str, body))
