@@ -11,14 +11,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from eval.bench import footprint, measure, server
-from eval.bench.corpus import SITUATION, query_texts
+from eval.bench.corpus import SITUATION, BuiltStore, query_texts
+from eval.bench.plan import FULL, MILLION, QUICK, Plan
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
 from eval.runlog import code_version
 from memory.outputs import output_problem, write_atomic
@@ -35,53 +35,6 @@ and reused by later runs. Numbers are wall-clock
 times on this machine: run it on an idle machine for figures worth comparing."""
 
 
-@dataclass(frozen=True)
-class Plan:
-    """How much to measure."""
-
-    quick: bool  # the --quick preset
-    durable: int  # single appends per synchronous level
-    batches: int  # append_many calls
-    batch_size: int  # entries per append_many call
-    sizes: tuple[int, ...]  # store sizes (episodes) for recall; the largest is also opened
-    queries: int  # timed recalls per store size
-    opens: int  # opens of the largest store (fewer when they exceed the open budget)
-    rounds: int  # rounds of the generated scenario
-    compare_runs: int  # eval.compare subprocess runs
-    seed: int = 0  # seed of every generator
-    round_runs: int = 1  # plays of the generated scenario; each window pools its rounds over all plays
-    durable_settle: int = 20_000  # most untimed single appends while waiting for the WAL's steady state
-    jobs_runs: int = 0  # paired runs of the shipped scenarios × 5 seeds with --jobs 1 and --jobs 2
-    cache: Path | None = None  # folder keeping the built stores between runs (None: a temporary folder)
-    agent_rounds: int = 12  # generated rounds the episodic agent decides on a copy of the largest store
-
-
-FULL = Plan(
-    False,
-    durable=1000,
-    batches=20,
-    batch_size=1000,
-    sizes=(1000, 10_000, 100_000),
-    queries=300,
-    opens=3,
-    rounds=1000,
-    compare_runs=3,
-    round_runs=3,
-    jobs_runs=3,
-)
-QUICK = Plan(
-    True,
-    durable=200,
-    batches=5,
-    batch_size=1000,
-    sizes=(1000, 10_000),
-    queries=100,
-    opens=1,
-    rounds=200,
-    compare_runs=1,
-    jobs_runs=1,
-)
-MILLION = 1_000_000  # episodes of the size --million adds
 JOBS_ARGS = ("ci-failures", "dns-tls-clock", "memory-gc", "pool-vs-deploy", "--seeds", "5", "--quiet")
 
 
@@ -92,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_size_arguments(parser)
+    _add_store_arguments(parser)
+    return parser
+
+
+def _add_size_arguments(parser: argparse.ArgumentParser) -> None:
+    """How much is measured: the preset, sizes, counts and seed (and where the results go)."""
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer samples (under a minute)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the results here")
     parser.add_argument(
@@ -124,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
         "5 seeds, for the parallel speedup (default 3; quick 1; 0 skips it)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic stores and scenario (default 0)")
+
+
+def _add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """The stores measured (the million-episode one, the cache, the server) and the exit on a missed target."""
     parser.add_argument(
         "--million",
         action="store_true",
@@ -149,7 +113,6 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 when a judged target is missed (without it, misses are reported and the exit is 0)",
     )
-    return parser
 
 
 def plan_from(args: argparse.Namespace, *, quick: Plan = QUICK, full: Plan = FULL) -> Plan:
@@ -188,7 +151,7 @@ def _load() -> list[float] | None:
 def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda message: None) -> dict[str, Any]:
     """Measure everything in `plan`, building stores under `directory`; the results document (judged)."""
     started = time.perf_counter()
-    machine = {
+    machine: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -309,7 +272,8 @@ def _speedup(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:
     for i in range(plan.jobs_runs):
         for jobs, times in ((1, serial), (2, parallel)):
             progress(
-                f"python -m eval.compare (4 shipped scenarios × 5 seeds) --jobs {jobs} (run {i + 1} of {plan.jobs_runs})"
+                f"python -m eval.compare (4 shipped scenarios × 5 seeds) --jobs {jobs} "
+                f"(run {i + 1} of {plan.jobs_runs})"
             )
             times.append(measure.compare_run((*JOBS_ARGS, "--jobs", str(jobs))).wall_s)
     ratios = [s / p for s, p in zip(serial, parallel)]
@@ -343,73 +307,10 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
             plan.cache or directory, size, seed=plan.seed, cache=plan.cache is not None, progress=progress
         )
         largest = size == max(plan.sizes)
-        as_built = not footprint.has_state_runs(built.path)  # built now, or reused before its first open
-        written = footprint.footprint(built.path, built.entries) if as_built else None
-        child = lambda: footprint.resident_after_open(
-            built.path,
-            built.largest,
-            queries[0],  # noqa: E731
-            situation=SITUATION,
-            k=measure.RECALL_K,
-        )
-        first = None
-        if as_built:  # a store without state runs writes them on its first open
-            progress(f"first open of the store of {size:,} episodes in a fresh process (writes its state runs)")
-            first = child()
-        progress(f"opening the store of {size:,} episodes in a fresh process (resident memory)")
-        resident = child()
-        progress(f"opening it ({f'up to {plan.opens}' if largest else 1}×) and recalling ({plan.queries} queries)")
-        opening = measure.open_store(built.path, built.largest, queries[0], plan.opens if largest else 1)
-        memory = opening.memory
-        try:
-            times = measure.warm_recalls(memory, queries)
-            scanned = len(memory.index.partition(built.largest))
-        finally:
-            memory.close()
-        recall[str(size)] = metric(
-            summarize(times),
-            principal=built.largest,
-            scanned=scanned,
-            k=measure.RECALL_K,
-            store=built.describe(),
-            footprint={
-                **footprint.footprint(built.path, built.entries),
-                "as_built": written,
-                "reused": reused,
-                "what": "the store's files (SQLite file, WAL, anchor, vectors sidecar) once opened, state runs included; "
-                "as_built: before its first open",
-            },
-            resident=None
-            if resident is None
-            else {
-                "rss_mb": round(resident.rss_mb, 1),
-                "peak_mb": round(resident.peak_mb, 1),
-                "open_s": round(resident.open_s, 2),
-                "first_open": None
-                if first is None
-                else {
-                    "rss_mb": round(first.rss_mb, 1),
-                    "peak_mb": round(first.peak_mb, 1),
-                    "open_s": round(first.open_s, 2),
-                },
-                "what": "a fresh interpreter: EpisodicMemory(path) and one recall, on a store whose state runs "
-                "exist; VmRSS after it, VmHWM peak (first_open: the open that wrote them)",
-            },
-        )
+        recall[str(size)], opening = _recall_at(plan, size, built, reused, queries, progress)
         if largest:
-            opened = metric(
-                summarize(opening.total_ms),
-                digits=1,
-                episodes=built.episodes,
-                constructor_ms=summarize(opening.constructor_ms).to_json(1),
-                first_recall_ms=summarize(opening.first_recall_ms).to_json(1),
-                process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
-                what="EpisodicMemory(path) plus its first recall (until recall is ready), after the "
-                "fresh-process open above",
-            )
-            progress(f"the episodic agent on a copy of the store of {size:,} episodes ({plan.agent_rounds} rounds)")
-            opened.update(_agent(plan, built, directory))
-        del memory, opening
+            opened = _opened(plan, size, built, opening, directory, progress)
+        del opening
         gc.collect()
         if plan.cache is None:
             for suffix in footprint.STORE_FILES:
@@ -419,7 +320,95 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
     return recall, opened
 
 
-def _agent(plan: Plan, built: Any, scratch: Path) -> dict[str, Any]:
+def _recall_at(
+    plan: Plan,
+    size: int,
+    built: BuiltStore,
+    reused: bool,
+    queries: list[list[str]],
+    progress: Callable[[str], None],
+) -> tuple[dict[str, Any], measure.Opened]:
+    """The recall entry of the store of `size` episodes, and its opening (its memory closed): resident
+    memory in a fresh process, then opens (several for the largest store) and warm recalls in this one."""
+    largest = size == max(plan.sizes)
+    as_built = not footprint.has_state_runs(built.path)  # built now, or reused before its first open
+    written = footprint.footprint(built.path, built.entries) if as_built else None
+    first = None
+    if as_built:  # a store without state runs writes them on its first open
+        progress(f"first open of the store of {size:,} episodes in a fresh process (writes its state runs)")
+        first = _resident(built, queries)
+    progress(f"opening the store of {size:,} episodes in a fresh process (resident memory)")
+    resident = _resident(built, queries)
+    progress(f"opening it ({f'up to {plan.opens}' if largest else 1}×) and recalling ({plan.queries} queries)")
+    opening = measure.open_store(built.path, built.largest, queries[0], plan.opens if largest else 1)
+    memory = opening.memory
+    try:
+        times = measure.warm_recalls(memory, queries)
+        scanned = len(memory.index.partition(built.largest))
+    finally:
+        memory.close()
+    entry = metric(
+        summarize(times),
+        principal=built.largest,
+        scanned=scanned,
+        k=measure.RECALL_K,
+        store=built.describe(),
+        footprint={
+            **footprint.footprint(built.path, built.entries),
+            "as_built": written,
+            "reused": reused,
+            "what": "the store's files (SQLite file, WAL, anchor, vectors sidecar) once opened, state runs included; "
+            "as_built: before its first open",
+        },
+        resident=_resident_json(resident, first),
+    )
+    return entry, opening
+
+
+def _resident(built: BuiltStore, queries: list[list[str]]) -> footprint.Resident | None:
+    """A fresh interpreter's memory after opening the store and recalling the first query."""
+    return footprint.resident_after_open(built.path, built.largest, queries[0], situation=SITUATION, k=measure.RECALL_K)
+
+
+def _resident_json(resident: footprint.Resident | None, first: footprint.Resident | None) -> dict[str, Any] | None:
+    """The recall entry's resident part (None where /proc is missing)."""
+    if resident is None:
+        return None
+    return {
+        "rss_mb": round(resident.rss_mb, 1),
+        "peak_mb": round(resident.peak_mb, 1),
+        "open_s": round(resident.open_s, 2),
+        "first_open": None
+        if first is None
+        else {
+            "rss_mb": round(first.rss_mb, 1),
+            "peak_mb": round(first.peak_mb, 1),
+            "open_s": round(first.open_s, 2),
+        },
+        "what": "a fresh interpreter: EpisodicMemory(path) and one recall, on a store whose state runs "
+        "exist; VmRSS after it, VmHWM peak (first_open: the open that wrote them)",
+    }
+
+
+def _opened(
+    plan: Plan, size: int, built: BuiltStore, opening: measure.Opened, scratch: Path, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    """Opening the largest store, and the episodic agent's decisions on a copy of it."""
+    opened = metric(
+        summarize(opening.total_ms),
+        digits=1,
+        episodes=built.episodes,
+        constructor_ms=summarize(opening.constructor_ms).to_json(1),
+        first_recall_ms=summarize(opening.first_recall_ms).to_json(1),
+        process_peak_rss_mb=round(measure.peak_rss_mb(), 1),
+        what="EpisodicMemory(path) plus its first recall (until recall is ready), after the fresh-process open above",
+    )
+    progress(f"the episodic agent on a copy of the store of {size:,} episodes ({plan.agent_rounds} rounds)")
+    opened.update(_agent(plan, built, scratch))
+    return opened
+
+
+def _agent(plan: Plan, built: BuiltStore, scratch: Path) -> dict[str, Any]:
     """The episodic agent's first and later decisions on a copy of a built store (nothing where /proc is missing)."""
     decided = footprint.agent_decisions(built.path, built.largest, plan.agent_rounds, seed=plan.seed, scratch=scratch)
     if decided is None:
@@ -475,7 +464,10 @@ def main(argv: Sequence[str] | None = None, *, quick: Plan = QUICK, full: Plan =
     err = Console(stderr=True)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
-        progress = lambda message: err.print(f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}")  # noqa: E731
+
+        def progress(message: str) -> None:
+            err.print(f"[dim]{time.perf_counter() - began:6.1f} s[/dim]  {message}")
+
         results = run(plan, Path(tmp), progress=progress)
         results["server_store"] = server.measure_server(plan, Path(tmp), args.server, progress)
     console.print(BenchReport(results))

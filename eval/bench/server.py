@@ -14,6 +14,7 @@ do). Without psycopg, binaries or a reachable server the section is skipped and 
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 import pwd
@@ -22,6 +23,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -30,6 +32,7 @@ from rich.table import Table
 
 from eval.bench import measure
 from eval.bench.corpus import build_store, log_lines, query_texts
+from eval.bench.plan import Plan
 from eval.bench.results import metric, summarize, summarize_rate
 from memory.errors import MemoryError_
 from memory.timeline import HashingEncoder, SQLiteStore, Timeline, open_store
@@ -141,7 +144,7 @@ def unavailable(url: str | None) -> str:
     return LocalServer.find()[2]
 
 
-def measure_server(plan: Any, directory: Path, url: str | None, progress: Callable[[str], None]) -> dict[str, Any]:
+def measure_server(plan: Plan, directory: Path, url: str | None, progress: Callable[[str], None]) -> dict[str, Any]:
     """The server section of the results: both stores' figures, or why they were skipped.
 
     Args:
@@ -155,14 +158,12 @@ def measure_server(plan: Any, directory: Path, url: str | None, progress: Callab
         return {"skipped": reason}
     import psycopg
 
-    local = None
+    local: LocalServer | None = None
     try:
         if url is None:
-            bindir, user, _ = LocalServer.find()
-            local = LocalServer(bindir, user, fsync=True)  # type: ignore[arg-type]  # durable, like SQLite FULL
-            progress("starting a local PostgreSQL server from the system's binaries (fsync on)")
-            local.start()
-        server = Server(url or local.url())  # type: ignore[union-attr]
+            local = _local_server(progress)
+            url = local.url()
+        server = Server(url)
         try:
             return _measure(server, plan, directory, progress)
         finally:
@@ -174,7 +175,18 @@ def measure_server(plan: Any, directory: Path, url: str | None, progress: Callab
             local.stop()
 
 
-def _measure(server: Server, plan: Any, directory: Path, progress: Callable[[str], None]) -> dict[str, Any]:
+def _local_server(progress: Callable[[str], None]) -> LocalServer:
+    """A local server started from the system's binaries, durable like SQLite's synchronous FULL (fsync on)."""
+    bindir, user, reason = LocalServer.find()
+    if bindir is None:  # `unavailable` found them a moment ago
+        raise OSError(reason)
+    local = LocalServer(bindir, user, fsync=True)
+    progress("starting a local PostgreSQL server from the system's binaries (fsync on)")
+    local.start()
+    return local
+
+
+def _measure(server: Server, plan: Plan, directory: Path, progress: Callable[[str], None]) -> dict[str, Any]:
     """`plan.durable` single appends, up to 5 batches of `plan.batch_size`, `plan.queries` recalls on a store
     of up to `RECALL_EPISODES` episodes (the largest of `plan.sizes` when smaller), per store."""
     appends, batches, batch_size, seed = plan.durable, min(plan.batches, 5), plan.batch_size, plan.seed
@@ -197,7 +209,7 @@ def _measure(server: Server, plan: Any, directory: Path, progress: Callable[[str
     _copy(built.path, copy, directory)
     texts = query_texts(queries, seed=seed + 1)
     for kind, target in (("sqlite", str(built.path)), ("postgresql", copy)):
-        opening = measure.open_store(target, built.largest, texts[0], 1)  # type: ignore[arg-type]
+        opening = measure.open_store(target, built.largest, texts[0], 1)
         try:
             times = measure.warm_recalls(opening.memory, texts)
         finally:
@@ -216,7 +228,7 @@ def _single(target: str, n: int, seed: int, warmup: int = 20) -> dict[str, Any]:
     """Milliseconds of `n` durable single appends (after `warmup` untimed ones) to a new store."""
     items = log_lines(n + warmup, seed)
     times = []
-    with open_store(target) as store:
+    with closing(open_store(target)) as store:
         timeline = Timeline(store, HashingEncoder())
         for i, item in enumerate(items):
             start = time.perf_counter()
@@ -230,7 +242,7 @@ def _batches(target: str, batches: int, size: int, seed: int) -> dict[str, Any]:
     """Entries per second of `Timeline.append_many` batches of `size` (one untimed warm-up batch)."""
     items = log_lines((batches + 1) * size, seed)
     seconds = []
-    with open_store(target) as store:
+    with closing(open_store(target)) as store:
         timeline = Timeline(store, HashingEncoder())
         for b in range(batches + 1):
             start = time.perf_counter()
@@ -247,24 +259,24 @@ def _copy(source: Path, url: str, directory: Path) -> None:
     with SQLiteStore(source, create=False) as sqlite:
         sqlite.export_jsonl(export)
         rows = sqlite.record_rows(0, sqlite.last_record())
-    with open_store(url) as server:
+    with closing(open_store(url)) as server:
         server.import_jsonl(export)
         for kind, group in _runs_of_kind(rows):
             server.add_records(kind, group)
     export.unlink()
 
 
-def _runs_of_kind(rows: Sequence[tuple[int, str, str, str]]) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
-    """Consecutive records of one kind, as (kind, [(id, body)]) in storing order."""
-    kind, group = None, []
-    for _, row_kind, record_id, body in rows:
-        if row_kind != kind and group:
-            yield kind, group  # type: ignore[misc]
-            group = []
-        kind = row_kind
-        group.append((record_id, json.loads(body)))
-    if group:
-        yield kind, group  # type: ignore[misc]
+def _runs_of_kind(rows: Sequence[tuple[int, str, str, str | None]]) -> Iterator[tuple[str, list[tuple[str, Any]]]]:
+    """Consecutive records of one kind, as (kind, [(id, body)]) in storing order (`rows` with every body read)."""
+    for kind, run in itertools.groupby(rows, key=lambda row: row[1]):
+        yield kind, [(record_id, json.loads(_read(body))) for _, _, record_id, body in run]
+
+
+def _read(body: str | None) -> str:
+    """A record's body JSON text; `record_rows` reads every body unless it is told which (`bodies=`)."""
+    if body is None:
+        raise ValueError("a record's body was not read")
+    return body
 
 
 def table(section: dict[str, Any] | None) -> Table | str:
