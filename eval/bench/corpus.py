@@ -144,74 +144,97 @@ def incident_stream(
     weights = np.array([w for _, w in principals], dtype=float)
     weights /= weights.sum()
     ids = list(fam.FAMILIES)
-    interludes = list(fam.INTERLUDES)
-    clock = START
+    clock = _Clock(rng, START)
     last: dict[str, Incident] = {}
     noted: set[str] = set()  # principals whose latest block was an interlude (two in a row could merge)
-
-    def tick(low: int, high: int) -> datetime:
-        nonlocal clock
-        clock += timedelta(seconds=int(rng.integers(low, high)))
-        return clock
-
     while True:
         who = names[int(rng.choice(len(names), p=weights))]
-        tick(20 * 60, 6 * 3600)
+        clock.tick(20 * 60, 6 * 3600)
         if rng.random() < 0.1 and who not in noted:
             noted.add(who)
-            situation = interludes[int(rng.integers(len(interludes)))]
-            texts = fam.INTERLUDES[situation]
-            v = values(rng)
-            block = [
-                _item(
-                    texts[int(rng.integers(len(texts)))].format(**v), Kind.NOTE, "user", tick(60, 900), who, situation
-                )
-                for _ in range(int(rng.integers(1, 3)))
-            ]
-            yield 1, block
+            yield 1, _interlude(rng, clock, who)
             continue
         noted.discard(who)
         inc = incident(rng, previous=last.get(who))
         last[who] = inc
-        block = [
-            _item(text, Kind.OBSERVATION, "environment", tick(15, 240), who, service=inc.service)
-            for text in inc.observations
-        ]
-        right = rng.random() < 0.6
-        choice = inc.truth if right else ids[(ids.index(inc.truth) + int(rng.integers(1, len(ids)))) % len(ids)]
-        attempts = [choice] if right else [choice, inc.truth]
-        for attempt, chosen in enumerate(attempts):
-            rationale = _RATIONALES[int(rng.integers(len(_RATIONALES)))].format(**values(rng))
-            block.append(
-                _item(
-                    f"Decision: {chosen} — {rationale}",
-                    Kind.DECISION,
-                    "agent",
-                    tick(30, 300),
-                    who,
-                    choice=chosen,
-                    confidence=round(float(rng.uniform(0.4, 0.95)), 2),
-                    service=inc.service,
-                    retrieved=[],
-                    relied_on=[],
-                )
-            )
-            success = chosen == inc.truth
-            text = inc.fix if success and rng.random() < 0.7 else outcomes.generic(success, int(rng.integers(5)))
-            block.append(
-                _item(
-                    text,
-                    Kind.OUTCOME,
-                    "environment",
-                    tick(120, 900),
-                    who,
-                    service=inc.service,
-                    check=outcomes.check(success),
-                )
-            )
-            if not success and rng.random() < 0.7:
-                block.append(_item(inc.correction, Kind.CORRECTION, "user", tick(60, 600), who, service=inc.service))
-        yield len(attempts), block
+        yield _incident_block(rng, clock, who, inc, ids)
+
+
+class _Clock:
+    """The stream's one global clock, moved on by seeded random steps (drawn from the stream's generator)."""
+
+    def __init__(self, rng: np.random.Generator, start: datetime) -> None:
+        self.rng = rng
+        self.now = start
+
+    def tick(self, low: int, high: int) -> datetime:
+        """Move on between `low` and `high` seconds; the new time."""
+        self.now += timedelta(seconds=int(self.rng.integers(low, high)))
+        return self.now
+
+
+def _interlude(rng: np.random.Generator, clock: _Clock, who: str) -> list[dict[str, Any]]:
+    """One or two notes of `who` in another situation (an interlude: one episode)."""
+    interludes = list(fam.INTERLUDES)
+    situation = interludes[int(rng.integers(len(interludes)))]
+    texts = fam.INTERLUDES[situation]
+    v = values(rng)
+    return [
+        _item(texts[int(rng.integers(len(texts)))].format(**v), Kind.NOTE, "user", clock.tick(60, 900), who, situation)
+        for _ in range(int(rng.integers(1, 3)))
+    ]
+
+
+def _incident_block(
+    rng: np.random.Generator, clock: _Clock, who: str, inc: Incident, ids: list[str]
+) -> tuple[int, list[dict[str, Any]]]:
+    """An incident's observations and its attempts (a wrong call, then the right one, 40% of the time):
+    the episodes it makes and its items."""
+    block = [
+        _item(text, Kind.OBSERVATION, "environment", clock.tick(15, 240), who, service=inc.service)
+        for text in inc.observations
+    ]
+    right = rng.random() < 0.6
+    choice = inc.truth if right else ids[(ids.index(inc.truth) + int(rng.integers(1, len(ids)))) % len(ids)]
+    attempts = [choice] if right else [choice, inc.truth]
+    for chosen in attempts:
+        block.extend(_attempt(rng, clock, who, inc, chosen))
+    return len(attempts), block
+
+
+def _attempt(rng: np.random.Generator, clock: _Clock, who: str, inc: Incident, chosen: str) -> list[dict[str, Any]]:
+    """One attempt at an incident: the decision, its outcome and, after most failures, a correction."""
+    rationale = _RATIONALES[int(rng.integers(len(_RATIONALES)))].format(**values(rng))
+    items = [
+        _item(
+            f"Decision: {chosen} — {rationale}",
+            Kind.DECISION,
+            "agent",
+            clock.tick(30, 300),
+            who,
+            choice=chosen,
+            confidence=round(float(rng.uniform(0.4, 0.95)), 2),
+            service=inc.service,
+            retrieved=[],
+            relied_on=[],
+        )
+    ]
+    success = chosen == inc.truth
+    text = inc.fix if success and rng.random() < 0.7 else outcomes.generic(success, int(rng.integers(5)))
+    items.append(
+        _item(
+            text,
+            Kind.OUTCOME,
+            "environment",
+            clock.tick(120, 900),
+            who,
+            service=inc.service,
+            check=outcomes.check(success),
+        )
+    )
+    if not success and rng.random() < 0.7:
+        items.append(_item(inc.correction, Kind.CORRECTION, "user", clock.tick(60, 600), who, service=inc.service))
+    return items
 
 
 @dataclass(frozen=True)
@@ -299,9 +322,8 @@ class _Projector:
         self.segmenter = Segmenter()
         # Episodes closed long ago are read back from their records when asked for (seldom: the graph
         # rules read each principal's last `window`), so the builder's memory does not grow with them.
-        self.state = MemoryState(
-            _NoIndex(), DEFAULT_GRAPH_CONFIG, episodes=LazyMap(self._stored_episode), problems=_ProblemTexts()
-        )
+        self.episodes = LazyMap(self._stored_episode)  # the state's episodes
+        self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG, episodes=self.episodes, problems=_ProblemTexts())
         self.held: deque[str] = deque()  # ids of the closed episodes held in memory, oldest first
         self.learning = Learning(extract=False)  # facts once per principal at the end (see BUILD_METHOD)
         self.open: dict[str, Entry] = {}  # entries of the episodes still open, by id
@@ -364,7 +386,7 @@ class _Projector:
         self.state.versions.clear()
         keep = HELD_EPISODES_PER_PRINCIPAL * max(1, len(self.state.order))
         if len(self.held) > keep:  # stored now: the oldest are read back from their records if asked for
-            self.state.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
+            self.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
 
 
 def build_store(

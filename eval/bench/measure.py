@@ -11,10 +11,14 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval.bench.corpus import SITUATION, incident_stream, log_lines
 from memory.timeline import HashingEncoder, SQLiteStore, Timeline
+
+if TYPE_CHECKING:  # imported where they are used, so importing the measurements stays light
+    from memory import EpisodicMemory
+    from simulator import Prompt
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the eval.compare subprocess)
 RECALL_K = 6  # evidence items per decision: the harness's default context budget
@@ -141,39 +145,54 @@ class Opened(NamedTuple):
     total_ms: list[float]  # constructor plus first recall, per open
     constructor_ms: list[float]  # `EpisodicMemory(path)` alone
     first_recall_ms: list[float]  # the first recall after opening (lazy per-principal state)
-    memory: Any  # the last opened memory, left open for warm recalls
+    memory: EpisodicMemory  # the last opened memory, left open for warm recalls
 
 
-def open_store(path: Path, principal: str, query: Sequence[str], n: int, *, budget_s: float = 120.0) -> Opened:
+def open_store(path: str | Path, principal: str, query: Sequence[str], n: int, *, budget_s: float = 120.0) -> Opened:
     """Open `path` with `EpisodicMemory` up to `n` times; each open ends when a first recall returned.
 
     Opens stop repeating once `budget_s` seconds are spent (at least one always runs), so a
     slow open is reported with fewer samples instead of stalling the run.
     """
-    from memory.agent_memory import EpisodicMemory
-
-    total, build, first = [], [], []
-    memory = None
+    total: list[float] = []
+    build: list[float] = []
+    first: list[float] = []
     began = time.perf_counter()
-    for i in range(n):
-        if i and time.perf_counter() - began > budget_s:
+    memory = _open_once(path, principal, query, total, build, first)
+    for _ in range(1, n):
+        if time.perf_counter() - began > budget_s:
             break
-        if memory is not None:
-            memory.close()
-            memory = None
-            gc.collect()
-        start = time.perf_counter()
-        memory = EpisodicMemory(path, principal=principal)
-        built = time.perf_counter()
-        memory.recall(list(query), situation=SITUATION, k=RECALL_K)
-        done = time.perf_counter()
-        total.append(_ms(done - start))
-        build.append(_ms(built - start))
-        first.append(_ms(done - built))
+        memory.close()
+        del memory  # collected before the next open
+        gc.collect()
+        memory = _open_once(path, principal, query, total, build, first)
     return Opened(total, build, first, memory)
 
 
-def warm_recalls(memory: Any, queries: Sequence[Sequence[str]], *, warmup: int = 10) -> list[float]:
+def _open_once(
+    path: str | Path,
+    principal: str,
+    query: Sequence[str],
+    total: list[float],
+    build: list[float],
+    first: list[float],
+) -> EpisodicMemory:
+    """Open `path` and recall `query` once; the open's milliseconds appended to `total` (both), `build`
+    (the constructor) and `first` (the first recall)."""
+    from memory.agent_memory import EpisodicMemory
+
+    start = time.perf_counter()
+    memory = EpisodicMemory(path, principal=principal)
+    built = time.perf_counter()
+    memory.recall(list(query), situation=SITUATION, k=RECALL_K)
+    done = time.perf_counter()
+    total.append(_ms(done - start))
+    build.append(_ms(built - start))
+    first.append(_ms(done - built))
+    return memory
+
+
+def warm_recalls(memory: EpisodicMemory, queries: Sequence[Sequence[str]], *, warmup: int = 10) -> list[float]:
     """Milliseconds per `EpisodicMemory.recall` of each query (after `warmup` untimed recalls)."""
     for query in queries[:warmup]:
         memory.recall(list(query), situation=SITUATION, k=RECALL_K)
@@ -202,7 +221,7 @@ def round_times(rounds: int, seed: int = 0) -> list[float]:
     encoder = HashingEncoder()
     agent = build_agent(PRESETS["episodic"], HeuristicReasoner(encoder), encoder)
     env = DebugEnv(scenario)
-    prompt, _ = env.reset(seed=seed)
+    prompt: Prompt | None = env.reset(seed=seed)[0]
     times: list[float] = []
     start = time.perf_counter()
     try:

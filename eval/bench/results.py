@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from rich.console import Group
+from rich.console import Group, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -74,7 +74,7 @@ def _check(entry: dict[str, Any], rules: Iterable[tuple[str, str, float | None, 
     """Set ``target`` and ``passed`` from (stat, op, bound, text) rules; no value → not judged."""
     rules = list(rules)
     entry["target"] = " and ".join(text for *_, text in rules)
-    verdicts = []
+    verdicts: list[bool | None] = []
     for stat, op, bound, _ in rules:
         value = entry.get(stat)
         if value is None or bound is None:
@@ -173,6 +173,16 @@ def _number(value: float | None, name: str) -> str:
     return f"{value:,.3f}" if abs(value) < 10 else f"{value:,.1f}"
 
 
+_COLUMNS: tuple[tuple[str, JustifyMethod], ...] = (
+    ("metric", "left"),
+    ("median", "right"),
+    ("p95", "right"),
+    ("n", "right"),
+    ("target", "left"),
+    ("", "left"),
+)  # the results table's columns and how each is justified
+
+
 class BenchReport:
     """The results table; ``rich.print(BenchReport(results))`` shows it."""
 
@@ -183,18 +193,15 @@ class BenchReport:
         table = Table(
             title="eval.bench (episodes: @N)" + (" (quick)" if self.results.get("quick") else ""), title_justify="left"
         )
-        for column, justify in (
-            ("metric", "left"),
-            ("median", "right"),
-            ("p95", "right"),
-            ("n", "right"),
-            ("target", "left"),
-            ("", "left"),
-        ):
+        for column, justify in _COLUMNS:
             table.add_column(column, justify=justify)
         for name, label, entry in _rows(self.results):
             passed = entry.get("passed")
-            verdict = {True: Text("PASS", style="green"), False: Text("FAIL", style="bold red")}.get(passed, Text("—"))
+            verdicts: dict[bool | None, Text] = {
+                True: Text("PASS", style="green"),
+                False: Text("FAIL", style="bold red"),
+            }
+            verdict = verdicts.get(passed, Text("—"))
             table.add_row(
                 label,
                 _number(entry.get("median"), name),

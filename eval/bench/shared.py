@@ -16,7 +16,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +30,12 @@ from memory.timeline import open_store
 _START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 _SYMPTOMS = ("latency high", "error rate rising", "queue backlog growing", "disk almost full", "memory climbing")
 _CAUSES = ("pool", "cache", "deploy", "config", "network")
+_Figures = tuple[
+    str, float, list[float], bool
+]  # an agent's name, seconds appending, recall seconds, projection == rebuild
 
 
-def _agent(target: str, name: str, appends: int, barrier: Any, results: Any) -> None:
+def _agent(target: str, name: str, appends: int, barrier: Barrier, results: Queue[_Figures]) -> None:
     """One agent: `appends` entries in cycles of three (the last may be cut short), a recall before each decision."""
     recalls: list[float] = []
     with EpisodicMemory(target, principal=name) as memory:
@@ -84,7 +90,7 @@ def run(target: str, processes: int, appends: int) -> dict[str, Any]:
             worker.join(timeout=60)
     wall = max(elapsed for _, elapsed, _, _ in outcomes)
     recalls = sorted(r for _, _, rs, _ in outcomes for r in rs)
-    with open_store(target, create=False) as store:
+    with closing(open_store(target, create=False)) as store:
         entries = list(store.entries())
         intact = store.verify() is None
     expected = processes * appends
@@ -120,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         for target in args.stores or [str(Path(folder) / "shared.sqlite")]:
             try:
-                with open_store(target) as store:
+                with closing(open_store(target)) as store:
                     if len(store):
                         raise MemoryError_(f"{store.path.split('?')[0]}: not empty ({len(store)} entries)")
                 figures = run(target, args.processes, args.appends)
