@@ -66,7 +66,7 @@ CAUSE_PATTERN = r"[a-z0-9_]+"
 class _NoDuplicates:
     """Loader mixin that refuses duplicate keys in a mapping."""
 
-    def construct_mapping(self, node, deep=False):  # noqa: D102 - PyYAML hook
+    def construct_mapping(self, node, deep=False):  # PyYAML hook
         seen: set[tuple[str, str]] = set()
         for key_node, _ in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
@@ -99,9 +99,18 @@ class _StrictLoader(_NoDuplicates, yaml.SafeLoader):
 
 # libyaml's parser is ~10x faster on long generated scenarios; its error wording
 # differs, so failures are re-parsed with the pure-Python loader for stable messages.
-_FastLoader = (
-    type("_FastLoader", (_NoDuplicates, yaml.CSafeLoader), {}) if hasattr(yaml, "CSafeLoader") else _StrictLoader
-)
+def _fast_loader() -> type[yaml.SafeLoader] | type[yaml.CSafeLoader]:
+    """libyaml's safe loader refusing duplicate keys, or the pure-Python one where PyYAML was built without it."""
+    if not hasattr(yaml, "CSafeLoader"):
+        return _StrictLoader
+
+    class _FastLoader(_NoDuplicates, yaml.CSafeLoader):
+        """libyaml's safe loader, refusing duplicate keys."""
+
+    return _FastLoader
+
+
+_FastLoader = _fast_loader()
 
 
 def _timestamp(loader, node):
@@ -121,11 +130,11 @@ for _loader in {_StrictLoader, _FastLoader}:
 
 def _parse(text: str):
     try:
-        return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - safe loader subclass
+        return yaml.load(text, Loader=_FastLoader)  # a safe loader subclass
     except yaml.YAMLError:
         if _FastLoader is _StrictLoader:
             raise
-    return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - safe loader subclass
+    return yaml.load(text, Loader=_StrictLoader)  # a safe loader subclass
 
 
 def shipped() -> list[str]:
@@ -241,7 +250,8 @@ def _check_depth(text: str) -> None:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                raise yaml.YAMLError(f"nesting deeper than {MAX_DEPTH} levels (line {event.start_mark.line + 1})")
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise yaml.YAMLError(f"nesting deeper than {MAX_DEPTH} levels (line {line})")
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -279,8 +289,8 @@ def _build(doc: Any, source: str, sha256: str) -> Scenario:
     causes, known = _root_causes(p, doc["root_causes"]) if "root_causes" in doc else (None, None)
     interludes = _interludes(p, doc["interludes"]) if "interludes" in doc else ()
     rounds = _rounds(p, doc["rounds"], known, start) if "rounds" in doc else None
-    if p.lines:
-        raise ScenarioError(p.lines)
+    if p.lines or name is None or title is None or desc is None or causes is None or rounds is None:
+        raise ScenarioError(p.lines)  # every None above came with a problem
     return Scenario(
         name=name,
         title=title,

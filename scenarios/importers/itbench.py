@@ -338,7 +338,9 @@ def _groups(value: Any, source: str, problems: list[str]) -> tuple[Group, ...]:
         failed = [(key, what) for key, ok, what in checks if not ok]
         for key, what in failed:
             problems.append(f"{here}.{key}: expected {what}, found {_describe(raw.get(key))}")
-        if not failed:
+        if (
+            not failed and gid is not None and kind is not None and isinstance(filters, list)
+        ):  # all hold when none failed
             out.append(
                 Group(
                     id=gid,
@@ -365,14 +367,15 @@ def _alerts(value: Any, source: str, problems: list[str]) -> tuple[Alert, ...]:
             problems.append(f"{here}: expected a mapping whose id is the alert name, found {found}")
             continue
         group = raw.get("group_id")
-        if group is not None and _text(group) is None:
+        group_text = None if group is None else _text(group)
+        if group is not None and group_text is None:
             problems.append(f"{here}.group_id: expected a group id, found {_describe(group)}")
             continue
-        group = None if group is None or _text(group).lower() in NO_GROUP else _text(group)
+        group_id = None if group_text is None or group_text.lower() in NO_GROUP else group_text
         meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
         description = meta.get("description")
         out.append(
-            Alert(name=name, group_id=group, description=description.strip() if isinstance(description, str) else "")
+            Alert(name=name, group_id=group_id, description=description.strip() if isinstance(description, str) else "")
         )
     return tuple(out)
 
@@ -408,7 +411,8 @@ def _actions(value: Any, source: str, problems: list[str]) -> tuple[str, ...]:
     for item in value:  # a solution's id names the fix ("fix_service_port"); else its first action
         solution = item.get("solution") if isinstance(item, dict) else None
         solution = solution if isinstance(solution, dict) else {"actions": [item]}
-        steps = solution.get("actions") if isinstance(solution.get("actions"), list) else []
+        actions = solution.get("actions")
+        steps = actions if isinstance(actions, list) else []
         said = _text(solution.get("id")) or next((t for t in map(_text, steps) if t), None)
         if said:
             out.append(re.sub(r"[_\-]+", " ", said) if " " not in said else said)
@@ -556,7 +560,7 @@ def truth_of(scenario: ItbenchScenario, by_group: dict[str, Entity], service: st
         | stems(" ".join(" ".join(kind_words(k)) for k in kinds))
         | stems(" ".join(" ".join(_alert_words(a.name)) for a in scenario.alerts))
     )
-    mechanism = frozenset()
+    mechanism: frozenset[str] = frozenset()
     if fault is not None:
         said = " ".join(t for t in (fault.condition, _label(fault.mechanism)) if t.lower() not in PLACEHOLDERS)
         mechanism = frozenset(w for w in stems(re.sub(r"[_()]", " ", said)) if len(w) >= 4) - generic
@@ -576,7 +580,8 @@ def _fault_of(faults: Sequence[Fault], entity: Entity) -> Fault | None:
         if fault.entity and candidate_id(_without_kind(fault.entity, fault.kind), fault.kind) == entity.id:
             return fault
     same_kind = [f for f in faults if f.kind == entity.kind]
-    return (same_kind or list(faults) or [None])[0]
+    found = same_kind or list(faults)
+    return found[0] if found else None
 
 
 def leaks(observations: Sequence[Observation], truth: Truth) -> list[Leak]:
