@@ -74,6 +74,7 @@ PRIOR_HITS, PRIOR_MISSES = 2.0, 1.0  # Beta prior of a kind's reliability with n
 FEEDBACK_RELIABILITY = 0.95  # a correction received in this round is direct evidence
 CORRECTION_SHARE = 0.5  # a past correction's text relative to the incident's own resolution
 RUNBOOK_TEMPERATURE = 0.25  # softmax temperature turning signal matches into runbook probabilities
+_SHIPPED_READER = Reader()  # the memory's reading with the shipped lexicon: the default of the functions below
 
 
 def reliability(record: Mapping[str, Sequence[float]], kind: str) -> float:
@@ -103,7 +104,7 @@ def favourites(votes: Mapping[str, Mapping[str, float]]) -> dict[str, str]:
     return found
 
 
-def superseded(evidence: Sequence[Evidence], reader: Reader = Reader()) -> dict[str, float]:
+def superseded(evidence: Sequence[Evidence], reader: Reader = _SHIPPED_READER) -> dict[str, float]:
     """How much of each labelled precedent still stands once later experience is known, in [0, 1].
 
     When a later precedent resolved as something else shows the same picture (the terms both
@@ -126,7 +127,7 @@ def superseded(evidence: Sequence[Evidence], reader: Reader = Reader()) -> dict[
     return standing
 
 
-def checked_clear(item: Evidence, cleared: set[str], reader: Reader = Reader()) -> bool:
+def checked_clear(item: Evidence, cleared: set[str], reader: Reader = _SHIPPED_READER) -> bool:
     """Whether the round reports a look that found nothing wrong at what a precedent's corrections
     pointed to: two or more terms the corrections affirm are in the round's all-clear sentences."""
     if not item.corrections:
@@ -291,7 +292,8 @@ class HeuristicReasoner:
     def votes(
         self, problem: Problem, evidence: Sequence[Evidence], prior: Mapping[str, float]
     ) -> tuple[dict[str, dict[str, float]], dict[str, dict[tuple[str, str], float]]]:
-        """Each kind's vote per candidate (before weighting), and per candidate each (kind, evidence item id)'s support."""
+        """Each kind's vote per candidate (before weighting), and per candidate each (kind, evidence item id)'s
+        support."""
         candidates = problem.candidates
         top = max(prior.values())
         runbook = {cid: math.exp((value - top) / RUNBOOK_TEMPERATURE) for cid, value in prior.items()}
@@ -380,7 +382,7 @@ class HeuristicReasoner:
         """
         ids = [c.id for c in candidates]
         votes: dict[str, float] = defaultdict(float)
-        pending, state, found = None, "", False
+        pending, state, found = "", "", False  # pending: the cause of the last decision, read once it is named
         for line in (part.strip() for part in text.split("\n")):
             if not line:
                 continue

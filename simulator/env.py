@@ -89,12 +89,12 @@ class DebugEnv:
         Returns:
             The first prompt and an info dict (scenario name, sha256, rounds).
         """
-        if seed is not None or self._rng is None:
-            self._rng = np.random.default_rng(seed)
+        rng = self._rng if seed is None and self._rng is not None else np.random.default_rng(seed)
+        self._rng = rng
         rounds = self.scenario.rounds
-        self._round_rngs = self._rng.spawn(len(rounds))
+        self._round_rngs = rng.spawn(len(rounds))
         self._nominal = nominal_times(self.scenario)
-        self._gaps = self._place_interludes()
+        self._gaps = self._place_interludes(rng)
         self._stream = []
         self._episodes: list[dict[str, Any]] = []
         self._attempts: list[AttemptRecord] = []
@@ -142,6 +142,7 @@ class DebugEnv:
             "solved": correct,
         }
         round_done = correct or self._attempt >= rnd.max_attempts
+        prompt: Prompt | None
         if not round_done:
             self._attempt += 1
             prompt = self._prompt(rnd, tuple(new))
@@ -180,13 +181,13 @@ class DebugEnv:
 
     # -- planning -----------------------------------------------------------------
 
-    def _place_interludes(self) -> dict[int, list[tuple[float, int]]]:
-        """Assigns each interlude to a gap (the round it precedes) and a position in it."""
+    def _place_interludes(self, rng: np.random.Generator) -> dict[int, list[tuple[float, int]]]:
+        """Assigns each interlude to a gap (the round it precedes) and a position in it, drawn from `rng`."""
         n = len(self.scenario.rounds)
         gaps: dict[int, list[tuple[float, int]]] = {}
         for k in range(len(self.scenario.interludes)):
-            before = int(self._rng.integers(1, n)) if n > 1 else 0
-            fraction = float(self._rng.uniform(0.1, 0.9))
+            before = int(rng.integers(1, n)) if n > 1 else 0
+            fraction = float(rng.uniform(0.1, 0.9))
             gaps.setdefault(before, []).append((fraction, k))
         for blocks in gaps.values():
             blocks.sort()

@@ -27,10 +27,15 @@ FAMILIES: dict[str, dict] = {
         "tells": [
             "{svc} logs 'Timeout waiting for idle object' from the {dep} client {n} times in 5 minutes",
             "HikariPool-1 on {svc}: 'Connection is not available, request timed out after 30000ms'",
-            "Active connections from {svc} to {dep} pinned at the configured maximum of {small} while {dep} CPU is at {pct2}%",
+            (
+                "Active connections from {svc} to {dep} pinned at the configured maximum of {small} while {dep} CPU is "
+                "at {pct2}%"
+            ),
         ],
         "fix": "Raised the {dep} pool on {svc} from {small} to {n_pool} connections; queueing stopped within minutes",
-        "correction": "Post-incident review: {svc} ran out of pooled connections to {dep}; more pool, not a rollback, fixed it",
+        "correction": (
+            "Post-incident review: {svc} ran out of pooled connections to {dep}; more pool, not a rollback, fixed it"
+        ),
     },
     "deployment_config_error": {
         "description": "A release shipped a wrong configuration value, migration or dependency version",
@@ -46,10 +51,14 @@ FAMILIES: dict[str, dict] = {
             "The config diff in {ver} changes {cfgkey} for {svc}",
         ],
         "fix": "Rolled {svc} back to {oldver} and fixed {cfgkey}; errors stopped immediately",
-        "correction": "Post-incident review: release {ver} of {svc} shipped a bad value for {cfgkey}; rolling back fixed it",
+        "correction": (
+            "Post-incident review: release {ver} of {svc} shipped a bad value for {cfgkey}; rolling back fixed it"
+        ),
     },
     "memory_leak_gc_pressure": {
-        "description": "Memory retained by the process grows until garbage collection dominates or the process is killed",
+        "description": (
+            "Memory retained by the process grows until garbage collection dominates or the process is killed"
+        ),
         "signals": ["heap grows without bound", "long GC pauses", "OOMKilled restarts"],
         "surface": [
             "Latency of {svc} degrades slowly over {hours} hours, then recovers after a restart",
@@ -78,7 +87,9 @@ FAMILIES: dict[str, dict] = {
             "Misses on {svc} spike every time the {keyset} entries expire together (same TTL)",
         ],
         "fix": "Added request coalescing and jittered TTLs for {keyset} on {svc}; no spike at the next expiry",
-        "correction": "Post-incident review: the {keyset} cache entries expired together and every request recomputed them",
+        "correction": (
+            "Post-incident review: the {keyset} cache entries expired together and every request recomputed them"
+        ),
     },
     "dns_resolution_failure": {
         "description": "Name resolution fails or returns stale records, so clients cannot reach a dependency",

@@ -65,7 +65,7 @@ class _Lessons:
     def __init__(self, rng: np.random.Generator, ids: tuple[str, ...], rounds: int) -> None:
         self.rng, self.ids, self.total = rng, ids, rounds
         markers = rng.choice(len(pools.MARKERS), size=LESSONS, replace=False)
-        self.lessons = []
+        self.lessons: list[dict[str, Any]] = []  # t (the cause taught), m (its mimic), marker, taught, last_svc
         for k in range(LESSONS):
             t, m = (ids[int(i)] for i in rng.choice(len(ids), size=2, replace=False))
             self.lessons.append(
