@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory.agent_memory import EpisodicMemory
-from memory.retrieval import DEFAULT, Bounds, ranking
+from memory.retrieval import DEFAULT, Bounds, relevance
 from memory.retrieval import bounds as bounds_module
-from memory.retrieval.ranking import top
+from memory.retrieval.relevance import top
 from memory.timeline import HashingEncoder
 from tests.test_retriever import build, synthetic_texts
 
@@ -48,13 +48,13 @@ def test_bounded_recall_equals_the_full_scan():
 def test_scoring_the_likeliest_rows_first_changes_no_recall(monkeypatch, score_first):
     full, _ = full_scan()
     batches = []
-    exact = ranking.exact_relevance
+    exact = relevance.exact_relevance
 
     def spy(part, qvec, rows=None):
         batches.append(None if rows is None else len(rows))
         return exact(part, qvec, rows)
 
-    monkeypatch.setattr(ranking, "exact_relevance", spy)
+    monkeypatch.setattr(relevance, "exact_relevance", spy)
     pruned, _ = recalls(1, score_first=score_first)
     assert pruned == full
     assert len(batches) > 2 * 75  # some recalls scored a first batch before the rest (75 recalls)

@@ -2,7 +2,8 @@
 
 `RetrieverConfig` and its named presets (`config`) set the weights of the episode score;
 `EpisodeIndex` (`index`) holds each principal's episode vectors, bounded for fast scoring
-(`bounds`); `Retriever` (`ranking`) scores, prunes and diversifies, with graph proximity
+(`bounds`); `Retriever` (`ranking`) scores, prunes and diversifies, with the query's relevance
+to the rows from `relevance` (exact, or bounded and scored where needed) and graph proximity
 from `proximity`. Causal chain narratives are remembered between recalls by the graph layer's
 `ChainCache` (`memory.graph.chain_cache`), which the derived state holds.
 """

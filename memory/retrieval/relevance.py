@@ -1,0 +1,163 @@
+"""Relevance of a query to a partition's rows: exact, or bounded and scored only where recall needs it.
+
+`RelevanceScores` holds the clipped cosine of one query with a partition's rows. Without a
+`Probe` (`memory.retrieval.bounds`) every row is scored exactly; with one, the rows keep their
+bounds until a stage of recall (the graph's seeds, the pool's candidates) needs them exact, which
+changes the speed of recall, never its result. `top`, `kth` and `at_most_kth` select among scores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memory.retrieval.bounds import Probe
+from memory.retrieval.index import Partition
+
+
+def exact_relevance(part: Partition | _ReadOnce, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Exact clipped cosine of the query with all rows, or with `rows` (same values either way)."""
+    # einsum runs single-threaded in numpy's own kernel: steadier than a threaded BLAS
+    # call on a busy machine; it sums each row alone, so a subset gets the same values
+    matrix = part.vectors(rows)
+    return np.clip(np.einsum("ij,j->i", matrix, qvec), 0.0, 1.0).astype(np.float64)
+
+
+class _ReadOnce:
+    """A partition whose rows come from a source, as one recall reads them: each row read once."""
+
+    def __init__(self, part: Partition) -> None:
+        self.part = part
+        self.seen: dict[int, np.ndarray] = {}
+
+    def vectors(self, rows: np.ndarray | None = None) -> np.ndarray:
+        if rows is None:
+            return self.part.vectors()
+        wanted = np.asarray(rows, dtype=np.intp).reshape(-1).tolist()
+        missing = [r for r in dict.fromkeys(wanted) if r not in self.seen]
+        if missing:
+            self.seen.update(zip(missing, self.part.vectors(np.array(missing, dtype=np.intp))))
+        if not wanted:
+            return np.zeros((0, self.part.dim), dtype=np.float32)
+        return np.stack([self.seen[r] for r in wanted])
+
+
+class RelevanceScores:
+    """Relevance of one query to a partition's rows.
+
+    Without a `Probe` every row is scored exactly at once. With one, rows are scored exactly
+    only when a stage of recall needs them (`known`); the others keep the probe's bounds,
+    which the stages tighten in place where they need to.
+    """
+
+    def __init__(
+        self, part: Partition, qvec: np.ndarray, probe: Probe | None, eligible: np.ndarray | None = None
+    ) -> None:
+        self.part = part
+        self.rows: Partition | _ReadOnce = _ReadOnce(part) if part.stored else part  # vectors, each read once
+        self.qvec = qvec
+        self.probe = probe
+        self.known: np.ndarray | None = None  # rows scored exactly (None: all of them)
+        self.scored: list[np.ndarray] = []  # batches of rows scored exactly so far (with a probe)
+        if probe is None and eligible is not None:  # only the rows a filter keeps are read and scored
+            self.relevance = np.zeros(len(part))
+            rows = np.flatnonzero(eligible)
+            self.relevance[rows] = exact_relevance(self.rows, qvec, rows)
+        elif probe is None:
+            self.relevance = exact_relevance(self.rows, qvec)
+        else:
+            self.relevance = np.zeros(len(part))
+            self.known = np.zeros(len(part), dtype=bool)
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        """Score `rows` exactly where not done yet; returns `rows`."""
+        if self.known is not None:
+            todo = rows[~self.known[rows]]
+            if len(todo):
+                self.relevance[todo] = exact_relevance(self.rows, self.qvec, todo)
+                self.known[todo] = True
+                self.scored.append(todo)
+        return rows
+
+    def _bounded(self) -> tuple[Probe, np.ndarray]:
+        """The probe and the rows scored exactly: what the bounded stages read (there is a probe)."""
+        assert self.probe is not None and self.known is not None, "bounds read without a probe"
+        return self.probe, self.known
+
+    def seeds(self, n: int, score_first: int) -> np.ndarray:
+        """The `n` most relevant rows, best first (with a probe, only rows that can be among them are scored)."""
+        relevance = self.relevance
+        if self.probe is None:
+            return top(relevance, n)
+        probe, known = self._bounded()
+        low, high = probe.low, probe.high
+        rows = np.flatnonzero(high >= at_most_kth(low, n))
+        first = max(score_first // 4, n)
+        if len(rows) > 2 * first:
+            # the likeliest rows first: their exact values raise the cut the others must reach
+            best = self.score(rows[top(high[rows], first)])
+            rows = rows[high[rows] >= kth(relevance[best], n)]
+        probe.refine(rows)
+        # rows hold the best lower bounds (exact where scored), so their n-th is a valid cut
+        rows = self.score(rows[high[rows] >= kth(np.where(known[rows], relevance[rows], low[rows]), n)])
+        return rows[top(relevance[rows], n)]
+
+    def candidates(self, weight: np.float32, rest: np.ndarray, size: int, score_first: int) -> np.ndarray:
+        """The rows whose total ``weight·relevance + rest`` (float32) can be among the `size` best, scored."""
+        probe, _ = self._bounded()
+        high = probe.high
+        rows = np.flatnonzero(weight * high + rest >= self._floor(weight, rest, None, size))
+        probe.refine(rows)
+        rows = rows[weight * high[rows] + rest[rows] >= self._floor(weight, rest, rows, size)]  # best lower bounds
+        if len(rows) > 2 * max(score_first, size):
+            upper = weight * high[rows] + rest[rows]
+            self.score(rows[top(upper, max(score_first, size))])
+            rows = rows[upper >= self._floor(weight, rest, rows, size)]
+        return self.score(rows)
+
+    def _floor(self, weight: np.float32, rest: np.ndarray, rows: np.ndarray | None, size: int) -> float:
+        """A total the `size`-th best reaches: lower bounds, exact where scored (rounding slack)."""
+        probe, known = self._bounded()
+        low = probe.low
+        value = weight * (low if rows is None else low[rows]) + (rest if rows is None else rest[rows])
+        done = np.concatenate(self.scored) if self.scored else np.zeros(0, dtype=np.intp)
+        at = done if rows is None else np.flatnonzero(known[rows])
+        exact = done if rows is None else rows[at]
+        value[at] = weight * self.relevance[exact].astype(np.float32) + rest[exact]
+        return at_most_kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
+
+
+def top(values: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the `n` largest values, best first (ties: lower index first, also at the cut)."""
+    if n <= 0:
+        return np.zeros(0, dtype=np.intp)
+    if n < len(values):
+        cut = values[np.argpartition(-values, n - 1)[n - 1]]
+        above = np.flatnonzero(values > cut)
+        part = np.concatenate([above, np.flatnonzero(values == cut)[: n - len(above)]])
+    else:
+        part = np.arange(len(values))
+    return part[np.lexsort((part, -values[part]))]
+
+
+def at_most_kth(values: np.ndarray, n: int) -> float:
+    """A value no larger than the `n`-th largest (the smallest when there are fewer than `n`).
+
+    For long arrays, the `n`-th largest of the maxima of short blocks: these are values of
+    distinct rows, so it cannot exceed the true one, and it equals it unless two of the best
+    `n` share a block. One pass instead of a partition of the whole array.
+    """
+    block = len(values) // (64 * max(n, 1))
+    if block < 4:
+        return kth(values, n)
+    whole = len(values) - len(values) % block
+    maxima = values[:whole].reshape(-1, block).max(axis=1)
+    return kth(np.concatenate([maxima, values[whole:]]), n)
+
+
+def kth(values: np.ndarray, n: int) -> float:
+    """The `n`-th largest value (the smallest when there are fewer than `n`)."""
+    if n <= 0:
+        return float("inf")
+    if n >= len(values):
+        return float(values.min())
+    return float(np.partition(values, len(values) - n)[len(values) - n])
