@@ -248,4 +248,5 @@ def apply(state: MemoryState, changes: Changes) -> None:
     """Add what `close_episode` decided to the state (after the caller stored it)."""
     state.add_edges(changes.edges)
     state.add_versions(changes.facts)
-    state.marks.update(changes.marks)
+    for mark in changes.marks:
+        state.marks.add(mark)

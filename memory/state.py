@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import networkx as nx
 import numpy as np
@@ -83,7 +83,7 @@ class EvidenceLogs(dict):
             if built is not None:
                 dict.__setitem__(self, principal, built)
 
-    def get(self, principal: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, principal: str, default: Any = None) -> Any:
         self._ensure(principal)
         return dict.get(self, principal, default)
 
@@ -254,7 +254,8 @@ class MemoryState:
         """Add edges (already known to be new) to the graph."""
         if not edges:
             return
-        self.edge_ids.update(e.id for e in edges)
+        for edge in edges:
+            self.edge_ids.add(edge.id)
         add_edges(self.graph, edges)
         self.chains.edges_added(edges)
 
@@ -271,24 +272,15 @@ class MemoryState:
             return None
         found, items = EvidenceLog(), []
         for i in self.order[principal]:
-            known = self.verdict_of(i)
-            if known is not None:  # not read yet: what the evidence needs comes from stored columns
-                seen, text = known
-                ev = evidence_from(
-                    seen,
-                    text,
-                    cited=self.cites.get(i, ()),  # type: ignore[arg-type]
-                    shared=found.term_sets,
-                    lexicon=self.lexicon,
-                )
-            else:
-                ev = evidence_from(
-                    self.episodes[i],
-                    self.problem_text(i),
-                    cited=self.cites.get(i, ()),
-                    shared=found.term_sets,
-                    lexicon=self.lexicon,
-                )
+            known = self.verdict_of(i)  # not read yet: what the evidence needs comes from stored columns
+            seen, text = known if known is not None else (self.episodes[i], self.problem_text(i))
+            ev = evidence_from(
+                cast(Episode, seen),  # a `Verdict` holds every field of an episode `evidence_from` reads
+                text,
+                cited=self.cites.get(i, ()),
+                shared=found.term_sets,
+                lexicon=self.lexicon,
+            )
             if ev is not None:
                 items.append(ev)
         found.extend(items)  # postings added per distinct term set
