@@ -53,10 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             problem = problem or f"{path}: cannot read: {exc.strerror or exc}"
         except ValueError as exc:  # not JSON, or not a schema-1 log
             problem = problem or (str(exc) if str(exc).startswith(str(path)) else f"{path}: not a run log: {exc}")
-    try:
-        log = merge(logs, args.logs) if not problem else None
-    except MergeError as exc:
-        problem = str(exc)
+    if not problem:
+        try:
+            log = merge(logs, args.logs)
+        except MergeError as exc:
+            problem = str(exc)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

@@ -85,8 +85,8 @@ def published_for(name: str) -> dict[str, tuple[float, float]] | None:
 def first_ranking(row: Mapping[str, Any]) -> list[str]:
     """The candidates best first at the first attempt, from the logged scores (ties: the choice first)."""
     scores = row.get("candidate_scores") or {}
-    totals = {cid: parts.get("total") for cid, parts in scores.items() if isinstance(parts, Mapping)}
-    totals = {cid: value for cid, value in totals.items() if isinstance(value, (int, float))}
+    logged = {cid: parts.get("total") for cid, parts in scores.items() if isinstance(parts, Mapping)}
+    totals = {cid: value for cid, value in logged.items() if isinstance(value, (int, float))}
     if not totals:
         return []
     first = row.get("first_decision")

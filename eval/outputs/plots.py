@@ -115,7 +115,8 @@ def kind_figure(log: dict[str, Any]) -> Any:
     fig, ax = plt.subplots(figsize=(min(13.0, max(6.0, 0.45 * len(kinds) * max(1, len(agents)) + 2)), 4.5))
     width = 0.8 / max(1, len(agents))
     for i, agent in enumerate(agents):
-        xs, values, errors = [], [], ([], [])
+        xs, values = [], []
+        errors: tuple[list[float], list[float]] = ([], [])  # below and above each bar
         for k, kind in enumerate(kinds):
             if agent in table[kind]:
                 value, low, high, _ = table[kind][agent]
