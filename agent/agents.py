@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from agent.graph_evidence import change_votes
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
-from memory import Context, EvidenceRecord, IncidentNote, RecalledIncident
+from memory import Context, Episode, EpisodicMemory, EvidenceRecord, IncidentNote, RecalledIncident
 
 PRINCIPAL = "agent"  # tenant used by the harness
 
@@ -269,7 +269,7 @@ class EpisodicAgent(_LoopAgent):
     def __init__(
         self,
         reasoner: Reasoner,
-        memory: Any,
+        memory: EpisodicMemory,
         budget: Budget = DEFAULT_BUDGET,
         *,
         name: str = "episodic",
@@ -331,24 +331,27 @@ class EpisodicAgent(_LoopAgent):
             else {}
         )
 
-    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
-        # Changes the graph implicates take items of the budget first; incidents get the rest minus the
-        # fact slots. Ask for as many more episodes as the live round may occupy (one per attempt): the
-        # memory leaves the live round's own out (`exclude`), with the incidents they belong to.
-        ask = dict(
+    def _ask(self, problem: Problem, *, k: int, incidents: int | None = None) -> Context:
+        """The memory's recall for the round's observations, in its situation and service, as this agent's
+        principal, leaving the live round's entries out; whole incidents unless units are ablated."""
+        return self.memory.recall(
+            list(problem.observations),
+            k=k,
+            incidents=incidents,
             situation=problem.situation,
             principal=self.principal,
             subject=problem.service,
             exclude=self._live,
             unit="incident" if self.outcome_labels and self.units else "episode",
         )
-        changes = (
-            self._changes(self.memory.recall(list(problem.observations), k=0, **ask), problem)
-            if self.outcome_labels and self.graph_evidence
-            else []
-        )
+
+    def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
+        # Changes the graph implicates take items of the budget first; incidents get the rest minus the
+        # fact slots. Ask for as many more episodes as the live round may occupy (one per attempt): the
+        # memory leaves the live round's own out (`exclude`), with the incidents they belong to.
+        changes = self._changes(self._ask(problem, k=0), problem) if self.outcome_labels and self.graph_evidence else []
         slots = max(1, self.budget.items - FACT_SLOTS - len(changes))
-        context = self.memory.recall(list(problem.observations), k=slots + problem.attempt, incidents=slots, **ask)
+        context = self._ask(problem, k=slots + problem.attempt, incidents=slots)
         evidence = [self._unit_item(unit) for unit in context.incidents]
         evidence += changes
         if self.outcome_labels:
@@ -480,6 +483,6 @@ def incident_notes(
     }
 
 
-def _episode_text(episode: Any) -> str:
+def _episode_text(episode: Episode) -> str:
     parts = [episode.summary, *episode.decisions, *episode.corrections]
     return " ".join(part for part in parts if part)
