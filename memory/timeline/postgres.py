@@ -3,10 +3,11 @@
 `PostgresStore` implements the protocols of `memory.timeline.protocols` with the semantics
 of `SQLiteStore`: the same tables and row form (`memory.timeline.schema`), the same entry ids
 (chained by `memory.timeline.entries`), insert-only records and snapshots. The server
-enforces the invariants: triggers refuse UPDATE, DELETE and TRUNCATE for every role, and
-`grant_writer` gives an application role only SELECT and INSERT. Every write takes one
-transaction-scoped advisory lock, so writers on any host append to one linear chain and
-records get their ``seq`` in commit order (a reader polling by seq never skips a row).
+enforces the invariants (its tables, in `memory.timeline.postgres_schema`): triggers refuse
+UPDATE, DELETE and TRUNCATE for every role, and `grant_writer` gives an application role only
+SELECT and INSERT. Every write takes one transaction-scoped advisory lock, so writers on any
+host append to one linear chain and records get their ``seq`` in commit order (a reader
+polling by seq never skips a row).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline import erasure, portable, record_body
@@ -29,6 +30,7 @@ from memory.timeline.entries import (
     Kind,
     verify_chain,
 )
+from memory.timeline.postgres_schema import SCHEMA, WRITE_LOCK, grant_writer, triggers
 from memory.timeline.protocols import EntryParts, StoreStats
 from memory.timeline.schema import (
     COLUMNS,
@@ -43,74 +45,8 @@ from memory.timeline.schema import (
     vectors_of,
 )
 
-# One advisory lock key per database: every write of a store serializes on it. Advisory
-# locks are scoped to the current database, so stores in different databases do not contend.
-WRITE_LOCK = 0x45504D31  # "EPM1", the SQLite store's application id
-
-SCHEMA = """
-CREATE TABLE timeline (
-    seq BIGINT PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    prev_id TEXT NOT NULL,
-    timestamp TEXT NOT NULL,
-    principal TEXT NOT NULL,
-    situation TEXT NOT NULL,
-    role TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    encoder TEXT NOT NULL,
-    embedding BYTEA NOT NULL
-);
-CREATE INDEX timeline_scope ON timeline (principal, situation, seq);
-CREATE TABLE records (
-    seq BIGINT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    UNIQUE (kind, id)
-);
-CREATE INDEX records_kind ON records (kind, seq);
-CREATE TABLE snapshots (
-    seq BIGINT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    id TEXT NOT NULL,
-    meta TEXT NOT NULL,
-    body BYTEA NOT NULL,
-    UNIQUE (kind, id)
-);
-CREATE FUNCTION memory_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION '% is insert-only: % refused', TG_TABLE_NAME, TG_OP USING ERRCODE = 'restrict_violation';
-END $$;
-"""
-
-TABLES = ("timeline", "records", "snapshots")
-
-
-def _triggers() -> str:
-    return "".join(
-        f"CREATE TRIGGER {table}_no_change BEFORE UPDATE OR DELETE ON {table} "
-        f"FOR EACH ROW EXECUTE FUNCTION memory_refuse();"
-        f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
-        f"FOR EACH STATEMENT EXECUTE FUNCTION memory_refuse();"
-        for table in TABLES
-    )
-
-
-def grant_writer(url: str, role: str) -> None:
-    """Let `role` read and append to the store at `url`, and nothing else (run as the tables' owner)."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        database = conn.info.dbname
-        for statement in (
-            "GRANT CONNECT ON DATABASE {db} TO {role}",
-            "GRANT USAGE ON SCHEMA public TO {role}",
-            "REVOKE ALL ON timeline, records, snapshots FROM {role}",
-            "GRANT SELECT, INSERT ON timeline, records, snapshots TO {role}",
-        ):
-            conn.execute(sql.SQL(statement).format(db=sql.Identifier(database), role=sql.Identifier(role)))
-        if conn.execute("SELECT to_regclass('erased')").fetchone()[0] is not None:  # a store that erased
-            conn.execute(sql.SQL("GRANT SELECT ON erased TO {}").format(sql.Identifier(role)))
+# grant_writer is defined with the tables (`postgres_schema`) and imported from here (docs/sharing.md)
+__all__ = ["PostgresStore", "grant_writer"]
 
 
 class PostgresStore:
@@ -144,15 +80,16 @@ class PostgresStore:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 if not self._has_tables():  # another process may have created them meanwhile
-                    self._db.execute(SCHEMA + _triggers())
+                    self._db.execute(SCHEMA + triggers())
         except psycopg.Error as exc:
             raise StoreError(f"{_shown(self.path)}: cannot create the store's tables ({str(exc).strip()})") from exc
 
     def _has_tables(self) -> bool:
         # pg_tables, not to_regclass: the catalog cache may miss tables committed while this waited
-        return self._db.execute(
+        row = self._db.execute(
             "SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'timeline')"
-        ).fetchone()[0]
+        ).fetchone()
+        return row is not None and bool(row[0])
 
     def _write(self) -> _WriteTransaction:
         return _WriteTransaction(self._db)
@@ -206,7 +143,8 @@ class PostgresStore:
         self, *, start: int = 0, stop: int | None = None, principal: str | None = None, situation: str | None = None
     ) -> Iterator[Entry]:
         """Entries in timeline order, optionally by sequence range, principal and situation."""
-        clauses, params = ["seq >= %s"], [start]
+        clauses: list[str] = ["seq >= %s"]
+        params: list[int | str] = [start]
         for column, value in (("seq <", stop), ("principal =", principal), ("situation =", situation)):
             if value is not None:
                 clauses.append(f"{column} %s")
@@ -456,13 +394,14 @@ class _WriteTransaction:
         self._transaction.__enter__()
         self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
 
-    def __exit__(self, exc_type: type | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._transaction.__exit__(exc_type, exc, tb)
         if isinstance(exc, (psycopg.errors.RestrictViolation, psycopg.errors.InsufficientPrivilege)):
             raise ImmutableRecordError(str(exc).strip()) from exc
         if isinstance(exc, psycopg.OperationalError):
             raise StoreError(str(exc).strip()) from exc
-        return False
 
 
 def _shown(url: str) -> str:
