@@ -20,13 +20,16 @@ SUBJECT = "episodic"  # the agent every other one is compared with
 
 def records(log: dict[str, Any], agent: str) -> list[RoundRecord]:
     """The round records of one agent, rebuilt from the log."""
+    return [_round_record(row) for row in log["agents"][agent]["rounds"]]
+
+
+def _round_record(row: dict[str, Any]) -> RoundRecord:
+    """One logged round as a `RoundRecord` (keys it does not know are left out; lists back to tuples)."""
     fields = RoundRecord.__dataclass_fields__
-    return [
-        RoundRecord(
-            **{k: (tuple(v) if k in ("decisions", "retrieved_items") else v) for k, v in row.items() if k in fields}
-        )
-        for row in log["agents"][agent]["rounds"]
-    ]
+    known: dict[str, Any] = {
+        k: (tuple(v) if k in ("decisions", "retrieved_items") else v) for k, v in row.items() if k in fields
+    }
+    return RoundRecord(**known)
 
 
 def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
@@ -36,8 +39,8 @@ def mean_layers(items: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
         return None
 
     def avg(values: list[float | None]) -> float | None:
-        values = [v for v in values if v is not None and v == v]
-        return sum(values) / len(values) if values else None
+        present = [v for v in values if v is not None and v == v]  # v == v: not NaN
+        return sum(present) / len(present) if present else None
 
     edges: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     for item in items:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from eval.runner import RoundRecord
@@ -127,7 +127,7 @@ def compare_rounds(a: Sequence[RoundRecord], b: Sequence[RoundRecord]) -> dict[s
     }
 
 
-def comparisons(per_agent: dict[str, Sequence[RoundRecord]], subject: str) -> dict[str, Any]:
+def comparisons(per_agent: Mapping[str, Sequence[RoundRecord]], subject: str) -> dict[str, Any]:
     """`compare_rounds(subject, other)` for every other agent that played rounds."""
     if subject not in per_agent:
         return {}
