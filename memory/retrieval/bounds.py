@@ -80,9 +80,8 @@ class Bounds:
                 head = np.zeros((self.head, cap), dtype=np.float32)
                 head[:, : self.size] = self._head[:, : self.size]
                 self._head = head
-                grow = lambda a: np.concatenate([a, np.zeros((cap - len(a), *a.shape[1:]), dtype=a.dtype)])  # noqa: E731
-                self._tail, self._tail_lost = grow(self._tail), grow(self._tail_lost)
-                self._resid, self._outside = grow(self._resid), grow(self._outside)
+                self._tail, self._tail_lost = _grown(self._tail, cap), _grown(self._tail_lost, cap)
+                self._resid, self._outside = _grown(self._resid, cap), _grown(self._outside, cap)
             tail = proj[:, self.head :].astype(np.float64)
             self._head[:, self.size : end] = proj[:, : self.head].T
             self._tail[self.size : end], self._tail_lost[self.size : end] = _halved(proj[:, self.head :])
@@ -158,6 +157,11 @@ class Probe:
         self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
         self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
         self._fine[todo] = True
+
+
+def _grown(rows: np.ndarray, cap: int) -> np.ndarray:
+    """`rows` followed by zero rows up to `cap` rows, in its dtype."""
+    return np.concatenate([rows, np.zeros((cap - len(rows), *rows.shape[1:]), dtype=rows.dtype)])
 
 
 def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -51,12 +51,12 @@ class RecallFilter:
                 raise ValueError(f"recall filter: {key!r} lists no values")
             accepted = frozenset(_plain(v, key) for v in values)
             clauses.append((FILTER_KEYS[key], accepted))
-        bounds = [_seconds(t, name) for t, name in ((since, "since"), (until, "until"))]
-        if None not in bounds and bounds[0] > bounds[1]:
+        start, end = _seconds(since, "since"), _seconds(until, "until")
+        if since is not None and until is not None and since > until:  # both aware: compared as instants
             raise ValueError(f"recall filter: since {since.isoformat()} is after until {until.isoformat()}")
-        if not clauses and bounds == [None, None]:
+        if not clauses and start is None and end is None:
             return None
-        return cls(tuple(clauses), bounds[0], bounds[1])
+        return cls(tuple(clauses), start, end)
 
     def mask(self, part: Partition, graph: nx.MultiDiGraph) -> np.ndarray:
         """Which rows of `part` the filter admits (a boolean array)."""

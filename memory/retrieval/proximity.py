@@ -104,15 +104,16 @@ def _links_out_of(
 
 def _by_neighbour(edges: Iterable[tuple[str, str, float]], side: int) -> Iterator[tuple[str, float]]:
     """(neighbour, summed weight of its parallel edges) from edges grouped by neighbour at `side`."""
-    last, total = None, 0.0
-    for edge in edges:
-        m = edge[side]
+    last: str | None = None
+    total = 0.0
+    for u, v, w in edges:
+        m = v if side == 1 else u
         if m == last:
-            total += float(edge[2])
+            total += float(w)
             continue
         if last is not None:
             yield last, total
-        last, total = m, float(edge[2])
+        last, total = m, float(w)
     if last is not None:
         yield last, total
 
