@@ -320,7 +320,7 @@ _METADATA = st.dictionaries(
 def test_metadata_checked_through_its_json_equals_the_per_string_path(metadata):
     from memory.errors import InvalidEntry
     from memory.timeline.entries import canonical_metadata
-    from memory.timeline.redaction import redact_value
+    from memory.timeline.redaction_values import redact_value
     from memory.timeline.validation import check_metadata
 
     redactor = PatternRedactor(salt="s")

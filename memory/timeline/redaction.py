@@ -23,8 +23,9 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
+
+from memory.timeline.checksums import decimal_digits, iban_ok, issued_as_card, luhn_ok
 
 
 class Redactor(Protocol):
@@ -33,19 +34,6 @@ class Redactor(Protocol):
     def redact(self, text: str) -> str:
         """Return `text` with sensitive values replaced."""
         ...
-
-
-def luhn_ok(digits: str) -> bool:
-    """Whether a digit string passes the Luhn check (card numbers and some ids do)."""
-    total = 0
-    for position, char in enumerate(reversed(digits)):
-        value = int(char)
-        if position % 2 == 1:
-            value *= 2
-            if value > 9:
-                value -= 9
-        total += value
-    return total % 10 == 0
 
 
 # Each pattern below names its class in the placeholder. Those matching digits leave a match
@@ -247,21 +235,6 @@ def _may_hold_number(text: str, lowered: str) -> bool:
     return False
 
 
-def _digits(text: str) -> str:
-    return "".join(c for c in text if c.isdecimal())
-
-
-def _iban_ok(text: str) -> bool:
-    compact = text.replace(" ", "")
-    if len(compact) < 15 or len(compact) > 34 or sum(c.isdigit() for c in compact) < 8:
-        return False
-    moved = compact[4:] + compact[:4]
-    try:
-        return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
-    except ValueError:
-        return False
-
-
 def _is_placeholder(value: str) -> bool:
     """Whether a value holds a placeholder already ("[CARD#…]", also behind a bracket: "{[CARD#…]")."""
     return (value.startswith("[") and "#" in value) or bool(_PLACED.search(value))
@@ -283,25 +256,10 @@ def _looks_secret(value: str) -> bool:
     return letters and (digits or inner_upper or symbols)
 
 
-# Card brands: the prefix of each, and the lengths it is issued in
-_BRANDS = re.compile(
-    r"(?P<amex>3[47])|(?P<diners>3(?:0[0-5]|[68]))|(?P<visa>4)|(?P<mastercard>5[1-5]|2(?:2[2-9]|[3-6]\d"
-    r"|7[01]|720))|(?P<long>6011|65|64[4-9]|62|35(?:2[89]|[3-8]\d))"
-)
-_BRAND_LENGTHS = {
-    "amex": (15,),
-    "diners": (14, 16),
-    "visa": (13, 16, 19),
-    "mastercard": (16,),
-    "long": (16, 17, 18, 19),
-}
-
-
 def _written_as_card(text: str, start: int, end: int, digits: str) -> bool:
     """A contiguous digit run counts as a card with a brand's prefix and length, a card word
     near it on its line, and no id's label right before it."""
-    brand = _BRANDS.match(digits)
-    if brand is None or len(digits) not in _BRAND_LENGTHS[brand.lastgroup or ""]:
+    if not issued_as_card(digits):
         return False
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
@@ -365,7 +323,7 @@ class PatternRedactor:
     def _redact_numbers(self, text: str) -> str:
         """The number patterns of `redact_all` (and IP addresses when asked), in its order."""
         text = _IBAN.sub(
-            lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if _iban_ok(m.group(0)) else m.group(0), text
+            lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if iban_ok(m.group(0)) else m.group(0), text
         )
         text = _CARD.sub(self._card, text)
         text = _SSN.sub(lambda m: self._token("SSN", m.group(0)), text)
@@ -417,7 +375,7 @@ class PatternRedactor:
         return f"{match.group(1)}{match.group(2)}{match.group(3)}{self._token('SECRET', value)}{match.group(3)}"
 
     def _card(self, match: re.Match[str]) -> str:
-        digits = _digits(match.group(0))
+        digits = decimal_digits(match.group(0))
         groups = re.split(r"[ -]", match.group(0))
         round_numbers = len(groups) > 1 and all(g.endswith("00") for g in groups)  # "1000 2000 3000 4000"
         if not (13 <= len(digits) <= 19 and digits[0] in "23456" and not round_numbers and luhn_ok(digits)):
@@ -427,7 +385,7 @@ class PatternRedactor:
         return self._token("CARD", digits)
 
     def _phone(self, value: str) -> str:
-        digits = _digits(value)
+        digits = decimal_digits(value)
         return self._token("PHONE", digits) if 8 <= len(digits) <= 15 else value
 
     def _redact_ip(self, text: str) -> str:
@@ -445,42 +403,3 @@ class NoRedaction:
 
     def redact(self, text: str) -> str:
         return text
-
-
-_SECRET_KEY = re.compile(_SECRET_NAME, re.IGNORECASE)
-
-
-def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
-    """Apply `redact` to every string inside a JSON-like value, keys included.
-
-    A string under a key that names a secret (``api_key``, ``password``, ``token``…) is
-    redacted whole: ``{"api_key": "abc123"}`` holds no pattern, the key says what it is.
-    """
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if isinstance(key, str) and isinstance(item, str) and item and _SECRET_KEY.search(key):
-                item = "[SECRET]"  # no digest: a short password's unsalted digest could be guessed
-            out[redact(key) if isinstance(key, str) else key] = redact_value(item, redact)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [redact_value(item, redact) for item in value]
-    return value
-
-
-def leaves_unchanged(redactor: Redactor, canonical_json: str) -> bool:
-    """True only when ``redact_value(value, redactor.redact)`` returns `value` as it is (up to
-    lists for tuples), judged from the canonical JSON of `value` alone: one pre-check instead
-    of one per string.
-
-    JSON writes every character a default pattern, a secret word or a key prefix is made of
-    as itself (it escapes only quotes, backslashes and control characters), so a string of
-    `value` that `may_hold_secret` flags is flagged inside the JSON too; a key naming a secret
-    holds a secret word. Only the default redactor without IP redaction and `NoRedaction` are
-    known here; any other redactor is always asked.
-    """
-    if type(redactor) is PatternRedactor:
-        return not redactor.ip and not may_hold_secret(canonical_json)
-    return type(redactor) is NoRedaction and not may_hold_secret(canonical_json)

@@ -15,7 +15,8 @@ import numpy as np
 from memory.errors import EncoderMismatch
 from memory.timeline.encoder import Encoder, HashingEncoder
 from memory.timeline.entries import FLAT_METADATA_ITEMS, Entry, EntryDraft, Kind, Role, canonical_metadata
-from memory.timeline.redaction import PatternRedactor, Redactor, leaves_unchanged, redact_value
+from memory.timeline.redaction import PatternRedactor, Redactor
+from memory.timeline.redaction_values import leaves_unchanged, redact_value
 from memory.timeline.validation import (
     MAX_METADATA_CHARS,
     check_label,
