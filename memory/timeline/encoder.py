@@ -82,7 +82,7 @@ class HashingEncoder:
         return {"dim": self.dim, "char_weight": self.char_weight}  # caches and lock are rebuilt
 
     def __setstate__(self, state: dict[str, float]) -> None:
-        self.__init__(int(state["dim"]), float(state["char_weight"]))  # type: ignore[misc]
+        type(self).__init__(self, int(state["dim"]), float(state["char_weight"]))
 
     def _reset_caches(self) -> None:
         # Token features as a flat CSR table: token number t owns rows _starts[t]:_starts[t + 1]

@@ -13,7 +13,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -210,7 +210,7 @@ def vectors_of(
         matrix = encoder.encode([texts[i] for i in indexes])
         for index, vector in zip(indexes, matrix):
             out[index] = vector.copy() if writable or len(indexes) > 1 else vector
-    return out  # type: ignore[return-value]
+    return cast(list[np.ndarray], out)  # every slot was filled above
 
 
 def linked_rows(rows: Sequence[tuple[Any, ...]], before: str | None) -> list[tuple[Any, ...]]:
@@ -323,7 +323,9 @@ def imported_blobs(entries: Sequence[Entry]) -> list[bytes]:
         if _rebuilds(entry.encoder, vector):
             groups.setdefault(entry.encoder, []).append(index)
     for name, indexes in groups.items():
-        rebuilt = rebuildable(name).encode([entries[i].text for i in indexes])  # type: ignore[union-attr]
+        encoder = rebuildable(name)
+        assert encoder is not None  # `_rebuilds` found that `name` rebuilds
+        rebuilt = encoder.encode([entries[i].text for i in indexes])
         for index, row in zip(indexes, rebuilt):
             derived[index] = row.tobytes() == vectors[index].tobytes()
     packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
