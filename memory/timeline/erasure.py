@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -41,6 +42,7 @@ from typing import Any, NamedTuple
 from memory.errors import StoreChanged
 from memory.timeline import record_body
 from memory.timeline.entries import Entry
+from memory.timeline.protocols import Store
 from memory.timeline.schema import SCHEMA_VERSION
 from memory.timeline.validation import check_label
 
@@ -101,13 +103,13 @@ class Selection(NamedTuple):
 
 
 def make_plan(
-    store: Any,
+    store: Store,
     *,
     owner: str,
     rederive: Callable[[frozenset[int]], list[tuple[str, str, str]]],
     entry_id: str | None = None,
     principal: str | None = None,
-    select: Callable[[Any], Selection] | None = None,
+    select: Callable[[Store], Selection] | None = None,
     reason: str = "",
     requested_by: str = "",
 ) -> ErasurePlan:
@@ -149,7 +151,7 @@ def make_plan(
     return ErasurePlan(record_id, body, targets, rows, head, last_record)
 
 
-def _requested(store: Any, entry_id: str | None, principal: str | None, owner: str) -> Selection:
+def _requested(store: Store, entry_id: str | None, principal: str | None, owner: str) -> Selection:
     """The entries a request names: one entry of `owner`, or every entry of a principal (not yet erased)."""
     if entry_id is not None:
         entry = store.get(entry_id)
@@ -197,7 +199,7 @@ SQLITE_DDL = [
 ]
 
 
-def apply_sqlite(db: Any, plan: ErasurePlan) -> None:
+def apply_sqlite(db: sqlite3.Connection, plan: ErasurePlan) -> None:
     """Inside the store's write transaction: install the narrow triggers, then erase as planned.
 
     Raises:
@@ -244,7 +246,7 @@ def _check_unchanged(head: int, last_record: int, plan: ErasurePlan) -> None:
         raise StoreChanged("the store changed while the erasure was prepared (another writer appended)")
 
 
-def purge_sqlite(db: Any) -> bool:
+def purge_sqlite(db: sqlite3.Connection) -> bool:
     """After the erasure committed: rewrite the file and empty its WAL; whether both completed.
 
     ``VACUUM`` leaves no free page or cell holding an old copy; the truncating checkpoint
@@ -254,12 +256,12 @@ def purge_sqlite(db: Any) -> bool:
     try:
         db.execute("VACUUM")
         busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    except Exception:  # noqa: BLE001 - a reader holding the file: the erasure stands, the purge is retried later
+    except Exception:  # a reader holding the file: the erasure stands, the purge is retried later
         return False
     return busy == 0
 
 
-def sqlite_marks(db: Any) -> Marks:
+def sqlite_marks(db: sqlite3.Connection) -> Marks:
     """The erasures of a SQLite store (empty when it never erased anything)."""
     has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'erased'").fetchone()
     listed = db.execute("SELECT seq, id, erasure FROM erased ORDER BY seq").fetchall() if has_table else []
@@ -394,7 +396,7 @@ def purge_postgres(db: Any) -> bool:
     """
     try:
         db.execute("VACUUM FULL timeline, records, snapshots, erased")
-    except Exception:  # noqa: BLE001 - not the owner, or locks held: the erasure stands
+    except Exception:  # not the owner, or locks held: the erasure stands
         return False
     return True
 

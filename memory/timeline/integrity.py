@@ -268,7 +268,7 @@ def _chain(db: sqlite3.Connection, erased: dict[int, str]) -> tuple[int, str, li
         readable = [row for row in rows if row[0] not in erased]
         try:  # derived vectors are recomputed a batch at a time; a damaged batch is read row by row
             batch: dict[int, Entry] | None = dict(zip((row[0] for row in readable), rows_to_entries(readable)))
-        except Exception:  # noqa: BLE001 - the row that fails is reported below
+        except Exception:  # the row that fails is reported below
             batch = None
         for row in rows:
             count += 1
@@ -284,7 +284,7 @@ def _chain(db: sqlite3.Connection, erased: dict[int, str]) -> tuple[int, str, li
             try:
                 entry = batch[row[0]] if batch is not None else row_to_entry(row)
                 recomputed = entry_id(entry, prev_id=prev_id, seq=entry.seq)
-            except Exception as exc:  # noqa: BLE001 - any damage to a row is reported, never raised
+            except Exception as exc:  # any damage to a row is reported, never raised
                 return count, prev_id, [f"{where}: unreadable row ({type(exc).__name__}: {exc})"]
             if entry.prev_id != prev_id:
                 return count, prev_id, [f"{where}: previous id does not link to {prev_id[:12]}…"]

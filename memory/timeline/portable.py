@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -118,7 +119,7 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
     return parsed, numbers
 
 
-def sqlite_stats(db: Any, entries: int) -> StoreStats:
+def sqlite_stats(db: sqlite3.Connection, entries: int) -> StoreStats:
     """Counts of a SQLite store's entries, tenants, situations, derived records and encoders."""
     return store_stats(lambda query: db.execute(query).fetchall(), entries)
 

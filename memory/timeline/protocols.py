@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind
 from memory.timeline.schema import RecordKind
+
+if TYPE_CHECKING:  # erasure reads stores through these protocols
+    from memory.timeline.erasure import ErasurePlan
 
 
 class StoreStats(NamedTuple):
@@ -178,7 +181,7 @@ class Store(EntryLog, RecordLog, SnapshotLog, Protocol):
         """Append the entries of a JSONL export, all or nothing; returns the number appended."""
         ...
 
-    def erase(self, plan: Any) -> bool:
+    def erase(self, plan: ErasurePlan) -> bool:
         """Apply an `memory.timeline.erasure.ErasurePlan` in one transaction; whether the old bytes were purged."""
         ...
 
