@@ -24,50 +24,42 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, cast
 
 import networkx as nx
 
-import memory.pipeline as pipeline
 import memory.retention as retention
 from memory.episodes import Episode, Segmenter, SegmenterConfig
 from memory.errors import MemoryError_, StoreChanged
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, Edge, GraphConfig, resolution
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
-from memory.persistence.flushes import FlushPoints
+from memory.persistence.feed import Feed
 from memory.persistence.lazy import lazy_state
 from memory.persistence.lexicons import check_lexicon, record_lexicon
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
+from memory.reinforcer import Reinforcement
 from memory.retention import Retained, RetentionPolicy
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
-from memory.state import MemoryState, Problem
+from memory.state import MemoryState, Problem, Projection
 from memory.timeline import (
     Encoder,
     Entry,
-    EntryParts,
     HashingEncoder,
     Kind,
     RecordKind,
     Redactor,
     Role,
+    SQLiteStore,
     Store,
     Timeline,
     check_label,
 )
-from memory.timeline.erasure import Erasure, is_erased, make_plan
+from memory.timeline.erasure import Erasure, ErasurePlan, make_plan
 from memory.timeline.schema import entry_to_row
 from memory.timeline.stores import open_store
-from memory.window import RecentEntries, as_messages
-
-
-class Projection(NamedTuple):
-    """Everything derived from the timeline, as plain values (for comparisons)."""
-
-    episodes: tuple[Episode, ...]  # closed episodes, in closing order
-    edges: tuple[Edge, ...]  # edges, in insertion order
-    facts: tuple[FactVersion, ...]  # every fact version, in insertion order
+from memory.window import as_messages
 
 
 def _open_timeline(
@@ -87,13 +79,12 @@ def _open_timeline(
 
 def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) -> Retriever:
     """The retriever over a derived state: its index, graph, facts and cached chain narratives."""
-    chain = lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most)  # noqa: E731
     return Retriever(
         state.index,
         encoder.encode,
         graph=state.graph,
         facts=state.facts_of,
-        chain=chain,
+        chain=lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most),
         config=config,
         lexicon=state.lexicon,
     )
@@ -102,7 +93,7 @@ def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) ->
 ERASE_ATTEMPTS = 5  # an erasure planned while others write is planned again this many times at most
 
 
-def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[Any, bool]:
+def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[ErasurePlan, bool]:
     """Plan an erasure and apply it; when another writer appended meanwhile, plan it again on the grown
     store (at most `ERASE_ATTEMPTS` times). The plan applied and whether the file was purged.
 
@@ -118,7 +109,7 @@ def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[Any, bool]:
         except StoreChanged:
             if attempt == ERASE_ATTEMPTS:
                 raise
-            memory._catch_up()
+            memory._feed.catch_up()
             continue
         record_lexicon(memory.store, memory.lexicon)  # erasing deleted the snapshots (this one too); the replay used it
         return plan, purged
@@ -171,18 +162,16 @@ class EpisodicMemory:
 
     def _load(self, links: GraphConfig) -> None:
         """Build the derived state from the store (on open, and after an erasure rewrote it)."""
-        self.reinforcements: list[pipeline.Reinforcement] = []  # what each episode closed in this process changed
         self.state: MemoryState = lazy_state(EpisodeIndex(self.encoder.dim), links, self.store, self.lexicon)
         self.stored = StoredState(
             self.store, self.state, dim=self.encoder.dim, retriever=self.retriever_config, persistence=self.persistence
         )
-        self._segmenter = Segmenter(self.segmenter_config, self.lexicon)
-        self._recent = RecentEntries(self.store)
-        self._seen = -1  # the last timeline seq fed to the segmenter; later ones were written by others
-        self._flushes = FlushPoints(self.store)
+        segmenter = Segmenter(self.segmenter_config, self.lexicon)
+        self._feed = Feed(self.store, self.state, self.stored, segmenter, self.learning)  # the write path
+        self.reinforcements: list[Reinforcement] = self._feed.reinforcements  # what each episode closed here changed
         self._retriever = _retriever(self.state, self.encoder, self.retriever_config)
         self._units = IncidentRecall(self.state)
-        self._open()
+        self._feed.open()
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -230,8 +219,8 @@ class EpisodicMemory:
             principal=self._who(principal),
             metadata=metadata,
         )
-        self._catch_up(entry.seq)
-        self._ingest(entry)
+        self._feed.catch_up(entry.seq)
+        self._feed.ingest(entry)
         return entry
 
     def observe(self, text: str, **fields: Any) -> Entry:
@@ -277,12 +266,12 @@ class EpisodicMemory:
     def flush(self) -> list[Episode]:
         """Close every open episode now (e.g. at the end of a session); returns them. The flush point is stored
         first, so every process sharing the store closes them at the same entry (`memory.persistence.flushes`)."""
-        return self._close_open() if self._flushes.store_point(self._catch_up, self._segmenter.has_open) else []
+        return self._close_open() if self._feed.store_flush_point() else []
 
     # -- reading -----------------------------------------------------------------------
     def recent(self, n: int = 10, *, principal: str | None = None) -> list[Entry]:
         """The last `n` entries of a principal, oldest first (the short-term window)."""
-        return self._recent.last(self._who(principal), n)
+        return self._feed.recent.last(self._who(principal), n)
 
     def messages(self, n: int = 10, *, principal: str | None = None) -> list[dict[str, str]]:
         """The short-term window as chat messages (agent: "assistant", others: "user"; roles alternate)."""
@@ -324,11 +313,11 @@ class EpisodicMemory:
         Raises:
             ValueError: an unknown filter key or unit, or a naive or reversed time range.
         """
-        self._catch_up()
+        self._feed.catch_up()
         who = self._who(principal)
-        window = self._recent.window(who)
+        window = self._feed.recent.window(who)
         if query is None:
-            query = self._recent.observations_since(who, self.state.closed_seq.get(who, -1))
+            query = self._feed.recent.observations_since(who, self.state.closed_seq.get(who, -1))
         situation = window[-1].situation if situation is None and window else situation
         context = self._retriever.recall(
             query, principal=who, situation=situation, k=k, now=now, where=where, since=since, until=until
@@ -421,67 +410,9 @@ class EpisodicMemory:
         """The principal a call is about: the memory's own unless one is passed (never "" or a non-str)."""
         return self.principal if principal is None else check_label("principal", principal)
 
-    # -- the write path ------------------------------------------------------------------
-    def _catch_up(self, stop: int | None = None) -> int:
-        """Feed the entries others appended since the last one fed (up to `stop`) in timeline order, closing open
-        episodes at the flush points they stored, so projections equal `rebuild()`; the last seq fed."""
-        # read first: a SQLite read cursor left open would keep the writes below from starting
-        new = list(self.store.entries(start=self._seen + 1, stop=stop)) if stop is None or stop > self._seen + 1 else []
-        self._flushes.poll()  # after the read: a flush point before any entry read was stored before it
-        for entry in new:
-            self._flush_before(entry.seq)
-            self._ingest(entry)
-        self._flush_before(self._seen + 1 if stop is None else stop)
-        return self._seen
-
-    def _flush_before(self, seq: int) -> None:
-        for _ in range(self._flushes.take_before(seq)):  # each flush point another process stored before `seq`
-            self._close_open()
-
     def _close_open(self) -> list[Episode]:
-        closed = self._segmenter.flush()
-        for episode in closed:
-            self._close(episode)
-        return closed
-
-    def _ingest(self, entry: Entry) -> None:
-        self._seen = max(self._seen, entry.seq)
-        if is_erased(entry) or entry.seq <= self.state.closed_seq.get(entry.principal, -1):
-            return
-        self._recent.add(entry)
-        for episode in self._segmenter.feed(entry):
-            self._close(episode)
-
-    def _close(self, episode: Episode) -> None:
-        """Store, index and learn from one closed episode."""
-        self.store.add_records(RecordKind.EPISODE, [(episode.id, episode.to_record())])
-        entries = self.store.get_many(list(episode.entry_ids))
-        self._index(episode, entries)
-        self._learn(episode, entries)
-
-    def _index(self, episode: Episode, entries: Sequence[Entry | EntryParts]) -> None:
-        problem = pipeline.problem_of(self.state, episode, entries)
-        self.state.index_episode(episode, problem, pipeline.cited_facts(entries))
-        self.stored.indexed()
-
-    def _learn(self, episode: Episode, entries: Sequence[Entry]) -> None:
-        changes = pipeline.close_episode(self.state, episode, entries, learning=self.learning)
-        self.stored.persist(changes)
-        if changes.marks:
-            self.reinforcements.append(changes.reinforcement)
-        pipeline.apply(self.state, changes)
-
-    def _open(self) -> None:
-        """Rebuild the state from the store, finish interrupted learning, resume open episodes."""
-        opened = self.stored.open(self._index)
-        for episode_id in opened.unlearned:  # a pipeline interrupted after storing the episode resumes here
-            episode = self.state.episodes[episode_id]
-            self._learn(episode, self.store.get_many(list(episode.entry_ids)))
-        self.stored.opened()
-        if opened.resume_from >= 0:  # entries of episodes closed and stored before are not fed again
-            self._seen = opened.resume_from - 1
-            self._flushes.resume(self._seen)
-            self._catch_up()
+        """Close every open episode now (`flush`, once its point is stored)."""
+        return self._feed.close_open()
 
 
 def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemory:
@@ -501,25 +432,19 @@ def replay(memory: EpisodicMemory, erase: Collection[int] = ()) -> EpisodicMemor
         facts=memory.learning.facts,
         proposer=memory.learning.proposer,
     )
-    pending = sorted({int(body["seq"]) for _, body in memory.store.records(RecordKind.FLUSH)}, reverse=True)
-    for entry in memory.store.entries():
-        while pending and pending[-1] < entry.seq:
-            pending.pop()
-            fresh.flush()
-        fresh.store.insert_entry_rows([entry_to_row(entry)])  # the same seqs and ids as in `memory`
-        if entry.seq in erase or is_erased(entry):
-            fresh._seen = entry.seq
-        else:
-            fresh._ingest(entry)
-    for _ in pending:
-        fresh.flush()
+    copy = cast(SQLiteStore, fresh.store)  # a memory opened on None keeps an in-memory SQLite store
+    fresh._feed.replay(
+        memory.store.entries(),
+        {int(body["seq"]) for _, body in memory.store.records(RecordKind.FLUSH)},
+        erase,
+        lambda entry: copy.insert_entry_rows([entry_to_row(entry)]),  # the same seqs and ids as in `memory`
+        fresh.flush,
+    )
     return fresh
 
 
 def replayed_records(memory: EpisodicMemory, erase: Collection[int]) -> list[tuple[str, str, str]]:
     """(kind, id, body JSON text) of every record a replay of `memory`'s timeline with `erase` erased writes."""
     with replay(memory, erase) as fresh:
-        return [
-            (kind, record_id, body)
-            for _, kind, record_id, body in fresh.store.record_rows(0, fresh.store.last_record())
-        ]
+        rows = fresh.store.record_rows(0, fresh.store.last_record())  # every record with its body
+        return [(kind, record_id, body) for _, kind, record_id, body in rows if body is not None]

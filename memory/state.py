@@ -53,6 +53,14 @@ class StateSnapshot(NamedTuple):
     evidence: dict[str, tuple[Any, ...]]  # principal → the evidence the fact rules read
 
 
+class Projection(NamedTuple):
+    """Everything derived from the timeline, as plain values (`EpisodicMemory.projection`, for comparisons)."""
+
+    episodes: tuple[Episode, ...]  # closed episodes, in closing order
+    edges: tuple[Edge, ...]  # edges, in insertion order
+    facts: tuple[FactVersion, ...]  # every fact version, in insertion order
+
+
 class Verdict(NamedTuple):
     """The fields of an episode `evidence_from` and `memory.graph.queries.resolution` read, when the episode
     itself is not read yet."""

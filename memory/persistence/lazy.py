@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, MutableSequence, MutableSet, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from memory.episodes import Episode
+from memory.graph import GraphConfig
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.persistence import runs as snapshot
 from memory.persistence.digests import DIGEST, sorted_distinct
 from memory.persistence.record_fields import converted
+from memory.retrieval.index import EpisodeIndex
 from memory.state import MemoryState, Problem, Verdict
-from memory.timeline import RecordKind
+from memory.timeline import RecordKind, Store
 from memory.timeline.record_body import decoded
 
 
@@ -209,7 +211,7 @@ class StoredEpisodes(Sequence):
     how many records one read spans.
     """
 
-    def __init__(self, store: Any, after: int, window: int = 20_000) -> None:
+    def __init__(self, store: Store, after: int, window: int = 20_000) -> None:
         self._store = store
         self.seqs: list[int] = []
         self.ids: list[str] = []
@@ -235,18 +237,14 @@ class StoredEpisodes(Sequence):
         rows = self._store.record_rows(self.seqs[start] - 1, self.seqs[stop - 1], bodies=(RecordKind.EPISODE.value,))
         path = self._store.path
         return [
-            converted(Episode.from_record, decoded(path, kind, i, body, seq), path, kind, i, seq)
+            converted(Episode.from_record, decoded(path, kind, i, cast(str, body), seq), path, kind, i, seq)
             for seq, kind, i, body in rows
-            if kind == RecordKind.EPISODE
+            if kind == RecordKind.EPISODE  # read with its body
         ]
 
 
-def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEFAULT_LEXICON) -> MemoryState:
-    """A state whose episodes and problems can be read from `store` on first use (its rules read `lexicon`).
-
-    Its hooks answer from a state run's columns, without reading, for an episode not read yet:
-    `problem_text` (no vector is read), `verdict_of` and `verdict_lookup` (no record is read).
-    """
+def _episode_reader(store: Store) -> Callable[[str, Any], Episode | None]:
+    """What reads a deferred episode from its record (None when the store holds none)."""
 
     def read_episode(episode_id: str, _: Any) -> Episode | None:
         body = store.record(RecordKind.EPISODE, episode_id)
@@ -256,19 +254,31 @@ def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEF
             else None
         )
 
+    return read_episode
+
+
+def lazy_state(
+    index: EpisodeIndex, graph_config: GraphConfig, store: Store, lexicon: Lexicon = DEFAULT_LEXICON
+) -> MemoryState:
+    """A state whose episodes and problems can be read from `store` on first use (its rules read `lexicon`).
+
+    Its hooks answer from a state run's columns, without reading, for an episode not read yet:
+    `problem_text` (no vector is read), `verdict_of` and `verdict_lookup` (no record is read).
+    """
+
     def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
         return Problem(text_in(episode_id, source), state.index.vector(episode_id))
 
     def problem_text(episode_id: str) -> str:
-        source = state.problems.source(episode_id)  # type: ignore[attr-defined]
+        source = problems.source(episode_id)
         return state.problems[episode_id].text if source is None else text_in(episode_id, source)
 
     def text_in(episode_id: str, source: snapshot.Run | str) -> str:  # a run's, or what a released problem kept
         return source if isinstance(source, str) else source.texts[source.row(episode_id)]
 
     def unread_in_run(episode_id: str) -> tuple[snapshot.Run, int] | None:
-        run = state.problems.source(episode_id)  # type: ignore[attr-defined]
-        if not isinstance(run, snapshot.Run) or not state.episodes.unread(episode_id):  # type: ignore[attr-defined]
+        run = problems.source(episode_id)
+        if not isinstance(run, snapshot.Run) or not episodes.unread(episode_id):
             return None
         return run, run.row(episode_id)
 
@@ -291,11 +301,12 @@ def lazy_state(index: Any, graph_config: Any, store: Any, lexicon: Lexicon = DEF
         known = verdict_in_run(episode_id)
         return known[0] if known is not None else state.episodes_lookup(episode_id)
 
+    episodes, problems = LazyMap(_episode_reader(store)), LazyMap(read_problem)
     state = MemoryState(
         index,
         graph_config,
-        episodes=LazyMap(read_episode),
-        problems=LazyMap(read_problem),
+        episodes=episodes,
+        problems=problems,
         edge_ids=LazySet(),
         marks=LazySet(),
         lexicon=lexicon,
