@@ -58,31 +58,15 @@ def encode_run(
     """
     out = _Sections(packed=sidecar is not None)
     rows = _episode_columns(out, episodes)
-    for principal, picked in rows.items():  # one block per principal: copied straight into its partition
-        if sidecar is None:
-            out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
-        else:
-            _, counts, palettes, digests, checksums = sidecar[principal]
-            out.array(f"counts:{principal}", counts, "<u4")
-            out.array(f"palettes:{principal}", palettes, "<u2")
-            out.array(f"digests:{principal}", digests, "u1")
-            out.array(f"checksums:{principal}", checksums, "<u4")
-    out.document("texts", [t for t, _ in problems])
-    out.document("cites", {i: list(c) for i, c in cites.items()})
+    _problem_sections(out, rows, problems, cites, dim, sidecar)
     _link_sections(out, episodes, edges, facts, marks)
-    bases = {}
-    for principal, (basis, proj, resid) in projections.items():
-        bases[principal] = basis
-        out.array(f"proj:{principal}", proj, "<f4")
-        out.array(f"resid:{principal}", resid, "<f4")
+    bases = _projection_sections(out, projections)
     out.document("strings", list(out.strings))
     layout, body = out.pack()
+    where = {"after": after, "upto": upto, "first": list(first), "last": list(last)}  # the records range
     meta = {
         "format": 1 if sidecar is None else FORMAT,
-        "after": after,
-        "upto": upto,
-        "first": list(first),
-        "last": list(last),
+        **where,
         "config": config,
         "dim": dim,
         "episodes": len(episodes),
@@ -147,6 +131,41 @@ def _episode_columns(out: _Sections, episodes: Sequence[Episode]) -> dict[str, l
     for n, ep in enumerate(episodes):
         rows.setdefault(ep.principal, []).append(n)
     return rows
+
+
+def _problem_sections(
+    out: _Sections,
+    rows: Mapping[str, list[int]],
+    problems: Sequence[tuple[str, np.ndarray]],
+    cites: Mapping[str, list[str]],
+    dim: int,
+    sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None,
+) -> None:
+    """Each principal's vectors (in the body, or with `sidecar` where they are in the sidecar and their checks),
+    then the problem texts and the citations."""
+    for principal, picked in rows.items():  # one block per principal: copied straight into its partition
+        if sidecar is None:
+            out.array(f"vectors:{principal}", np.stack([problems[n][1] for n in picked]).reshape(-1, dim), "<f4")
+        else:
+            _, counts, palettes, digests, checksums = sidecar[principal]
+            out.array(f"counts:{principal}", counts, "<u4")
+            out.array(f"palettes:{principal}", palettes, "<u2")
+            out.array(f"digests:{principal}", digests, "u1")
+            out.array(f"checksums:{principal}", checksums, "<u4")
+    out.document("texts", [t for t, _ in problems])
+    out.document("cites", {i: list(c) for i, c in cites.items()})
+
+
+def _projection_sections(
+    out: _Sections, projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]]
+) -> dict[str, str]:
+    """Each principal's bound projections and residual norms; principal → the digest of their basis."""
+    bases = {}
+    for principal, (basis, proj, resid) in projections.items():
+        bases[principal] = basis
+        out.array(f"proj:{principal}", proj, "<f4")
+        out.array(f"resid:{principal}", resid, "<f4")
+    return bases
 
 
 def _link_sections(
