@@ -22,11 +22,12 @@ Credit assignment: `Reinforcement.credits` lists, per recalled episode the decis
 whether it helped (the decision worked) or misled (it failed); `episode_credit` reads the same
 from the graph (the LED_TO and CONTRADICTED edges above) as a per-episode weight for ranking:
 ``(1 + helped) / (1 + helped + misled)``, each relied-on use counting 1 and a retrieved-only use
-0.5, so a precedent that misled twice and never helped weighs a third and stops leading. Facts the decisions cited, and facts whose condition matches the episode, are
-re-assessed with `memory.facts.update_fact` (support and contradiction are sets of
-episode ids). Idempotence: each (episode, decision entry) pair gets a reinforcement mark;
-when every mark of the episode is already stored the result is empty, and edge and fact
-records are content-addressed, so applying an outcome twice changes nothing.
+0.5, so a precedent that misled twice and never helped weighs a third and stops leading. Facts
+the decisions cited, and facts whose condition matches the episode, are re-assessed with
+`memory.facts.update_fact` (support and contradiction are sets of episode ids). Idempotence:
+each (episode, decision entry) pair gets a reinforcement mark; when every mark of the episode
+is already stored the result is empty, and edge and fact records are content-addressed, so
+applying an outcome twice changes nothing.
 """
 
 from __future__ import annotations

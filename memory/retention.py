@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from memory.episodes import Episode
 from memory.facts import ACTIVE, FactVersion, current_facts, resolve_records
 from memory.graph.edges import Edge, EdgeType
-from memory.timeline import Entry, RecordKind, format_timestamp
+from memory.timeline import Entry, RecordKind, Store, format_timestamp
 from memory.timeline.erasure import Selection, is_erased
 
 INCIDENT_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # later attempt → earlier attempt at the same problem
@@ -126,7 +126,7 @@ def lesson_evidence(
     )
 
 
-def stored_evidence(store: Any, principal: str) -> frozenset[str]:
+def stored_evidence(store: Store, principal: str) -> frozenset[str]:
     """`lesson_evidence` from the fact versions, episodes and edges a store holds (every writer's)."""
     facts = resolve_records(body for _, body in store.records(RecordKind.FACT))
     episodes = {
@@ -145,7 +145,7 @@ class Expiry(NamedTuple):
     kept: int  # expired entries kept as evidence
 
 
-def expiry(store: Any, policy: RetentionPolicy, *, principal: str, now: datetime | None) -> Expiry:
+def expiry(store: Store, policy: RetentionPolicy, *, principal: str, now: datetime | None) -> Expiry:
     """What `policy` expires of `principal`'s entries in `store` as it is."""
     entries = list(store.entries(principal=principal))
     kept = stored_evidence(store, principal) if policy.keep_lessons else frozenset()
@@ -189,7 +189,7 @@ def retain(
         return Retained(len(first.selection.entries), "", 0, not first.selection.entries, first.kept, dry_run)
     picked: list[Expiry] = []
 
-    def select(store: Any) -> Selection:
+    def select(store: Store) -> Selection:
         picked.append(expiry(store, policy, principal=who, now=now))
         return picked[-1].selection
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
-from memory.timeline import Entry, Kind, Role
+from memory.timeline import Entry, Kind, Role, Store
 
 RECENT_WINDOW = 256  # entries kept per principal
 
@@ -18,7 +17,7 @@ class RecentEntries:
         size: entries kept per principal.
     """
 
-    def __init__(self, store: Any, size: int = RECENT_WINDOW) -> None:
+    def __init__(self, store: Store, size: int = RECENT_WINDOW) -> None:
         self.store = store
         self.size = size
         self._windows: dict[str, deque[Entry]] = {}

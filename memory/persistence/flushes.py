@@ -13,11 +13,11 @@ closes its open episodes there before feeding them; `rebuild()` flushes at the s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
 from memory.errors import HeadMoved
 from memory.persistence.record_fields import checked
-from memory.timeline import RecordKind
+from memory.timeline import RecordKind, Store
 from memory.timeline.record_body import decoded
 
 
@@ -28,7 +28,7 @@ class FlushPoints:
         store: the shared store (`last_record`, `record_rows`, `others_wrote`).
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.after = store.last_record()  # records up to this seq were polled (or were there on open)
         self.applied = -1  # the latest flush point applied
@@ -71,9 +71,9 @@ class FlushPoints:
         rows = self.store.record_rows(self.after, top, bodies=(flush,))
         path = self.store.path
         points = {
-            checked(decoded(path, kind, i, body, seq), path, kind, i, seq)["seq"]
+            checked(decoded(path, kind, i, cast(str, body), seq), path, kind, i, seq)["seq"]
             for seq, kind, i, body in rows
-            if kind == flush
+            if kind == flush  # read with its body
         }
         self.after = top
         self.pending = sorted(set(self.pending) | {p for p in points if p > self.applied})

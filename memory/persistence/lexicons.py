@@ -20,10 +20,9 @@ lexicons, both record theirs and the one recorded second is refused.
 
 from __future__ import annotations
 
-from typing import Any
-
 from memory.errors import StoreError
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
+from memory.timeline import Store
 
 LEXICON = "lexicon/1"  # snapshot kind of the recorded lexicon (id: its fingerprint)
 
@@ -37,7 +36,7 @@ def shipped(lexicon: Lexicon) -> bool:
     return lexicon.fingerprint == DEFAULT_LEXICON.fingerprint
 
 
-def recorded_lexicon(store: Any) -> tuple[str, bool] | None:
+def recorded_lexicon(store: Store) -> tuple[str, bool] | None:
     """(fingerprint, shipped) of the lexicon a store records (the first recorded), or None."""
     found = store.snapshot_index(LEXICON)
     if not found:
@@ -46,7 +45,7 @@ def recorded_lexicon(store: Any) -> tuple[str, bool] | None:
     return fingerprint, bool(meta.get("shipped")) if isinstance(meta, dict) else False
 
 
-def record_lexicon(store: Any, lexicon: Lexicon) -> None:
+def record_lexicon(store: Store, lexicon: Lexicon) -> None:
     """Record that the store's derived records are read with `lexicon` (kept when one is recorded already; a store
     of the process alone, in memory, records nothing)."""
     if getattr(store, "path", None) == ":memory:":
@@ -59,7 +58,7 @@ def record_lexicon(store: Any, lexicon: Lexicon) -> None:
     )
 
 
-def check_lexicon(store: Any, lexicon: Lexicon) -> None:
+def check_lexicon(store: Store, lexicon: Lexicon) -> None:
     """Open `store` with `lexicon`: record it in a store that records none, refuse another than the one recorded.
 
     A store of the process alone (in memory) records nothing.

@@ -138,7 +138,7 @@ class RunReader:
                         after = run.upto
                 finally:
                     reader.close()
-            except Exception:  # noqa: BLE001 - runs only make opening faster: what they do not cover loads exactly
+            except Exception:  # runs only make opening faster: what they do not cover loads exactly
                 pass
             finally:
                 offer(None)
@@ -172,13 +172,15 @@ class RunReader:
                 return run
         return None
 
-    def _in_sidecar(self, meta: Mapping[str, Any], sections: Mapping[str, np.ndarray]) -> dict[str, tuple]:
+    def _in_sidecar(
+        self, sidecar: VectorFile, meta: Mapping[str, Any], sections: Mapping[str, np.ndarray]
+    ) -> dict[str, tuple]:
         """principal → (byte offsets, float counts, palette sizes) of a run's sidecar rows; `Corrupt` unless the
         sidecar holds them."""
         dim = int(meta["dim"])
         where = {p: sidecar_rows(meta, p, sections, dim) for p in meta["rows"]}
         if any(
-            len(offsets) and int((offsets + row_sizes(dim, counts, palettes)).max()) > self.sidecar.size()  # type: ignore[union-attr]
+            len(offsets) and int((offsets + row_sizes(dim, counts, palettes)).max()) > sidecar.size()
             for offsets, counts, palettes in where.values()
         ):
             raise Corrupt("the vectors sidecar does not hold the run's rows")
@@ -200,7 +202,8 @@ class RunReader:
             raise Corrupt("body is truncated or altered")
         kept, bulk = _sections(body, meta["sections"])
         run = Run(meta, kept)
-        where = self._in_sidecar(meta, bulk) if in_sidecar else {}
+        sidecar = self.sidecar if in_sidecar else None  # `_check_layout` refused a run needing one it lacks
+        where = self._in_sidecar(sidecar, meta, bulk) if sidecar is not None else {}
         for principal, k in rows.items():
             self._add_rows(run, principal, k, bulk, where.get(principal))
         return run

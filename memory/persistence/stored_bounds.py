@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 
 from memory.persistence.runs import Run, body_digest, free_id
+from memory.timeline import Store
 
 BASIS = "bounds_basis/1"  # snapshot kind of a partition's bounding basis (float64, dim × rank)
 PROJECTIONS = "bounds_rows/1"  # snapshot kind of one run's rows of a principal projected on a later basis
 
 
-def read_basis(store: Any, principal: str, digest: str) -> np.ndarray | None:
+def read_basis(store: Store, principal: str, digest: str) -> np.ndarray | None:
     """The bounding basis of `principal` with this digest, when stored intact."""
     for seq, _, meta in store.snapshot_index(BASIS):
         if meta.get("principal") == principal and meta.get("digest") == digest:
@@ -52,7 +53,7 @@ class StoredProjections:
     """The projection snapshots of a store, listed on first use (a copy stored beside a damaged one
     carries its id with a ``+`` added, and is listed under the id)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._index: dict[str, list[tuple[int, dict[str, Any]]]] | None = None
 
@@ -78,7 +79,7 @@ def basis_digest(basis: np.ndarray) -> str:
     return body_digest(np.ascontiguousarray(basis, dtype="<f8").tobytes())
 
 
-def store_basis(store: Any, principal: str, digest: str, basis: np.ndarray) -> None:
+def store_basis(store: Store, principal: str, digest: str, basis: np.ndarray) -> None:
     """Store a partition's basis unless an intact copy is stored."""
     if read_basis(store, principal, digest) is not None:
         return
@@ -89,7 +90,7 @@ def store_basis(store: Any, principal: str, digest: str, basis: np.ndarray) -> N
     )
 
 
-def store_projections(store: Any, projected: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> None:
+def store_projections(store: Store, projected: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> None:
     """Store (id, projections, residual norms) of runs' rows projected on a later basis (`projections_id`);
     nothing for a store in memory."""
     if store.path == ":memory:" or not projected:
