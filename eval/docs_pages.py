@@ -35,9 +35,9 @@ SHIPPED = "ci-failures dns-tls-clock memory-gc pool-vs-deploy"
 def _generate(out: str, seeds: Iterable[int], rounds: int, lessons: str | None) -> str:
     """A shell loop that writes generated scenario files `out` (with {s} for the seed)."""
     kind = f"--lessons --families {lessons} " if lessons else ""
-    seeds = " ".join(str(s) for s in seeds)
+    listed = " ".join(str(s) for s in seeds)
     target = out.replace("{s}", "$s")
-    return f"for s in {seeds}; do python -m simulator.generate {kind}--rounds {rounds} --seed $s --out {target}; done"
+    return f"for s in {listed}; do python -m simulator.generate {kind}--rounds {rounds} --seed $s --out {target}; done"
 
 
 def _files(out: str, seeds: Iterable[int]) -> str:
@@ -409,7 +409,8 @@ def bench_table(results: Mapping[str, Any]) -> list[str]:
 
     rows = []
     for name, label, entry in bench_rows(results):
-        verdict = {True: "PASS", False: "FAIL"}.get(entry.get("passed"), "")
+        passed = entry.get("passed")
+        verdict = "PASS" if passed is True else "FAIL" if passed is False else ""
         rows.append(
             [
                 f"`{label}`",
@@ -552,7 +553,8 @@ def _graph_rounds(log: Mapping[str, Any]) -> str:
         f"episodic {pct(accuracy(_rows(log, 'episodic')))}, without the graph "
         f"{pct(accuracy(_rows(log, 'episodic-no-graph')))}: the graph made the difference in "
         f"{len(better) + len(worse)} rounds, {len(better)} for ({', '.join(better) or 'none'}) and "
-        f"{len(worse)} against ({', '.join(worse) or 'none'}), p = {p_value(result['sign_test_p'])}."
+        f"{len(worse)} against ({', '.join(worse) or 'none'})"
+        + (f", p = {p_value(result['sign_test_p'])}." if result is not None else ".")
     )
 
 

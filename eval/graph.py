@@ -15,18 +15,24 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import scenarios
+from agent.agents import EpisodicAgent
 from eval.parallel import build_reasoner
-from eval.presets import PRESETS, build_agent
 from eval.runner import play
+from memory import EdgeType, EpisodicMemory, HashingEncoder
+from memory.graph import render_graph
+from memory.outputs import output_problem
+
+
+class _PictureAgent(EpisodicAgent):
+    """The full episodic agent, its memory left open after the play so that the picture can read it."""
+
+    def close(self) -> None:
+        self.memory.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line; returns the exit code."""
-    import scenarios
-    from memory.graph import EdgeType, render_graph
-    from memory.outputs import output_problem
-    from memory.timeline import HashingEncoder
-
     parser = argparse.ArgumentParser(
         prog="python -m eval.graph",
         description=__doc__.split("\n\n")[0],
@@ -51,9 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {refused}", file=sys.stderr)
         return 2
     encoder = HashingEncoder()
-    agent = build_agent(PRESETS["episodic"], build_reasoner("heuristic", encoder), encoder)
-    memory = agent.memory
-    finish, agent.close = agent.close, lambda: None  # keep the memory open after the play
+    memory = EpisodicMemory(None, principal="agent", encoder=encoder)  # the episodic preset's memory
+    agent = _PictureAgent(build_reasoner("heuristic", encoder), memory)
     try:
         play(scenario, args.seed, agent)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if key == EdgeType.CAUSED_BY.value:
                     print(f"{u[:10]} → {v[:10]} {data['weight']:.2f} {data['evidence']}")
     finally:
-        finish()
+        memory.close()
     print(f"wrote {args.out} ({engine})")
     return 0
 

@@ -41,7 +41,7 @@ def test_default_run_writes_a_schema_1_log_that_the_report_agrees_with(tmp_path,
     assert 0.0 <= layers["boundary_f1"] <= 1.0 and 0.0 <= layers["outcome_accuracy"] <= 1.0
     assert {"RETRY_OF", "LEARNED_FROM", "CAUSED_BY"} <= set(layers["edges"])
     out = capsys.readouterr().out
-    for name, entry in log["agents"].items():
+    for entry in log["agents"].values():
         assert f"{100 * entry['summary']['first_attempt_accuracy']:.0f}%" in out
     assert "McNemar" in out and "scenario rounds" in out and ("not significant" in out or "significant at" in out)
 
@@ -52,7 +52,10 @@ def test_every_shipped_scenario_gives_identical_numbers_and_an_agreeing_report(t
     later = at(days=1, seconds=1)  # a later clock must not change anything (it once changed tenant names)
     _, second = _run(tmp_path, name, "--seeds", "2", now=lambda: later)
     assert (first["started_at"], second["started_at"]) == (T0.isoformat(), later.isoformat())  # the clock was used
-    strip = lambda rows: [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
+
+    def strip(rows):
+        return [{k: v for k, v in row.items() if k != "latency_ms"} for row in rows]
+
     for agent in first["agents"]:
         assert strip(first["agents"][agent]["rounds"]) == strip(second["agents"][agent]["rounds"])
         assert (
@@ -60,7 +63,7 @@ def test_every_shipped_scenario_gives_identical_numbers_and_an_agreeing_report(t
             == second["agents"][agent]["summary"]["first_attempt_accuracy"]
         )
     out = capsys.readouterr().out
-    for agent, entry in first["agents"].items():
+    for entry in first["agents"].values():
         assert f"{100 * entry['summary']['first_attempt_accuracy']:.0f}%" in out
 
 

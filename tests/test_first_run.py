@@ -141,7 +141,7 @@ def test_graph_exports_as_documented_with_readable_labels(tmp_path):
         export_dot(memory.graph, tmp_path / "g.dot", episodes=memory.episode)
         summaries = {e.summary for e in memory.episodes()}
     back = nx.read_graphml(tmp_path / "g.graphml", force_multigraph=True)
-    for node, data in back.nodes(data=True):
+    for _, data in back.nodes(data=True):
         assert not HEX_ID.match(data["label"])
         first, second = data["label"].split("\n")
         assert first in summaries or first.endswith("…")

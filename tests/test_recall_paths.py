@@ -253,11 +253,10 @@ def grown_retriever(n_first: int, n_more: int, edges_every: int):
     vectors = encoder.encode([t for t, _ in texts])
     index, graph = EpisodeIndex(encoder.dim), nx.MultiDiGraph()
     known: dict[str, Episode] = {}
-    chain = lambda G, node, hops, most: (
-        causal_chain(  # noqa: E731
-            G, node, episodes=known.get, max_hops=hops, max_episodes=most
-        ).narrative
-    )
+
+    def chain(G, node, hops, most):
+        return causal_chain(G, node, episodes=known.get, max_hops=hops, max_episodes=most).narrative
+
     retriever = Retriever(index, encoder.encode, graph=graph, chain=chain, config=replace(DEFAULT, prune_from=1))
 
     def feed(start: int, stop: int) -> None:
