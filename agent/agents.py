@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from agent.graph_evidence import change_votes
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
-from memory import Context, Episode, EpisodicMemory, EvidenceRecord, IncidentNote, RecalledIncident
+from memory import Context, Episode, EpisodicMemory, IncidentNote, RecalledIncident, TrackRecord
 
 PRINCIPAL = "agent"  # tenant used by the harness
 
@@ -287,7 +287,7 @@ class EpisodicAgent(_LoopAgent):
         self.principal = principal
         self._live: set[str] = set()  # entry ids of the round being decided
         self._members: dict[str, tuple[str, ...]] = {}  # incident evidence id → its episode ids
-        self._evidence_record = EvidenceRecord(memory, principal)
+        self._track_record = TrackRecord(memory, principal)
 
     def _record(self, text, *, kind, role, timestamp, situation, metadata, source=None, live=False):
         entry = self.memory.record(
@@ -321,12 +321,12 @@ class EpisodicAgent(_LoopAgent):
         )
 
     def _record_of(self) -> dict[str, tuple[int, int]]:
-        return self._evidence_record.update() if self.outcome_labels else {}
+        return self._track_record.update() if self.outcome_labels else {}
 
     def _track_of(self) -> dict[str, dict[str, int]]:
         # read after `_record_of`, whose update counted the episodes closed since the last decision
         return (
-            {choice: dict(answers) for choice, answers in self._evidence_record.track.items()}
+            {choice: dict(answers) for choice, answers in self._track_record.track.items()}
             if self.outcome_labels
             else {}
         )

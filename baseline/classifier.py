@@ -24,7 +24,7 @@ a round's candidates or it has learned none of them, it hands over nothing (no e
 record): the reasoner then decides from the runbook alone, as `no_memory`. A candidate no round
 has taught yet still gets its share ("unlike anything seen"), so a recurrence can be recognized
 before every cause has occurred. The record of each kind's hits is kept here (`tally`), as
-`memory.calibration.EvidenceRecord` keeps it for the episodic memory, which it reads from the
+`memory.calibration.TrackRecord` keeps it for the episodic memory, which it reads from the
 memory's stored decisions and episodes, none of which this agent has.
 """
 

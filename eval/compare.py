@@ -29,7 +29,7 @@ from eval.outputs.cli import add_output_arguments, check_outputs, write_outputs
 from eval.parallel import EXECUTORS, RunResult, Runs, RunSpec, build_llm_reasoner, build_reasoner
 from eval.presets import DEFAULT_AGENTS, PRESETS
 from eval.report import Report, report_console
-from memory.errors import EncoderUnavailable, MemoryError_
+from memory.errors import EncoderUnavailable, EpisodicMemoryError
 from memory.timeline import ENCODER_NAMES, Encoder, named_encoder
 from memory.timeline.stores import is_server_url, open_store
 from scenarios import Scenario
@@ -507,7 +507,7 @@ def _prepare_store(path: str | None) -> None:
     if is_server_url(path):  # a wrong URL or a server that is down is the user's to fix, said before any run
         try:
             open_store(path).close()
-        except MemoryError_ as exc:
+        except EpisodicMemoryError as exc:
             raise _UsageError(f"--store: {exc}") from exc
         return
     try:

@@ -28,9 +28,9 @@ The timeline is the only source of truth; every other layer is a projection of i
 """
 
 from memory.agent_memory import EpisodicMemory
-from memory.calibration import EvidenceRecord
+from memory.calibration import TrackRecord
 from memory.episodes import Episode, Outcome, Reader, Segmenter, SegmenterConfig, segment
-from memory.errors import MemoryError_, StoreError
+from memory.errors import EpisodicMemoryError, StoreError
 from memory.facts import FactVersion
 from memory.graph import Edge, EdgeType, GraphConfig, causal_chain
 from memory.lexicon import DEFAULT_LEXICON, Lexicon, load_lexicon
@@ -60,14 +60,14 @@ __all__ = [
     "Entry",
     "Episode",
     "EpisodicMemory",
-    "EvidenceRecord",
+    "TrackRecord",
     "FactVersion",
     "GraphConfig",
     "HashingEncoder",
     "IncidentNote",
     "Kind",
     "Lexicon",
-    "MemoryError_",
+    "EpisodicMemoryError",
     "NoRedaction",
     "Outcome",
     "PatternRedactor",

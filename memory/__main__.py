@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from memory.agent_memory import EpisodicMemory
 from memory.cli import graph as graph_command
-from memory.errors import MemoryError_
+from memory.errors import EpisodicMemoryError
 from memory.outputs import output_problem
 from memory.persistence.audit import record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
@@ -213,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with closing(open_store(args.store, create=False)) as store:
             _print_stats(args.store, store)
         return 0
-    except MemoryError_ as exc:
+    except EpisodicMemoryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:

@@ -30,7 +30,7 @@ import networkx as nx
 
 import memory.retention as retention
 from memory.episodes import Episode, Segmenter, SegmenterConfig
-from memory.errors import MemoryError_, StoreChanged
+from memory.errors import EpisodicMemoryError, StoreChanged
 from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, Edge, GraphConfig, resolution
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -42,7 +42,7 @@ from memory.pipeline import Learning
 from memory.reinforcer import Reinforcement
 from memory.retention import Retained, RetentionPolicy
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
-from memory.state import MemoryState, Problem, Projection
+from memory.state import EpisodeProblem, MemoryState, Projection
 from memory.timeline import (
     Encoder,
     Entry,
@@ -72,7 +72,7 @@ def _open_timeline(
         timeline = Timeline(store, encoder, redactor)
         check_lexicon(store, lexicon)
         return store, timeline
-    except MemoryError_:  # e.g. the store's entries were embedded by another encoder
+    except EpisodicMemoryError:  # e.g. the store's entries were embedded by another encoder
         store.close()
         raise
 
@@ -357,7 +357,7 @@ class EpisodicMemory:
         who = self._who(principal)
         return [v for v in history(self.state.versions, fact_id.split("@", 1)[0]) if v.principal == who]
 
-    def problem(self, episode_id: str, *, principal: str | None = None) -> Problem | None:
+    def problem(self, episode_id: str, *, principal: str | None = None) -> EpisodeProblem | None:
         """What a principal's closed episode worked on (its observations, else those of the attempt it retried)."""
         return self.state.problems.get(episode_id) if self.episode(episode_id, principal=principal) else None
 

@@ -8,13 +8,13 @@ its metadata, ``favoured`` (evidence kind → the choice that kind favoured) and
 resolved (`EpisodicMemory.resolution`), each kind's favourite counts as a hit when it was the
 answer that finally fixed it and as a miss otherwise.
 
-The same reading keeps the runbook's track record here (`EvidenceRecord.track`): for each
+The same reading keeps the runbook's track record here (`TrackRecord.track`): for each
 choice the runbook favoured at a first attempt, the answers that finally fixed those incidents
 ("the traversal names the load balancer; twice it was the service behind it"), which is what an
 engineer learns about the tools of a site.
 
 The record is derived from stored entries only, so it is rebuilt by reading them again;
-`EvidenceRecord.update` reads each closed episode once, and an episode whose incident is
+`TrackRecord.update` reads each closed episode once, and an episode whose incident is
 not resolved within ``PENDING_LIMIT`` later episodes is dropped from the count.
 """
 
@@ -32,7 +32,7 @@ PENDING_LIMIT = 50  # closed episodes after which an unresolved one stops waitin
 COUNT_BATCH = 256  # resolved episodes whose decisions are read at once (bounds what the reading holds)
 
 
-class EvidenceRecord:
+class TrackRecord:
     """Hits and misses of each evidence kind's first-attempt favourites for one principal.
 
     Args:

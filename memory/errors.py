@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 
-class MemoryError_(Exception):
+class EpisodicMemoryError(Exception):
     """Base class of every error the memory package raises on purpose."""
 
 
-class StoreError(MemoryError_):
+class StoreError(EpisodicMemoryError):
     """The store cannot be opened or used (missing file, not a store, wrong schema)."""
 
 
@@ -30,11 +30,11 @@ class HeadMoved(StoreError):
     """Records meant for one timeline position were not stored: another writer appended meanwhile."""
 
 
-class IntegrityError(MemoryError_):
+class IntegrityError(EpisodicMemoryError):
     """Stored records do not match their content addresses or their chain."""
 
 
-class ImportFailed(MemoryError_):
+class ImportFailed(EpisodicMemoryError):
     """A JSONL import was rejected; nothing was imported.
 
     Attributes:
@@ -54,7 +54,7 @@ class EncoderMismatch(StoreError):
     """A store was opened with another encoder than the one that embedded its entries."""
 
 
-class EncoderUnavailable(MemoryError_):
+class EncoderUnavailable(EpisodicMemoryError):
     """An optional encoder was asked for but its model or package is not installed."""
 
 
@@ -65,5 +65,5 @@ class DamagedBody(DamagedStore, IntegrityError):
     """
 
 
-class InvalidEntry(MemoryError_, ValueError):
+class InvalidEntry(EpisodicMemoryError, ValueError):
     """An entry was refused at the timeline's boundary (wrong type, out of range, too large)."""

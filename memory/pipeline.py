@@ -55,7 +55,7 @@ from memory.facts.lessons import common_terms
 from memory.graph import Edge, attempt_chain, cause_links, infer_edges
 from memory.reinforcer import DecisionNote, Reinforcement, reinforce
 from memory.retrieval.index import episode_vector
-from memory.state import MemoryState, Problem
+from memory.state import EpisodeProblem, MemoryState
 from memory.timeline import Entry, EntryParts, Kind
 
 
@@ -106,7 +106,7 @@ def retried_episode(state: MemoryState, episode: Episode) -> Episode | None:
     return opener
 
 
-def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry | EntryParts]) -> Problem:
+def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry | EntryParts]) -> EpisodeProblem:
     """What an episode worked on: its own observations, else those of the attempt it retries.
 
     The vector is the observations' mean direction, moved away from the corrections'
@@ -116,14 +116,14 @@ def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry | E
     corrections = [e for e in entries if e.kind is Kind.CORRECTION]
     others = np.stack([e.embedding for e in corrections]) if corrections else None
     if observed:
-        return Problem(
+        return EpisodeProblem(
             "\n".join(e.text for e in observed), episode_vector(np.stack([e.embedding for e in observed]), others)
         )
     earlier = retried_episode(state, episode) if episode.choices else None
     if earlier is not None:
         base = state.problems[earlier.id]
-        return Problem(base.text, episode_vector(base.vector[None, :], others))
-    return Problem("", episode_vector(np.stack([e.embedding for e in entries])))
+        return EpisodeProblem(base.text, episode_vector(base.vector[None, :], others))
+    return EpisodeProblem("", episode_vector(np.stack([e.embedding for e in entries])))
 
 
 def close_episode(

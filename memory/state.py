@@ -29,7 +29,7 @@ from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 
 @dataclass(frozen=True)
-class Problem:
+class EpisodeProblem:
     """What an episode worked on: observation texts and their embedding."""
 
     text: str  # observation texts, one per line ("" when none is known)
@@ -113,7 +113,7 @@ class MemoryState:
         index: the recall index (`memory.retrieval.EpisodeIndex`) episodes are added to.
         graph_config: the graph rules' configuration (its window bounds `prior`).
         episodes: id → episode mapping to use (a lazily reading one when opening a store).
-        problems: id → `Problem` mapping to use.
+        problems: id → `EpisodeProblem` mapping to use.
         edge_ids, marks: sets to use (lazily completed ones when opening a store).
         lexicon: the words the rules read (outcomes are read by the segmenter, with the same lexicon).
     """
@@ -124,7 +124,7 @@ class MemoryState:
         graph_config: GraphConfig,
         *,
         episodes: MutableMapping[str, Episode] | None = None,
-        problems: MutableMapping[str, Problem] | None = None,
+        problems: MutableMapping[str, EpisodeProblem] | None = None,
         edge_ids: MutableSet[str] | None = None,
         marks: MutableSet[str] | None = None,
         lexicon: Lexicon = DEFAULT_LEXICON,
@@ -135,7 +135,7 @@ class MemoryState:
         self.graph = EpisodeGraph()
         self.chains = ChainCache(self.graph, self.episodes_lookup)
         self.episodes: MutableMapping[str, Episode] = episodes if episodes is not None else {}
-        self.problems: MutableMapping[str, Problem] = problems if problems is not None else {}
+        self.problems: MutableMapping[str, EpisodeProblem] = problems if problems is not None else {}
         self.order: dict[str, list[str]] = {}  # principal → episode ids in closing order
         self.closed_seq: dict[str, int] = {}  # principal → last seq of its closed episodes
         self.cites: dict[str, list[str]] = {}  # episode id → fact ids its decisions cited (when any)
@@ -232,7 +232,7 @@ class MemoryState:
 
     # -- changing ------------------------------------------------------------------------
 
-    def index_episode(self, episode: Episode, problem: Problem, cited: Sequence[str]) -> None:
+    def index_episode(self, episode: Episode, problem: EpisodeProblem, cited: Sequence[str]) -> None:
         """Add a closed episode: closing order, graph node, recall index, problem, citations, evidence."""
         self.episodes[episode.id] = episode
         order = self.order.setdefault(episode.principal, [])

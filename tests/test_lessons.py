@@ -288,10 +288,10 @@ def _incidents(memory, plan, *, situation="s"):
 
 def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_fix():
     from memory.agent_memory import EpisodicMemory
-    from memory.calibration import EvidenceRecord
+    from memory.calibration import TrackRecord
 
     with EpisodicMemory() as memory:
-        record = EvidenceRecord(memory, "default")
+        record = TrackRecord(memory, "default")
         _incidents(memory, [({"prior": "a", "facts|lesson": "b"}, ["a", "b"]), ({"prior": "c"}, ["c"])])
         memory.store.entry_parts = None  # the count reads decisions' metadata only: no text, no vector
         assert record.update() == {"prior": (1, 1), "facts|lesson": (1, 0)}
@@ -300,7 +300,7 @@ def test_the_evidence_record_counts_first_attempt_favourites_against_the_final_f
 
 def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_reading_an_episode(tmp_path, monkeypatch):
     from memory.agent_memory import EpisodicMemory
-    from memory.calibration import EvidenceRecord
+    from memory.calibration import TrackRecord
     from memory.persistence import Persistence
     from memory.persistence import runs as snapshot
     from memory.timeline import RecordKind
@@ -309,7 +309,7 @@ def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_readin
     small = Persistence(run_episodes=8, open_run_min=2)
     with EpisodicMemory(tmp_path / "m.sqlite", persistence=small) as live:
         _incidents(live, plan)
-        expected = EvidenceRecord(live, "default").update()
+        expected = TrackRecord(live, "default").update()
     assert sum(hits + misses for hits, misses in expected.values()) == 28  # two kinds, one first attempt each
     with EpisodicMemory(tmp_path / "m.sqlite", persistence=small):
         pass  # runs cover every episode from here on
@@ -320,7 +320,7 @@ def test_an_opened_store_counts_its_evidence_record_from_its_runs_without_readin
         reopened.store.record = lambda kind, i: read.append(kind) or original(kind, i)
         document = snapshot.Run._document
         monkeypatch.setattr(snapshot.Run, "_document", lambda run, name: decoded.append(name) or document(run, name))
-        assert EvidenceRecord(reopened, "default").update() == expected
+        assert TrackRecord(reopened, "default").update() == expected
         assert RecordKind.EPISODE.value not in read and RecordKind.EPISODE not in read
         assert "texts" not in decoded  # verdicts only: the problem texts stay packed
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from memory import DEFAULT_LEXICON, EdgeType, EpisodicMemory, Lexicon, MemoryError_, Outcome, load_lexicon
+from memory import DEFAULT_LEXICON, EdgeType, EpisodicMemory, EpisodicMemoryError, Lexicon, Outcome, load_lexicon
 from memory.persistence.lexicons import LEXICON, LexiconMismatch, check_lexicon, record_lexicon, recorded_lexicon
 from memory.timeline import SQLiteStore
 from tests.builders import T0
@@ -75,7 +75,7 @@ def test_a_store_opens_only_with_the_lexicon_that_derived_it(tmp_path):
     path = tmp_path / "site.sqlite"
     with EpisodicMemory(path, lexicon=BANJAXED) as site:
         play(site)
-    with pytest.raises(MemoryError_) as refused:
+    with pytest.raises(EpisodicMemoryError) as refused:
         EpisodicMemory(path)
     assert isinstance(refused.value, LexiconMismatch)
     assert BANJAXED.fingerprint in str(refused.value) and DEFAULT_LEXICON.fingerprint in str(refused.value)

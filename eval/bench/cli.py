@@ -327,7 +327,7 @@ def _recall_at(
     reused: bool,
     queries: list[list[str]],
     progress: Callable[[str], None],
-) -> tuple[dict[str, Any], measure.Opened]:
+) -> tuple[dict[str, Any], measure.StoreOpening]:
     """The recall entry of the store of `size` episodes, and its opening (its memory closed): resident
     memory in a fresh process, then opens (several for the largest store) and warm recalls in this one."""
     largest = size == max(plan.sizes)
@@ -391,7 +391,12 @@ def _resident_json(resident: footprint.Resident | None, first: footprint.Residen
 
 
 def _opened(
-    plan: Plan, size: int, built: BuiltStore, opening: measure.Opened, scratch: Path, progress: Callable[[str], None]
+    plan: Plan,
+    size: int,
+    built: BuiltStore,
+    opening: measure.StoreOpening,
+    scratch: Path,
+    progress: Callable[[str], None],
 ) -> dict[str, Any]:
     """Opening the largest store, and the episodic agent's decisions on a copy of it."""
     opened = metric(

@@ -30,7 +30,7 @@ from memory.facts import extract_facts
 from memory.graph import DEFAULT_GRAPH_CONFIG
 from memory.persistence.lazy import LazyMap
 from memory.pipeline import Learning
-from memory.state import MemoryState, Problem
+from memory.state import EpisodeProblem, MemoryState
 from memory.timeline import Entry, HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
 from simulator import families as fam
 from simulator import outcomes
@@ -295,10 +295,10 @@ class _ProblemTexts(MutableMapping):
         self._texts: dict[str, str] = {}
         self._zero = np.zeros(0, dtype=np.float32)
 
-    def __getitem__(self, episode_id: str) -> Problem:
-        return Problem(self._texts[episode_id], self._zero)
+    def __getitem__(self, episode_id: str) -> EpisodeProblem:
+        return EpisodeProblem(self._texts[episode_id], self._zero)
 
-    def __setitem__(self, episode_id: str, problem: Problem) -> None:
+    def __setitem__(self, episode_id: str, problem: EpisodeProblem) -> None:
         if len(self._zero) != len(problem.vector):
             self._zero = np.zeros(len(problem.vector), dtype=np.float32)
             self._zero.flags.writeable = False

@@ -139,7 +139,7 @@ def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) ->
     return Batches(times, cpu, floor)
 
 
-class Opened(NamedTuple):
+class StoreOpening(NamedTuple):
     """Open-until-ready timings of one store."""
 
     total_ms: list[float]  # constructor plus first recall, per open
@@ -148,7 +148,9 @@ class Opened(NamedTuple):
     memory: EpisodicMemory  # the last opened memory, left open for warm recalls
 
 
-def open_store(path: str | Path, principal: str, query: Sequence[str], n: int, *, budget_s: float = 120.0) -> Opened:
+def open_store(
+    path: str | Path, principal: str, query: Sequence[str], n: int, *, budget_s: float = 120.0
+) -> StoreOpening:
     """Open `path` with `EpisodicMemory` up to `n` times; each open ends when a first recall returned.
 
     Opens stop repeating once `budget_s` seconds are spent (at least one always runs), so a
@@ -166,7 +168,7 @@ def open_store(path: str | Path, principal: str, query: Sequence[str], n: int, *
         del memory  # collected before the next open
         gc.collect()
         memory = _open_once(path, principal, query, total, build, first)
-    return Opened(total, build, first, memory)
+    return StoreOpening(total, build, first, memory)
 
 
 def _open_once(

@@ -34,7 +34,7 @@ from eval.bench import measure
 from eval.bench.corpus import build_store, log_lines, query_texts
 from eval.bench.plan import Plan
 from eval.bench.results import metric, summarize, summarize_rate
-from memory.errors import MemoryError_
+from memory.errors import EpisodicMemoryError
 from memory.timeline import HashingEncoder, SQLiteStore, Timeline, open_store
 
 RECALL_EPISODES = 1000  # episodes of the store both recall figures are measured on
@@ -168,7 +168,7 @@ def measure_server(plan: Plan, directory: Path, url: str | None, progress: Calla
             return _measure(server, plan, directory, progress)
         finally:
             server.drop()
-    except (OSError, subprocess.SubprocessError, psycopg.Error, MemoryError_) as exc:
+    except (OSError, subprocess.SubprocessError, psycopg.Error, EpisodicMemoryError) as exc:
         return {"skipped": f"the server could not be used ({type(exc).__name__}: {str(exc).strip()[:300]})"}
     finally:
         if local is not None:

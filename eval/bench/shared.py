@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import EpisodicMemory
-from memory.errors import MemoryError_
+from memory.errors import EpisodicMemoryError
 from memory.timeline import open_store
 
 _START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -128,9 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 with closing(open_store(target)) as store:
                     if len(store):
-                        raise MemoryError_(f"{store.path.split('?')[0]}: not empty ({len(store)} entries)")
+                        raise EpisodicMemoryError(f"{store.path.split('?')[0]}: not empty ({len(store)} entries)")
                 figures = run(target, args.processes, args.appends)
-            except MemoryError_ as exc:
+            except EpisodicMemoryError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 return 2
             print(" ".join(f"{key}={value}" for key, value in figures.items()))

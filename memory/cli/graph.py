@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memory.agent_memory import EpisodicMemory
-from memory.errors import MemoryError_
+from memory.errors import EpisodicMemoryError
 from memory.graph import causal_chain, render_graph
 from memory.outputs import output_problem
 from memory.persistence.progress import shown_on_stderr
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                 engine=args.engine,
                 title=f"{args.principal}: episode graph",
             )
-    except MemoryError_ as exc:
+    except EpisodicMemoryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {args.out} ({engine})")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from memory.agent_memory import EpisodicMemory
-from memory.errors import MemoryError_
+from memory.errors import EpisodicMemoryError
 from memory.persistence.progress import shown_on_stderr
 from memory.timeline import ENCODER_NAMES, named_encoder
 from memory.timeline.stores import is_server_url
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
         with shown_on_stderr():  # stdout is the protocol's; a store without state runs indexes its episodes first
             memory = EpisodicMemory(target, principal=args.principal, encoder=named_encoder(args.encoder))
-    except (OSError, MemoryError_) as exc:
+    except (OSError, EpisodicMemoryError) as exc:
         print(f"error: {args.store}: {exc}", file=sys.stderr)
         return 2
     with memory:

@@ -29,7 +29,7 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import Field
 
 from memory.agent_memory import EpisodicMemory
-from memory.errors import MemoryError_
+from memory.errors import EpisodicMemoryError
 from memory.facts import FactVersion
 from memory.mcp.arguments import check_arguments
 from memory.timeline import Entry, parse_timestamp
@@ -93,7 +93,7 @@ def _user_errors(tool: F) -> F:
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return await tool(*args, **kwargs)
-        except (ValueError, TypeError, MemoryError_) as exc:
+        except (ValueError, TypeError, EpisodicMemoryError) as exc:
             raise ToolError(str(exc)) from exc
 
     return wrapper  # type: ignore[return-value]

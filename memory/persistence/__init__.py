@@ -10,6 +10,6 @@ a store's derived records are read with, and refuses another.
 """
 
 from memory.persistence.lazy import lazy_state
-from memory.persistence.loader import DEFAULT_PERSISTENCE, Opened, Persistence, StoredState
+from memory.persistence.loader import DEFAULT_PERSISTENCE, OpenedState, Persistence, StoredState
 
-__all__ = ["DEFAULT_PERSISTENCE", "Opened", "Persistence", "StoredState", "lazy_state"]
+__all__ = ["DEFAULT_PERSISTENCE", "OpenedState", "Persistence", "StoredState", "lazy_state"]

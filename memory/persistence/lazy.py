@@ -21,7 +21,7 @@ from memory.persistence import runs as snapshot
 from memory.persistence.digests import DIGEST, sorted_distinct
 from memory.persistence.record_fields import converted
 from memory.retrieval.index import EpisodeIndex
-from memory.state import MemoryState, Problem, Verdict
+from memory.state import EpisodeProblem, MemoryState, Verdict
 from memory.timeline import RecordKind, Store
 from memory.timeline.record_body import decoded
 
@@ -266,8 +266,8 @@ def lazy_state(
     `problem_text` (no vector is read), `verdict_of` and `verdict_lookup` (no record is read).
     """
 
-    def read_problem(episode_id: str, source: snapshot.Run | str) -> Problem:
-        return Problem(text_in(episode_id, source), state.index.vector(episode_id))
+    def read_problem(episode_id: str, source: snapshot.Run | str) -> EpisodeProblem:
+        return EpisodeProblem(text_in(episode_id, source), state.index.vector(episode_id))
 
     def problem_text(episode_id: str) -> str:
         source = problems.source(episode_id)

@@ -36,7 +36,7 @@ from memory.persistence.run_loading import RunLoader
 from memory.persistence.sparse_rows import row_checksums, row_digests, row_offsets
 from memory.persistence.vectors import StoredRows, VectorFile
 from memory.retrieval.config import RetrieverConfig
-from memory.state import MemoryState, Problem
+from memory.state import EpisodeProblem, MemoryState
 from memory.timeline import EntryParts, RecordKind, Store
 from memory.timeline.connection import damage
 
@@ -65,7 +65,7 @@ class Persistence:
 DEFAULT_PERSISTENCE = Persistence()
 
 
-class Opened(NamedTuple):
+class OpenedState(NamedTuple):
     """What opening leaves to the caller."""
 
     unlearned: list[str]  # stored episodes whose learning did not finish, in storing order
@@ -107,7 +107,7 @@ class StoredState:
 
     # -- opening ---------------------------------------------------------------------------
 
-    def open(self, index_stored: IndexStored) -> Opened:
+    def open(self, index_stored: IndexStored) -> OpenedState:
         """Fill the state from the store; `index_stored(episode, entries)` indexes a record-read episode.
 
         Returns the episodes whose learning must be redone and where the segmenter resumes.
@@ -123,7 +123,7 @@ class StoredState:
                 raise
             raise found from exc
 
-    def _open(self, index_stored: IndexStored) -> Opened:
+    def _open(self, index_stored: IndexStored) -> OpenedState:
         runs, late_edges = RunLoader(
             self.store,
             self.state,
@@ -156,7 +156,7 @@ class StoredState:
         ]
         for run in runs:
             run.release()
-        return Opened(unlearned, self._resume_from())
+        return OpenedState(unlearned, self._resume_from())
 
     def opened(self) -> None:
         """Opening is over: write the runs it found missing, and the projections it had to compute."""
@@ -246,7 +246,7 @@ class StoredState:
                 vectors = np.frombuffer(body, dtype="<f4").reshape(len(run), -1)
                 cites = meta["cites"]
                 for episode, vector, text in zip(run, vectors, meta["texts"]):
-                    self.state.index_episode(episode, Problem(text, vector), cites.get(episode.id, []))
+                    self.state.index_episode(episode, EpisodeProblem(text, vector), cites.get(episode.id, []))
                     self.indexed()
                 continue
             for part in range(0, len(run), 2000):
@@ -375,7 +375,7 @@ class StoredState:
                 self._release(self.sidecar, who, ids, first, counts, palettes, checksums)
         return True
 
-    def _to_sidecar(self, episodes: list[Episode], problems: list[Problem]) -> dict[str, tuple] | None:
+    def _to_sidecar(self, episodes: list[Episode], problems: list[EpisodeProblem]) -> dict[str, tuple] | None:
         """Append the episodes' vectors to the sidecar, durably: principal → `VectorFile.append` + (digests, checksums);
         None without one, or when it cannot be written (the run keeps its vectors, as format 1 does)."""
         sidecar = self.sidecar

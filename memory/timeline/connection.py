@@ -12,7 +12,7 @@ from memory.errors import DamagedStore, ImmutableRecordError, StoreError
 from memory.timeline.schema import APPLICATION_ID, DIGESTS, READABLE_SCHEMAS, SCHEMA, SCHEMA_VERSION, SNAPSHOTS
 
 
-class Opened(NamedTuple):
+class OpenedDatabase(NamedTuple):
     """An open store database."""
 
     db: sqlite3.Connection  # autocommit connection (transactions are explicit)
@@ -74,7 +74,7 @@ class StoreConnection(sqlite3.Connection):
             raise found from exc
 
 
-def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: float = 30.0) -> Opened:
+def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: float = 30.0) -> OpenedDatabase:
     """Open (creating when allowed and missing) a store file or ``":memory:"``; see `SQLiteStore`.
 
     Creation is one transaction taken under SQLite's write lock: several processes creating one
@@ -125,7 +125,7 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
             f"{path}: the store was tampered with: trigger(s) {', '.join(missing)} missing "
             f"(run `python -m memory verify {path}`)"
         )
-    return Opened(db, version)
+    return OpenedDatabase(db, version)
 
 
 def _enter_wal(db: sqlite3.Connection, timeout: float) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.errors import ImportFailed, MemoryError_, StoreError
+from memory.errors import EpisodicMemoryError, ImportFailed, StoreError
 from memory.timeline.entries import Entry
 from memory.timeline.erasure import is_erased
 from memory.timeline.protocols import StoreStats
@@ -103,7 +103,7 @@ def parse_jsonl(source: str | Path) -> tuple[list[Entry], list[int]]:
             raise ImportFailed(path, number, f"not a complete JSON record ({exc.msg})") from exc
         except RecursionError as exc:
             raise ImportFailed(path, number, "nested too deeply to be a timeline entry") from exc
-        except MemoryError_ as exc:
+        except EpisodicMemoryError as exc:
             raise ImportFailed(path, number, f"not a valid timeline entry ({exc})") from exc
         except (KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
             raise ImportFailed(path, number, f"not a timeline entry ({exc!r})") from exc
