@@ -26,8 +26,8 @@ from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis
 from memory.graph.chain_cache import ChainCache
 from memory.graph.changes import ChangeRecord, change_record
 from memory.graph.edges import Edge, EdgeType
-from memory.graph.evidence import ChangeLink, recent_changes
 from memory.graph.export import export_dot, export_graphml
+from memory.graph.implicated import ChangeLink, recent_changes
 from memory.graph.queries import (
     BACKWARD,
     FORWARD,

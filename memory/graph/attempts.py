@@ -4,7 +4,7 @@
 `attempt_chain` finds the earlier attempts a new episode continues (the RETRY_OF chain);
 `change_candidates` lists the changes still in place at a time, the last attempt of each earlier
 incident, which the CAUSED_BY rule (`memory.graph.cause_rule`) and the decision evidence
-(`memory.graph.evidence`) rank as causes.
+(`memory.graph.implicated`) rank as causes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Graph evidence for a decision: the recent changes the current observations implicate.
+"""The recent changes the current observations implicate, before any CAUSED_BY edge exists.
 
 `recent_changes` ranks the changes still in place (the last attempt of each earlier incident
 within the cause window) as causes of what is observed now, with the same hypotheses and
