@@ -79,8 +79,8 @@ def played(_played_stores):
     cache, factory = _played_stores
 
     def copy(path: Path, n: int) -> Path:
-        from tests.test_open_snapshot import opened
-        from tests.test_retriever_bounds import play
+        from tests.memory.persistence.test_open_snapshot import opened
+        from tests.memory.retrieval.test_retriever_bounds import play
 
         source = cache.get((n, path.name))
         if source is None:

@@ -126,3 +126,27 @@ def test_every_memory_package_exports_a_short_documented_surface(package: Path) 
     assert exported is not None, "a package lists its public names"
     names = ast.literal_eval(exported.value)
     assert 0 < len(names) <= 40 and len(set(names)) == len(names)
+
+
+CROSS_CUTTING = {
+    "test_architecture",
+    "test_layers_imports",
+    "test_docs",
+    "test_docs_figures",
+    "test_readme_example",
+    "test_first_run",
+}  # tests of the whole repository: its shape, its docs, its first run
+
+
+def test_tests_mirror_the_packages() -> None:
+    """A test file sits in the folder of the package it tests (tests/memory/graph/ for memory.graph)."""
+    tests = ROOT / "tests"
+    misplaced = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = path.parent.relative_to(tests)
+        if folder == Path("."):
+            if path.stem not in CROSS_CUTTING:
+                misplaced.append(path.name)
+        elif not (ROOT / folder).is_dir() or folder.parts[0] not in LIBRARY:
+            misplaced.append(path.relative_to(tests).as_posix())
+    assert misplaced == []

@@ -12,7 +12,7 @@ from memory import EpisodicMemory
 # every module, and importing the SDK takes about a second.
 pytestmark = pytest.mark.extra("mcp")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "mcp.md"
 
 

@@ -67,7 +67,7 @@ def test_export_import_stats(tmp_path, capsys):
 
 def test_graph_draws_a_store_and_its_own_parser_runs_the_same_command(tmp_path, capsys):
     from memory.cli.graph import main as own_parser
-    from tests.test_retriever_bounds import play
+    from tests.memory.retrieval.test_retriever_bounds import play
 
     store = tmp_path / "m.sqlite"
     with EpisodicMemory(store, principal="p0") as memory:

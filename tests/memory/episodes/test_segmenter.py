@@ -14,7 +14,7 @@ from memory.episodes import Episode, Outcome, Segmenter, SegmenterConfig, classi
 from memory.episodes.segmenter import DEFAULT_CONFIG
 from tests.builders import entries_from
 
-GOLDEN = Path(__file__).parent / "golden" / "segmenter"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "segmenter"
 
 
 def load_case(path: Path) -> tuple[dict, list]:

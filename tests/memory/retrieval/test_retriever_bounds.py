@@ -14,7 +14,7 @@ from memory.retrieval import DEFAULT, Bounds, relevance
 from memory.retrieval import bounds as bounds_module
 from memory.retrieval.relevance import top
 from memory.timeline import HashingEncoder
-from tests.test_retriever import build, synthetic_texts
+from tests.memory.retrieval.test_retriever import build, synthetic_texts
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 

@@ -26,8 +26,8 @@ from memory.persistence.loader import PROBLEMS
 from memory.persistence.vectors import StoredRows
 from memory.timeline import SQLiteStore
 from tests.builders import T0
-from tests.test_retriever import synthetic_texts
-from tests.test_retriever_bounds import play
+from tests.memory.retrieval.test_retriever import synthetic_texts
+from tests.memory.retrieval.test_retriever_bounds import play
 
 QUERIES = [t for t, _ in synthetic_texts(6, seed=11)]
 

@@ -17,9 +17,9 @@ from memory.errors import EncoderUnavailable
 from memory.retrieval import DEFAULT, Bounds, RetrieverConfig
 from memory.retrieval import bounds as bounds_module
 from memory.timeline import SentenceTransformerEncoder
-from tests.test_retriever import build, synthetic_texts
+from tests.memory.retrieval.test_retriever import build, synthetic_texts
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ("memory",)
 ENV_WRITES = {"setdefault", "update", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 THREAD_LIMITS = {"threadpool_limits", "limit"}  # threadpoolctl's function, and ThreadpoolController.limit

@@ -15,7 +15,7 @@ from scenarios.importers import petshop
 from scenarios.importers.__main__ import main
 from scenarios.importers.common import DatasetError
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "petshop"
+REAL = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "petshop"
 
 FRONT, API, TABLE, CACHE, AUTH, BATCH = (
     "Front",

@@ -184,7 +184,7 @@ def test_a_store_of_schema_4_keeps_its_rows_and_links_the_rows_appended_after_th
     import tarfile
     from pathlib import Path
 
-    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-3.tar.gz") as archive:
+    with tarfile.open(Path(__file__).resolve().parents[2] / "golden" / "store-run-format-3.tar.gz") as archive:
         archive.extractall(tmp_path, filter="data")  # written by the version that stored every previous id
     path = tmp_path / "m.sqlite"
     raw = sqlite3.connect(path)
@@ -213,7 +213,7 @@ def test_derived_digests_are_stored_as_bytes_and_older_stores_keep_text_until_th
     raw.commit()
     assert any("records seq=1" in f and "does not match its digest" in f for f in audit(tmp_path / "new.db").findings)
 
-    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-3.tar.gz") as archive:
+    with tarfile.open(Path(__file__).resolve().parents[2] / "golden" / "store-run-format-3.tar.gz") as archive:
         archive.extractall(tmp_path, filter="data")  # schema 4: digests as hex text
     path = tmp_path / "m.sqlite"
     with SQLiteStore(path) as store:

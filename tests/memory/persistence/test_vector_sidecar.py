@@ -22,8 +22,8 @@ from memory.persistence.sparse_rows import (
     row_sizes,
 )
 from memory.persistence.vectors import StoredRows, VectorFile
-from tests.test_open_snapshot import exact, opened, runs_of, state
-from tests.test_retriever_bounds import play
+from tests.memory.persistence.test_open_snapshot import exact, opened, runs_of, state
+from tests.memory.retrieval.test_retriever_bounds import play
 
 
 def stored_metas(path) -> list[dict]:
@@ -311,7 +311,7 @@ def test_an_exact_open_stores_runs_as_it_goes_and_equals_the_live_memory(tmp_pat
     from memory import EpisodicMemory
     from memory.persistence import Persistence
     from memory.persistence.loader import StoredState
-    from tests.test_open_snapshot import PRUNED
+    from tests.memory.persistence.test_open_snapshot import PRUNED
 
     path = tmp_path / "m.sqlite"
     with EpisodicMemory(
@@ -335,7 +335,7 @@ def test_an_exact_open_stores_runs_as_it_goes_and_equals_the_live_memory(tmp_pat
 def test_a_partition_without_bounds_holds_its_vectors_instead_of_reading_them_on_every_recall(tmp_path, monkeypatch):
     from memory import EpisodicMemory, RetrieverConfig
     from memory.persistence import Persistence
-    from tests.test_open_snapshot import QUERIES, SMALL
+    from tests.memory.persistence.test_open_snapshot import QUERIES, SMALL
 
     path = tmp_path / "m.sqlite"
     unpruned = RetrieverConfig()  # bounds from 4,096 episodes on: these partitions are scored in full
@@ -385,7 +385,7 @@ def golden_store(tmp_path, name: str):
 
     from memory.graph import GraphConfig
 
-    with tarfile.open(Path(__file__).parent / "golden" / name) as archive:
+    with tarfile.open(Path(__file__).resolve().parents[2] / "golden" / name) as archive:
         archive.extractall(tmp_path, filter="data")
     path = tmp_path / "m.sqlite"
     assert {meta["config"] for meta in stored_metas(path)} == {snapshot.config_digest(GraphConfig())}, (

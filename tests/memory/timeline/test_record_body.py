@@ -69,7 +69,7 @@ def test_records_are_stored_packed_and_read_as_written(tmp_path):
 
 
 def test_a_store_with_text_bodies_reads_them_and_is_marked_when_written(tmp_path):
-    with tarfile.open(Path(__file__).parent / "golden" / "store-run-format-2.tar.gz") as archive:
+    with tarfile.open(Path(__file__).resolve().parents[2] / "golden" / "store-run-format-2.tar.gz") as archive:
         archive.extractall(tmp_path, filter="data")  # written by the version before packed bodies
     path = tmp_path / "m.sqlite"
     raw = sqlite3.connect(path)

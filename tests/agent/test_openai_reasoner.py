@@ -9,8 +9,8 @@ import pytest
 from agent.openai import OpenAIReasoner
 from eval import runlog
 from eval.compare import main
+from tests.agent.test_claude_reasoner import EVIDENCE, PROBLEM
 from tests.builders import T0, untried_candidates
-from tests.test_claude_reasoner import EVIDENCE, PROBLEM
 
 # A mark, not importorskip: the SDK is imported when a test runs, not when each worker collects.
 pytestmark = pytest.mark.extra("openai")

@@ -15,7 +15,7 @@ from memory.agent_memory import EpisodicMemory
 from tests.builders import INCIDENTS, T0
 from tests.builders import play_incidents as play
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_episodes_close_and_carry_outcomes_choices_and_corrections():

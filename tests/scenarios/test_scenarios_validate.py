@@ -14,7 +14,7 @@ from scenarios import ScenarioError
 from scenarios.loader import MAX_BYTES
 from scenarios.validate import main
 
-BAD = Path(__file__).parent / "scenarios" / "bad"
+BAD = Path(__file__).resolve().parents[1] / "scenarios" / "bad"
 EXPECTED = yaml.safe_load((BAD / "expected.yaml").read_text())
 
 VALID = """\

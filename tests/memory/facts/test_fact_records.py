@@ -34,7 +34,9 @@ from memory.persistence.record_fields import problem
 from memory.timeline import SQLiteStore
 from memory.timeline.schema import RecordKind
 
-OLD = json.loads((Path(__file__).parent / "data" / "fact_records" / "old_layout.json").read_text(encoding="utf-8"))
+OLD = json.loads(
+    (Path(__file__).resolve().parents[2] / "data" / "fact_records" / "old_layout.json").read_text(encoding="utf-8")
+)
 
 
 def _store(path: Path, records) -> Path:

@@ -16,7 +16,7 @@ from memory.graph import BACKWARD, FORWARD, Edge, EdgeType, Link, add_edges, add
 from memory.retrieval import DEFAULT, EpisodeIndex, Retriever, episode_vector, graph_proximity
 from memory.retrieval.proximity import power_iteration
 from memory.retrieval.relevance import at_most_kth, kth
-from tests.test_retriever import synthetic_texts
+from tests.memory.retrieval.test_retriever import synthetic_texts
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from memory.lexicon import DEFAULT_LEXICON, LexiconError, load_lexicon
 from memory.text import all_clear, split_negation
 from tests.builders import entries_from
 
-MEMORY = Path(__file__).resolve().parent.parent / "memory"
+MEMORY = Path(__file__).resolve().parents[3] / "memory"
 # Modules whose alternations are formats, not the vocabulary the layers read text with.
 NOT_VOCABULARY = {
     "timeline/redaction.py": "secret formats: provider key prefixes, the labels of card numbers and ids",

@@ -198,7 +198,7 @@ def test_a_memory_on_a_url_reopens_with_what_it_learned(url):
 def test_compare_on_the_server_store_gives_the_sqlite_run_log(url, tmp_path):
     from eval import runlog
     from eval.compare import main
-    from tests.test_parallel import _timeless
+    from tests.eval.test_parallel import _timeless
 
     logs = []
     for name, store in (("sqlite", str(tmp_path / "m.sqlite")), ("server", url)):
@@ -315,26 +315,26 @@ def test_forgetting_on_the_server_store(server, url):
 
 
 def test_a_flush_point_stored_before_a_crash_is_applied_when_the_server_store_reopens(url):
-    from tests.test_agent_memory import check_flush_point_survives_a_crash
+    from tests.memory.test_agent_memory import check_flush_point_survives_a_crash
 
     check_flush_point_survives_a_crash(url)
 
 
 def test_a_memory_opened_between_a_flush_point_and_its_episodes_closes_them_there_on_the_server(url):
-    from tests.test_shared_writers import check_open_between_a_flush_point_and_its_episodes
+    from tests.memory.timeline.test_shared_writers import check_open_between_a_flush_point_and_its_episodes
 
     check_open_between_a_flush_point_and_its_episodes(url)
 
 
 def test_a_flush_while_others_write_keeps_projections_equal_on_the_server(url):
-    from tests.test_shared_writers import check_writers
+    from tests.memory.timeline.test_shared_writers import check_writers
 
     check_writers(url)
 
 
 def test_the_bench_reports_the_server_store_beside_sqlite(server, tmp_path):
     from eval.bench import server as bench_server
-    from tests.test_bench import TINY
+    from tests.eval.test_bench import TINY
 
     section = bench_server.measure_server(TINY, tmp_path, server.url(), lambda message: None)
     for kind in ("sqlite", "postgresql"):
@@ -349,7 +349,7 @@ def test_the_bench_reports_the_server_store_beside_sqlite(server, tmp_path):
 
 def test_the_bench_says_why_it_skips_the_server(monkeypatch, tmp_path):
     from eval.bench import server as bench_server
-    from tests.test_bench import TINY
+    from tests.eval.test_bench import TINY
 
     monkeypatch.setattr(bench_server.LocalServer, "find", staticmethod(lambda: (None, None, "no binaries here")))
     assert bench_server.measure_server(TINY, tmp_path, None, print) == {"skipped": "no binaries here"}
@@ -359,8 +359,8 @@ def test_the_bench_says_why_it_skips_the_server(monkeypatch, tmp_path):
 
 def test_projections_of_runs_before_a_basis_are_stored_on_the_server_and_read_back(url):
     from memory.persistence import stored_bounds
-    from tests.test_open_snapshot import PRUNED, SMALL, bounds_of
-    from tests.test_retriever_bounds import play
+    from tests.memory.persistence.test_open_snapshot import PRUNED, SMALL, bounds_of
+    from tests.memory.retrieval.test_retriever_bounds import play
 
     def opened():
         return EpisodicMemory(url, principal="p0", persistence=SMALL, retriever=PRUNED)

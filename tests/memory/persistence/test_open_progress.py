@@ -11,7 +11,7 @@ from memory import EpisodicMemory
 from memory.cli.graph import main as graph_main
 from memory.persistence import Persistence, loader
 from memory.persistence.progress import LOADER_LOGGER, shown_on_stderr
-from tests.test_retriever_bounds import play
+from tests.memory.retrieval.test_retriever_bounds import play
 
 NO_RUNS = Persistence(use_runs=False, open_run_min=10**9)  # every open indexes every episode from its records
 

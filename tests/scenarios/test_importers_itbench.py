@@ -12,7 +12,7 @@ from scenarios.importers import itbench
 from scenarios.importers.__main__ import main
 from scenarios.importers.common import DatasetError
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "itbench-sre"
+REAL = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "itbench-sre"
 
 FLAG_FAULT = {
     "category": "Configuration Setting",

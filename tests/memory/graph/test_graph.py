@@ -27,7 +27,7 @@ from memory.graph import (
 from memory.graph.build import add_edge_rows
 from tests.builders import entries_from
 
-GOLDEN = Path(__file__).parent / "golden" / "graph"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden" / "graph"
 
 
 def lookup(episodes):

@@ -30,7 +30,7 @@ from tests.builders import INCIDENTS, T0
 from tests.builders import play_incidents as play
 
 UTC = UTC
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # -- validation at the boundary ------------------------------------------------------------
@@ -383,7 +383,7 @@ def test_a_lock_held_too_long_is_a_clear_store_error(tmp_path):
 
 # -- hostile inputs to the command lines ----------------------------------------------------------
 
-HOSTILE = Path(__file__).resolve().parent / "hostile"
+HOSTILE = Path(__file__).resolve().parents[2] / "hostile"
 RUN = {"cwd": ROOT, "capture_output": True, "text": True, "timeout": 60}
 
 
