@@ -55,9 +55,6 @@ KNOWN_CYCLES: set[str] = set()
 KNOWN_FACE_IMPORTS: set[str] = set()
 # agent/ imports of memory below its face: none left, agent/ reads the memory through `memory` alone.
 KNOWN_AGENT_IMPORTS: set[str] = set()
-# Files importing Edge/EdgeType from memory.episodes, which no longer has them (they live in memory.graph.edges;
-# take them from `memory` or `memory.graph`): none.
-KNOWN_EDGE_IMPORTERS: set[str] = set()
 
 
 class Import(NamedTuple):
@@ -195,18 +192,13 @@ def test_agent_reads_the_memory_through_its_face() -> None:
     _shrinking(below, KNOWN_AGENT_IMPORTS)
 
 
-def test_edges_are_imported_from_the_graph_layer() -> None:
-    found = set()
-    for path in [*MODULES.values(), *sorted((ROOT / "tests").rglob("*.py"))]:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.ImportFrom)
-                and node.module
-                and node.module.startswith("memory.episodes")
-                and {a.name for a in node.names} & {"Edge", "EdgeType"}
-            ):
-                found.add(path.relative_to(ROOT).as_posix())
-    _shrinking(found, KNOWN_EDGE_IMPORTERS)
+def test_edges_live_only_with_the_graph() -> None:
+    """`Edge`/`EdgeType` are the graph layer's records: the episodes layer no longer answers for them."""
+    import memory.episodes
+    import memory.graph
+
+    assert not hasattr(memory.episodes, "Edge") and not hasattr(memory.episodes, "EdgeType")
+    assert memory.graph.Edge.__module__ == "memory.graph.edges"
 
 
 def test_the_checks_see_what_they_check() -> None:
