@@ -65,6 +65,7 @@ def test_export_import_stats(tmp_path, capsys):
     assert "imported 5 entries" in out and "entries" in out
 
 
+@pytest.mark.extra("plots")
 def test_graph_draws_a_store_and_its_own_parser_runs_the_same_command(tmp_path, capsys):
     from memory.cli.graph import main as own_parser
     from tests.memory.retrieval.test_retriever_bounds import play
