@@ -26,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from memory.episodes import Episode, Outcome
+from memory.graph import ChangeLink
 from memory.reinforcer import episode_credit
 from memory.retrieval.changes import changes_for
 from memory.retrieval.context import Context, IncidentNote, RecalledChange, RecalledEpisode, RecalledIncident
@@ -46,6 +47,7 @@ class IncidentRecall:
     def __init__(self, state: MemoryState) -> None:
         self.state = state
         self._weights: dict[str, tuple[int, Callable[[str], float]]] = {}  # principal → (log size, weights)
+        self._last_changes: tuple[tuple[Any, ...], list[ChangeLink]] | None = None  # (what was asked, the answer)
 
     def attach(
         self,
@@ -86,7 +88,7 @@ class IncidentRecall:
             else [self._episode_unit(r, context.principal, weigh) for r in episodes[:limit]]
         )
         found = (
-            changes_for(self.state, observations, principal=context.principal, subject=subject, at=at, limit=changes)
+            self._changes(observations, context.principal, subject, at, changes)
             if at is not None and changes > 0
             else []
         )
@@ -107,6 +109,17 @@ class IncidentRecall:
             if unit == "incident"
             else {},
         )
+
+    def _changes(
+        self, observations: Sequence[str], principal: str, subject: str | None, at: datetime, limit: int
+    ) -> list[ChangeLink]:
+        """`changes.changes_for`, remembered for the last question: asked again before the memory learned anything
+        (same episodes, same edges), it has the same answer (a caller sizing its budget asks twice)."""
+        asked = (principal, tuple(observations), subject, at, limit, len(self.state.episodes), len(self.state.edge_ids))
+        if self._last_changes is None or self._last_changes[0] != asked:
+            found = changes_for(self.state, observations, principal=principal, subject=subject, at=at, limit=limit)
+            self._last_changes = (asked, found)
+        return list(self._last_changes[1])
 
     def sequence(self, episode_id: str) -> int:
         """1 + the episode's place in its principal's closing order (0 when unknown)."""
