@@ -8,7 +8,7 @@ observations implicate, each with a probability and a readable chain ("this star
 capacity change on orders-db-proxy …"). `change_votes` turns them into votes for the candidates,
 from two sources:
 
-- a candidate whose description or signals speak of a change (`CHANGE_CAUSE`, generic English:
+- a candidate whose description or signals speak of a change (`CHANGE_CAUSE`, the lexicon's generic English:
   a release, version, configuration, setting, migration, dependency, rollout…) is a
   *change-type* cause: an implicated recent change is evidence for it (vote: the change's
   probability);
@@ -28,13 +28,10 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
 from agent.reasoner import CauseInfo
+from memory import DEFAULT_LEXICON
 
-# Generic English for a cause that is itself a change someone made.
-CHANGE_CAUSE = re.compile(
-    r"\b(?:releases?|released|versions?|deploy\w*|rollouts?|rolled out|configuration|config\w*|settings?|migrations?|"
-    r"upgrades?|upgraded|dependenc(?:y|ies)|changes?|changed|shipped|flags?|patch(?:ed|es)?|updates?|updated)\b",
-    re.IGNORECASE,
-)
+# Generic English for a cause that is itself a change someone made: the lexicon's `change_cause` group.
+CHANGE_CAUSE = re.compile(rf"\b(?:{DEFAULT_LEXICON['change_cause']})\b", re.IGNORECASE)
 
 
 class ImplicatedChange(Protocol):

@@ -158,22 +158,22 @@ class IncidentRecall:
         that matched the query best (among those recalled before the `limit`-th incident)."""
         graph = self.state.graph_of(principal)
         lookup = self._lookup(principal)
-        found: dict[str, tuple[Incident, RecalledEpisode]] = {}
+        found: dict[str, tuple[Incident, RecalledEpisode, tuple[Episode, ...]]] = {}
         for recalled in episodes:
             incident = incident_of(graph, recalled.episode.id, lookup)
-            if incident is None or any(
-                live.intersection(e.entry_ids) for e in map(lookup, incident.episode_ids) if e is not None
-            ):
+            if incident is None:
+                continue
+            members = tuple(e for e in map(lookup, incident.episode_ids) if e is not None)
+            if any(live.intersection(e.entry_ids) for e in members):
                 continue
             best = found.get(incident.opener)
             if best is None or recalled.score.relevance > best[1].score.relevance:
-                found[incident.opener] = (incident, recalled)
+                found[incident.opener] = (incident, recalled, members)
             if limit is not None and len(found) >= limit:
                 break
         units = []
-        for incident, recalled in found.values():
+        for incident, recalled, members in found.values():
             near, credit, why = weigh(incident.symptoms, incident.subject, recalled.episode.id)
-            members = tuple(e for e in map(lookup, incident.episode_ids) if e is not None)
             units.append(
                 RecalledIncident(
                     incident,
