@@ -18,6 +18,7 @@ an entry that no longer occurs fails the test until it is removed here.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,7 +89,13 @@ def _resolve(name: str) -> str:
 def _type_only_nodes(tree: ast.Module) -> set[int]:
     hidden = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if isinstance(node, ast.If) and any(
+            isinstance(n, ast.Name)
+            and n.id == "TYPE_CHECKING"
+            or isinstance(n, ast.Attribute)
+            and n.attr == "TYPE_CHECKING"
+            for n in ast.walk(node.test)
+        ):
             hidden.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     return hidden
 
@@ -117,7 +124,10 @@ def _imports_of(module: str, path: Path, root: Path = ROOT) -> Iterator[Import]:
                 yield Import(module, rel, target, (alias.name,), base == FACE, id(node) in hidden)
 
 
-IMPORTS = [imp for module, path in MODULES.items() for imp in _imports_of(module, path)]
+@functools.cache
+def all_imports() -> tuple[Import, ...]:
+    """Every import of the library, parsed once, when a test first asks (not while the suite collects)."""
+    return tuple(imp for module, path in MODULES.items() for imp in _imports_of(module, path))
 
 
 def floor_of(module: str) -> int:
@@ -152,7 +162,7 @@ def test_every_memory_module_sits_on_a_floor_and_every_floor_name_exists() -> No
 def test_no_memory_module_imports_from_a_higher_floor() -> None:
     upward = {
         f"{imp.path} -> {imp.target}"
-        for imp in IMPORTS
+        for imp in all_imports()
         if _memory(imp.source) and _memory(imp.target) and floor_of(imp.target) > floor_of(imp.source)
     }
     _shrinking(upward, KNOWN_UPWARD)
@@ -162,7 +172,9 @@ def import_graph() -> nx.DiGraph:
     """Modules of `LIBRARY` and the imports that run (in functions too; not type-checking-only ones)."""
     graph = nx.DiGraph()
     graph.add_nodes_from(MODULES)
-    graph.add_edges_from((imp.source, imp.target) for imp in IMPORTS if not imp.type_only and imp.source != imp.target)
+    graph.add_edges_from(
+        (imp.source, imp.target) for imp in all_imports() if not imp.type_only and imp.source != imp.target
+    )
     return graph
 
 
@@ -176,7 +188,7 @@ def test_no_import_cycles() -> None:
 def test_memory_modules_name_the_module_they_import_not_the_package_face() -> None:
     through_face = {
         f"{imp.path} -> {imp.target if imp.target != FACE else 'memory.' + imp.names[0]}"
-        for imp in IMPORTS
+        for imp in all_imports()
         if imp.via_face and _memory(imp.source) and imp.source != FACE
     }
     _shrinking(through_face, KNOWN_FACE_IMPORTS)
@@ -185,7 +197,7 @@ def test_memory_modules_name_the_module_they_import_not_the_package_face() -> No
 def test_agent_reads_the_memory_through_its_face() -> None:
     below = {
         f"{imp.path} -> {imp.target}"
-        for imp in IMPORTS
+        for imp in all_imports()
         if imp.source.startswith("agent.") or imp.source == "agent"
         if _memory(imp.target) and imp.target != FACE
     }
@@ -204,7 +216,7 @@ def test_edges_live_only_with_the_graph() -> None:
 def test_the_checks_see_what_they_check() -> None:
     """The scan finds the imports the checks rely on (an import inside a function included)."""
     by_source: dict[str, set[str]] = defaultdict(set)
-    for imp in IMPORTS:
+    for imp in all_imports():
         by_source[imp.source].add(imp.target)
     assert "memory.pipeline" in by_source["memory.persistence.loader"]
     assert "memory.retrieval.units" in by_source["memory.retrieval"]  # `from package import submodule`
