@@ -20,10 +20,17 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
   one resolved otherwise counts only for what differs (`superseded`: drift). A labelled
   incident votes for what finally fixed it,
   against each choice that failed, and its corrections are read (``not X``: against X; ``it
-  was Y``: for Y). A precedent whose corrections pointed at something the round reports
-  looked at and found fine (two or more terms its corrections affirm are in the round's
-  all-clear sentences) does not vote: the site checked what it taught, and it was not that.
+  was Y``: for Y). A precedent whose corrections pointed at something the round rules out
+  (`contradicted`: two or more terms its corrections affirm are mentioned only denied, in a
+  normal state or as found fine, or one that its own observations affirmed too) does not vote:
+  the site checked what it taught, and it was not that.
   Unlabelled text is read in order (`sequence_votes`) or for what it mentions.
+* ``precedent`` (a correction that overturned the runbook): when the closest labelled precedent
+  tried the runbook's current favourite, failed, and was fixed by another candidate, and the
+  round shows again something of what told it apart (`telling_detail`) and rules none of it
+  out (`contradicted`), it votes for its fix and against the favourite (`overturned_here`):
+  "last time these signs, the runbook's answer was wrong; it was Y". One such correction is
+  enough to act on the first time the signs recur; its weight is its own record here.
 * ``facts``: a fact votes for its conclusion with ``confidence × match``; a lesson also
   votes against the choices it says were wrong. Noisy-OR per cause. A fact whose conclusion
   was already tried and failed in this round is not counted.
@@ -69,7 +76,14 @@ import numpy as np
 from agent.reasoner import CauseInfo, Decision, Evidence, Problem
 from memory import Encoder, HashingEncoder, Outcome, Reader
 
-KINDS = ("prior", "memory", "facts", "graph", "track")  # evidence kinds whose reliability the memory records
+KINDS = (
+    "prior",
+    "memory",
+    "precedent",
+    "facts",
+    "graph",
+    "track",
+)  # evidence kinds whose reliability the memory records
 PRIOR_HITS, PRIOR_MISSES = 2.0, 1.0  # Beta prior of a kind's reliability with no record: 2/3
 FEEDBACK_RELIABILITY = 0.95  # a correction received in this round is direct evidence
 CORRECTION_SHARE = 0.5  # a past correction's text relative to the incident's own resolution
@@ -127,13 +141,22 @@ def superseded(evidence: Sequence[Evidence], reader: Reader = _SHIPPED_READER) -
     return standing
 
 
-def checked_clear(item: Evidence, cleared: set[str], reader: Reader = _SHIPPED_READER) -> bool:
-    """Whether the round reports a look that found nothing wrong at what a precedent's corrections
-    pointed to: two or more terms the corrections affirm are in the round's all-clear sentences."""
-    if not item.corrections:
+def contradicted(item: Evidence, ruled: frozenset[str], reader: Reader = _SHIPPED_READER) -> bool:
+    """Whether the round rules out what a precedent's corrections pointed at.
+
+    Of the terms the corrections affirm (words for a look aside), two or more are among the round's
+    `ruled_out` terms ("checked the softener: salt level full" against "the softener ran out of salt"), or
+    one is, and it is the precedent's telling detail, affirmed by its own observations too ("relsign
+    returns 503" then, "relsign looks healthy" now). One shared common word is a coincidence ("salt store
+    checked: tidy").
+    """
+    if not item.corrections or not ruled:
         return False
     said = set().union(*(reader.terms(reader.split_negation(text)[0]) for text in item.corrections))
-    return len(said & cleared) >= 2
+    shared = (said - reader.looked_terms()) & ruled
+    if len(shared) >= 2:
+        return True
+    return bool(shared & reader.terms(reader.affirmed_clauses("\n".join(item.observations))))
 
 
 def resolution_of(item: Evidence) -> str | None:
@@ -165,6 +188,76 @@ def track_votes(problem: Problem, runbook: Mapping[str, float]) -> dict[str, flo
     votes = {cid: count / (seen + 1) for cid, count in answers.items() if cid in ids and cid != favourite}
     votes[favourite] = -(seen - answers.get(favourite, 0)) / (seen + 1)
     return {cid: value for cid, value in votes.items() if value}
+
+
+def ruled_out(observations: Sequence[str], reader: Reader = _SHIPPED_READER) -> frozenset[str]:
+    """Terms the observations mention only as absent, normal or looked at and found fine: in a denied or
+    normal-state clause or an all-clear sentence ("relsign looks healthy", "no rebalances since Monday",
+    "checked the proxy: reloaded this morning"), and affirmed in no clause of any line."""
+    denied: set[str] = set()
+    affirmed: set[str] = set()
+    for line in observations:
+        denied |= reader.terms(reader.split_negation(reader.read_as_found(line))[1]) | reader.terms(
+            reader.all_clear(line)
+        )
+        affirmed |= reader.terms(reader.affirmed_clauses(line))
+    return frozenset(denied - affirmed)
+
+
+def telling_detail(
+    problem: Problem, item: Evidence, favourite: str, reader: Reader = _SHIPPED_READER
+) -> frozenset[str]:
+    """What the round shows again of what told a precedent apart: the terms the round's observations, the
+    precedent's observations and its corrections all affirm, less the words for a look and the words of the
+    runbook's favourite (its description and signals: the symptoms the two incidents share because they look
+    alike). Empty when the round only looks like the precedent."""
+    said = set().union(*(reader.terms(reader.split_negation(text)[0]) for text in item.corrections))
+    now = reader.terms(reader.affirmed_clauses("\n".join(problem.observations)))
+    then = reader.terms(reader.affirmed_clauses("\n".join(item.observations)))
+    mimic = next((c for c in problem.candidates if c.id == favourite), None)
+    generic = reader.looked_terms() | (
+        reader.terms(f"{mimic.description} {' '.join(mimic.signals)}") if mimic else frozenset()
+    )
+    return frozenset(now & then & said) - generic
+
+
+def overturned_here(
+    problem: Problem,
+    evidence: Sequence[Evidence],
+    runbook: Mapping[str, float],
+    ruled: frozenset[str],
+    reader: Reader = _SHIPPED_READER,
+) -> dict[str, float]:
+    """The closest precedent's word against the runbook: "last time these signs, your answer was wrong; it was Y".
+
+    The labelled precedent closest to the round (highest relevance) speaks when its own attempts
+    tried the runbook's current favourite ``X`` and failed, and it was resolved as another candidate
+    ``Y`` that this round has not tried: ``Y`` gets ``+s`` and ``X`` gets ``−s``. ``s`` is how much
+    closer it is than the closest precedent that ``X`` fixed, ``(c − c_X) / c`` (1 when none was
+    recalled), times what of it still stands after later experience (`superseded`). It speaks only
+    when the round shows again something of what told that precedent apart (`telling_detail`; a
+    round that merely looks like it shows the mimic's symptoms only), and says nothing when the round
+    rules out what its corrections pointed at (`contradicted`). Its weight is its own reliability at
+    this site, like every kind's.
+    """
+    ids = [c.id for c in problem.candidates]
+    labelled = [
+        (item, answer)
+        for item in evidence
+        if item.source in ("incident", "episode") and item.relevance > 0 and (answer := resolution_of(item))
+    ]
+    if not labelled or not runbook:
+        return {}
+    nearest, answer = max(labelled, key=lambda pair: (pair[0].relevance, pair[0].sequence))
+    favourite = max(ids, key=lambda cid: (runbook.get(cid, 0.0), -ids.index(cid)))
+    failed = {choice for choice in nearest.choices if choice != answer}
+    if favourite not in failed or answer not in ids or answer in problem.tried:
+        return {}
+    if contradicted(nearest, ruled, reader) or not telling_detail(problem, nearest, favourite, reader):
+        return {}
+    rival = max((item.relevance for item, fixed in labelled if fixed == favourite), default=0.0)
+    strength = (nearest.relevance - rival) / nearest.relevance * superseded(evidence, reader).get(nearest.id, 1.0)
+    return {answer: strength, favourite: -strength} if strength > 0 else {}
 
 
 def noisy_or(strengths: Sequence[float]) -> float:
@@ -301,9 +394,7 @@ class HeuristicReasoner:
         supporters: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
         # what the round reports looked at and found fine: a precedent whose corrections pointed there does not hold
         read = self.reader
-        cleared = (
-            set().union(*(read.terms(read.all_clear(line)) for line in problem.observations)) - read.looked_terms()
-        )
+        ruled = ruled_out(problem.observations, read)
         for kind, sources in (
             ("memory", ("episode", "incident", "chunk")),
             ("facts", ("fact",)),
@@ -319,7 +410,7 @@ class HeuristicReasoner:
                     item.confidence if kind != "memory" and item.confidence is not None else 1.0
                 )
                 strength *= current.get(item.id, 1.0)
-                if cleared and kind == "memory" and checked_clear(item, cleared, read):
+                if kind == "memory" and contradicted(item, ruled, read):
                     strength = 0.0
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
@@ -327,6 +418,7 @@ class HeuristicReasoner:
                         supporters[cause_id].get((kind, item.id), 0.0) + vote * strength
                     )
             votes[kind] = {cid: noisy_or(pro.get(cid, ())) - noisy_or(con.get(cid, ())) for cid in prior}
+        votes["precedent"] = overturned_here(problem, evidence, runbook, ruled, read)
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
             for cause_id, vote in self.mentions(text, candidates).items():

@@ -369,3 +369,71 @@ def test_the_reasoner_reads_with_the_lexicon_it_is_handed():
     window = "Decision: bad_release — rolled back\nThe conveyor is banjaxed again"
     assert REASONER.sequence_votes(window, (POOL, DEPLOY)) == {}
     assert HeuristicReasoner(reader=site).sequence_votes(window, (POOL, DEPLOY)) == {"bad_release": -1.0}
+
+
+# -- a close precedent that overturned the runbook --------------------------------------------------------------------
+
+OUTAGE = CauseInfo(
+    "provider_outage", "The card provider is down", ("provider returns 502", "authorisations failing", "gateway error")
+)
+CERT = CauseInfo("stale_certificate", "A proxy presents an expired client certificate", ("handshake failure",))
+LESSON = Evidence(
+    id="lesson",
+    source="incident",
+    text="provider 502s; the proxy kept the old certificate",
+    relevance=0.2,
+    outcome="SUCCESS",
+    choices=("provider_outage", "stale_certificate"),
+    resolved_as="stale_certificate",
+    corrections=("Not the provider: egress-gw kept presenting the old client cert until haproxy was reloaded",),
+    observations=("Authorisations failing with 502 from the provider", "The 502 page comes from egress-gw"),
+    sequence=3,
+)
+
+
+def _card_problem(*observations, record=None):
+    return Problem(
+        observations=observations,
+        candidates=(OUTAGE, CERT),
+        situation="incident",
+        service="payments",
+        attempt=1,
+        record=record or {},
+    )
+
+
+def test_a_close_precedent_that_overturned_the_runbook_outweighs_it_on_the_first_recurrence():
+    """ "Last time these signs, the runbook's answer was wrong; it was Y": one correction is enough to act on."""
+    problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "egress-gw-02 logs it")
+    assert REASONER.decide(problem, []).choice == "provider_outage"  # the runbook alone
+    decision = REASONER.decide(problem, [LESSON])
+    assert decision.choice == "stale_certificate"
+    assert decision.parts["stale_certificate"]["precedent"] > 0 > decision.parts["provider_outage"]["precedent"]
+    # a closer precedent the runbook's answer fixed takes the precedent's word back
+    routine = replace(LESSON, id="routine", relevance=0.25, choices=("provider_outage",), resolved_as="provider_outage")
+    assert REASONER.decide(problem, [LESSON, routine]).parts["stale_certificate"]["precedent"] == 0
+
+
+def test_a_round_that_only_looks_like_the_precedent_does_not_hear_it():
+    """The mimic's symptoms alone (nothing of what told the precedent apart) leave the runbook in charge."""
+    problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "Status page red")
+    decision = REASONER.decide(problem, [LESSON])
+    assert decision.parts["stale_certificate"]["precedent"] == 0 and decision.choice == "provider_outage"
+
+
+def test_a_round_that_rules_out_the_telling_detail_does_not_hear_the_precedent():
+    ruled = _card_problem(
+        "Authorisations failing: the provider returns 502 gateway errors", "egress-gw looks healthy, reloaded at 07:00"
+    )
+    decision = REASONER.decide(ruled, [LESSON])
+    assert decision.parts["stale_certificate"]["precedent"] == 0 and decision.choice == "provider_outage"
+    assert decision.parts["stale_certificate"]["memory"] == 0  # nor does it vote as a precedent at all
+
+
+def test_where_the_precedents_misfired_their_weight_falls():
+    problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "egress-gw-02 logs it")
+    trusted = REASONER.decide(problem, [LESSON]).parts["stale_certificate"]["precedent"]
+    misfired = _card_problem(*problem.observations, record={"precedent": (1, 6)})
+    assert 0 == REASONER.decide(misfired, [LESSON]).parts["stale_certificate"]["precedent"] < trusted
+    # its favourite is still recorded, so the record can recover
+    assert REASONER.decide(misfired, [LESSON]).favoured["precedent"] == "stale_certificate"
