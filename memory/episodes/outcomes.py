@@ -20,8 +20,10 @@ Outcomes are detected in this order of precedence:
    failed"), a cue word used as an adjective ("the failed disk"), what a new thing does
    ("added a check that fails the deploy on …"), and a failure clause before a later action
    whose result is reported after it, or that says what was or had been wrong ("the seal was
-   broken, so … Replaced the seal; pressure holds at 4 bar"). "no-reads" is a noun, not a
-   negation, and "no … work needed" says what was not needed;
+   broken, so … Replaced the seal; pressure holds at 4 bar"; "the volume was degraded. Moved
+   leadership off it"), and a past-perfect verb ("had gone live", "had been carrying"). "no-reads"
+   is a noun, not a negation, and so are "no work on the pump" and "the regression pipeline"
+   (``cue_nouns``); "no … work needed" says what was not needed;
 4. an outcome report with no cue at all after a decision or action in the same episode
    (a change reported without any problem) ⇒ SUCCESS, marked as such in the evidence;
 5. nothing ⇒ UNKNOWN.
@@ -54,6 +56,8 @@ _CLAUSES = re.compile(r"[;.!?:]\s+|[;!?]|\bbut\b|\n")
 # "added an alert that fires when the queue passes 1,000", "a check that stops the deploy when fewer than …":
 # what a new thing does, not how the attempt ended
 _DESCRIBED = re.compile(r"\b(?:a|an)\s+(?:[\w-]+\s+){0,3}?(?:that|which)\s.*$")
+# "`egressctl creds reload --all` brought the ratio down": a command in backticks before the action's verb
+_LEADING_CODE = re.compile(r"^\s*`[^`]*`\s*")
 _FLIP = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS, Outcome.PARTIAL: Outcome.PARTIAL}
 
 
@@ -68,6 +72,8 @@ class Patterns(NamedTuple):
     attributive: re.Pattern[str]  # a cue word used as an adjective ("the failed disk")
     not_needed: re.Pattern[str]  # after a negated cue: what was not needed
     negator_compound: re.Pattern[str]  # "no-reads", "non-zero": a noun or adjective, not a negation
+    cue_nouns: re.Pattern[str]  # a cue word that is a noun ("no work on the pump"): no outcome
+    past_perfect: re.Pattern[str]  # "had gone live", "had been carrying": what came before the fix
     found_state: re.Pattern[str]  # a clause stating what was or had been wrong ...
     action_start: re.Pattern[str]  # ... before a later clause reporting the next action
     cues: tuple[tuple[Outcome, re.Pattern[str]], ...]  # failure, partial and success cues
@@ -97,6 +103,8 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         re.compile(rf"\b(?:{lx['attributive_determiners']})\s+(?:{lx['fault_adjectives']})\s+(?=[a-z])"),
         re.compile(rf"\s+(?:was\s+|were\s+)?(?:{lx['not_needed']})\b"),
         re.compile(rf"\b(?:{lx['negator_prefixes']})-(?=[a-z0-9])"),
+        re.compile(rf"\b(?:{lx['cue_nouns']})\b"),
+        re.compile(rf"\b(?:{lx['past_perfect']})\b"),
         # "the seal was broken", "found the job still reading the old path" ...
         re.compile(rf"\b(?:{lx['found_state']})\b"),
         # ... then "Replaced the seal", "Re-seated the card", "Took the node out of the pool"
@@ -120,7 +128,7 @@ def _blank(text: str, match: re.Match[str]) -> str:
 def _clause_cues(clause: str, p: Patterns) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
     masked = p.negator_compound.sub(lambda m: " " * len(m.group(0)), clause)
-    for pattern in (p.earlier_state, p.attributive, _DESCRIBED):
+    for pattern in (p.earlier_state, p.attributive, _DESCRIBED, p.cue_nouns, p.past_perfect):
         for match in pattern.finditer(clause):
             masked = _blank(masked, match)
     for match in p.negated_symptom.finditer(masked):
@@ -167,11 +175,11 @@ def classify_text(text: str, lexicon: Lexicon = DEFAULT_LEXICON) -> OutcomeVerdi
         clause = clauses[index][0]
         cues = _clause_cues(clause, p)
         if not cues:
-            if p.action_start.match(clause):
+            if p.action_start.match(_LEADING_CODE.sub("", clause)):
                 acted, reported = True, reported or index < len(clauses) - 1
             continue
         verdict = _clause_verdict(cues)
-        if verdict == Outcome.FAILURE and (reported or (acted and p.found_state.search(clause))):
+        if verdict in (Outcome.FAILURE, Outcome.PARTIAL) and (reported or (acted and p.found_state.search(clause))):
             continue  # the fault the later action addressed, not how the attempt ended (see `Patterns.found_state`)
         shown = ", ".join(f"'{phrase}'" for _, phrase in cues)
         later = clauses[index + 1] if index + 1 < len(clauses) else None

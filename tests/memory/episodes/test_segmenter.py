@@ -140,6 +140,16 @@ def test_episode_round_trips_through_its_record() -> None:
             Outcome.UNKNOWN,
         ),
         ("Restarted the job; it still failed. Escalated to the vendor", Outcome.FAILURE),
+        # what came before the fix: a past-perfect verb, a state found before the action, a cue word as a noun
+        ("The second circuit had gone live on the 14th but nobody moved the PSUs. Moved them", Outcome.UNKNOWN),
+        ("The rollback, which had no effect, was undone", Outcome.FAILURE),
+        ("The broker's volume was degraded. Moved leadership off it and replaced the broker", Outcome.UNKNOWN),
+        ("Disks were full. Cleaned up; the regression pipeline now wipes them first", Outcome.UNKNOWN),
+        ("Pressure back to 1.9 and the rattle stopped. No work on the pump", Outcome.SUCCESS),
+        ("Re-sent the batch that failed at 8k/s; done by 13:10", Outcome.SUCCESS),
+        ("Two pods still held the old key that was rotated. `creds reload --all` brought errors down", Outcome.UNKNOWN),
+        ("`systemctl restart api` changed nothing; errors persist", Outcome.FAILURE),
+        ("The patch did not work on the second server", Outcome.FAILURE),
     ],
 )
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
