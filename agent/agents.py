@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from agent.graph_evidence import change_votes
-from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner
+from agent.reasoner import CauseInfo, Decision, Evidence, Problem, Reasoner, RecordEntry
 from memory import Context, Episode, EpisodicMemory, IncidentNote, RecalledIncident, TrackRecord
 
 PRINCIPAL = "agent"  # tenant used by the harness
@@ -154,7 +154,7 @@ class _LoopAgent:
     def _recall(self, problem: Problem) -> tuple[list[Evidence], str]:
         return [], ""
 
-    def _record_of(self) -> dict[str, tuple[int, int]]:
+    def _record_of(self) -> dict[str, RecordEntry]:
         """How often each evidence kind was right here, when the memory keeps such a record."""
         return {}
 
@@ -232,6 +232,7 @@ class _LoopAgent:
                 "retrieved": [item.id for item in evidence],
                 "relied_on": list(decision.relied_on),
                 "attempt": prompt.attempt,
+                "candidates": len(prompt.candidates),
                 **({"favoured": dict(decision.favoured)} if decision.favoured else {}),
             },
             live=True,
@@ -320,8 +321,8 @@ class EpisodicAgent(_LoopAgent):
             )
         )
 
-    def _record_of(self) -> dict[str, tuple[int, int]]:
-        return self._track_record.update() if self.outcome_labels else {}
+    def _record_of(self) -> dict[str, RecordEntry]:
+        return dict(self._track_record.update().items()) if self.outcome_labels else {}
 
     def _track_of(self) -> dict[str, dict[str, int]]:
         # read after `_record_of`, whose update counted the episodes closed since the last decision
@@ -451,6 +452,7 @@ class EpisodicAgent(_LoopAgent):
             observations=incident.symptoms,
             why=unit.recalled.why,
             sequence=unit.sequence,
+            telling=unit.telling if incident.failed and incident.resolution else None,
         )
 
     def recorded(self) -> Recorded:

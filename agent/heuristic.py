@@ -51,9 +51,10 @@ naive-Bayes combination of noisy voters does. For every candidate ``c``::
 
 ``weight(kind) = log(r · (K − 1) / (1 − r))`` is the log-likelihood ratio of a voter that
 is right with probability ``r`` among ``K`` candidates (0 when ``r ≤ 1/K``). ``r`` is the
-kind's reliability *at this site*: ``(hits + 2) / (hits + misses + 3)`` from the memory's own
-record of how often the kind's favourite was the answer that finally fixed an incident
-(`Problem.record`; a Beta(2, 1) prior, 2/3, when there is no record), kept apart for
+kind's reliability *at this site*: its skill over chance on the memory's own record of how often
+the kind's favourite was the answer that finally fixed an incident, put on this decision's
+``K`` (`reliability`; ``(hits + 2) / (hits + misses + 3)`` when the recorded decisions had ``K``
+candidates too; a Beta(2, 1) prior, 2/3, when there is no record), kept apart for
 decisions where a fact applied and where none did (`situation_key`). Feedback in the round
 is direct evidence (``r = FEEDBACK_RELIABILITY``). No weight is fitted to any scenario.
 
@@ -70,6 +71,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -91,10 +93,22 @@ RUNBOOK_TEMPERATURE = 0.25  # softmax temperature turning signal matches into ru
 _SHIPPED_READER = Reader()  # the memory's reading with the shipped lexicon: the default of the functions below
 
 
-def reliability(record: Mapping[str, Sequence[float]], kind: str) -> float:
-    """How often a kind of evidence was right at this site: Beta(2, 1) posterior mean of (hits, misses)."""
-    hits, misses = record.get(kind, (0, 0))
-    return (hits + PRIOR_HITS) / (hits + misses + PRIOR_HITS + PRIOR_MISSES)
+def reliability(record: Mapping[str, Sequence[float]], kind: str, candidates: int = 3) -> float:
+    """How often a kind of evidence is right at this site in a decision among `candidates` choices.
+
+    Its skill over chance, ``(hits + 2 − C) / (n + 3 − C)`` with ``C`` the hits chance would have scored on
+    the recorded decisions (``Σ 1/K``; ``1/candidates`` for those whose count is not recorded) plus
+    ``3 / candidates`` for the Beta(2, 1) prior's three, put back on this decision's scale:
+    ``1/K + (1 − 1/K) · skill``. With no record it is 2/3; when every recorded decision had as many
+    candidates as this one it is the Beta(2, 1) posterior mean ``(hits + 2) / (n + 3)``.
+    """
+    hits, misses, *rest = record.get(kind, (0, 0))
+    chance_known, known = (rest[0], rest[1]) if len(rest) == 2 else (0.0, 0)
+    n = hits + misses
+    chance = chance_known + (n - known + PRIOR_HITS + PRIOR_MISSES) / candidates
+    pseudo = n + PRIOR_HITS + PRIOR_MISSES
+    skill = (hits + PRIOR_HITS - chance) / (pseudo - chance)
+    return 1.0 / candidates + (1.0 - 1.0 / candidates) * skill
 
 
 def weight(r: float, candidates: int) -> float:
@@ -166,13 +180,14 @@ def resolution_of(item: Evidence) -> str | None:
     return item.choices[-1] if item.outcome == "SUCCESS" and item.choices else None
 
 
-def situation_key(votes: Mapping[str, Mapping[str, float]]) -> str:
-    """The setting a decision's reliabilities are recorded under: ``"|lesson"`` when a fact applied, else ``""``.
+def situation_key(votes: Mapping[str, Mapping[str, float]], overturned: bool = False) -> str:
+    """The setting a decision's reliabilities are recorded under: ``"|lesson"`` when a fact applied or the closest
+    precedent overturned the runbook's favourite (`overturning`), else ``""``.
 
     A runbook that is usually right can be reliably wrong exactly where the site taught a
     lesson; recording each kind's hits apart for the two settings keeps one from diluting the other.
     """
-    return "|lesson" if any(value > 0 for value in votes.get("facts", {}).values()) else ""
+    return "|lesson" if overturned or any(value > 0 for value in votes.get("facts", {}).values()) else ""
 
 
 def track_votes(problem: Problem, runbook: Mapping[str, float]) -> dict[str, float]:
@@ -221,25 +236,18 @@ def telling_detail(
     return frozenset(now & then & said) - generic
 
 
-def overturned_here(
-    problem: Problem,
-    evidence: Sequence[Evidence],
-    runbook: Mapping[str, float],
-    ruled: frozenset[str],
-    reader: Reader = _SHIPPED_READER,
-) -> dict[str, float]:
-    """The closest precedent's word against the runbook: "last time these signs, your answer was wrong; it was Y".
+class Overturning(NamedTuple):
+    """The closest labelled precedent, when it overturned the runbook's current favourite."""
 
-    The labelled precedent closest to the round (highest relevance) speaks when its own attempts
-    tried the runbook's current favourite ``X`` and failed, and it was resolved as another candidate
-    ``Y`` that this round has not tried: ``Y`` gets ``+s`` and ``X`` gets ``−s``. ``s`` is how much
-    closer it is than the closest precedent that ``X`` fixed, ``(c − c_X) / c`` (1 when none was
-    recalled), times what of it still stands after later experience (`superseded`). It speaks only
-    when the round shows again something of what told that precedent apart (`telling_detail`; a
-    round that merely looks like it shows the mimic's symptoms only), and says nothing when the round
-    rules out what its corrections pointed at (`contradicted`). Its weight is its own reliability at
-    this site, like every kind's.
-    """
+    nearest: Evidence  # the precedent
+    answer: str  # what fixed it
+    favourite: str  # the runbook's favourite now, which it tried and which failed there
+    rival: float  # relevance of the closest precedent the favourite fixed (0 when none was recalled)
+
+
+def overturning(problem: Problem, evidence: Sequence[Evidence], runbook: Mapping[str, float]) -> Overturning | None:
+    """The closest labelled precedent (highest relevance) when it tried the runbook's current favourite, failed,
+    and was fixed by another candidate this round has not tried; else None."""
     ids = [c.id for c in problem.candidates]
     labelled = [
         (item, answer)
@@ -247,17 +255,58 @@ def overturned_here(
         if item.source in ("incident", "episode") and item.relevance > 0 and (answer := resolution_of(item))
     ]
     if not labelled or not runbook:
-        return {}
+        return None
     nearest, answer = max(labelled, key=lambda pair: (pair[0].relevance, pair[0].sequence))
     favourite = max(ids, key=lambda cid: (runbook.get(cid, 0.0), -ids.index(cid)))
     failed = {choice for choice in nearest.choices if choice != answer}
     if favourite not in failed or answer not in ids or answer in problem.tried:
-        return {}
-    if contradicted(nearest, ruled, reader) or not telling_detail(problem, nearest, favourite, reader):
-        return {}
+        return None
     rival = max((item.relevance for item, fixed in labelled if fixed == favourite), default=0.0)
-    strength = (nearest.relevance - rival) / nearest.relevance * superseded(evidence, reader).get(nearest.id, 1.0)
-    return {answer: strength, favourite: -strength} if strength > 0 else {}
+    return Overturning(nearest, answer, favourite, rival)
+
+
+def told_apart(problem: Problem, item: Evidence, reader: Reader = _SHIPPED_READER) -> float:
+    """How far a precedent speaks for this round, in [0, 1]: 1 unless it was an exception (a first answer tried
+    and failed, another fixed it). An exception speaks as far as what the round shares with it told it apart
+    from the answers that failed there: the memory's measure when it gives one (`Evidence.telling`), else 1
+    when the round shows again something its observations and corrections affirmed (`telling_detail`) and 0
+    when it does not. A round that only looks like an exception once did learns nothing from it."""
+    answer = resolution_of(item)
+    failed = [choice for choice in dict.fromkeys(item.choices) if choice != answer]
+    if not (answer and failed):
+        return 1.0
+    if item.telling is not None:
+        return max(0.0, min(1.0, item.telling))
+    if not item.corrections:
+        return 1.0
+    return 1.0 if any(telling_detail(problem, item, choice, reader) for choice in failed) else 0.0
+
+
+def overturned_here(
+    problem: Problem,
+    evidence: Sequence[Evidence],
+    found: Overturning | None,
+    ruled: frozenset[str],
+    reader: Reader = _SHIPPED_READER,
+) -> dict[str, float]:
+    """The closest precedent's word against the runbook: "last time these signs, your answer was wrong; it was Y".
+
+    When the closest labelled precedent overturned the runbook's favourite ``X`` (`overturning`) and was
+    fixed by ``Y``, ``Y`` gets ``+s`` and ``X`` gets ``−s``. ``s`` is how much closer it is than the closest
+    precedent that ``X`` fixed, ``(c − c_X) / c`` (1 when none was recalled), times what of it still stands
+    after later experience (`superseded`). It speaks only when the round shows again something of what told
+    that precedent apart (`telling_detail`; a round that merely looks like it shows the mimic's symptoms
+    only), and says nothing when the round rules out what its corrections pointed at (`contradicted`). Its
+    weight is its own reliability at this site, like every kind's.
+    """
+    if found is None:
+        return {}
+    nearest = found.nearest
+    if contradicted(nearest, ruled, reader):
+        return {}
+    strength = (nearest.relevance - found.rival) / nearest.relevance * superseded(evidence, reader).get(nearest.id, 1.0)
+    strength *= told_apart(problem, nearest, reader)
+    return {found.answer: strength, found.favourite: -strength} if strength > 0 else {}
 
 
 def noisy_or(strengths: Sequence[float]) -> float:
@@ -355,9 +404,9 @@ class HeuristicReasoner:
             }  # the softmax in `votes` turns these back into 1 / rank (0 unranked)
         else:
             prior = {c.id: self.prior(problem.observations, c) for c in candidates}
-        votes, supporters = self.votes(problem, evidence, prior)
-        setting = situation_key(votes)
-        weights = {kind: weight(reliability(problem.record, kind + setting), len(ids)) for kind in KINDS}
+        votes, supporters, overturned = self.votes(problem, evidence, prior)
+        setting = situation_key(votes, overturned is not None)
+        weights = {kind: weight(reliability(problem.record, kind + setting, len(ids)), len(ids)) for kind in KINDS}
         weights["feedback"] = weight(FEEDBACK_RELIABILITY, len(ids))
         parts = {cid: {kind: round(weights[kind] * votes[kind].get(cid, 0.0), 6) for kind in weights} for cid in ids}
         scores = {cid: sum(parts[cid].values()) for cid in ids}
@@ -384,9 +433,9 @@ class HeuristicReasoner:
 
     def votes(
         self, problem: Problem, evidence: Sequence[Evidence], prior: Mapping[str, float]
-    ) -> tuple[dict[str, dict[str, float]], dict[str, dict[tuple[str, str], float]]]:
-        """Each kind's vote per candidate (before weighting), and per candidate each (kind, evidence item id)'s
-        support."""
+    ) -> tuple[dict[str, dict[str, float]], dict[str, dict[tuple[str, str], float]], Overturning | None]:
+        """Each kind's vote per candidate (before weighting), per candidate each (kind, evidence item id)'s
+        support, and the closest precedent when it overturned the runbook's favourite (`overturning`)."""
         candidates = problem.candidates
         top = max(prior.values())
         runbook = {cid: math.exp((value - top) / RUNBOOK_TEMPERATURE) for cid, value in prior.items()}
@@ -410,15 +459,16 @@ class HeuristicReasoner:
                     item.confidence if kind != "memory" and item.confidence is not None else 1.0
                 )
                 strength *= current.get(item.id, 1.0)
-                if kind == "memory" and contradicted(item, ruled, read):
-                    strength = 0.0
+                if kind == "memory":
+                    strength *= 0.0 if contradicted(item, ruled, read) else told_apart(problem, item, read)
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
                     supporters[cause_id][(kind, item.id)] = (
                         supporters[cause_id].get((kind, item.id), 0.0) + vote * strength
                     )
             votes[kind] = {cid: noisy_or(pro.get(cid, ())) - noisy_or(con.get(cid, ())) for cid in prior}
-        votes["precedent"] = overturned_here(problem, evidence, runbook, ruled, read)
+        overturned = overturning(problem, evidence, runbook)
+        votes["precedent"] = overturned_here(problem, evidence, overturned, ruled, read)
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
             for cause_id, vote in self.mentions(text, candidates).items():
@@ -429,7 +479,7 @@ class HeuristicReasoner:
                 for cause_id, strength in self._association(cleared_text, tuple(candidates)).items():
                     feedback[cause_id] -= CORRECTION_SHARE * strength
         votes["feedback"] = {cid: max(-1.0, min(1.0, value)) for cid, value in feedback.items()}
-        return votes, supporters
+        return votes, supporters, overturned
 
     def _item_votes(self, item: Evidence, candidates: Sequence[CauseInfo]) -> dict[str, float]:
         """What one evidence item says about each candidate, in [−1, 1] (before its strength)."""

@@ -21,6 +21,11 @@ class CauseInfo:
     signals: tuple[str, ...]  # symptoms that usually point to it
 
 
+# An evidence kind's record at a site: (hits, misses), or (hits, misses, the hits chance would have scored on the
+# decisions whose candidate count is known, how many those were), as `memory.TrackRecord` keeps it
+RecordEntry = tuple[int, int] | tuple[int, int, float, int]
+
+
 @dataclass(frozen=True)
 class Problem:
     """What the agent faces before one decision."""
@@ -33,7 +38,7 @@ class Problem:
     tried: tuple[str, ...] = ()  # choices already tried and failed in this round
     feedback: tuple[str, ...] = ()  # outcome and correction texts seen in this round so far
     catalogue: tuple[CauseInfo, ...] = ()  # every root cause of the scenario, by id (the candidates among them)
-    record: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # evidence kind → (hits, misses) at this site
+    record: Mapping[str, RecordEntry] = field(default_factory=dict)  # evidence kind → its record at this site
     runbook: tuple[str, ...] = ()  # the site's standard method's ranking of the candidates, best first (may be empty)
     track: Mapping[str, Mapping[str, int]] = field(
         default_factory=dict
@@ -57,6 +62,9 @@ class Evidence:
     observations: tuple[str, ...] = ()  # what was observed in the item's problem, when known
     why: str = ""  # why the memory chose it (score parts, in words)
     sequence: int = 0  # its place in the memory's history: later experience has a larger number (0: unknown)
+    # for a precedent whose first answers failed before another fixed it: how much of what the round shares with
+    # it told it apart from those answers, in [0, 1] (`memory.RecalledIncident.telling`); None when not known
+    telling: float | None = None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from sklearn.naive_bayes import MultinomialNB
 
 from agent.agents import DEFAULT_BUDGET, Budget, NoMemoryAgent, Turn
 from agent.heuristic import HeuristicReasoner
-from agent.reasoner import CauseInfo, Evidence, Problem, Reasoner
+from agent.reasoner import CauseInfo, Evidence, Problem, Reasoner, RecordEntry
 from memory.episodes import Outcome, detect_outcome
 
 FEATURES = 2**16  # hashed feature columns (NB keeps a dense class × feature table; collisions are rare at this size)
@@ -267,7 +267,7 @@ class ClassifierAgent(NoMemoryAgent):
             playing.attempts[-1].feedback.append(Said(kind, text, dict(metadata)))
         return None
 
-    def _record_of(self) -> dict[str, tuple[int, int]]:
+    def _record_of(self) -> dict[str, RecordEntry]:
         # Falling back hands over nothing, record included: the decision is then no_memory's.
         return dict(self.tally) if self._speaks else {}
 

@@ -3,10 +3,14 @@
 A reasoner that fuses evidence (runbook prior, precedents, facts, graph) needs to know how
 much to trust each kind *at this site*: where the runbook is often wrong and lessons are
 often right, a matching lesson should outweigh the runbook. A decision entry may carry, in
-its metadata, ``favoured`` (evidence kind → the choice that kind favoured) and ``attempt``
-(1 for the first attempt at a problem). Once the incident the decision belonged to is
-resolved (`EpisodicMemory.resolution`), each kind's favourite counts as a hit when it was the
-answer that finally fixed it and as a miss otherwise.
+its metadata, ``favoured`` (evidence kind → the choice that kind favoured), ``attempt``
+(1 for the first attempt at a problem) and ``candidates`` (how many choices there were). Once
+the incident the decision belonged to is resolved (`EpisodicMemory.resolution`), each kind's
+favourite counts as a hit when it was the answer that finally fixed it and as a miss otherwise.
+Beside hits and misses the tally keeps the hits chance alone would have scored on the decisions
+whose candidate count is known (``Σ 1/K``) and how many those were: a kind right half the time
+among three candidates knows something, one right half the time between two does not, and a
+site's rounds need not all offer as many choices.
 
 The same reading keeps the runbook's track record here (`TrackRecord.track`): for each
 choice the runbook favoured at a first attempt, the answers that finally fixed those incidents
@@ -43,13 +47,14 @@ class TrackRecord:
     def __init__(self, memory: Any, principal: str) -> None:
         self.memory = memory
         self.principal = principal
-        self.tally: dict[str, tuple[int, int]] = {}
+        self.tally: dict[str, tuple[int, int, float, int]] = {}  # kind → (hits, misses, chance hits, counted)
         self.track: dict[str, dict[str, int]] = {}  # the runbook's favourite → {final answer: incidents}
         self._read = 0  # closed episodes read so far
         self._pending: list[tuple[int, str]] = []  # (position, episode id) awaiting a resolution
 
-    def update(self) -> dict[str, tuple[int, int]]:
-        """Count the episodes closed since the last call; the tally (kind → (hits, misses))."""
+    def update(self) -> dict[str, tuple[int, int, float, int]]:
+        """Count the episodes closed since the last call; the tally (kind → (hits, misses, the hits chance would
+        have scored on the decisions whose candidate count is known, how many those were))."""
         closed = self.memory.state.order.get(self.principal, ())  # ids in closing order: only new ones are read
         self._pending.extend((position, closed[position]) for position in range(self._read, len(closed)))
         self._read = len(closed)
@@ -90,9 +95,17 @@ class TrackRecord:
         favoured = metadata.get("favoured")
         if metadata.get("attempt") != 1 or not isinstance(favoured, dict):
             return
+        count = metadata.get("candidates")
+        share = 1.0 / count if isinstance(count, int) and count > 0 else None  # what chance scores on it
         for kind, choice in favoured.items():
-            hits, misses = self.tally.get(kind, (0, 0))
-            self.tally[kind] = (hits + 1, misses) if choice == answer else (hits, misses + 1)
+            hits, misses, chance, counted = self.tally.get(kind, (0, 0, 0.0, 0))
+            hit = choice == answer
+            self.tally[kind] = (
+                hits + hit,
+                misses + (not hit),
+                chance + (share or 0.0),
+                counted + (share is not None),
+            )
             if kind in RUNBOOK_KINDS and isinstance(choice, str):
                 answers = self.track.setdefault(choice, {})
                 answers[answer] = answers.get(answer, 0) + 1

@@ -57,6 +57,8 @@ class RecalledIncident:
     credit: float  # in (0, 1]: its weight as a precedent after the decisions that recalled it
     sequence: int  # 1 + the place of its latest episode in the principal's closing order
     why: str  # closeness, credit and the recall score, in words
+    telling: float = 0.0  # for an exception (first answers failed, another fixed it): `incidents.telling`
+    telling_terms: tuple[str, ...] = ()  # the shared terms that told it apart, most telling first
 
     @property
     def id(self) -> str:
@@ -325,6 +327,8 @@ def _incident_dict(rank: int, u: RecalledIncident, show_outcomes: bool) -> dict[
         "corrections": list(u.incident.corrections),
         "closeness": u.closeness,
         "credit": u.credit,
+        "telling": u.telling,
+        "telling_terms": list(u.telling_terms),
         "why": u.why,
     }
     if show_outcomes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -141,6 +142,55 @@ def closeness(
         return 0.0
     shared = sum(rarity(t) for t in now & then)
     return shared / math.sqrt(sum(rarity(t) for t in now) * sum(rarity(t) for t in then))
+
+
+class Weighed(NamedTuple):
+    """What weighs a recalled unit for the current problem (`memory.retrieval.units`)."""
+
+    closeness: float  # `closeness`
+    credit: float  # its credit as a precedent
+    telling: float  # `telling`
+    telling_terms: tuple[str, ...]  # the terms that told it apart, most telling first
+    why: str  # the above in words
+
+
+def telling(
+    query: Sequence[str],
+    incident: Incident,
+    log: EvidenceLog | None,
+    rarity: Callable[[str], float],
+    *,
+    ignore: Collection[str] = (),
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> tuple[float, tuple[str, ...]]:
+    """How much of what the current observations share with an exception told it apart, in [0, 1], and the terms.
+
+    An *exception* is an incident whose first answers failed before another fixed it ("it looked like M; it
+    was Y"). Of the terms both the current observations and its symptoms affirm (`ignore` left out), a term
+    tells it apart as far as the principal's record ties it to Y rather than to the answers that failed
+    there: ``(n_Y − n_F) / (n_Y + n_F)`` (0 when negative), where ``n_c`` counts the incidents fixed by ``c``
+    whose observations hold the term. The share is that, weighted by rarity, over all the shared terms: a
+    round that shows again the detail only that exception had scores high; one that shares only the
+    symptoms the mimic's own incidents show scores 0. Any other incident: 0.
+    """
+    answer, failed = incident.resolution, incident.failed
+    if not answer or not failed or log is None:
+        return 0.0, ()
+    ignored = set(ignore)
+    now = set().union(*affirmed_lines(query, lexicon)) if query else set()
+    then = set().union(*affirmed_lines(incident.symptoms, lexicon)) if incident.symptoms else set()
+    shared = (now & then) - ignored
+    total, told = 0.0, {}
+    for term in shared:
+        counts = log.resolutions_with(term)
+        fixed, other = counts.get(answer, 0), max(counts.get(choice, 0) for choice in failed)
+        weight = rarity(term)
+        total += weight
+        if fixed > other:
+            told[term] = weight * (fixed - other) / (fixed + other)
+    if not told:
+        return 0.0, ()
+    return round(sum(told.values()) / total, 6), tuple(sorted(told, key=lambda t: (-told[t], t)))
 
 
 def rarity_in(frequency: Callable[[str], int], documents: int) -> Callable[[str], float]:

@@ -12,7 +12,10 @@ turns the recalled episodes into units a reader can act on, and every caller of
 Each unit carries what weighs it: its **closeness** to the current observations (negation-aware,
 each term weighted by how well it told resolutions apart in this memory, `incidents.separation_in`;
 service names left out: they say where, not what), its **credit** as a precedent (lower after
-decisions it misled, `memory.reinforcer.episode_credit`) and its place in the closing order.
+decisions it misled, `memory.reinforcer.episode_credit`), its place in the closing order, and,
+for an incident whose first answers failed before another fixed it, how much of what the current
+observations share with it **told** it apart from those answers across the memory's record
+(`incidents.telling`).
 Beside the units, the recent **changes** the observations implicate (`changes.changes_for`).
 
 Two rules decide what is a unit at all: an episode holding an entry the caller excludes (the
@@ -33,7 +36,16 @@ from memory.graph import ChangeLink
 from memory.reinforcer import episode_credit
 from memory.retrieval.changes import changes_for
 from memory.retrieval.context import Context, IncidentNote, RecalledChange, RecalledEpisode, RecalledIncident
-from memory.retrieval.incidents import Attempt, Incident, closeness, incident_of, rarity_in, separation_in
+from memory.retrieval.incidents import (
+    Attempt,
+    Incident,
+    Weighed,
+    closeness,
+    incident_of,
+    rarity_in,
+    separation_in,
+    telling,
+)
 from memory.state import MemoryState
 from memory.text import terms
 
@@ -128,7 +140,7 @@ class IncidentRecall:
 
     def _weigh(
         self, principal: str, observations: Sequence[str], subject: str | None
-    ) -> Callable[[Sequence[str], str | None, str], tuple[float, float, str]]:
+    ) -> Callable[[Incident, str], Weighed]:
         """closeness × credit of a unit: (closeness, credit, why) from its symptoms, subject and cited episode."""
         log = self.state.evidence.get(principal)
         size = len(log) if log is not None else 0
@@ -137,12 +149,18 @@ class IncidentRecall:
             cached = (size, separation_in(log) if log is not None else rarity_in(lambda term: 0, 0))
             self._weights[principal] = cached
         weight, graph = cached[1], self.state.graph_of(principal)
+        rarity = rarity_in(log.frequency, size) if log is not None else rarity_in(lambda term: 0, 0)
 
-        def weigh(symptoms: Sequence[str], its_subject: str | None, episode_id: str) -> tuple[float, float, str]:
-            services = terms(" ".join(name for name in (subject, its_subject) if name))
-            near = round(closeness(observations, symptoms, weight, ignore=services, lexicon=self.state.lexicon), 6)
+        def weigh(incident: Incident, episode_id: str) -> Weighed:
+            services = terms(" ".join(name for name in (subject, incident.subject) if name))
+            lexicon = self.state.lexicon
+            near = round(closeness(observations, incident.symptoms, weight, ignore=services, lexicon=lexicon), 6)
+            told, told_by = telling(observations, incident, log, rarity, ignore=services, lexicon=lexicon)
             credit = episode_credit(graph, episode_id)
-            return near, credit, f"closeness {near:.2f} to the observations, credit {credit:.2f} as a precedent"
+            why = f"closeness {near:.2f} to the observations, credit {credit:.2f} as a precedent"
+            if told_by:
+                why += f", telling {told:.2f} ({', '.join(told_by[:3])})"
+            return Weighed(near, credit, told, told_by, why)
 
         return weigh
 
@@ -152,7 +170,7 @@ class IncidentRecall:
         principal: str,
         live: set[str],
         limit: int | None,
-        weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]],
+        weigh: Callable[[Incident, str], Weighed],
     ) -> list[RecalledIncident]:
         """The recalled episodes grouped into incidents, in order of first appearance; each cites its member
         that matched the query best (among those recalled before the `limit`-th incident)."""
@@ -173,16 +191,18 @@ class IncidentRecall:
                 break
         units = []
         for incident, recalled, members in found.values():
-            near, credit, why = weigh(incident.symptoms, incident.subject, recalled.episode.id)
+            weighed = weigh(incident, recalled.episode.id)
             units.append(
                 RecalledIncident(
                     incident,
                     recalled,
                     members,
-                    near,
-                    credit,
+                    weighed.closeness,
+                    weighed.credit,
                     max(self.sequence(i) for i in incident.episode_ids),
-                    f"{why}; {recalled.why}",
+                    f"{weighed.why}; {recalled.why}",
+                    weighed.telling,
+                    weighed.telling_terms,
                 )
             )
         return units
@@ -191,7 +211,7 @@ class IncidentRecall:
         self,
         recalled: RecalledEpisode,
         principal: str,
-        weigh: Callable[[Sequence[str], str | None, str], tuple[float, float, str]],
+        weigh: Callable[[Incident, str], Weighed],
     ) -> RecalledIncident:
         """One recalled episode as a unit of its own: its problem's observations, its own outcome and fix."""
         episode = recalled.episode
@@ -214,9 +234,17 @@ class IncidentRecall:
                 ),
             ),
         )
-        near, credit, why = weigh(symptoms, episode.subject, episode.id)
+        weighed = weigh(incident, episode.id)
         return RecalledIncident(
-            incident, recalled, (episode,), near, credit, self.sequence(episode.id), f"{why}; {recalled.why}"
+            incident,
+            recalled,
+            (episode,),
+            weighed.closeness,
+            weighed.credit,
+            self.sequence(episode.id),
+            f"{weighed.why}; {recalled.why}",
+            weighed.telling,
+            weighed.telling_terms,
         )
 
     def _lookup(self, principal: str) -> Callable[[str], Episode | None]:

@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -257,6 +258,7 @@ def test_a_precedent_whose_telling_detail_was_checked_clear_does_not_vote():
         resolved_as="hard_water",
         corrections=("Not the dosing: the salt softener ran out of salt and stopped softening",),
         observations=("linen grey",),
+        telling=1.0,  # the memory found the round showing what told it apart
     )
 
     def problem(*observations):
@@ -433,7 +435,52 @@ def test_a_round_that_rules_out_the_telling_detail_does_not_hear_the_precedent()
 def test_where_the_precedents_misfired_their_weight_falls():
     problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "egress-gw-02 logs it")
     trusted = REASONER.decide(problem, [LESSON]).parts["stale_certificate"]["precedent"]
-    misfired = _card_problem(*problem.observations, record={"precedent": (1, 6)})
+    misfired = _card_problem(*problem.observations, record={"precedent|lesson": (1, 6)})
     assert 0 == REASONER.decide(misfired, [LESSON]).parts["stale_certificate"]["precedent"] < trusted
     # its favourite is still recorded, so the record can recover
-    assert REASONER.decide(misfired, [LESSON]).favoured["precedent"] == "stale_certificate"
+    assert REASONER.decide(misfired, [LESSON]).favoured["precedent|lesson"] == "stale_certificate"
+
+
+def test_what_a_round_mentions_only_as_ruled_out_or_normal_is_ruled_out():
+    from agent.heuristic import ruled_out
+
+    assert {"relsign"} <= ruled_out(["relsign looks healthy: selftest signature in 80 ms"])
+    assert {"rebalance", "fanout"} <= ruled_out(["fanout-svc: consumer group stable, no rebalances since Monday"])
+    assert "flagrelay" in ruled_out(["The toggle fan-out (flagrelay) ruled out: no reboots, graphs unremarkable"])
+    assert "relay" in ruled_out(["Flag relay: backlog at 0, nothing unusual there"])
+    assert "authshim" in ruled_out(["Login traffic through authshim looks like any other day"])
+    # affirmed anywhere in the round: not ruled out
+    assert "relsign" not in ruled_out(["relsign looks healthy", "relsign returns 503 on upload"])
+    assert ruled_out(["relsign returns 503 on upload"]) == frozenset()
+
+
+def test_reliability_is_skill_over_chance_among_the_candidates_offered():
+    from agent.heuristic import reliability, weight
+
+    # no record: 2/3 whatever the count; a record made among as many candidates: the Beta(2, 1) posterior mean
+    assert reliability({}, "prior", 2) == pytest.approx(2 / 3) == reliability({}, "prior", 5)
+    assert reliability({"prior": (4, 2, 2.0, 6)}, "prior", 3) == pytest.approx(6 / 9)
+    assert reliability({"prior": (4, 2)}, "prior", 3) == pytest.approx(6 / 9)  # a record without counts
+    # one miss among three candidates says less against a voter than one miss between two
+    among_three = reliability({"prior": (0, 1, 1 / 3, 1)}, "prior", 2)
+    between_two = reliability({"prior": (0, 1, 1 / 2, 1)}, "prior", 2)
+    assert weight(among_three, 2) > 0 == weight(between_two, 2)
+
+
+def test_an_exception_speaks_only_as_far_as_the_round_shows_what_told_it_apart():
+    problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "egress-gw-02 logs it")
+    looks_alike = replace(LESSON, telling=0.0)
+    told = replace(LESSON, telling=1.0)
+    assert REASONER.decide(problem, [looks_alike]).parts["stale_certificate"]["memory"] == 0
+    assert REASONER.decide(problem, [looks_alike]).parts["stale_certificate"]["precedent"] == 0
+    assert REASONER.decide(problem, [told]).parts["stale_certificate"]["memory"] > 0
+    assert REASONER.decide(problem, [told]).choice == "stale_certificate"
+    # a precedent fixed at the first try is no exception: it speaks for its fix whatever it shares
+    plain = replace(LESSON, choices=("stale_certificate",), corrections=(), telling=None)
+    assert REASONER.decide(problem, [plain]).parts["stale_certificate"]["memory"] > 0
+
+
+def test_where_the_closest_precedent_overturned_the_runbook_the_record_is_kept_apart():
+    problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "Status page red")
+    assert all(kind.endswith("|lesson") for kind in REASONER.decide(problem, [LESSON]).favoured)
+    assert not any(kind.endswith("|lesson") for kind in REASONER.decide(problem, []).favoured)
