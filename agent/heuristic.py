@@ -102,13 +102,15 @@ def reliability(record: Mapping[str, Sequence[float]], kind: str, candidates: in
     ``1/K + (1 − 1/K) · skill``. With no record it is 2/3; when every recorded decision had as many
     candidates as this one it is the Beta(2, 1) posterior mean ``(hits + 2) / (n + 3)``.
     """
+    if candidates < 2:
+        return 1.0  # one choice: nothing to be right or wrong about
     hits, misses, *rest = record.get(kind, (0, 0))
     chance_known, known = (rest[0], rest[1]) if len(rest) == 2 else (0.0, 0)
     n = hits + misses
     chance = chance_known + (n - known + PRIOR_HITS + PRIOR_MISSES) / candidates
     pseudo = n + PRIOR_HITS + PRIOR_MISSES
     skill = (hits + PRIOR_HITS - chance) / (pseudo - chance)
-    return 1.0 / candidates + (1.0 - 1.0 / candidates) * skill
+    return max(0.0, min(1.0, 1.0 / candidates + (1.0 - 1.0 / candidates) * skill))
 
 
 def weight(r: float, candidates: int) -> float:

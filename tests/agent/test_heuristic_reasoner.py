@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agent.heuristic import HeuristicReasoner
@@ -484,3 +484,19 @@ def test_where_the_closest_precedent_overturned_the_runbook_the_record_is_kept_a
     problem = _card_problem("Authorisations failing: the provider returns 502 gateway errors", "Status page red")
     assert all(kind.endswith("|lesson") for kind in REASONER.decide(problem, [LESSON]).favoured)
     assert not any(kind.endswith("|lesson") for kind in REASONER.decide(problem, []).favoured)
+
+
+@example(hits=0, misses=50, counts=[1] * 50, candidates=2)  # misses where chance could not miss
+@given(
+    hits=st.integers(0, 50),
+    misses=st.integers(0, 50),
+    counts=st.lists(st.integers(1, 6), max_size=100),
+    candidates=st.integers(1, 8),
+)
+def test_reliability_is_a_probability_for_any_record(hits, misses, counts, candidates):
+    """Whatever was recorded (decisions with one candidate included) and however many candidates there are now."""
+    from agent.heuristic import reliability
+
+    known = counts[: hits + misses]
+    record = {"prior": (hits, misses, sum(1 / k for k in known), len(known))}
+    assert 0.0 <= reliability(record, "prior", candidates) <= 1.0
