@@ -150,6 +150,10 @@ def test_episode_round_trips_through_its_record() -> None:
         ("Two pods still held the old key that was rotated. `creds reload --all` brought errors down", Outcome.UNKNOWN),
         ("`systemctl restart api` changed nothing; errors persist", Outcome.FAILURE),
         ("The patch did not work on the second server", Outcome.FAILURE),
+        ("Pool raised to 25 (still under the server limit); acquisition waits disappeared by 11:40", Outcome.SUCCESS),
+        ("Errors have not disappeared", Outcome.FAILURE),
+        ("Resynced the clock; the partial reads stopped and the queue drained", Outcome.SUCCESS),
+        ("Restarted the pods; a partial recovery only", Outcome.PARTIAL),
     ],
 )
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
