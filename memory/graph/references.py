@@ -45,7 +45,7 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
     lx, i = lexicon, re.IGNORECASE
     return Patterns(
         re.compile(
-            rf"\b(?:{lx['reference_determiners']})\s+((?:[\w\-]+(?:\.\w+)*\s+){{0,4}}?)(?:{lx['change_nouns']})\b"
+            rf"\b(?:{lx['reference_determiners']})\s+((?:[\w\-]+\s+){{0,4}}?)(?:{lx['change_nouns']})\b"
             rf"(?!\s+(?:{lx['not_a_past_change']}))",
             i,
         ),

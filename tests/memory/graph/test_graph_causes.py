@@ -632,19 +632,3 @@ def test_a_stopgap_is_an_attribute_of_the_change_in_the_exports() -> None:
 
     assert change_attributes(drive_fix("s", STOPGAP_REPORT))["change_stopgap"].endswith("a 25 A fuse for now.")
     assert "change_stopgap" not in change_attributes(fixed("f", 0, "api", "Rolled api back to v2.13.2"))
-
-
-def test_a_dated_reference_that_names_a_version_is_a_reference() -> None:
-    """ "yesterday's 4.22.1 hotfix": a version between the date and the noun keeps it a reference."""
-    from memory.graph.references import referring
-
-    assert referring("Since yesterday's 4.22.1 hotfix reached all pods, gift-card orders fail")
-    assert referring("Since yesterday's hotfix reached all pods, gift-card orders fail")
-    assert not referring("Orders on 4.22.1 fail at the confirm step")
-    hotfix = fixed("hotfix", 0, "checkout", "Shipped 4.22.1, which closes the connection in a finally block")
-    other = fixed("other", 10, "search", "Raised the search pool to 40")
-    new = incident(
-        "new", 40, "checkout", "Gift-card orders fail at confirm", "Since yesterday's 4.22.1 hotfix reached all pods"
-    )
-    pairs, link = linked(new, [hotfix, other])
-    assert pairs == [("new", "hotfix")]
