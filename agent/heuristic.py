@@ -157,6 +157,11 @@ def superseded(evidence: Sequence[Evidence], reader: Reader = _SHIPPED_READER) -
     return standing
 
 
+def corrected_terms(item: Evidence, reader: Reader = _SHIPPED_READER) -> frozenset[str]:
+    """The terms a precedent's corrections affirm (what they pointed at)."""
+    return frozenset().union(*(reader.terms(reader.split_negation(text)[0]) for text in item.corrections))
+
+
 def contradicted(item: Evidence, ruled: frozenset[str], reader: Reader = _SHIPPED_READER) -> bool:
     """Whether the round rules out what a precedent's corrections pointed at.
 
@@ -168,8 +173,7 @@ def contradicted(item: Evidence, ruled: frozenset[str], reader: Reader = _SHIPPE
     """
     if not item.corrections or not ruled:
         return False
-    said = set().union(*(reader.terms(reader.split_negation(text)[0]) for text in item.corrections))
-    shared = (said - reader.looked_terms()) & ruled
+    shared = (corrected_terms(item, reader) - reader.looked_terms()) & ruled
     if len(shared) >= 2:
         return True
     return bool(shared & reader.terms(reader.affirmed_clauses("\n".join(item.observations))))
@@ -228,7 +232,7 @@ def telling_detail(
     precedent's observations and its corrections all affirm, less the words for a look and the words of the
     runbook's favourite (its description and signals: the symptoms the two incidents share because they look
     alike). Empty when the round only looks like the precedent."""
-    said = set().union(*(reader.terms(reader.split_negation(text)[0]) for text in item.corrections))
+    said = corrected_terms(item, reader)
     now = reader.terms(reader.affirmed_clauses("\n".join(problem.observations)))
     then = reader.terms(reader.affirmed_clauses("\n".join(item.observations)))
     mimic = next((c for c in problem.candidates if c.id == favourite), None)
@@ -285,29 +289,22 @@ def told_apart(problem: Problem, item: Evidence, reader: Reader = _SHIPPED_READE
 
 
 def overturned_here(
-    problem: Problem,
-    evidence: Sequence[Evidence],
-    found: Overturning | None,
-    ruled: frozenset[str],
-    reader: Reader = _SHIPPED_READER,
+    found: Overturning | None, standing: Mapping[str, float], speaks: Mapping[str, float]
 ) -> dict[str, float]:
     """The closest precedent's word against the runbook: "last time these signs, your answer was wrong; it was Y".
 
     When the closest labelled precedent overturned the runbook's favourite ``X`` (`overturning`) and was
     fixed by ``Y``, ``Y`` gets ``+s`` and ``X`` gets ``−s``. ``s`` is how much closer it is than the closest
     precedent that ``X`` fixed, ``(c − c_X) / c`` (1 when none was recalled), times what of it still stands
-    after later experience (`superseded`). It speaks only when the round shows again something of what told
-    that precedent apart (`telling_detail`; a round that merely looks like it shows the mimic's symptoms
-    only), and says nothing when the round rules out what its corrections pointed at (`contradicted`). Its
+    after later experience (`standing`: `superseded`), times how far it speaks for this round (`speaks`: 0
+    when the round rules out what its corrections pointed at, `contradicted`; else `told_apart`). Its
     weight is its own reliability at this site, like every kind's.
     """
     if found is None:
         return {}
     nearest = found.nearest
-    if contradicted(nearest, ruled, reader):
-        return {}
-    strength = (nearest.relevance - found.rival) / nearest.relevance * superseded(evidence, reader).get(nearest.id, 1.0)
-    strength *= told_apart(problem, nearest, reader)
+    strength = (nearest.relevance - found.rival) / nearest.relevance
+    strength *= standing.get(nearest.id, 1.0) * speaks.get(nearest.id, 0.0)
     return {found.answer: strength, found.favourite: -strength} if strength > 0 else {}
 
 
@@ -446,6 +443,12 @@ class HeuristicReasoner:
         # what the round reports looked at and found fine: a precedent whose corrections pointed there does not hold
         read = self.reader
         ruled = ruled_out(problem.observations, read)
+        standing = superseded(evidence, read)  # what of each labelled precedent still stands (drift)
+        speaks = {  # how far each precedent speaks for this round
+            item.id: 0.0 if contradicted(item, ruled, read) else told_apart(problem, item, read)
+            for item in evidence
+            if item.source in ("episode", "incident", "chunk")
+        }
         for kind, sources in (
             ("memory", ("episode", "incident", "chunk")),
             ("facts", ("fact",)),
@@ -453,16 +456,14 @@ class HeuristicReasoner:
         ):
             pro: dict[str, list[float]] = defaultdict(list)
             con: dict[str, list[float]] = defaultdict(list)
-            current = superseded(evidence, read) if kind == "memory" else {}
             for item in evidence:
                 if item.source not in sources or (kind != "memory" and item.conclusion in problem.tried):
                     continue  # a fact whose conclusion already failed in this round does not hold here
                 strength = max(0.0, min(1.0, item.relevance)) * (
                     item.confidence if kind != "memory" and item.confidence is not None else 1.0
                 )
-                strength *= current.get(item.id, 1.0)
                 if kind == "memory":
-                    strength *= 0.0 if contradicted(item, ruled, read) else told_apart(problem, item, read)
+                    strength *= standing.get(item.id, 1.0) * speaks[item.id]
                 for cause_id, vote in self._item_votes(item, candidates).items():
                     (pro if vote > 0 else con)[cause_id].append(abs(vote) * strength)
                     supporters[cause_id][(kind, item.id)] = (
@@ -470,7 +471,7 @@ class HeuristicReasoner:
                     )
             votes[kind] = {cid: noisy_or(pro.get(cid, ())) - noisy_or(con.get(cid, ())) for cid in prior}
         overturned = overturning(problem, evidence, runbook)
-        votes["precedent"] = overturned_here(problem, evidence, overturned, ruled, read)
+        votes["precedent"] = overturned_here(overturned, standing, speaks)
         feedback: dict[str, float] = defaultdict(float)
         for text in problem.feedback:
             for cause_id, vote in self.mentions(text, candidates).items():

@@ -155,7 +155,7 @@ class Weighed(NamedTuple):
 
 
 def telling(
-    query: Sequence[str],
+    now: Collection[str],
     incident: Incident,
     log: EvidenceLog | None,
     rarity: Callable[[str], float],
@@ -166,7 +166,8 @@ def telling(
     """How much of what the current observations share with an exception told it apart, in [0, 1], and the terms.
 
     An *exception* is an incident whose first answers failed before another fixed it ("it looked like M; it
-    was Y"). Of the terms both the current observations and its symptoms affirm (`ignore` left out), a term
+    was Y"). Of the terms both the current observations (`now`: the terms they affirm, `affirmed_lines`, read
+    once by the caller for every unit) and its symptoms affirm (`ignore` left out), a term
     tells it apart as far as the principal's record ties it to Y rather than to the answers that failed
     there: ``(n_Y − n_F) / (n_Y + n_F)`` (0 when negative), where ``n_c`` counts the incidents fixed by ``c``
     whose observations hold the term. The share is that, weighted by rarity, over all the shared terms: a
@@ -176,10 +177,8 @@ def telling(
     answer, failed = incident.resolution, incident.failed
     if not answer or not failed or log is None:
         return 0.0, ()
-    ignored = set(ignore)
-    now = set().union(*affirmed_lines(query, lexicon)) if query else set()
     then = set().union(*affirmed_lines(incident.symptoms, lexicon)) if incident.symptoms else set()
-    shared = (now & then) - ignored
+    shared = (then & set(now)) - set(ignore)
     total, told = 0.0, {}
     for term in shared:
         counts = log.resolutions_with(term)

@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory.episodes import Episode, Outcome
+from memory.facts import affirmed_lines
 from memory.graph import ChangeLink
 from memory.reinforcer import episode_credit
 from memory.retrieval.changes import changes_for
@@ -150,12 +151,13 @@ class IncidentRecall:
             self._weights[principal] = cached
         weight, graph = cached[1], self.state.graph_of(principal)
         rarity = rarity_in(log.frequency, size) if log is not None else rarity_in(lambda term: 0, 0)
+        now = set().union(*affirmed_lines(observations, self.state.lexicon)) if observations else set()
 
         def weigh(incident: Incident, episode_id: str) -> Weighed:
             services = terms(" ".join(name for name in (subject, incident.subject) if name))
             lexicon = self.state.lexicon
             near = round(closeness(observations, incident.symptoms, weight, ignore=services, lexicon=lexicon), 6)
-            told, told_by = telling(observations, incident, log, rarity, ignore=services, lexicon=lexicon)
+            told, told_by = telling(now, incident, log, rarity, ignore=services, lexicon=lexicon)
             credit = episode_credit(graph, episode_id)
             why = f"closeness {near:.2f} to the observations, credit {credit:.2f} as a precedent"
             if told_by:

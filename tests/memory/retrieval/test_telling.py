@@ -3,12 +3,18 @@
 from datetime import UTC, datetime
 
 from memory.episodes import Outcome
+from memory.facts import affirmed_lines
 from memory.facts.evidence import EpisodeEvidence, EvidenceLog
 from memory.retrieval.incidents import Attempt, Incident, telling
 from memory.text import terms
 
 AT = datetime(2026, 3, 1, tzinfo=UTC)
 EVEN = lambda term: 1.0  # noqa: E731  every term weighs the same
+
+
+def _now(lines):
+    """The terms the current observation lines affirm (what `telling` is handed)."""
+    return set().union(*affirmed_lines(lines))
 
 
 def _fixed(episode_id, text, choice):
@@ -33,25 +39,25 @@ LOG = EvidenceLog(
 
 
 def test_the_detail_only_the_exception_had_tells_it_apart_and_the_mimic_s_symptoms_do_not():
-    share, told = telling(["volume full on orders", "authshim restarted again"], LESSON, LOG, EVEN)
+    share, told = telling(_now(["volume full on orders", "authshim restarted again"]), LESSON, LOG, EVEN)
     assert set(told) == {"authshim", "restart"} and share == 0.5  # of volume, full, authshim, restart
-    assert telling(["volume full on orders"], LESSON, LOG, EVEN) == (0.0, ())
+    assert telling(_now(["volume full on orders"]), LESSON, LOG, EVEN) == (0.0, ())
     # mentioned only as normal: not shared, so it tells nothing
-    assert telling(["volume full on orders", "authshim steady, not restarted"], LESSON, LOG, EVEN) == (0.0, ())
+    assert telling(_now(["volume full on orders", "authshim steady, not restarted"]), LESSON, LOG, EVEN) == (0.0, ())
 
 
 def test_a_detail_the_record_ties_to_the_failed_answer_as_often_tells_nothing():
     log = EvidenceLog([*LOG, _fixed("c", "authshim restarted, volume full", "disk_full")])
-    share, told = telling(["volume full on orders", "authshim restarted again"], LESSON, log, EVEN)
+    share, told = telling(_now(["volume full on orders", "authshim restarted again"]), LESSON, log, EVEN)
     assert share == 0.0 and told == ()
 
 
 def test_only_an_exception_is_told_apart():
     plain = _incident(["volume full on search"], ("disk_full", "SUCCESS"))
-    assert telling(["volume full on orders"], plain, LOG, EVEN) == (0.0, ())
+    assert telling(_now(["volume full on orders"]), plain, LOG, EVEN) == (0.0, ())
     unresolved = _incident(["volume full"], ("disk_full", "FAILURE"))
-    assert telling(["volume full"], unresolved, LOG, EVEN) == (0.0, ())
-    assert telling(["volume full", "authshim restarted"], LESSON, None, EVEN) == (0.0, ())
+    assert telling(_now(["volume full"]), unresolved, LOG, EVEN) == (0.0, ())
+    assert telling(_now(["volume full", "authshim restarted"]), LESSON, None, EVEN) == (0.0, ())
 
 
 def test_a_recall_hands_over_how_far_an_exception_was_told_apart():
