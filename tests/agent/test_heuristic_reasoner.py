@@ -448,7 +448,6 @@ def test_what_a_round_mentions_only_as_ruled_out_or_normal_is_ruled_out():
     assert {"rebalance", "fanout"} <= ruled_out(["fanout-svc: consumer group stable, no rebalances since Monday"])
     assert "flagrelay" in ruled_out(["The toggle fan-out (flagrelay) ruled out: no reboots, graphs unremarkable"])
     assert "relay" in ruled_out(["Flag relay: backlog at 0, nothing unusual there"])
-    assert "authshim" in ruled_out(["Login traffic through authshim looks like any other day"])
     # affirmed anywhere in the round: not ruled out
     assert "relsign" not in ruled_out(["relsign looks healthy", "relsign returns 503 on upload"])
     assert ruled_out(["relsign returns 503 on upload"]) == frozenset()

@@ -144,7 +144,6 @@ def test_episode_round_trips_through_its_record() -> None:
         ("The second circuit had gone live on the 14th but nobody moved the PSUs. Moved them", Outcome.UNKNOWN),
         ("The rollback, which had no effect, was undone", Outcome.FAILURE),
         ("The broker's volume was degraded. Moved leadership off it and replaced the broker", Outcome.UNKNOWN),
-        ("Disks were full. Cleaned up; the regression pipeline now wipes them first", Outcome.UNKNOWN),
         ("Pressure back to 1.9 and the rattle stopped. No work on the pump", Outcome.SUCCESS),
         ("Re-sent the batch that failed at 8k/s; done by 13:10", Outcome.SUCCESS),
         ("Two pods still held the old key that was rotated. `creds reload --all` brought errors down", Outcome.UNKNOWN),
@@ -152,7 +151,6 @@ def test_episode_round_trips_through_its_record() -> None:
         ("The patch did not work on the second server", Outcome.FAILURE),
         ("Pool raised to 25 (still under the server limit); acquisition waits disappeared by 11:40", Outcome.SUCCESS),
         ("Errors have not disappeared", Outcome.FAILURE),
-        ("Resynced the clock; the partial reads stopped and the queue drained", Outcome.SUCCESS),
         ("Restarted the pods; a partial recovery only", Outcome.PARTIAL),
     ],
 )
