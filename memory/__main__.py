@@ -382,15 +382,25 @@ def _is_url(path: str) -> bool:
 
 
 def _verify(path: str) -> int:
-    """Audit a store read-only: 0 when intact, 1 naming each finding (a server store: its chain)."""
+    """Audit a store read-only: 0 when intact, 1 naming each finding (a server store: `postgres_audit`)."""
     if _is_url(path):
-        with closing(open_store(path, create=False)) as store:
-            brk = store.verify()
-            if brk is None:
-                print(f"OK {path}: {len(store)} entries, chain intact")
-                return 0
-            print(f"CORRUPT {path}: entry seq={brk.seq} id={brk.id}: {brk.reason}")
-            return 1
+        try:
+            from memory.timeline.postgres import shown_url
+            from memory.timeline.postgres_audit import audit as audit_server
+        except ImportError as exc:
+            raise EpisodicMemoryError(
+                f"a postgresql:// store needs psycopg: pip install '.[postgres]' ({exc})"
+            ) from exc
+        shown = shown_url(path)
+        served = audit_server(path, shown)
+        for note in served.notes:
+            print(f"note {shown}: {note}")
+        if not served.findings:
+            print(f"OK {shown}: {served.entries} entries, chain intact, head {served.head}")
+            return 0
+        for finding in served.findings:
+            print(f"CORRUPT {shown}: {finding}")
+        return 1
     report = audit(path)
     for note in [*report.notes, *sidecar_findings(path)]:
         print(f"note {path}: {note}")

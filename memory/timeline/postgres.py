@@ -5,23 +5,29 @@ of `SQLiteStore`: the same tables and row form (`memory.timeline.schema`), the s
 (chained by `memory.timeline.entries`), insert-only records and snapshots. The server
 enforces the invariants (its tables, in `memory.timeline.postgres_schema`): triggers refuse
 UPDATE, DELETE and TRUNCATE for every role, and `grant_writer` gives an application role only
-SELECT and INSERT. Every write takes one transaction-scoped advisory lock, so writers on any
-host append to one linear chain and records get their ``seq`` in commit order (a reader
-polling by seq never skips a row).
+SELECT and INSERT, for the principals it names (row-level security). Every write takes one
+transaction-scoped advisory lock, so writers on any host append to one linear chain and records
+get their ``seq`` in commit order (a reader polling by seq never skips a row).
+
+Every write transaction also seals the derived rows it wrote (digest chains) and appends the
+store's head to the server-side anchor, after refusing to write on a store that does not hold
+what its newest anchor recorded (`memory.timeline.postgres_integrity`); derived records are read
+only up to the anchored chain, and `verify` checks all of it (`memory.timeline.postgres_audit`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import psycopg
 
 from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
-from memory.timeline import erasure, portable, record_body
+from memory.timeline import erasure, portable, postgres_audit, record_body
+from memory.timeline import postgres_integrity as integrity
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -30,7 +36,9 @@ from memory.timeline.entries import (
     Kind,
     verify_chain,
 )
-from memory.timeline.postgres_schema import SCHEMA, WRITE_LOCK, grant_writer, triggers
+from memory.timeline.integrity import Audit
+from memory.timeline.postgres_integrity import grant_writer
+from memory.timeline.postgres_schema import SCHEMA, WRITE_LOCK, triggers
 from memory.timeline.protocols import EntryParts, StoreStats
 from memory.timeline.schema import (
     COLUMNS,
@@ -45,7 +53,7 @@ from memory.timeline.schema import (
     vectors_of,
 )
 
-# grant_writer is defined with the tables (`postgres_schema`) and imported from here (docs/sharing.md)
+# grant_writer is defined with the integrity objects (`postgres_integrity`) and imported from here (docs/sharing.md)
 __all__ = ["PostgresStore", "grant_writer"]
 
 
@@ -64,9 +72,18 @@ class PostgresStore:
         try:
             self._db = psycopg.connect(self.path, autocommit=True)
         except psycopg.Error as exc:
-            raise StoreError(f"{_shown(self.path)}: cannot connect ({str(exc).strip()})") from exc
+            raise StoreError(f"{shown_url(self.path)}: cannot connect ({str(exc).strip()})") from exc
         try:
             self._ensure_schema(create)
+            self._owner = integrity.owns_store(self._db)
+            self._integrity = integrity.has_integrity(self._db)
+            if self._integrity and (lost := integrity.lost_tail(self._db)):
+                raise StoreError(
+                    f"{shown_url(self.path)}: {lost} (run `python -m memory verify {shown_url(self.path)}`)"
+                )
+        except psycopg.Error as exc:
+            self._db.close()
+            raise StoreError(f"{shown_url(self.path)}: cannot be read ({str(exc).strip()})") from exc
         except BaseException:
             self._db.close()
             raise
@@ -75,14 +92,15 @@ class PostgresStore:
         if self._has_tables():
             return
         if not create:
-            raise StoreError(f"{_shown(self.path)}: no memory store in this database")
+            raise StoreError(f"{shown_url(self.path)}: no memory store in this database")
         try:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
                 if not self._has_tables():  # another process may have created them meanwhile
                     self._db.execute(SCHEMA + triggers())
+                    integrity.install(self._db)
         except psycopg.Error as exc:
-            raise StoreError(f"{_shown(self.path)}: cannot create the store's tables ({str(exc).strip()})") from exc
+            raise StoreError(f"{shown_url(self.path)}: cannot create the store's tables ({str(exc).strip()})") from exc
 
     def _has_tables(self) -> bool:
         # pg_tables, not to_regclass: the catalog cache may miss tables committed while this waited
@@ -91,14 +109,40 @@ class PostgresStore:
         ).fetchone()
         return row is not None and bool(row[0])
 
-    def _write(self) -> _WriteTransaction:
-        return _WriteTransaction(self._db)
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One transaction holding the store's advisory write lock, sealed and anchored before it commits.
+
+        A store created before digests and anchors gets them in its owner's first write; an application
+        role writes to it as before (its owner's next write seals those rows too). Refusals of the
+        server (insert-only tables, another principal's rows) become `ImmutableRecordError`.
+        """
+        try:
+            with self._db.transaction():
+                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                if not self._integrity and self._owner and not integrity.has_integrity(self._db):
+                    integrity.install(self._db)
+                self._integrity = self._integrity or integrity.has_integrity(self._db)
+                if self._integrity:
+                    integrity.refuse_unanchored(self._db, shown_url(self.path))
+                yield
+                if self._integrity:
+                    integrity.seal(self._db)
+                    integrity.anchor(self._db)
+        except (psycopg.errors.RestrictViolation, psycopg.errors.InsufficientPrivilege) as exc:
+            raise ImmutableRecordError(f"{shown_url(self.path)}: {exc.diag.message_primary or exc}") from exc
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"{shown_url(self.path)}: {str(exc).strip()}") from exc
+
+    def _sealed(self) -> str:
+        """The condition a served records row meets: within the anchored digest chain (none on an old store)."""
+        return f" AND {integrity.SEALED}" if self._integrity else ""
 
     def _rows(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             return self._db.execute(query, params).fetchall()
         except psycopg.OperationalError as exc:  # the server went away, or the store was closed
-            raise StoreError(f"{_shown(self.path)}: {str(exc).strip()}") from exc
+            raise StoreError(f"{shown_url(self.path)}: {str(exc).strip()}") from exc
 
     # -- timeline ---------------------------------------------------------------------
 
@@ -211,7 +255,7 @@ class PostgresStore:
         added = 0
         with self._write():
             if head is not None and self._head()[0] - 1 != head:
-                raise HeadMoved(f"{_shown(self.path)}: the timeline moved past seq {head}")
+                raise HeadMoved(f"{shown_url(self.path)}: the timeline moved past seq {head}")
             stored = dict(
                 self._rows(
                     "SELECT id, body FROM records WHERE kind = %s AND id = ANY(%s)", (kind, [row[0] for row in rows])
@@ -219,7 +263,10 @@ class PostgresStore:
             )
             seq = self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
             for record_id, body in rows:
-                if record_id in stored:
+                if record_id in stored and stored[record_id] != body:
+                    raise IntegrityError(f"{kind} record {record_id} already stored with different content")
+            for record_id, body in self._writable(kind, [row for row in rows if row[0] not in stored]):
+                if record_id in stored:  # listed twice in `records`
                     if stored[record_id] != body:
                         raise IntegrityError(f"{kind} record {record_id} already stored with different content")
                     continue
@@ -230,6 +277,19 @@ class PostgresStore:
                 stored[record_id] = body
                 added += 1
         return added
+
+    def _writable(self, kind: str, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The rows this connection's role may add: all of them for the owner; for an application role, those
+        of the principals `grant_writer` gave it. Every process of a shared memory derives every principal's
+        records; the others' are left to their own writers (the server would refuse them)."""
+        if self._owner or not self._integrity or not rows:
+            return rows
+        allowed = self._rows(
+            "SELECT memory_may_write(current_user, memory_record_principals(%s, body)) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS listed(body, position) ORDER BY position",
+            (kind, [body for _, body in rows]),
+        )
+        return [row for row, (may,) in zip(rows, allowed) if may]
 
     def others_wrote(self) -> bool:
         """Always True: other hosts write to the server unannounced."""
@@ -242,14 +302,17 @@ class PostgresStore:
     def records_after(self, kind: RecordKind | str, after: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(id, body) of the records of one kind stored after record seq `after`, in order."""
         for seq, record_id, body in self._rows(
-            "SELECT seq, id, body FROM records WHERE kind = %s AND seq > %s ORDER BY seq", (kind_text(kind), after)
+            f"SELECT seq, id, body FROM records WHERE kind = %s AND seq > %s{self._sealed()} ORDER BY seq",
+            (kind_text(kind), after),
         ):
-            yield record_id, record_body.decoded(_shown(self.path), kind_text(kind), record_id, body, seq)
+            yield record_id, record_body.decoded(shown_url(self.path), kind_text(kind), record_id, body, seq)
 
     def record(self, kind: RecordKind | str, record_id: str) -> dict[str, Any] | None:
         """The body of one record, or None."""
-        rows = self._rows("SELECT body, seq FROM records WHERE kind = %s AND id = %s", (kind_text(kind), record_id))
-        return record_body.decoded(_shown(self.path), kind_text(kind), record_id, *rows[0]) if rows else None
+        rows = self._rows(
+            f"SELECT body, seq FROM records WHERE kind = %s AND id = %s{self._sealed()}", (kind_text(kind), record_id)
+        )
+        return record_body.decoded(shown_url(self.path), kind_text(kind), record_id, *rows[0]) if rows else None
 
     def record_ids(self, kind: RecordKind | str) -> list[str]:
         """The ids of the records of one kind, in no particular order."""
@@ -316,24 +379,16 @@ class PostgresStore:
     # -- integrity, portability, stats ---------------------------------------------------
 
     def verify(self) -> ChainBreak | None:
-        """Recompute the whole chain over the server's rows; the first bad entry, or None when intact."""
-        unreadable: list[ChainBreak] = []
+        """Audit the store (`memory.timeline.postgres_audit`); the first bad entry, else the first other finding
+        (as a break at seq -1), or None when intact."""
+        report, brk = postgres_audit.audit_connection(self._db)
+        if brk is not None:
+            return brk
+        return ChainBreak(-1, "?", report.findings[0]) if report.findings else None
 
-        def readable() -> Iterator[Entry]:
-            # A server-side cursor streams the rows: the whole timeline is never in memory at once.
-            with self._db.transaction(), self._db.cursor(name="verify") as cursor:
-                cursor.itersize = 2000
-                for row in cursor.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq"):
-                    try:
-                        yield row_to_entry(row)
-                    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
-                        unreadable.append(ChainBreak(row[0], str(row[1]), f"unreadable row: {exc}"))
-                        return
-
-        if (marks := erasure.postgres_marks(self._db)).findings:
-            return ChainBreak(-1, "?", marks.findings[0])
-        brk = verify_chain(readable(), erased=marks.entries)
-        return unreadable[0] if unreadable else brk
+    def audit(self) -> Audit:
+        """Every finding of `verify`, each saying what and where (`memory.timeline.postgres_audit`)."""
+        return postgres_audit.audit_connection(self._db)[0]
 
     def erase(self, plan: erasure.ErasurePlan) -> bool:
         """Apply an erasure plan (`memory.timeline.erasure`; owner only); whether VACUUM FULL purged old rows."""
@@ -383,28 +438,7 @@ class PostgresStore:
         self.close()
 
 
-class _WriteTransaction:
-    """One transaction holding the store's advisory write lock; refusals become `ImmutableRecordError`."""
-
-    def __init__(self, db: psycopg.Connection) -> None:
-        self._db = db
-        self._transaction = db.transaction()
-
-    def __enter__(self) -> None:
-        self._transaction.__enter__()
-        self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._transaction.__exit__(exc_type, exc, tb)
-        if isinstance(exc, (psycopg.errors.RestrictViolation, psycopg.errors.InsufficientPrivilege)):
-            raise ImmutableRecordError(str(exc).strip()) from exc
-        if isinstance(exc, psycopg.OperationalError):
-            raise StoreError(str(exc).strip()) from exc
-
-
-def _shown(url: str) -> str:
+def shown_url(url: str) -> str:
     """A URL without its password, for messages."""
     try:
         info = psycopg.conninfo.conninfo_to_dict(url)

@@ -20,17 +20,33 @@ from memory.timeline.postgres import PostgresStore, grant_writer  # noqa: E402
 _names = itertools.count()
 
 
+_running: dict[str, LocalServer] = {}
+
+
+def running_server() -> LocalServer:
+    """The one server of this test process, started on first use; the test modules on PostgreSQL share it
+    (their session-scoped `server` fixtures), so it starts once per worker. Skips, with
+    `LocalServer.find`'s reason, when none can start here."""
+    if "server" not in _running:
+        bindir, user, reason = LocalServer.find()
+        if bindir is None:
+            pytest.skip(reason)
+        local = LocalServer(bindir, user)
+        local.start()
+        _running["server"] = local
+    return _running["server"]
+
+
+def stop_server() -> None:
+    """Stop the process's server, if one runs (the first session fixture torn down does it)."""
+    if (local := _running.pop("server", None)) is not None:
+        local.stop()
+
+
 @pytest.fixture(scope="session")
 def server():
-    bindir, user, reason = LocalServer.find()
-    if bindir is None:
-        pytest.skip(reason)
-    local = LocalServer(bindir, user)
-    local.start()
-    try:
-        yield local
-    finally:
-        local.stop()
+    yield running_server()
+    stop_server()
 
 
 @pytest.fixture
@@ -127,7 +143,7 @@ def test_update_delete_and_truncate_are_refused_by_the_server(server, url):
         "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'agent') "
         "THEN CREATE ROLE agent LOGIN; END IF; END $$"
     )
-    grant_writer(url, "agent")
+    grant_writer(url, "agent", principals=["default"])
     app_url = server.url(name, user="agent")
     with PostgresStore(app_url, create=False) as app:
         Timeline(app, HashingEncoder(dim=64)).append(
@@ -285,7 +301,7 @@ def test_forgetting_on_the_server_store(server, url):
     )
     app_url = server.url(psycopg.conninfo.conninfo_to_dict(url)["dbname"], user="agent")
     with EpisodicMemory(url, principal="p", encoder=HashingEncoder(dim=64)) as memory:
-        grant_writer(url, "agent")  # before the first erasure
+        grant_writer(url, "agent", principals=["p"])  # before the first erasure
         play_incidents(memory)
         entry = memory.observe(secret, timestamp=T0 + timedelta(days=2), situation="support")
         play_incidents(memory, start=T0 + timedelta(days=3))
