@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote
@@ -23,7 +24,7 @@ from memory.errors import DamagedBody, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
 from memory.timeline import erasure, record_body
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
-from memory.timeline.connection import missing_triggers
+from memory.timeline.connection import WriteTransaction, missing_triggers
 from memory.timeline.entries import GENESIS_ID, Entry, entry_id
 from memory.timeline.format_version import rewound_version
 from memory.timeline.schema import APPLICATION_ID, READ_COLUMNS, READABLE_SCHEMAS, row_to_entry, rows_to_entries
@@ -81,6 +82,31 @@ def seal(db: sqlite3.Connection) -> Anchor:
 # Derived records are served once a digest covers them (a store without digests yet: all of them); a row
 # written past the store's writer is never sealed (`refuse_unsealed`), so it is never served.
 SEALED = "seq <= COALESCE((SELECT MAX(seq) FROM digests WHERE tbl = 'records'), seq)"
+
+
+@contextmanager
+def sealed(db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None, lock_timeout: float) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` write transaction that refuses rows written past the writer, seals the derived
+    rows it wrote, and anchors what it commits (`memory.timeline.anchor`): the pending anchor before
+    ``COMMIT``, the committed one after, both under the anchor file's lock, taken first.
+
+    Raises:
+        StoreError: the store is locked, holds unsealed rows, or its anchor cannot be written (then
+            nothing is committed).
+    """
+    with anchor.locked(lock_timeout) if anchor is not None else nullcontext():
+        with WriteTransaction(db, path, lock_timeout):
+            refuse_unsealed(db, path)
+            yield
+            anchored = seal(db)
+            try:
+                anchor.write(anchored, pending=True) if anchor is not None else None
+            except OSError as exc:
+                raise StoreError(
+                    f"{path}: cannot write the store's anchor ({exc.strerror}); nothing was written"
+                ) from exc
+        with suppress(OSError):  # the pending anchor stands for this one: the store equals it
+            anchor.write(anchored, pending=False) if anchor is not None else None
 
 
 def sealed_top(db: sqlite3.Connection, table: str = "records") -> int | None:
@@ -148,31 +174,15 @@ def refuse_open(db: sqlite3.Connection, path: str) -> None:
 
 
 def lost_tail(db: sqlite3.Connection, path: str) -> str:
-    """A cheap check on open: what the store lost against its anchor ("" when nothing is known lost)."""
-    anchor = anchor_file.read(path).anchor
-    if anchor is None:
-        return ""
-    if anchor.entries:
-        row = db.execute("SELECT id FROM timeline WHERE seq = ?", (anchor.entries - 1,)).fetchone()
-        if row is None:
-            count = db.execute("SELECT COUNT(*) FROM timeline").fetchone()[0]
-            return f"the store holds {count} entries but its anchor records {anchor.entries}: its tail was lost"
-        if row[0] != anchor.head:
-            return f"entry seq={anchor.entries - 1} is not the anchored head {anchor.head[:12]}…"
-    for table, (seq, _digest) in anchor.derived.items():
-        if (
-            seq
-            and db.execute(f"SELECT 1 FROM {table} WHERE seq = ?", (seq,)).fetchone() is None
-            and not _erasable(db, table, seq)
-        ):
-            return f"{table} row seq={seq} recorded by the anchor is missing"
-    return ""
-
-
-def _erasable(db: sqlite3.Connection, table: str, seq: int) -> bool:
-    """Whether a derived row may be absent because an erasure deleted it (a cheap check for opening)."""
+    """A cheap check on open: how the store differs from its anchor ("" when it equals or merely holds it)."""
     marks = erasure.sqlite_marks(db)
-    return seq < marks.records_before if table == "records" else seq <= marks.snapshots_upto
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    with anchor_file.settled(path):  # no writer between its two anchor writes while both are read
+        read = anchor_file.read(path)
+        if read.damage:
+            return read.damage
+        found = _against_anchors(db, read, tables, marks)
+    return found[0] if found else ""
 
 
 def audit(path: str | Path) -> Audit:
@@ -243,10 +253,13 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
         notes.append(
             "derived records are not digest-chained yet (a store written before digests; the next write chains them)"
         )
-    read = anchor_file.read(path)
+    with anchor_file.settled(path) as held:  # no writer between its two anchor writes while both are read
+        read = anchor_file.read(path)
+        findings += [read.damage] if read.damage else []
+        findings += _against_anchors(db, read, tables, marks)
     notes += [read.note] if read.note else []
-    if read.anchor is not None:
-        findings += _against_anchor(db, read.anchor, tables, marks)
+    if not held and read.anchor is not None:
+        notes.append("the anchor was compared while another writer held it (a write in progress may show)")
     return Audit(
         count,
         head,
@@ -337,10 +350,27 @@ def _digest_rows(db: sqlite3.Connection, table: str) -> Iterator[tuple[int, str]
     return iter([(row[0], row[1]) for row in rows])
 
 
-def _against_anchor(db: sqlite3.Connection, anchor: Anchor, tables: set[str], marks: erasure.Marks) -> list[str]:
-    """Findings of the store against its anchor. The timeline is judged by the anchored head's row, not by
-    how far the hash chain was read: a chain broken earlier (or a row missing before the head) is the
-    chain's finding, not a lost tail."""
+def _against_anchors(
+    db: sqlite3.Connection, read: anchor_file.Read, tables: set[str], marks: erasure.Marks
+) -> list[str]:
+    """Findings of the store against its anchors: none when it equals the committed state or the pending
+    one after it (a crash between a pending write and its confirmation); of the first format, none when
+    it holds the anchored state."""
+    if read.anchor is None:
+        return []
+    found = _against_anchor(db, read.anchor, tables, marks, exact=read.exact)
+    if found and read.pending is not None and not _against_anchor(db, read.pending, tables, marks, exact=True):
+        return []
+    return found
+
+
+def _against_anchor(
+    db: sqlite3.Connection, anchor: Anchor, tables: set[str], marks: erasure.Marks, *, exact: bool
+) -> list[str]:
+    """Findings of the store against one anchored state. The timeline is judged by the anchored head's row,
+    not by how far the hash chain was read: a chain broken earlier (or a row missing before the head) is
+    the chain's finding, not a lost tail. With `exact`, rows past the anchored state are findings too:
+    the writer anchors every state it commits, so they were written past it."""
     findings = []
     if anchor.entries:
         row = db.execute("SELECT id FROM timeline WHERE seq = ?", (anchor.entries - 1,)).fetchone()
@@ -349,7 +379,29 @@ def _against_anchor(db: sqlite3.Connection, anchor: Anchor, tables: set[str], ma
             findings.append(f"timeline: {count} entries, the anchor records {anchor.entries}: the tail was lost")
         elif row[0] != anchor.head:
             findings.append(f"timeline seq={anchor.entries - 1}: not the anchored head {anchor.head[:16]}…")
+    if exact:
+        top = db.execute("SELECT MAX(seq) FROM timeline").fetchone()[0]
+        if top is not None and top >= anchor.entries:
+            findings.append(
+                f"timeline seq={anchor.entries}..{top}: entries past the anchored head "
+                "(written past the store's writer)"
+            )
     for table, (seq, digest) in anchor.derived.items():
+        if exact and "digests" in tables:
+            past = db.execute(
+                "SELECT MIN(seq), MAX(seq) FROM digests WHERE tbl = ? AND seq > ?", (table, seq)
+            ).fetchone()
+            if past[0] is not None:
+                first = (
+                    db.execute(f"SELECT kind, id FROM {table} WHERE seq = ?", (past[0],)).fetchone()
+                    if table in tables
+                    else None
+                )
+                named = f" kind={first[0]} id={first[1]}" if first else ""
+                findings.append(
+                    f"{table} seq={past[0]}..{past[1]}{named}: digested rows past the anchored digest "
+                    "(written past the store's writer, digests and all)"
+                )
         if not seq:
             continue
         row = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from memory.timeline import anchor as anchor_file
 from memory.timeline import erasure, portable, record_body, sidecars
 from memory.timeline import integrity as anchors
 from memory.timeline import sqlite_reads as reads
-from memory.timeline.connection import WriteTransaction, open_database
+from memory.timeline.connection import open_database
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -76,7 +76,8 @@ class SQLiteStore:
         self._db, self._schema = open_database(
             self.path, create=create, synchronous=synchronous, lock_timeout=lock_timeout
         )
-        self._anchor = anchor_file.Writer(self.path) if self.path != ":memory:" else None
+        durable = synchronous.upper() in ("FULL", "EXTRA")
+        self._anchor = anchor_file.Writer(self.path, durable=durable) if self.path != ":memory:" else None
         self.vectors_path = f"{self.path}-vectors" if self.path != ":memory:" else None  # `memory.persistence.vectors`
         # A file keeps a hashing-encoder vector as its text alone (recomputed on read); a store
         # in memory keeps the vector, since it has no disk to save and reads back often.
@@ -424,15 +425,6 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[None]:
-        """One ``BEGIN IMMEDIATE`` write transaction; chains new derived rows and writes the anchor after COMMIT."""
-        with WriteTransaction(self._db, self.path, self._lock_timeout):
-            anchors.refuse_unsealed(self._db, self.path)
-            yield
-            anchored = anchors.seal(self._db)
-        if self._anchor is not None:
-            try:
-                self._anchor.write(anchored)
-            except OSError:  # the anchor only helps verify; a commit never fails for it
-                pass
+    def _write(self) -> AbstractContextManager[None]:
+        """One write transaction that seals its derived rows and anchors what it commits (`anchors.sealed`)."""
+        return anchors.sealed(self._db, self.path, self._anchor, self._lock_timeout)

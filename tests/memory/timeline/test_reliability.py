@@ -282,7 +282,7 @@ def test_deleting_the_last_rows_is_seen(tmp_path, capsys):
     )
     assert cli(["verify", str(path)]) == 1
     assert "timeline: 4 entries, the anchor records 6: the tail was lost" in capsys.readouterr().out
-    with pytest.raises(StoreError, match="holds 4 entries but its anchor records 6"):
+    with pytest.raises(StoreError, match="4 entries, the anchor records 6: the tail was lost"):
         SQLiteStore(path)
 
 

@@ -11,7 +11,7 @@ from memory.agent_memory import EpisodicMemory
 from memory.errors import StoreError
 from memory.persistence.vectors import VectorFile
 from memory.timeline import SQLiteStore
-from memory.timeline.anchor import GENESIS, Anchor, Writer
+from memory.timeline.anchor import GENESIS, SLOT, SLOTS, Anchor, Writer
 from memory.timeline.anchor import read as read_anchor
 from tests.builders import play_incidents
 
@@ -50,7 +50,7 @@ def test_an_anchor_linked_after_the_store_opened_is_refused_on_its_first_write(t
     store, victim = planted(tmp_path, "-anchor", dangling=dangling)
     writer = Writer(str(store))  # what an open store holds: the link appears after the open's check
     with pytest.raises(StoreError, match="-anchor is a symbolic link; refusing to write through it"):
-        writer.write(Anchor(1, GENESIS, {}))
+        writer.write(Anchor(1, GENESIS, {}), pending=True)
     writer.close()
     assert unharmed(victim, dangling)
     assert read_anchor(str(store)).anchor is None  # nor is a link read as the store's anchor
@@ -71,6 +71,6 @@ def test_a_memory_with_real_sidecars_still_writes_them(tmp_path):
     store = tmp_path / "m.sqlite"
     with EpisodicMemory(store) as memory:
         play_incidents(memory)
-    assert os.path.getsize(f"{store}-anchor") == 1024 and not os.path.islink(f"{store}-anchor")
+    assert os.path.getsize(f"{store}-anchor") == SLOTS * SLOT and not os.path.islink(f"{store}-anchor")
     with EpisodicMemory(store) as memory:
         assert memory.store.stats().entries > 0
