@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 
 from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
-from memory.timeline import erasure, portable, postgres_audit, record_body
+from memory.timeline import erasure, portable, postgres_audit, postgres_erasure, record_body
 from memory.timeline import postgres_integrity as integrity
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -393,7 +393,7 @@ class PostgresStore:
     def erase(self, plan: erasure.ErasurePlan) -> bool:
         """Apply an erasure plan (`memory.timeline.erasure`; owner only); whether VACUUM FULL purged old rows."""
         with self._write():
-            erasure.apply_postgres(self._db, plan)
+            postgres_erasure.apply(self._db, plan)
         return erasure.purge_postgres(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:

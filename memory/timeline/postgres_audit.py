@@ -20,10 +20,11 @@ from collections.abc import Iterator
 import psycopg
 
 from memory.errors import StoreError
-from memory.timeline import erasure, record_body
+from memory.timeline import erasure, postgres_erasure, record_body
 from memory.timeline.anchor import DERIVED, GENESIS, row_digest
 from memory.timeline.entries import GENESIS_ID, ChainBreak, Entry, verify_chain
 from memory.timeline.integrity import MAX_FINDINGS, Audit
+from memory.timeline.postgres_erasure import GUARD
 from memory.timeline.postgres_integrity import DERIVED_COLUMNS, Anchored, anchored, has_integrity
 from memory.timeline.postgres_schema import FUNCTIONS, INTEGRITY_TABLES, POLICIES, ROW_SECURED, SCHEMA, TABLES
 from memory.timeline.schema import COLUMNS, row_to_entry
@@ -37,11 +38,7 @@ APPEND_CHECKS = {
     "records": "memory_may_add(CURRENT_USER, kind, id, body)",
 }
 _REFUSE = re.search(r"memory_refuse\(\).*?\$\$(.*?)\$\$", SCHEMA, re.S)
-_GUARD = re.search(r"memory_erasure_guard\(\).*?\$\$(.*?)\$\$", erasure.POSTGRES_DDL, re.S)
-TRIGGER_BODIES = {
-    "memory_refuse": _REFUSE.group(1) if _REFUSE else "",
-    "memory_erasure_guard": _GUARD.group(1) if _GUARD else "",
-}
+TRIGGER_BODIES = {"memory_refuse": _REFUSE.group(1) if _REFUSE else "", "memory_erasure_guard": GUARD}
 
 
 def audit(url: str, shown: str) -> Audit:
@@ -163,7 +160,9 @@ def _function_findings(db: psycopg.Connection, sealed: bool) -> list[str]:
             continue  # a store that never erased
         if not versions:
             findings.append(f"schema: function {name} is missing")
-        elif len(versions) > 1 or versions[0][0] != body:
+        elif len(versions) > 1 or not (
+            postgres_erasure.known_guard(versions[0][0]) if name == "memory_erasure_guard" else versions[0][0] == body
+        ):
             findings.append(f"schema: function {name} was replaced (its body is not the store's)")
         elif name in FUNCTIONS and not versions[0][1]:
             findings.append(f"schema: function {name} is not SECURITY DEFINER")

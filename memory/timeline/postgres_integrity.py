@@ -162,9 +162,13 @@ def lost_tail(db: psycopg.Connection) -> str:
     """A cheap check on open: what the store lost against its newest anchor ("" when nothing is known lost)."""
     current = state(db)
     anchor_row = current.anchor
-    if anchor_row is None or current.entries >= anchor_row.entries:
-        return _missing_derived(current)
-    return f"the store holds {current.entries} entries but its anchor records {anchor_row.entries}: its tail was lost"
+    if anchor_row is None:
+        return ""
+    if current.entries < anchor_row.entries:
+        return (
+            f"the store holds {current.entries} entries but its anchor records {anchor_row.entries}: its tail was lost"
+        )
+    return _missing_derived(current, anchor_row)
 
 
 def _against_anchor(db: psycopg.Connection, current: State) -> str:
@@ -188,13 +192,13 @@ def _against_anchor(db: psycopg.Connection, current: State) -> str:
             return f"digests of {table} seq={seq + 1} and after were written past the store's writer (not anchored)"
         if (chained_seq, chained_digest) != (seq, digest):
             return f"{table} seq={seq}: the anchored digest {digest[:12]}… is missing or different"
-    return _missing_derived(current)
+    return _missing_derived(current, anchor_row)
 
 
-def _missing_derived(current: State) -> str:
-    """A derived table whose last chained row is gone (deleted past its digest): "" when there is none."""
+def _missing_derived(current: State, anchor_row: Anchored) -> str:
+    """A derived table whose anchored last row is gone (deleted past its digest): "" when there is none."""
     for table in DERIVED:
-        seq, _ = current.chained[table]
+        seq, _ = anchor_row.derived[table]
         if seq and current.tops[table] < seq:
             return f"{table} row seq={seq} recorded by the anchor is missing"
     return ""
