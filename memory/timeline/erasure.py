@@ -8,16 +8,21 @@ An entry's id is the SHA-256 of its content and its predecessor's id, so erased 
 cannot be re-hashed. Erasure therefore keeps what the chain needs and records what it did:
 
 - **An erasure record** (record kind ``erasure``: when, who asked, why, which principal or
-  entry, how many entries, a SHA-256 over their ``seq id`` lines, the last snapshot seq
-  then; no content) is stored like
-  every derived record, so the digest chain and the anchor cover it, and the insert-only
-  ``erased`` table lists each erased entry's seq and id under that record's id.
+  entry, how many entries, a SHA-256 over their ``seq id principal timestamp`` lines, the last
+  snapshot seq then; no content) is stored like every derived record, so the digest chain and
+  the anchor cover it, and the insert-only ``erased`` table lists each erased entry's seq and
+  id under that record's id. Its digest is its authority: on SQLite the record is sealed
+  (chained in ``digests``) before anything is blanked, and the triggers blank and delete only
+  under a sealed record (`memory.timeline.erasure_sqlite`). A record inserted with plain SQL
+  has no digest that verifies, or leaves the store past its anchor when it has the right one.
 - **Blank rows.** The erased entries' rows keep seq, id, previous id, timestamp, principal,
   role and kind; text, situation, metadata, encoder and embedding are emptied. The only
   UPDATE the store permits is exactly this one, and only for rows listed in ``erased``.
+  Their principal and timestamp, which the id can no longer vouch for, are covered by the
+  record's listing digest (records of format 1, written before, cover seq and id only).
 - **Derived state rebuilt.** Every derived record written before the erasure (episode
   summaries, edges, fact versions and their evidence, marks, flush points) and every state
-  run is deleted (the only DELETE permitted: rows older than the newest erasure record), and
+  run is deleted (the only DELETE permitted: rows older than the newest sealed erasure record), and
   the records a replay of the timeline without the erased entries writes are stored in the
   same transaction; so the memory's projection equals `rebuild()` afterwards.
 - **Bytes purged.** SQLite deletes with ``secure_delete``, then ``VACUUM`` and a truncating
@@ -34,16 +39,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from memory.errors import StoreChanged
-from memory.timeline import record_body
-from memory.timeline.entries import Entry
+from memory.timeline.entries import Entry, format_timestamp, parse_timestamp
 from memory.timeline.protocols import Store
-from memory.timeline.schema import SCHEMA_VERSION
 from memory.timeline.validation import check_label
 
 ERASURE = "erasure"  # the record kind of erasure records
@@ -87,12 +89,26 @@ def is_erased(entry: Entry) -> bool:
     return entry.situation == "" and entry.text == "" and entry.encoder == "" and entry.embedding.size == 0
 
 
-def listing_digest(entries: Iterable[tuple[int, str]]) -> str:
-    """SHA-256 over the ``seq id`` lines of erased entries, in the given order."""
+LISTING_FORMAT = 2  # erasure records from this format on cover each erased row's principal and timestamp
+
+
+def listing_digest(entries: Iterable[tuple[object, ...]]) -> str:
+    """SHA-256 over one line per erased entry, in the given order: ``seq id`` (format 1), or
+    ``seq id principal timestamp`` (format 2: what an erased row keeps besides its links, which its id
+    can no longer vouch for once its content is gone)."""
     h = hashlib.sha256()
-    for seq, entry_id in entries:
-        h.update(f"{seq} {entry_id}\n".encode("ascii"))
+    for fields in entries:
+        h.update((" ".join(map(str, fields)) + "\n").encode("utf-8"))
     return h.hexdigest()
+
+
+def _kept_fields(store: Store, targets: Sequence[tuple[int, str]]) -> list[tuple[int, str, str, str]]:
+    """(seq, id, principal, stored timestamp) of the entries an erasure blanks."""
+    entries = {entry.id: entry for entry in store.get_many([entry_id for _, entry_id in targets])}
+    return [
+        (seq, entry_id, entries[entry_id].principal, format_timestamp(entries[entry_id].timestamp))
+        for seq, entry_id in targets
+    ]
 
 
 class Selection(NamedTuple):
@@ -143,8 +159,8 @@ def make_plan(
         "at": datetime.now(UTC).isoformat(timespec="microseconds"),
         **scope,
         "entries": len(targets),
-        "entries_sha256": listing_digest(targets),
-        "format": 1,
+        "entries_sha256": listing_digest(_kept_fields(store, targets)),
+        "format": LISTING_FORMAT,
     }
     record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
     rows = rederive(frozenset(seq for seq, _ in targets))
@@ -162,125 +178,43 @@ def _requested(store: Store, entry_id: str | None, principal: str | None, owner:
     return Selection([(e.seq, e.id) for e in store.entries(principal=who) if not is_erased(e)], {"principal": who})
 
 
-def _dumps(body: Mapping[str, Any]) -> str:
+def dumps(body: Mapping[str, Any]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-# -- SQLite ------------------------------------------------------------------------------
+# -- shared by both stores ------------------------------------------------------------------
 
-_BLANK = (
+BLANK_ROW = (  # the one UPDATE an erasure makes: content emptied, links kept
     "NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.prev_id = OLD.prev_id AND NEW.timestamp = OLD.timestamp "
     "AND NEW.principal = OLD.principal AND NEW.role = OLD.role AND NEW.kind = OLD.kind AND NEW.situation = '' "
     "AND NEW.text = '' AND NEW.metadata = '{}' AND NEW.encoder = '' AND length(NEW.embedding) = 0"
 )
-_NEWEST = "(SELECT COALESCE(MAX(seq), 0) FROM records WHERE kind = 'erasure')"
-_UPTO = (
-    "(SELECT COALESCE(MAX(CAST(json_extract(body, '$.snapshots_upto') AS INTEGER)), 0) "
-    "FROM records WHERE kind = 'erasure')"
-)
-
-# The triggers of schema.py, narrowed to the one UPDATE and the DELETEs an erasure makes.
-SQLITE_DDL = [
-    "CREATE TABLE IF NOT EXISTS erased (seq INTEGER PRIMARY KEY, id TEXT NOT NULL, erasure TEXT NOT NULL)",
-    "CREATE TRIGGER IF NOT EXISTS erased_no_update BEFORE UPDATE ON erased "
-    "BEGIN SELECT RAISE(ABORT, 'erased is insert-only: UPDATE refused'); END",
-    "CREATE TRIGGER IF NOT EXISTS erased_no_delete BEFORE DELETE ON erased "
-    "BEGIN SELECT RAISE(ABORT, 'erased is insert-only: DELETE refused'); END",
-    "DROP TRIGGER IF EXISTS timeline_no_update",
-    "CREATE TRIGGER timeline_no_update BEFORE UPDATE ON timeline WHEN NOT (EXISTS (SELECT 1 FROM erased "
-    f"WHERE erased.seq = OLD.seq AND erased.id = OLD.id) AND {_BLANK}) "
-    "BEGIN SELECT RAISE(ABORT, 'timeline is append-only: UPDATE refused'); END",
-    "DROP TRIGGER IF EXISTS records_no_delete",
-    f"CREATE TRIGGER records_no_delete BEFORE DELETE ON records WHEN OLD.kind = 'erasure' OR OLD.seq >= {_NEWEST} "
-    "BEGIN SELECT RAISE(ABORT, 'records are insert-only: DELETE refused'); END",
-    "DROP TRIGGER IF EXISTS snapshots_no_delete",
-    f"CREATE TRIGGER snapshots_no_delete BEFORE DELETE ON snapshots WHEN OLD.seq > {_UPTO} "
-    "BEGIN SELECT RAISE(ABORT, 'snapshots are insert-only: DELETE refused'); END",
-]
 
 
-def apply_sqlite(db: sqlite3.Connection, plan: ErasurePlan) -> None:
-    """Inside the store's write transaction: install the narrow triggers, then erase as planned.
-
-    Raises:
-        StoreChanged: the store grew after the plan was made (make it again).
-    """
-    _check_unchanged(
-        db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
-        db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0],
-        plan,
-    )
-    for statement in SQLITE_DDL:
-        db.execute(statement)
-    upto = db.execute("SELECT COALESCE(MAX(seq), 0) FROM snapshots").fetchone()[0]
-    cursor = db.execute(
-        "INSERT INTO records (kind, id, body) VALUES (?,?,?)",
-        (ERASURE, plan.record_id, _dumps({**plan.record, "snapshots_upto": upto})),
-    )
-    newest = cursor.lastrowid
-    db.executemany(
-        "INSERT INTO erased (seq, id, erasure) VALUES (?,?,?)",
-        [(seq, entry_id, plan.record_id) for seq, entry_id in plan.entries],
-    )
-    db.executemany(
-        "UPDATE timeline SET situation = '', text = '', metadata = '{}', encoder = '', embedding = X'' WHERE seq = ?",
-        [(seq,) for seq, _ in plan.entries],
-    )
-    db.execute("DELETE FROM records WHERE seq < ? AND kind != ?", (newest, ERASURE))
-    if upto:
-        db.execute("DELETE FROM snapshots WHERE seq <= ?", (upto,))
-        # a marker keeps snapshot seqs growing past the deleted ones (their digests stay)
-        db.execute(
-            "INSERT INTO snapshots (seq, kind, id, meta, body) VALUES (?,?,?,?,X'')",
-            (upto + 1, ERASURE, plan.record_id, "{}"),
-        )
-    db.executemany(
-        "INSERT INTO records (kind, id, body) VALUES (?,?,?)",
-        [(kind, record_id, record_body.pack(body)) for kind, record_id, body in plan.records],
-    )
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # packed bodies: older code must refuse the file
-
-
-def _check_unchanged(head: int, last_record: int, plan: ErasurePlan) -> None:
+# An erasure's authority is its record once sealed: chained in ``digests`` (which plain SQL cannot extend
+# with a digest that verifies, nor with the right one without leaving the store past its anchor).
+def check_unchanged(head: int, last_record: int, plan: ErasurePlan) -> None:
     if head != plan.head or last_record != plan.last_record:
         raise StoreChanged("the store changed while the erasure was prepared (another writer appended)")
 
 
-def purge_sqlite(db: sqlite3.Connection) -> bool:
-    """After the erasure committed: rewrite the file and empty its WAL; whether both completed.
-
-    ``VACUUM`` leaves no free page or cell holding an old copy; the truncating checkpoint
-    fails while another connection reads, and the old frames then stay in ``-wal`` until a
-    later checkpoint.
-    """
-    try:
-        db.execute("VACUUM")
-        busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    except Exception:  # a reader holding the file: the erasure stands, the purge is retried later
-        return False
-    return busy == 0
-
-
-def sqlite_marks(db: sqlite3.Connection) -> Marks:
-    """The erasures of a SQLite store (empty when it never erased anything)."""
-    has_table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'erased'").fetchone()
-    listed = db.execute("SELECT seq, id, erasure FROM erased ORDER BY seq").fetchall() if has_table else []
-    bodies = [
-        (rid, json.loads(body))
-        for seq, rid, body in db.execute("SELECT seq, id, body FROM records WHERE kind = ? ORDER BY seq", (ERASURE,))
-    ]
-    newest = db.execute("SELECT COALESCE(MAX(seq), 0) FROM records WHERE kind = ?", (ERASURE,)).fetchone()[0]
-    return marks_of(listed, bodies, newest)
+LISTED = (
+    "SELECT erased.seq, erased.id, erased.erasure, timeline.principal, timeline.timestamp "
+    "FROM erased LEFT JOIN timeline ON timeline.seq = erased.seq ORDER BY erased.seq"
+)
 
 
 def marks_of(
-    listed: Sequence[tuple[int, str, str]], bodies: Sequence[tuple[str, Mapping[str, Any]]], newest: int
+    listed: Sequence[tuple[int, str, str, str | None, str | None]],
+    bodies: Sequence[tuple[str, Mapping[str, Any]]],
+    newest: int,
 ) -> Marks:
-    """Check the ``erased`` listing against the erasure records that must cover it."""
+    """Check the ``erased`` listing (seq, id, erasure record id, the row's principal and timestamp) against
+    the erasure records that must cover it."""
     findings = []
-    by_record: dict[str, list[tuple[int, str]]] = {}
-    for seq, entry_id, record_id in listed:
-        by_record.setdefault(record_id, []).append((int(seq), entry_id))
+    by_record: dict[str, list[tuple[int, str, str | None, str | None]]] = {}
+    for seq, entry_id, record_id, principal, timestamp in listed:
+        by_record.setdefault(record_id, []).append((int(seq), entry_id, principal, _canonical(timestamp)))
     known = dict(bodies)
     for record_id, rows in by_record.items():
         body = known.get(record_id)
@@ -289,12 +223,27 @@ def marks_of(
                 f"erased: {len(rows)} entries listed under {record_id[:16]}…, which is no erasure "
                 f"record (an erasure without a record)"
             )
-        elif body.get("entries") != len(rows) or body.get("entries_sha256") != listing_digest(rows):
+        elif body.get("entries") != len(rows) or body.get("entries_sha256") != listing_digest(
+            rows if body.get("format", 1) >= LISTING_FORMAT else [row[:2] for row in rows]
+        ):
             findings.append(
                 f"erased: the entries listed under {record_id[:16]}… are not those its erasure record covers"
+                + (
+                    " (or an erased row's principal or timestamp changed)"
+                    if body.get("format", 1) >= LISTING_FORMAT
+                    else ""
+                )
             )
     upto = max((int(body.get("snapshots_upto", 0)) for _, body in bodies), default=0)
-    return Marks({seq: entry_id for seq, entry_id, _ in listed}, newest, upto, findings)
+    return Marks({seq: entry_id for seq, entry_id, *_ in listed}, newest, upto, findings)
+
+
+def _canonical(timestamp: str | None) -> str | None:
+    """A stored timestamp in the form the erasure record covered (as stored when it does not parse)."""
+    try:
+        return None if timestamp is None else format_timestamp(parse_timestamp(timestamp))
+    except ValueError:
+        return timestamp
 
 
 def blank_row_finding(row: Sequence[Any], listed_id: str) -> str:
@@ -310,6 +259,8 @@ def blank_row_finding(row: Sequence[Any], listed_id: str) -> str:
 
 # -- PostgreSQL --------------------------------------------------------------------------
 
+_NEWEST_RECORD = "(SELECT COALESCE(MAX(seq), 0) FROM records WHERE kind = 'erasure')"
+
 POSTGRES_DDL = (
     f"""
 CREATE TABLE IF NOT EXISTS erased (seq BIGINT PRIMARY KEY, id TEXT NOT NULL, erasure TEXT NOT NULL);
@@ -318,12 +269,12 @@ CREATE OR REPLACE FUNCTION memory_erasure_guard() RETURNS trigger LANGUAGE plpgs
 BEGIN
     IF TG_TABLE_NAME = 'timeline' THEN
         IF TG_OP = 'UPDATE' AND EXISTS (SELECT 1 FROM erased WHERE erased.seq = OLD.seq AND erased.id = OLD.id) THEN
-            IF {_BLANK} THEN
+            IF {BLANK_ROW} THEN
                 RETURN NEW;
             END IF;
         END IF;
     ELSIF TG_TABLE_NAME = 'records' THEN
-        IF TG_OP = 'DELETE' AND OLD.kind <> 'erasure' AND OLD.seq < {_NEWEST} THEN
+        IF TG_OP = 'DELETE' AND OLD.kind <> 'erasure' AND OLD.seq < {_NEWEST_RECORD} THEN
             RETURN OLD;
         END IF;
     ELSIF TG_TABLE_NAME = 'snapshots' THEN
@@ -352,7 +303,7 @@ CREATE TRIGGER erased_no_truncate BEFORE TRUNCATE ON erased FOR EACH STATEMENT E
 
 def apply_postgres(db: Any, plan: ErasurePlan) -> None:
     """Inside the store's write transaction (advisory lock held): the PostgreSQL form of `apply_sqlite`."""
-    _check_unchanged(
+    check_unchanged(
         db.execute("SELECT COALESCE(MAX(seq), -1) FROM timeline").fetchone()[0],
         db.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0],
         plan,
@@ -362,7 +313,7 @@ def apply_postgres(db: Any, plan: ErasurePlan) -> None:
     upto = db.execute("SELECT COALESCE(MAX(seq), 0) FROM snapshots").fetchone()[0]
     db.execute(
         "INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)",
-        (newest, ERASURE, plan.record_id, _dumps({**plan.record, "snapshots_upto": upto})),
+        (newest, ERASURE, plan.record_id, dumps({**plan.record, "snapshots_upto": upto})),
     )
     with db.cursor() as cursor:
         cursor.executemany(
@@ -406,7 +357,7 @@ def postgres_marks(db: Any) -> Marks:
     has_table = db.execute(
         "SELECT EXISTS (SELECT FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'erased')"
     ).fetchone()[0]
-    listed = db.execute("SELECT seq, id, erasure FROM erased ORDER BY seq").fetchall() if has_table else []
+    listed = db.execute(LISTED).fetchall() if has_table else []
     bodies = [
         (rid, json.loads(body))
         for rid, body in db.execute("SELECT id, body FROM records WHERE kind = %s ORDER BY seq", (ERASURE,)).fetchall()

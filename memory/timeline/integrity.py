@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 from memory.errors import DamagedBody, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
-from memory.timeline import erasure, record_body
+from memory.timeline import erasure, erasure_sqlite, record_body
 from memory.timeline.anchor import DERIVED, GENESIS, Anchor, row_digest
 from memory.timeline.connection import WriteTransaction, missing_triggers
 from memory.timeline.entries import GENESIS_ID, Entry, entry_id
@@ -175,7 +175,7 @@ def refuse_open(db: sqlite3.Connection, path: str) -> None:
 
 def lost_tail(db: sqlite3.Connection, path: str) -> str:
     """A cheap check on open: how the store differs from its anchor ("" when it equals or merely holds it)."""
-    marks = erasure.sqlite_marks(db)
+    marks = erasure_sqlite.sqlite_marks(db)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     with anchor_file.settled(path):  # no writer between its two anchor writes while both are read
         read = anchor_file.read(path)
@@ -240,7 +240,7 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
     findings += [
         f"schema: refusal trigger {name} is missing (UPDATE/DELETE were possible)" for name in missing_triggers(db)
     ]
-    marks = erasure.sqlite_marks(db)
+    marks = erasure_sqlite.sqlite_marks(db)
     findings += marks.findings
     count, head, chain = _chain(db, marks.entries)
     findings += chain

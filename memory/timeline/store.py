@@ -19,10 +19,10 @@ from typing import Any
 
 from memory.errors import HeadMoved, ImportFailed, IntegrityError, StoreError
 from memory.timeline import anchor as anchor_file
-from memory.timeline import erasure, portable, record_body, sidecars
+from memory.timeline import erasure, erasure_sqlite, portable, record_body, sidecars
 from memory.timeline import integrity as anchors
 from memory.timeline import sqlite_reads as reads
-from memory.timeline.connection import open_database
+from memory.timeline.connection import WriteTransaction, open_database
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -85,6 +85,12 @@ class SQLiteStore:
         if self.path != ":memory:":
             try:
                 anchors.refuse_open(self._db, self.path)  # a lost tail, a rewound schema version
+                if erasure_sqlite.outdated_sqlite_triggers(
+                    self._db
+                ):  # erased under triggers that did not ask for a seal
+                    with WriteTransaction(self._db, self.path, lock_timeout):
+                        for statement in erasure_sqlite.SQLITE_DDL:
+                            self._db.execute(statement)
             except StoreError:
                 self._db.close()
                 raise
@@ -357,7 +363,7 @@ class SQLiteStore:
         unreadable: list[ChainBreak] = []
         try:
             brk = verify_chain(
-                reads.readable_entries(self._db, unreadable), erased=erasure.sqlite_marks(self._db).entries
+                reads.readable_entries(self._db, unreadable), erased=erasure_sqlite.sqlite_marks(self._db).entries
             )
         except reads.UNREADABLE as exc:
             return ChainBreak(-1, "?", f"unreadable row: {exc}")
@@ -372,12 +378,14 @@ class SQLiteStore:
         try:
             with self._write():
                 anchors.seal(self._db)  # rows of a store written before digests get theirs before any is deleted
-                erasure.apply_sqlite(self._db, plan)
+                newest = erasure_sqlite.record_sqlite(self._db, plan)
+                anchors.seal(self._db)  # the record's authority: the triggers blank nothing before it is sealed
+                erasure_sqlite.blank_sqlite(self._db, plan, newest)
         finally:
             self._db.execute("PRAGMA secure_delete = OFF")
         if self.vectors_path:  # no run refers to it now, and it may hold vectors of the erased text
             Path(self.vectors_path).unlink(missing_ok=True)
-        return self.path == ":memory:" or erasure.purge_sqlite(self._db)
+        return self.path == ":memory:" or erasure_sqlite.purge_sqlite(self._db)
 
     def export_jsonl(self, out: str | Path) -> int:
         """Write every entry as one JSON line, atomically (`memory.timeline.portable`); the number written."""

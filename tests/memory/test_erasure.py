@@ -153,6 +153,50 @@ def test_the_store_refuses_other_updates_and_deletes_after_an_erasure(two_tenant
     db.close()
 
 
+def test_blanking_and_deleting_need_a_sealed_erasure_record(two_tenants):
+    """An erasure record and listing inserted with plain SQL (no digest seals the record) allow nothing."""
+    path, secret = two_tenants
+    with _memory(path) as memory:
+        memory.forget(entry_id=secret.id)  # the narrowed triggers are installed
+    db = sqlite3.connect(path, isolation_level=None)
+    target = db.execute("SELECT seq, id FROM timeline WHERE principal = 'team-b' ORDER BY seq LIMIT 1").fetchone()
+    newest = db.execute(
+        "INSERT INTO records (kind, id, body) VALUES ('erasure', 'forged', '{\"snapshots_upto\": 0}')"
+    ).lastrowid
+    db.execute("INSERT INTO erased (seq, id, erasure) VALUES (?, ?, 'forged')", target)
+    for statement in (
+        f"UPDATE timeline SET text = '', situation = '', metadata = '{{}}', encoder = '', embedding = X'' "
+        f"WHERE seq = {target[0]}",  # listed, blank form, but under an unsealed record
+        f"DELETE FROM records WHERE seq = {newest - 1}",  # below the forged record, above the sealed one
+    ):
+        with pytest.raises(sqlite3.DatabaseError, match="refused"):
+            db.execute(statement)
+    db.close()
+    report = audit(path)
+    assert any("kind=erasure id=forged: not covered by the digest chain" in line for line in report.findings)
+
+
+def test_a_store_that_erased_under_older_triggers_gets_the_sealed_ones_on_open(two_tenants):
+    path, secret = two_tenants
+    with _memory(path) as memory:
+        memory.forget(entry_id=secret.id)
+    db = sqlite3.connect(path, isolation_level=None)
+    current = db.execute("SELECT sql FROM sqlite_master WHERE name = 'timeline_no_update'").fetchone()[0]
+    db.execute("DROP TRIGGER timeline_no_update")  # the form before erasures needed a seal
+    db.execute(
+        "CREATE TRIGGER timeline_no_update BEFORE UPDATE ON timeline WHEN NOT (EXISTS (SELECT 1 FROM erased "
+        "WHERE erased.seq = OLD.seq AND erased.id = OLD.id)) "
+        "BEGIN SELECT RAISE(ABORT, 'timeline is append-only: UPDATE refused'); END"
+    )
+    db.close()
+    with _memory(path):
+        pass
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT sql FROM sqlite_master WHERE name = 'timeline_no_update'").fetchone()[0] == current
+    db.close()
+    assert main(["verify", str(path)]) == 0
+
+
 def test_forget_refuses_another_tenants_entry_and_a_missing_target(two_tenants):
     path, secret = two_tenants
     with _memory(path, "team-b") as memory:
