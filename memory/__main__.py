@@ -20,7 +20,7 @@ from memory.errors import EpisodicMemoryError
 from memory.outputs import output_problem
 from memory.persistence.audit import record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
-from memory.retention import RetentionPolicy, summary
+from memory.retention import RetentionPolicy, parse_age, summary
 from memory.timeline import Entry, HashingEncoder, Store, audit, open_store
 from memory.timeline.erasure import MAX_REASON, is_erased
 from memory.timeline.format_version import rewound_version
@@ -178,14 +178,11 @@ def _retain_parser(commands: _Subcommands) -> None:
     retain.add_argument("--dry-run", action="store_true", help="say how many entries would be erased; change nothing")
 
 
-_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
-
-
 def _age(text: str) -> timedelta:
-    match = re.fullmatch(r"(\d+)([dhm])", text.strip())
-    if match is None or int(match[1]) == 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number with d, h or m (e.g. 90d), not {text!r}")
-    return timedelta(**{_UNITS[match[2]]: int(match[1])})
+    try:
+        return parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _count(text: str) -> int:

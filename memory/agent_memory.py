@@ -30,13 +30,13 @@ import networkx as nx
 
 import memory.retention as retention
 from memory.episodes import Episode, Segmenter, SegmenterConfig
-from memory.errors import EpisodicMemoryError, StoreChanged
-from memory.facts import DEFAULT_FACTS, FactConfig, FactVersion, ProposalHook, history
+from memory.errors import StoreChanged
+from memory.facts import DEFAULT_FACTS, EvidenceErased, FactConfig, FactVersion, ProposalHook, history
 from memory.graph import DEFAULT_GRAPH_CONFIG, Edge, GraphConfig, resolution
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 from memory.persistence.feed import Feed
 from memory.persistence.lazy import lazy_state
-from memory.persistence.lexicons import check_lexicon, record_lexicon
+from memory.persistence.lexicons import open_timeline, record_lexicon
 from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredState
 from memory.pipeline import Learning
 from memory.reinforcer import Reinforcement
@@ -52,29 +52,11 @@ from memory.timeline import (
     Redactor,
     Role,
     SQLiteStore,
-    Store,
-    Timeline,
     check_label,
 )
 from memory.timeline.erasure import Erasure, ErasurePlan, make_plan
 from memory.timeline.schema import entry_to_row
-from memory.timeline.stores import open_store
 from memory.window import as_messages
-
-
-def _open_timeline(
-    path: str | Path | None, encoder: Encoder, redactor: Redactor | None, lexicon: Lexicon
-) -> tuple[Store, Timeline]:
-    """The store `path` names and a timeline on it; the store is closed again if the timeline refuses it, or if
-    its derived records were read with another lexicon (`memory.persistence.lexicons`)."""
-    store = open_store(path)
-    try:
-        timeline = Timeline(store, encoder, redactor)
-        check_lexicon(store, lexicon)
-        return store, timeline
-    except EpisodicMemoryError:  # e.g. the store's entries were embedded by another encoder
-        store.close()
-        raise
 
 
 def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) -> Retriever:
@@ -102,7 +84,11 @@ def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[ErasurePlan, b
     """
     for attempt in range(1, ERASE_ATTEMPTS + 1):
         plan = make_plan(
-            memory.store, owner=memory.principal, rederive=lambda erase: replayed_records(memory, erase), **target
+            memory.store,
+            owner=memory.principal,
+            rederive=lambda erase: replayed_records(memory, erase),
+            summarize=lambda rows: retention.evidence_note(memory.state.versions, rows),
+            **target,
         )
         try:
             purged = memory.store.erase(plan)
@@ -153,7 +139,7 @@ class EpisodicMemory:
         self.principal = check_label("principal", principal)
         self.encoder = encoder or HashingEncoder()
         self.lexicon = lexicon
-        self.store, self.timeline = _open_timeline(path, self.encoder, redactor, lexicon)
+        self.store, self.timeline = open_timeline(path, self.encoder, redactor, lexicon)
         self.retriever_config = retriever
         self.segmenter_config = segmenter or SegmenterConfig()
         self.learning = Learning(facts=facts, proposer=proposer)
@@ -357,6 +343,10 @@ class EpisodicMemory:
         who = self._who(principal)
         return [v for v in history(self.state.versions, fact_id.split("@", 1)[0]) if v.principal == who]
 
+    def evidence_erased(self, fact_id: str, *, principal: str | None = None) -> list[EvidenceErased]:
+        """The erasures that took evidence from a principal's fact, by its id before or after them, oldest first."""
+        return retention.evidence_erased(self.store, self._who(principal), fact_id)
+
     def problem(self, episode_id: str, *, principal: str | None = None) -> EpisodeProblem | None:
         """What a principal's closed episode worked on (its observations, else those of the attempt it retried)."""
         return self.state.problems.get(episode_id) if self.episode(episode_id, principal=principal) else None
@@ -383,9 +373,8 @@ class EpisodicMemory:
     ) -> Erasure:
         """Erase one of this principal's entries (by id) or all of a principal's: content, derived state, freed
         bytes; `verify` still proves the rest (`memory.timeline.erasure`; what it does not reach: README)."""
-        plan, purged = erase_settled(
-            self, entry_id=entry_id, principal=principal, reason=reason, requested_by=requested_by
-        )
+        target = dict(entry_id=entry_id, principal=principal, reason=reason, requested_by=requested_by)
+        plan, purged = erase_settled(self, **target)
         self._load(self.state.graph_config)
         return Erasure(plan.record_id, len(plan.entries), len(plan.records), purged)
 

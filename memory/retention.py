@@ -13,16 +13,18 @@ as after any erasure, and a second identical retention finds nothing to erase.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from memory.episodes import Episode
-from memory.facts import ACTIVE, FactVersion, current_facts, resolve_records
+from memory.facts import ACTIVE, EvidenceErased, FactVersion, current_facts, evidence_lost, resolve_records
 from memory.graph.edges import Edge, EdgeType
 from memory.timeline import Entry, RecordKind, Store, format_timestamp
-from memory.timeline.erasure import Selection, is_erased
+from memory.timeline.erasure import ERASURE, Selection, is_erased
 
 INCIDENT_EDGES = (EdgeType.RETRY_OF, EdgeType.LEARNED_FROM)  # later attempt → earlier attempt at the same problem
 
@@ -56,6 +58,21 @@ class RetentionPolicy:
             "keep_lessons": self.keep_lessons,
             "now": None if now is None else format_timestamp(now),
         }
+
+
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
+def parse_age(text: str) -> timedelta:
+    """A maximum age as people write it on a command line: a positive number with d, h or m (``90d``).
+
+    Raises:
+        ValueError: naming what was expected and what was found.
+    """
+    match = re.fullmatch(r"(\d+)([dhm])", text.strip())
+    if match is None or int(match[1]) == 0:
+        raise ValueError(f"expected a positive number with d, h or m (e.g. 90d), not {text!r}")
+    return timedelta(**{_UNITS[match[2]]: int(match[1])})
 
 
 class Retained(NamedTuple):
@@ -218,3 +235,20 @@ def summary(done: Retained, principal: str) -> str:
 
 
 __all__ = ["Retained", "RetentionPolicy", "expired", "lesson_evidence", "retain", "summary"]
+
+
+def evidence_note(versions: Iterable[FactVersion], rows: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
+    """What an erasure record says of the facts that lose evidence (`memory.facts.evidence_lost`): `versions`
+    before it, `rows` the (kind, id, body JSON) records a replay without the erased entries derives."""
+    after = list(resolve_records(json.loads(body) for kind, _, body in rows if kind == RecordKind.FACT))
+    lost = evidence_lost(versions, after)
+    return {"evidence_lost": lost} if lost else {}
+
+
+def evidence_erased(store: Store, principal: str, fact_id: str) -> list[EvidenceErased]:
+    """The notes of `store`'s erasure records on a principal's fact, named by its id before or after them
+    (a version id names its fact), oldest first: the part of its history a replay without the erased
+    entries cannot tell."""
+    fact = fact_id.split("@", 1)[0]
+    notes = [note for rid, body in store.records(ERASURE) for note in EvidenceErased.of_record(rid, body)]
+    return [note for note in notes if note.principal == principal and fact in (note.fact, note.now)]

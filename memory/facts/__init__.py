@@ -35,12 +35,14 @@ from memory.facts.versions import (
     LESSON,
     RETIRED,
     RULE,
+    EvidenceErased,
     FactKind,
     FactStatus,
     FactVersion,
     Usefulness,
     Wording,
     current_facts,
+    evidence_lost,
     fact_id_of,
     history,
     resolve_records,
@@ -50,6 +52,8 @@ from memory.text import terms
 
 __all__ = [
     "ACTIVE",
+    "EvidenceErased",
+    "evidence_lost",
     "LESSON",
     "LessonIncident",
     "affirmed_lines",

@@ -191,6 +191,61 @@ class FactVersion:
         )
 
 
+class EvidenceErased(NamedTuple):
+    """An erasure that took evidence from a fact, as its erasure record tells it (`evidence_lost`)."""
+
+    erasure: str  # id of the erasure record
+    at: str  # when the erasure was made (ISO 8601)
+    policy: bool  # a retention policy expired the evidence (else a request erased it)
+    principal: str  # the fact's tenant
+    fact: str  # the fact's id before the erasure
+    support: tuple[int, int]  # supporting episodes before and after
+    contradict: tuple[int, int]  # contradicting episodes before and after
+    now: str  # the id the fact continues as ("" when none of the same conclusion and condition remains)
+
+    @classmethod
+    def of_record(cls, record_id: str, body: Mapping[str, Any]) -> list[EvidenceErased]:
+        """The notes of one erasure record (none for a record written before they were kept)."""
+        return [
+            cls(
+                record_id,
+                str(body.get("at", "")),
+                "policy" in body,
+                str(item["principal"]),
+                str(item["fact"]),
+                (int(item["support"][0]), int(item["support"][1])),
+                (int(item["contradict"][0]), int(item["contradict"][1])),
+                str(item.get("now", "")),
+            )
+            for item in body.get("evidence_lost", ())
+        ]
+
+
+def evidence_lost(before: Iterable[FactVersion], after: Iterable[FactVersion]) -> list[dict[str, Any]]:
+    """What an erasure takes from each current fact (ids and counts only, no content): the facts of
+    `before` whose evidence differs in `after` (the facts a replay without the erased entries derives),
+    each with its support and contradiction counts before and after, and the id it continues as
+    ("" when no fact of the same tenant, conclusion and condition remains)."""
+    later = {v.fact_id: v for v in current_facts(after)}
+    same = {(v.principal, v.conclusion, v.condition): v.fact_id for v in later.values()}
+    lost = []
+    for fact in current_facts(before):
+        now = later.get(fact.fact_id) or later.get(same.get((fact.principal, fact.conclusion, fact.condition), ""))
+        counts = (len(fact.support), len(fact.contradict))
+        if now is not None and (now.support, now.contradict) == (fact.support, fact.contradict):
+            continue
+        lost.append(
+            {
+                "fact": fact.fact_id,
+                "principal": fact.principal,
+                "support": [counts[0], len(now.support) if now else 0],
+                "contradict": [counts[1], len(now.contradict) if now else 0],
+                "now": now.fact_id if now else "",
+            }
+        )
+    return lost
+
+
 def fact_id_of(identifier: str) -> str:
     """The fact id of a version id (``fact@3`` → ``fact``); other ids unchanged."""
     return identifier.split("@", 1)[0]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 from memory.agent_memory import EpisodicMemory
 from memory.errors import EpisodicMemoryError
 from memory.persistence.progress import shown_on_stderr
+from memory.retention import RetentionPolicy, parse_age, summary
 from memory.timeline import ENCODER_NAMES, named_encoder
 from memory.timeline.stores import is_server_url
 
@@ -18,6 +20,7 @@ _EXAMPLES = """examples:
   python -m memory.mcp --store runs/memory.sqlite --principal me --transport streamable-http --port 8765
   python -m memory.mcp --store ~/.agent-memory/semantic.sqlite --encoder semantic
   python -m memory.mcp --store "postgresql://agent@db.internal/memory" --principal team-a
+  python -m memory.mcp --store ~/.agent-memory/memory.sqlite --principal team-a --retain-max-age 90d
 
 The process speaks MCP on stdin/stdout; an MCP client starts it (see the README's configuration block)."""
 
@@ -52,7 +55,31 @@ def _parser() -> argparse.ArgumentParser:
         help="stdio (default; what MCP clients start) or streamable HTTP on 127.0.0.1",
     )
     parser.add_argument("--port", type=int, default=8765, help="port for streamable HTTP (default 8765)")
+    retention = parser.add_argument_group(
+        "retention",
+        "a policy applied to the principal's entries when the server starts, and by its apply_retention tool",
+    )
+    retention.add_argument(
+        "--retain-max-age",
+        metavar="AGE",
+        type=_age,
+        help="erase entries older than this before the newest: a number with d, h or m, e.g. 90d",
+    )
+    retention.add_argument("--retain-max-entries", metavar="N", type=int, help="erase all but the newest N entries")
+    retention.add_argument(
+        "--retain-all-evidence",
+        dest="keep_lessons",
+        action="store_false",
+        help="also erase expired entries that are evidence of a current fact (kept by default)",
+    )
     return parser
+
+
+def _age(text: str) -> timedelta:
+    try:
+        return parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,7 +103,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {args.store}: {exc}", file=sys.stderr)
         return 2
     with memory:
-        server = build_server(memory)
+        policy = None
+        if args.retain_max_age is not None or args.retain_max_entries is not None:
+            try:
+                policy = RetentionPolicy(args.retain_max_age, args.retain_max_entries, args.keep_lessons)
+                print(summary(memory.retain(policy), args.principal), file=sys.stderr)
+            except (ValueError, EpisodicMemoryError) as exc:
+                print(f"error: {args.store}: retention: {exc}", file=sys.stderr)
+                return 2
+        server = build_server(memory, retention=policy)
         if args.transport == "stdio":
             server.run("stdio")
         else:

@@ -32,6 +32,7 @@ from memory.agent_memory import EpisodicMemory
 from memory.errors import EpisodicMemoryError
 from memory.facts import FactVersion
 from memory.mcp.arguments import check_arguments
+from memory.retention import RetentionPolicy
 from memory.timeline import Entry, parse_timestamp
 
 INSTRUCTIONS = """Experiential memory of past incidents: what was observed, decided, how it turned out,
@@ -182,11 +183,16 @@ def fact_dict(fact: FactVersion) -> dict[str, Any]:
     }
 
 
-def build_server(memory: EpisodicMemory, *, name: str = "episodic-memory") -> MCPServer:
-    """An MCP server whose tools read and write `memory` (for its default principal)."""
+def build_server(
+    memory: EpisodicMemory, *, name: str = "episodic-memory", retention: RetentionPolicy | None = None
+) -> MCPServer:
+    """An MCP server whose tools read and write `memory` (for its default principal); with `retention`, an
+    ``apply_retention`` tool erases what that policy expires of the principal's entries."""
     tools = _Tools()
     _recording_tools(tools, memory)
     _reading_tools(tools, memory)
+    if retention is not None:
+        _add_apply_retention(tools, memory, retention)
     # WARNING: a caller's mistake is the caller's to read, not the server log's
     return _CheckedServer(name, tools=tools, instructions=INSTRUCTIONS, log_level="WARNING")
 
@@ -353,6 +359,9 @@ def _add_list_facts(tools: _Tools, memory: EpisodicMemory) -> None:
             item = fact_dict(fact)
             if history:
                 item["history"] = [fact_dict(v) for v in memory.fact_history(fact.fact_id)]
+                erased = memory.evidence_erased(fact.fact_id)
+                if erased:  # what a replay without the erased entries cannot tell
+                    item["evidence_erased"] = [note._asdict() for note in erased]
             facts.append(item)
         return {"principal": memory.principal, "facts": facts}
 
@@ -387,6 +396,30 @@ def _add_forget_entry(tools: _Tools, memory: EpisodicMemory) -> None:
         done = memory.forget(entry_id=entry_id, reason=reason, requested_by="mcp")
         return {
             "erased": done.entries,
+            "erasure_record": done.record_id,
+            "rebuilt_records": done.records,
+            "purged": done.purged,
+        }
+
+
+def _add_apply_retention(tools: _Tools, memory: EpisodicMemory, policy: RetentionPolicy) -> None:
+    limits = [
+        f"older than {policy.max_age} before the newest entry" if policy.max_age else "",
+        f"all but the newest {policy.max_entries}" if policy.max_entries is not None else "",
+    ]
+
+    @tools.tool(
+        description="Apply the server's retention policy to this principal's entries: erase "
+        + " and ".join(limit for limit in limits if limit)
+        + (", keeping the evidence of current facts" if policy.keep_lessons else "")
+        + ". Recorded like an erasure (the record names the policy); the store still verifies. Irreversible."
+    )
+    @_user_errors
+    async def apply_retention() -> dict[str, Any]:
+        done = memory.retain(policy)
+        return {
+            "erased": done.entries,
+            "kept_as_evidence": done.kept,
             "erasure_record": done.record_id,
             "rebuilt_records": done.records,
             "purged": done.purged,

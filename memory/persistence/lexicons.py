@@ -20,9 +20,12 @@ lexicons, both record theirs and the one recorded second is refused.
 
 from __future__ import annotations
 
-from memory.errors import StoreError
+from pathlib import Path
+
+from memory.errors import EpisodicMemoryError, StoreError
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
-from memory.timeline import Store
+from memory.timeline import Encoder, Redactor, Store, Timeline
+from memory.timeline.stores import open_store
 
 LEXICON = "lexicon/1"  # snapshot kind of the recorded lexicon (id: its fingerprint)
 
@@ -85,3 +88,18 @@ def check_lexicon(store: Store, lexicon: Lexicon) -> None:
             f"were read with lexicon {fingerprint}, not {lexicon.fingerprint}; open it with the lexicon that derived "
             "them, or export its timeline and import it into a new store to derive it with this one"
         )
+
+
+def open_timeline(
+    path: str | Path | None, encoder: Encoder, redactor: Redactor | None, lexicon: Lexicon
+) -> tuple[Store, Timeline]:
+    """The store `path` names and a timeline on it; the store is closed again if the timeline refuses it, or if
+    its derived records were read with another lexicon (`memory.persistence.lexicons`)."""
+    store = open_store(path)
+    try:
+        timeline = Timeline(store, encoder, redactor)
+        check_lexicon(store, lexicon)
+        return store, timeline
+    except EpisodicMemoryError:  # e.g. the store's entries were embedded by another encoder
+        store.close()
+        raise

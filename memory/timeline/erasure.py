@@ -128,6 +128,7 @@ def make_plan(
     select: Callable[[Store], Selection] | None = None,
     reason: str = "",
     requested_by: str = "",
+    summarize: Callable[[list[tuple[str, str, str]]], Mapping[str, Any]] | None = None,
 ) -> ErasurePlan:
     """The plan of erasing one entry of `owner` (by id), every entry of a principal, or the set `select` picks.
 
@@ -138,6 +139,8 @@ def make_plan(
         entry_id, principal, select: exactly one of them; `select` reads the store (after the plan noted
             its head) and picks entries of one principal, e.g. those a retention policy expires.
         reason, requested_by: kept in the erasure record of a request (no content belongs there).
+        summarize: fields the record adds about the re-derived records (ids and counts, no content),
+            e.g. which lessons lose evidence.
 
     Raises:
         ValueError: not exactly one target, an unknown entry, another tenant's entry, nothing to erase.
@@ -155,15 +158,16 @@ def make_plan(
         scope = {"by": requested_by, "reason": reason, **scope}
     if not targets:
         raise ValueError("nothing to erase: the content is already erased")
+    rows = rederive(frozenset(seq for seq, _ in targets))
     body = {
         "at": datetime.now(UTC).isoformat(timespec="microseconds"),
         **scope,
         "entries": len(targets),
         "entries_sha256": listing_digest(_kept_fields(store, targets)),
         "format": LISTING_FORMAT,
+        **(summarize(rows) if summarize is not None else {}),
     }
     record_id = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    rows = rederive(frozenset(seq for seq, _ in targets))
     return ErasurePlan(record_id, body, targets, rows, head, last_record)
 
 

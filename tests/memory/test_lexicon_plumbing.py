@@ -111,7 +111,7 @@ def test_a_store_derived_before_lexicons_were_recorded_is_the_shipped_lexicon_s(
     path = tmp_path / "old.sqlite"
     with monkeypatch.context() as patched:
         patched.setattr(
-            "memory.agent_memory.check_lexicon", lambda store, lexicon: None
+            "memory.persistence.lexicons.check_lexicon", lambda store, lexicon: None
         )  # as earlier versions wrote it
         with EpisodicMemory(path) as memory:
             play(memory)

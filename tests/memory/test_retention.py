@@ -205,6 +205,14 @@ def test_lessons_whose_evidence_expired_are_rebuilt_without_it(store):
             for version in memory.fact_history(fact.fact_id):
                 assert set(version.support) <= episodes and set(version.contradict) <= episodes
         assert all(len(f.support) < len(old[f.conclusion]) for f in memory.facts())
+        # the history says so: the erasure record notes what each fact lost (counts and ids, no content)
+        record_id = next(iter(dict(memory.store.records("erasure"))))
+        for fact in memory.facts():
+            (note,) = memory.evidence_erased(fact.fact_id)
+            assert note.erasure == record_id and note.policy and note.now == fact.fact_id
+            assert note.support == (len(old[fact.conclusion]), len(fact.support))
+            assert memory.evidence_erased(note.fact) == [note]  # found by the id it had before, too
+        assert memory.evidence_erased(fact.fact_id, principal="team-b") == []
 
 
 def test_max_age_counts_from_the_newest_entry_or_now(store):

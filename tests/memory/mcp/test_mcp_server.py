@@ -59,13 +59,13 @@ def test_readme_walkthrough_records_an_incident_and_recalls_a_fact(tmp_path, mon
         assert any(e.corrections for e in episodes)
 
 
-async def _in_process_calls(memory, calls):
+async def _in_process_calls(memory, calls, **options):
     """The same tools through the SDK's in-process client (the stdio transport is covered above)."""
     from mcp import Client
 
     from memory.mcp import build_server
 
-    async with Client(build_server(memory)) as client:
+    async with Client(build_server(memory, **options)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         return tools, [await client.call_tool(name, arguments) for name, arguments in calls]
 
@@ -130,6 +130,47 @@ def test_forget_entry_erases_an_entry_of_the_served_principal(tmp_path):
         assert results[1].is_error and "no entry" in results[1].content[0].text  # another tenant's entry
         assert json.loads(results[2].content[0].text)["ok"] is True
         assert memory.store.get(entry_id).text == ""
+
+
+def test_a_retention_policy_is_a_tool_and_facts_show_the_evidence_it_erased(tmp_path):
+    from datetime import timedelta
+
+    from memory.retention import RetentionPolicy
+    from tests.builders import T0, play_incidents
+
+    with EpisodicMemory(tmp_path / "memory.sqlite", principal="team-a") as memory:
+        play_incidents(memory)
+        play_incidents(memory, start=T0 + timedelta(days=30))  # the same lessons learned again a month later
+        before = {f.fact_id: len(f.support) for f in memory.facts()}
+        policy = RetentionPolicy(max_entries=len(memory.store) // 2, keep_lessons=False)  # the first month goes
+        tools, results = asyncio.run(
+            _in_process_calls(
+                memory, [("apply_retention", {}), ("list_facts", {}), ("verify_store", {})], retention=policy
+            )
+        )
+        assert f"all but the newest {policy.max_entries}" in tools["apply_retention"].description
+        done = results[0].structured_content
+        assert not results[0].is_error and done["erased"] == policy.max_entries and done["erasure_record"]
+        facts = results[1].structured_content["facts"]
+        assert len(facts) == len(before) and all("evidence_erased" in f for f in facts), facts
+        for fact in facts:
+            (note,) = fact["evidence_erased"]
+            assert note["erasure"] == done["erasure_record"] and note["policy"] and note["now"] == fact["fact_id"]
+            assert note["support"] == [before[note["fact"]], len(fact["support"])]
+        assert json.loads(results[2].content[0].text)["ok"] is True
+    tools, _ = asyncio.run(_in_process_calls(memory, []))
+    assert "apply_retention" not in tools  # no policy, no tool
+
+
+def test_cli_refuses_a_retention_policy_it_cannot_apply(tmp_path, capsys):
+    from memory.mcp.__main__ import main
+
+    store = str(tmp_path / "memory.sqlite")
+    assert main(["--store", store, "--principal", "p", "--retain-max-entries", "-1"]) == 2
+    assert "retention: max_entries must be an int of at least 0, not -1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--store", store, "--principal", "p", "--retain-max-age", "ninety days"])
+    assert "expected a positive number with d, h or m (e.g. 90d), not 'ninety days'" in capsys.readouterr().err
 
 
 def test_cli_store_that_cannot_be_opened_is_a_usage_error(tmp_path, capsys):

@@ -281,7 +281,7 @@ def test_the_mcp_server_serves_a_store_named_by_url(url, monkeypatch):
             memory.observe("orders p99 at 4 s; pool exhausted", situation="incident", timestamp=T0)
             served["transport"], served["entries"] = transport, len(memory.store)
 
-    def build(memory):
+    def build(memory, **options):
         served["memory"] = memory
         return Stub()
 
