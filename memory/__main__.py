@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _retain(args)
         if args.command == "graph":
             return graph_command.run(args)
-        with closing(open_store(args.store, create=False)) as store:
+        with closing(open_store(args.store, create=False, read_only=True)) as store:
             _print_stats(args.store, store)
         return 0
     except EpisodicMemoryError as exc:
@@ -235,7 +235,7 @@ def _export(path: str, out: str) -> int:
     except (FileExistsError, NotADirectoryError):
         print(f"error: {out}: a file stands where a folder of this path should be", file=sys.stderr)
         return 2
-    with closing(open_store(path, create=False)) as store:
+    with closing(open_store(path, create=False, read_only=True)) as store:  # a damaged store exports too
         count = store.export_jsonl(out)
         erased = store.stats().erased
     print(f"exported {count} entries to {out}")

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from memory.errors import DamagedStore, ImmutableRecordError, StoreError
 from memory.timeline.schema import APPLICATION_ID, DIGESTS, READABLE_SCHEMAS, SCHEMA, SCHEMA_VERSION, SNAPSHOTS
@@ -74,6 +75,39 @@ class StoreConnection(sqlite3.Connection):
             raise found from exc
 
 
+def open_read_only(path: str) -> OpenedDatabase:
+    """Open an existing store file for reading alone (``mode=ro``): nothing is created, migrated or
+    checked beyond what reading needs, so a store an open refuses (missing triggers, a lost tail, rows
+    past its anchor) can still be inspected; every statement that would write fails.
+
+    Raises:
+        StoreError: no such file, not a regular file, not a memory store, or a schema version this code
+            cannot read.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise StoreError(f"{path}: no such memory store" if not file.exists() else f"{path}: not a regular file")
+    try:
+        db = sqlite3.connect(
+            f"file:{quote(str(file.resolve()))}?mode=ro", uri=True, isolation_level=None, factory=StoreConnection
+        )
+        db.path = path
+        if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+            db.close()
+            raise StoreError(f"{path}: not a memory store (SQLite file without the store's application id)")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    except DamagedStore as exc:  # a foreign file, or a store whose header is damaged
+        raise DamagedStore(f"{path}: not a memory store ({exc.__cause__})") from exc.__cause__
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not a memory store ({exc})") from exc
+    if version not in READABLE_SCHEMAS:
+        db.close()
+        raise StoreError(
+            f"{path}: store schema version {version}, this code reads {', '.join(map(str, READABLE_SCHEMAS))}"
+        )
+    return OpenedDatabase(db, version)
+
+
 def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: float = 30.0) -> OpenedDatabase:
     """Open (creating when allowed and missing) a store file or ``":memory:"``; see `SQLiteStore`.
 
@@ -123,7 +157,7 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
         db.close()
         raise StoreError(
             f"{path}: the store was tampered with: trigger(s) {', '.join(missing)} missing "
-            f"(run `python -m memory verify {path}`)"
+            f"(run `python -m memory verify {path}`; SQLiteStore(path, read_only=True) opens it for inspection)"
         )
     return OpenedDatabase(db, version)
 

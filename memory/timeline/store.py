@@ -22,7 +22,7 @@ from memory.timeline import anchor as anchor_file
 from memory.timeline import erasure, erasure_sqlite, portable, record_body, sidecars
 from memory.timeline import integrity as anchors
 from memory.timeline import sqlite_reads as reads
-from memory.timeline.connection import WriteTransaction, open_database
+from memory.timeline.connection import WriteTransaction, open_database, open_read_only
 from memory.timeline.entries import (
     GENESIS_ID,
     ChainBreak,
@@ -59,6 +59,9 @@ class SQLiteStore:
         create: create the file when missing; when False a missing file is a `StoreError`.
         synchronous: SQLite ``synchronous`` level. ``"FULL"`` (default) makes every commit
             survive power loss; ``"NORMAL"`` in WAL mode survives process crashes only.
+        lock_timeout: seconds to wait for another writer's lock.
+        read_only: open an existing file for reading alone (`connection.open_read_only`), e.g. to
+            inspect or export a store an ordinary open refuses as damaged; every write is a `StoreError`.
     """
 
     def __init__(
@@ -68,13 +71,17 @@ class SQLiteStore:
         create: bool = True,
         synchronous: str = "FULL",
         lock_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         self.path = str(path)
         self._lock_timeout = lock_timeout
-        if self.path != ":memory:":  # before anything is written: a link would be written through
+        self.read_only = read_only
+        if self.path != ":memory:" and not read_only:  # before anything is written: a link would be written through
             sidecars.refuse_links(self.path)
-        self._db, self._schema = open_database(
-            self.path, create=create, synchronous=synchronous, lock_timeout=lock_timeout
+        self._db, self._schema = (
+            open_read_only(self.path)
+            if read_only
+            else open_database(self.path, create=create, synchronous=synchronous, lock_timeout=lock_timeout)
         )
         durable = synchronous.upper() in ("FULL", "EXTRA")
         self._anchor = anchor_file.Writer(self.path, durable=durable) if self.path != ":memory:" else None
@@ -82,7 +89,7 @@ class SQLiteStore:
         # A file keeps a hashing-encoder vector as its text alone (recomputed on read); a store
         # in memory keeps the vector, since it has no disk to save and reads back often.
         self._derive = self.path != ":memory:"
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not read_only:
             try:
                 anchors.refuse_open(self._db, self.path)  # a lost tail, a rewound schema version
                 if erasure_sqlite.outdated_sqlite_triggers(
@@ -435,4 +442,6 @@ class SQLiteStore:
 
     def _write(self) -> AbstractContextManager[None]:
         """One write transaction that seals its derived rows and anchors what it commits (`anchors.sealed`)."""
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only (for inspection): nothing is written")
         return anchors.sealed(self._db, self.path, self._anchor, self._lock_timeout)

@@ -16,8 +16,9 @@ def is_server_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(SERVER_SCHEMES)
 
 
-def open_store(target: str | Path | None, *, create: bool = True) -> Store:
-    """The store `target` names: a `PostgresStore` for a server URL, else a `SQLiteStore` (None: in memory).
+def open_store(target: str | Path | None, *, create: bool = True, read_only: bool = False) -> Store:
+    """The store `target` names: a `PostgresStore` for a server URL, else a `SQLiteStore` (None: in memory;
+    `read_only`: an existing file opened for reading alone, see `SQLiteStore`).
 
     Raises:
         StoreError: the server store was asked for without psycopg installed, or cannot be opened.
@@ -28,4 +29,6 @@ def open_store(target: str | Path | None, *, create: bool = True) -> Store:
         except ImportError as exc:
             raise StoreError(f"a postgresql:// store needs psycopg: pip install '.[postgres]' ({exc})") from exc
         return PostgresStore(str(target), create=create)
+    if read_only and target is not None:
+        return SQLiteStore(target, read_only=True)
     return SQLiteStore(target if target is not None else ":memory:", create=create)

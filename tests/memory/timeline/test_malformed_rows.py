@@ -204,3 +204,33 @@ def test_a_well_formed_forged_fact_is_never_served_and_no_honest_write_seals_it(
         with pytest.raises(StoreError, match=f"records seq={seq} kind=fact_version id=forged was written past"):
             memory.observe("the next honest write", situation="support")
     assert main(["verify", str(path)]) == 1 and "id=forged: not covered by the digest chain" in capsys.readouterr().out
+
+
+def test_a_store_an_open_refuses_opens_read_only_for_inspection_and_export(played, tmp_path, capsys):
+    path, fact = copy_of(played, tmp_path)
+    stored_through_the_store(path, RecordKind.FACT.value, without(fact, "fact_id"))
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("DROP TRIGGER records_no_update")  # tampered as well: an ordinary open refuses the store
+    db.close()
+    with pytest.raises(StoreError, match=r"records_no_update missing .*read_only=True\) opens it for inspection"):
+        SQLiteStore(path)
+    kept = [path, path.with_name(path.name + "-anchor")]  # (SQLite may add its -shm and -wal to read a WAL file)
+    before = [p.read_bytes() for p in kept]
+    with SQLiteStore(path, read_only=True) as store:
+        entries = list(store.entries())
+        assert len(entries) == len(store) > 0 and store.principals() == ["default"]
+        assert len(list(store.records(RecordKind.EPISODE))) > 0  # the readable records read as ever
+        assert [rid for rid, body in store.records(RecordKind.FACT) if "fact_id" not in body] == ["bad"]
+        with pytest.raises(StoreError, match="opened read-only"):
+            store.add_records(RecordKind.EDGE, [("e", {"from": "a", "to": "b"})])
+        with pytest.raises(StoreError, match="opened read-only"):
+            store.add_snapshot("state", "s1", {}, b"")
+    assert main(["stats", str(path)]) == 0
+    out = tmp_path / "rescued.jsonl"
+    assert main(["export", str(path), str(out)]) == 0
+    assert len(out.read_text().splitlines()) == len(entries)
+    assert [p.read_bytes() for p in kept] == before  # nothing written
+    capsys.readouterr()
+    assert main(["verify", str(path)]) == 1 and "records_no_update is missing" in capsys.readouterr().out
+    with pytest.raises(StoreError, match="no such memory store"):
+        SQLiteStore(tmp_path / "absent.sqlite", read_only=True)
