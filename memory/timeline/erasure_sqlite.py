@@ -11,8 +11,9 @@ from memory.timeline import record_body
 from memory.timeline.erasure import BLANK_ROW, ERASURE, LISTED, ErasurePlan, Marks, check_unchanged, dumps, marks_of
 from memory.timeline.schema import SCHEMA_VERSION
 
-_SEALED_ERASURES = (
-    "records JOIN digests ON digests.tbl = 'records' AND digests.seq = records.seq WHERE records.kind = 'erasure'"
+_SEALED_ERASURES = (  # driven by the records' (kind, seq) index: a few erasure records, one digest lookup each
+    "records WHERE records.kind = 'erasure' AND EXISTS "
+    "(SELECT 1 FROM digests WHERE digests.tbl = 'records' AND digests.seq = records.seq)"
 )
 _NEWEST = f"(SELECT COALESCE(MAX(records.seq), 0) FROM {_SEALED_ERASURES})"
 _UPTO = (
