@@ -1,6 +1,6 @@
 """Erasure on a PostgreSQL store whose erasure records are sealed before they authorise anything.
 
-The PostgreSQL form of `memory.timeline.erasure.apply_postgres`, with the digest chains of
+The PostgreSQL form of `memory.timeline.erasure_sqlite`'s two steps, with the digest chains of
 `memory.timeline.postgres_integrity`: the erasure record and its ``erased`` listing are inserted
 and sealed first, and the guard trigger lets a row be blanked only when a *sealed* erasure record
 lists it, and derived rows be deleted only below the newest sealed erasure record. An erasure
@@ -20,20 +20,15 @@ from typing import Any
 import psycopg
 
 from memory.errors import StoreChanged
-from memory.timeline.erasure import ERASURE, ErasurePlan
+from memory.timeline.erasure import BLANK_ROW, ERASURE, ErasurePlan
 from memory.timeline.postgres_integrity import seal
 
-_BLANK = (
-    "NEW.seq = OLD.seq AND NEW.id = OLD.id AND NEW.prev_id = OLD.prev_id AND NEW.timestamp = OLD.timestamp "
-    "AND NEW.principal = OLD.principal AND NEW.role = OLD.role AND NEW.kind = OLD.kind AND NEW.situation = '' "
-    "AND NEW.text = '' AND NEW.metadata = '{}' AND NEW.encoder = '' AND length(NEW.embedding) = 0"
-)
 _SEALED = "records r JOIN digests d ON d.tbl = 'records' AND d.seq = r.seq WHERE r.kind = 'erasure'"
 
 GUARD = f"""
 BEGIN
     IF TG_TABLE_NAME = 'timeline' THEN
-        IF TG_OP = 'UPDATE' AND {_BLANK} AND EXISTS (
+        IF TG_OP = 'UPDATE' AND {BLANK_ROW} AND EXISTS (
             SELECT 1 FROM erased e JOIN records r ON r.kind = 'erasure' AND r.id = e.erasure
             JOIN digests d ON d.tbl = 'records' AND d.seq = r.seq
             WHERE e.seq = OLD.seq AND e.id = OLD.id
