@@ -284,6 +284,25 @@ def erase_other_tenant(with_digest: bool) -> Callable[[Path], None]:
     return tamper
 
 
+def forge_entry_like_the_writer(path: Path) -> None:
+    """An entry chained exactly as the writer chains it (right id, right link), inserted with plain SQL: the
+    row is written by the library into a copy of the store, then copied over."""
+    scratch = path.with_name("scratch.sqlite")
+    for suffix in ("", "-anchor"):
+        shutil.copyfile(f"{path}{suffix}", f"{scratch}{suffix}")
+    with EpisodicMemory(scratch, principal="team-a") as memory:
+        memory.observe("the restart fixed it (forged)", timestamp=T0 + timedelta(days=20), situation="support")
+    with closing(sqlite3.connect(scratch)) as copy:
+        row = copy.execute("SELECT * FROM timeline ORDER BY seq DESC LIMIT 1").fetchone()
+    with sql(path) as db:
+        db.execute(f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", row)
+
+
+def edit_state_run(path: Path) -> None:
+    with sql(path, "snapshots_no_update") as db:
+        db.execute("UPDATE snapshots SET body = zeroblob(length(body)) WHERE seq = (SELECT MAX(seq) FROM snapshots)")
+
+
 def edit_erased_principal(path: Path) -> None:
     """The erased row keeps its principal and timestamp, which nothing but its unrecomputable id covers."""
     with sql(path, "timeline_no_update") as db:
@@ -334,9 +353,15 @@ CASES = {
     "edit fact confidence": Case(
         edit_confidence, r"records seq=\d+ kind=fact_version .*content does not match its digest"
     ),
+    "edit a state run": Case(edit_state_run, r"snapshots seq=\d+ .*content does not match its digest"),
     "edit digest": Case(edit_digest, r"records seq=50 .*content does not match its digest"),
     # forged rows
     "forge entry with a wrong id": Case(forge_entry, r"timeline seq=34 .*content does not match its id"),
+    "forge entry chained like the writer": Case(
+        forge_entry_like_the_writer,
+        r"timeline seq=34\.\.34: entries past the anchored head",
+        refused=r"timeline seq=34\.\.34: entries past the anchored head",
+    ),
     "forge fact of another tenant": Case(
         forge_fact,
         r"kind=fact_version id=fact-forged@1: not covered by the digest",
@@ -366,6 +391,15 @@ CASES = {
         delete("DELETE FROM records WHERE seq > (SELECT MAX(seq) - 5 FROM records)", "records_no_delete"),
         r"records seq=\d+: digested row is missing",
         refused=r"records seq=\d+: the anchored row is missing",
+    ),
+    "delete the last state run": Case(
+        delete("DELETE FROM snapshots WHERE seq = (SELECT MAX(seq) FROM snapshots)", "snapshots_no_delete"),
+        r"snapshots seq=\d+: (digested row is missing|the anchored row is missing)",
+        refused=r"snapshots seq=\d+: the anchored row is missing",
+    ),
+    "delete an erased listing row": Case(
+        delete("DELETE FROM erased", "erased_no_delete"),
+        r"timeline seq=18 .*content does not match its id",
     ),
     "delete a digest": Case(
         delete("DELETE FROM digests WHERE tbl = 'records' AND seq = 50", "digests_no_delete"), r"records seq=50"
