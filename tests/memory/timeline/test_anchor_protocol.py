@@ -1,0 +1,94 @@
+"""The anchor written before and after every commit: a writer stopped at any point leaves a store that
+opens and verifies, and the store never gets past its anchor without a finding."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from memory.timeline import HashingEncoder, SQLiteStore, Timeline, audit
+from memory.timeline import anchor as anchor_file
+from tests.builders import T0
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _append(store: SQLiteStore, n: int, start: int = 0) -> None:
+    timeline = Timeline(store, HashingEncoder(dim=64))
+    for i in range(start, start + n):
+        timeline.append(
+            f"disk {i} full", kind="observation", role="environment", situation="s", timestamp=T0 + timedelta(minutes=i)
+        )
+
+
+class Stop(BaseException):
+    """What a process killed at that point leaves: nothing after it runs (not caught as an error)."""
+
+
+@pytest.mark.parametrize("stop_at", ["pending", "committed"])
+def test_a_writer_stopped_between_its_anchor_writes_leaves_a_store_that_opens_and_verifies(tmp_path, stop_at):
+    path = tmp_path / "m.sqlite"
+    with SQLiteStore(path) as store:
+        _append(store, 3)
+    real = anchor_file.Writer.write
+
+    def write(self, anchor, *, pending):
+        if not pending and stop_at == "committed":
+            raise Stop  # after COMMIT, before the confirmation
+        real(self, anchor, pending=pending)
+        if pending and stop_at == "pending":
+            raise Stop  # after the pending write, before COMMIT
+
+    with SQLiteStore(path) as store:
+        anchor_file.Writer.write = write  # type: ignore[method-assign]
+        try:
+            with pytest.raises(Stop):
+                _append(store, 1, start=3)
+        finally:
+            anchor_file.Writer.write = real  # type: ignore[method-assign]
+    read = anchor_file.read(str(path))
+    assert read.exact and read.pending is not None and read.pending.entries == 4 and read.anchor.entries == 3
+    assert audit(path).findings == []
+    with SQLiteStore(path) as store:
+        assert len(store) == (3 if stop_at == "pending" else 4)  # the commit happened or it did not
+        _append(store, 2, start=10)
+    assert audit(path).findings == [] and audit(path).entries == len(SQLiteStore(path, read_only=True))
+
+
+WRITER = """
+import sys
+from datetime import datetime, timedelta, timezone
+from memory.timeline import HashingEncoder, SQLiteStore, Timeline
+store = SQLiteStore(sys.argv[1])
+timeline = Timeline(store, HashingEncoder(dim=64))
+print("ready", flush=True)
+t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+i = 0
+while True:
+    timeline.append(f"queue {i} backed up", kind="observation", role="environment", situation="s",
+                    timestamp=t + timedelta(seconds=i))
+    store.add_records("edge", [(f"e{i}", {"n": i})])
+    i += 1
+"""
+
+
+def test_writers_killed_at_random_moments_leave_stores_that_open_and_verify(tmp_path):
+    path = tmp_path / "m.sqlite"
+    delays = [0.004 + 0.011 * k for k in range(6)]  # spread over the steps of the writes (about 1-2 ms each)
+    for delay in delays:
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=ROOT, stdout=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        report = audit(path)
+        assert report.findings == [], (delay, report.findings)
+        with SQLiteStore(path) as store:  # opens (no refusal) and takes a write
+            store.add_records("edge", [(f"after-{delay}", {"ok": True})])
+    assert audit(path).findings == [] and audit(path).entries > 0
