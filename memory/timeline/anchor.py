@@ -190,8 +190,11 @@ class Writer:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def write(self, anchor: Anchor, *, pending: bool) -> None:
-        """Write `anchor` into the oldest slot (an empty or torn one first), with the next counter.
+    def write(self, anchor: Anchor, *, pending: bool, keep: Anchor | None = None) -> None:
+        """Write `anchor` into the oldest slot (an empty or torn one first) that does not hold `keep`, the
+        state the store is in until this write's transaction commits (the pending write) or the state it
+        commits (the confirmation), with the next counter. So a crash at any point leaves a slot the store
+        equals, however many writes before it were cut short.
 
         Raises:
             StoreError: the anchor file is a symbolic link (`memory.timeline.sidecars`).
@@ -201,7 +204,8 @@ class Writer:
         stored = _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))
         decoded = [decode(slot) for slot in stored]
         age = [-2 if slot is None else slot.counter for slot in decoded]  # empty or torn slots go first
-        target = min(range(SLOTS), key=lambda i: (age[i], i))
+        free = [i for i, slot in enumerate(decoded) if slot is None or slot.anchor != keep] or list(range(SLOTS))
+        target = min(free, key=lambda i: (age[i], i))
         counter = max((slot.counter for slot in decoded if slot is not None), default=-1) + 1
         os.pwrite(fd, encode(anchor, counter, pending=pending), SLOT * target)
         if pending and self._durable:
@@ -245,7 +249,7 @@ class Read(NamedTuple):
     """The sidecar as `verify` finds it."""
 
     anchor: Anchor | None  # the newest committed state (of the first format: the newest slot); None: no anchor
-    pending: Anchor | None  # a pending state written after it, which the store may equal instead
+    pending: list[Anchor]  # pending states written after it (newest first), which the store may equal instead
     exact: bool  # the store must equal `anchor` or `pending` (this format), not merely hold it (first format)
     note: str  # why there is no anchor, or that a slot is torn ("" when neither)
     damage: str  # a slot damaged since it was written (a finding), "" when none
@@ -257,11 +261,11 @@ def read(path: str) -> Read:
         with os.fdopen(open_sidecar(sidecar(path), os.O_RDONLY), "rb") as handle:
             data = handle.read(SLOTS * SLOT)
     except StoreError:
-        return Read(None, None, False, f"{sidecar(path)} is a symbolic link: not read", "")
+        return Read(None, [], False, f"{sidecar(path)} is a symbolic link: not read", "")
     except FileNotFoundError:
-        return Read(None, None, False, "no anchor file (a store written before anchors, or a copy without it)", "")
+        return Read(None, [], False, "no anchor file (a store written before anchors, or a copy without it)", "")
     except OSError as exc:
-        return Read(None, None, False, f"anchor file unreadable ({exc.strerror})", "")
+        return Read(None, [], False, f"anchor file unreadable ({exc.strerror})", "")
     stored = _slots(data.ljust(SLOTS * SLOT, b"\0"))
     decoded = [decode(slot) for slot in stored]
     bad = [i for i, (slot, s) in enumerate(zip(stored, decoded)) if s is None and slot.strip(b"\0 ")]
@@ -281,11 +285,16 @@ def read(path: str) -> Read:
     current = [s for s in slots if s.counter >= 0]
     if not current:  # the first format (or nothing valid): the newest slot, a lower bound
         if not slots:
-            return Read(None, None, False, note or "anchor file holds no valid slot", damage)
-        return Read(max((s.anchor for s in slots), key=generation), None, False, note, damage)
+            return Read(None, [], False, note or "anchor file holds no valid slot", damage)
+        return Read(max((s.anchor for s in slots), key=generation), [], False, note, damage)
     committed = max((s for s in current if not s.pending), key=lambda s: s.counter, default=None)
-    after = [s for s in current if s.pending and (committed is None or s.counter > committed.counter)]
-    pending = max(after, key=lambda s: s.counter).anchor if after else None
+    # Each pending state after the last confirmation is one a writer was about to commit: the store equals
+    # one of them when that writer (and any after it) stopped between its COMMIT and its confirmation.
+    after = sorted(
+        (s for s in current if s.pending and (committed is None or s.counter > committed.counter)),
+        key=lambda s: -s.counter,
+    )
+    pending = [s.anchor for s in after]
     if committed is None:
-        return Read(pending, None, True, note, damage)
+        return Read(pending[0], pending[1:], True, note, damage)
     return Read(committed.anchor, pending, True, note, damage)

@@ -53,8 +53,9 @@ _STATE = (
 )
 
 
-def seal(db: sqlite3.Connection) -> Anchor:
+def seal(db: sqlite3.Connection, *, chain: bool = True) -> Anchor:
     """Inside a write transaction: digest the derived rows not yet chained; the anchor of the result.
+    With `chain` False nothing is written: the anchor of the state as the digests cover it now.
 
     One query reads every head (this runs in every write transaction, appends included).
     """
@@ -62,7 +63,7 @@ def seal(db: sqlite3.Connection) -> Anchor:
     derived = {}
     for table, top, last in zip(DERIVED, tops[:2], tops[2:]):
         seq, prev = (int(last.split(" ")[0]), last.split(" ")[1]) if last else (0, GENESIS)
-        if top is not None and top > seq:
+        if chain and top is not None and top > seq:
             new: list[tuple[str, int, str]] = []
             for row in db.execute(f"SELECT {_DERIVED_COLUMNS[table]} FROM {table} WHERE seq > ? ORDER BY seq", (seq,)):
                 prev = row_digest(prev, tuple(row[1:]))
@@ -97,16 +98,17 @@ def sealed(db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None,
     with anchor.locked(lock_timeout) if anchor is not None else nullcontext():
         with WriteTransaction(db, path, lock_timeout):
             refuse_unsealed(db, path)
+            before = seal(db, chain=False)  # the state the store is in: its slot is kept until this commits
             yield
             anchored = seal(db)
             try:
-                anchor.write(anchored, pending=True) if anchor is not None else None
+                anchor.write(anchored, pending=True, keep=before) if anchor is not None else None
             except OSError as exc:
                 raise StoreError(
                     f"{path}: cannot write the store's anchor ({exc.strerror}); nothing was written"
                 ) from exc
         with suppress(OSError):  # the pending anchor stands for this one: the store equals it
-            anchor.write(anchored, pending=False) if anchor is not None else None
+            anchor.write(anchored, pending=False, keep=anchored) if anchor is not None else None
 
 
 def sealed_top(db: sqlite3.Connection, table: str = "records") -> int | None:
@@ -359,7 +361,7 @@ def _against_anchors(
     if read.anchor is None:
         return []
     found = _against_anchor(db, read.anchor, tables, marks, exact=read.exact)
-    if found and read.pending is not None and not _against_anchor(db, read.pending, tables, marks, exact=True):
+    if found and any(not _against_anchor(db, pending, tables, marks, exact=True) for pending in read.pending):
         return []
     return found
 

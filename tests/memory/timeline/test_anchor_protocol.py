@@ -38,10 +38,10 @@ def test_a_writer_stopped_between_its_anchor_writes_leaves_a_store_that_opens_an
         _append(store, 3)
     real = anchor_file.Writer.write
 
-    def write(self, anchor, *, pending):
+    def write(self, anchor, *, pending, keep=None):
         if not pending and stop_at == "committed":
             raise Stop  # after COMMIT, before the confirmation
-        real(self, anchor, pending=pending)
+        real(self, anchor, pending=pending, keep=keep)
         if pending and stop_at == "pending":
             raise Stop  # after the pending write, before COMMIT
 
@@ -53,12 +53,50 @@ def test_a_writer_stopped_between_its_anchor_writes_leaves_a_store_that_opens_an
         finally:
             anchor_file.Writer.write = real  # type: ignore[method-assign]
     read = anchor_file.read(str(path))
-    assert read.exact and read.pending is not None and read.pending.entries == 4 and read.anchor.entries == 3
+    assert read.exact and [p.entries for p in read.pending] == [4] and read.anchor.entries == 3
     assert audit(path).findings == []
     with SQLiteStore(path) as store:
         assert len(store) == (3 if stop_at == "pending" else 4)  # the commit happened or it did not
         _append(store, 2, start=10)
     assert audit(path).findings == [] and audit(path).entries == len(SQLiteStore(path, read_only=True))
+
+
+@pytest.mark.parametrize(
+    "stops",
+    [
+        ("pending",) * 4,
+        ("committed",) * 4,
+        ("pending", "committed", "pending", "committed", "pending"),
+        ("committed", "pending", "pending", "committed", "committed", "pending"),
+    ],
+)
+def test_many_writers_stopped_in_a_row_never_leave_a_store_its_anchor_disowns(tmp_path, stops):
+    """Every cut-short write leaves a slot the store equals: the state it was in (kept while a pending
+    write goes out) or the one it committed (kept while its confirmation goes out)."""
+    path = tmp_path / "m.sqlite"
+    with SQLiteStore(path) as store:
+        _append(store, 2)
+    real = anchor_file.Writer.write
+    for n, stop_at in enumerate(stops):
+
+        def write(self, anchor, *, pending, keep=None, stop_at=stop_at):
+            if not pending and stop_at == "committed":
+                raise Stop
+            real(self, anchor, pending=pending, keep=keep)
+            if pending and stop_at == "pending":
+                raise Stop
+
+        with SQLiteStore(path) as store:  # opens: no refusal after any of the stops before
+            anchor_file.Writer.write = write  # type: ignore[method-assign]
+            try:
+                with pytest.raises(Stop):
+                    _append(store, 1, start=10 + n)
+            finally:
+                anchor_file.Writer.write = real  # type: ignore[method-assign]
+        assert audit(path).findings == [], (n, stops)
+    with SQLiteStore(path) as store:
+        _append(store, 1, start=100)
+    assert audit(path).findings == [] and audit(path).entries == 3 + stops.count("committed")
 
 
 WRITER = """
