@@ -137,6 +137,9 @@ def one_bit_off(slot: bytes) -> bool:
     return False
 
 
+_sync = getattr(os, "fdatasync", os.fsync)  # the slots' bytes, not the file's times: the size never changes
+
+
 def _slots(data: bytes) -> list[bytes]:
     return [data[i * SLOT : (i + 1) * SLOT] for i in range(SLOTS)]
 
@@ -209,7 +212,7 @@ class Writer:
         counter = max((slot.counter for slot in decoded if slot is not None), default=-1) + 1
         os.pwrite(fd, encode(anchor, counter, pending=pending), SLOT * target)
         if pending and self._durable:
-            os.fsync(fd)
+            _sync(fd)
 
     def close(self) -> None:
         """Close the file (idempotent)."""
