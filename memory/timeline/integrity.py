@@ -223,6 +223,19 @@ def audit(path: str | Path) -> Audit:
 
 
 def _audit(db: sqlite3.Connection, path: str) -> Audit:
+    """Every check on one snapshot of the file, taken with the anchor while no writer is between its two
+    anchor writes (`anchor.settled`): writers may go on meanwhile, and none of their rows shows."""
+    with anchor_file.settled(path) as held:
+        db.execute("BEGIN")
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the snapshot starts at the first read
+        read = anchor_file.read(path)
+    try:
+        return _audit_snapshot(db, path, read, held)
+    finally:
+        db.execute("ROLLBACK")
+
+
+def _audit_snapshot(db: sqlite3.Connection, path: str, read: anchor_file.Read, held: bool) -> Audit:
     findings: list[str] = []
     notes: list[str] = []
     if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
@@ -255,10 +268,8 @@ def _audit(db: sqlite3.Connection, path: str) -> Audit:
         notes.append(
             "derived records are not digest-chained yet (a store written before digests; the next write chains them)"
         )
-    with anchor_file.settled(path) as held:  # no writer between its two anchor writes while both are read
-        read = anchor_file.read(path)
-        findings += [read.damage] if read.damage else []
-        findings += _against_anchors(db, read, tables, marks)
+    findings += [read.damage] if read.damage else []
+    findings += _against_anchors(db, read, tables, marks)
     notes += [read.note] if read.note else []
     if not held and read.anchor is not None:
         notes.append("the anchor was compared while another writer held it (a write in progress may show)")

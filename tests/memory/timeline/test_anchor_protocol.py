@@ -130,3 +130,28 @@ def test_writers_killed_at_random_moments_leave_stores_that_open_and_verify(tmp_
         with SQLiteStore(path) as store:  # opens (no refusal) and takes a write
             store.add_records("edge", [(f"after-{delay}", {"ok": True})])
     assert audit(path).findings == [] and audit(path).entries > 0
+
+
+def test_verify_while_writers_append_sees_one_snapshot_and_no_finding(tmp_path):
+    """verify reads the file while other processes write: every check sees the same snapshot, taken with
+    the anchor between two writes (a record committed between reading the digests and the records was
+    once reported as not covered by the digest chain)."""
+    path = tmp_path / "m.sqlite"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(path)], cwd=ROOT, stdout=subprocess.PIPE) for _ in range(2)
+    ]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        while not Path(anchor_file.sidecar(str(path))).exists():  # until the first write (else: a note, no anchor)
+            time.sleep(0.005)
+        reports = []
+        for _ in range(15):
+            reports.append(audit(path))
+            time.sleep(0.02)
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+    assert [(r.findings, r.notes) for r in reports if r.findings or r.notes] == []
+    assert reports[-1].entries > reports[0].entries  # the writers wrote meanwhile
