@@ -24,9 +24,6 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.builders import T0
-from tests.memory.timeline.test_postgres_store import running_server, stop_server
-
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install -e '.[postgres]'")
 
 from memory.__main__ import main  # noqa: E402
@@ -36,6 +33,8 @@ from memory.timeline.anchor import row_digest  # noqa: E402
 from memory.timeline.postgres import PostgresStore, grant_writer  # noqa: E402
 from memory.timeline.postgres_schema import SCHEMA, triggers  # noqa: E402
 from memory.timeline.schema import COLUMNS, chain_rows, prepare  # noqa: E402
+from tests.builders import T0  # noqa: E402
+from tests.memory.timeline.test_postgres_store import running_server, stop_server  # noqa: E402
 
 APP = "tamper_app"  # the restricted application role: it writes team-a only
 _names = itertools.count()
