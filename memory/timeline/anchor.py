@@ -156,6 +156,8 @@ class Writer:
         self._path = sidecar(path)
         self._durable = durable
         self._fd: int | None = None
+        self._locked = False  # inside `locked`: no other writer writes the file
+        self._known: list[Slot | None] | None = None  # the slots as this writer left them, while it holds the lock
 
     def _open(self) -> int:
         if self._fd is None:
@@ -188,9 +190,11 @@ class Writer:
                         "try again or raise lock_timeout)"
                     ) from None
                 time.sleep(0.002)
+        self._locked = True
         try:
             yield
         finally:
+            self._locked, self._known = False, None  # another writer may write the file once it is released
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     def write(self, anchor: Anchor, *, pending: bool, keep: Anchor | None = None) -> None:
@@ -204,8 +208,9 @@ class Writer:
             OSError: the write or flush failed.
         """
         fd = self._open()
-        stored = _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))
-        decoded = [decode(slot) for slot in stored]
+        decoded = self._known  # a second write under the same lock: the slots as the first one left them
+        if decoded is None:
+            decoded = [decode(slot) for slot in _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))]
         age = [-2 if slot is None else slot.counter for slot in decoded]  # empty or torn slots go first
         free = [i for i, slot in enumerate(decoded) if slot is None or slot.anchor != keep] or list(range(SLOTS))
         target = min(free, key=lambda i: (age[i], i))
@@ -213,6 +218,8 @@ class Writer:
         os.pwrite(fd, encode(anchor, counter, pending=pending), SLOT * target)
         if pending and self._durable:
             _sync(fd)
+        if self._locked:  # remembered only while the lock keeps other writers out
+            self._known = [*decoded[:target], Slot(anchor, counter, pending), *decoded[target + 1 :]]
 
     def close(self) -> None:
         """Close the file (idempotent)."""
