@@ -19,6 +19,7 @@ COMMANDS = {  # the command a user types → the module whose main() builds its 
     "python -m eval.redaction": "eval.redaction",
     "python -m eval.bench": "eval.bench.cli",
     "python -m eval.bench.shared": "eval.bench.shared",
+    "python -m eval.bench.retention": "eval.bench.retention",
     "python -m eval.docs_pages": "eval.docs_pages",
     "python -m memory": "memory.__main__",  # its subcommands too
     "python -m memory.mcp": "memory.mcp.__main__",

@@ -7,105 +7,12 @@ from datetime import timedelta
 
 import pytest
 
-from memory import EpisodicMemory
+from eval.bench import retention as bench
 from memory.__main__ import main
 from memory.retention import RetentionPolicy, expired, lesson_evidence
-from memory.timeline import HashingEncoder, NoRedaction, SQLiteStore, Timeline, audit
+from memory.timeline import audit
 from memory.timeline.erasure import is_erased
-from tests.builders import T0, at, copy_store, entries_from
-
-ENCODER = HashingEncoder(dim=64)
-# (observations, truth, first guess, what the correction says after a wrong guess)
-PROBLEMS = [
-    (
-        ("spool directory full on {host}", "jobs stuck in the spool queue of {host}"),
-        "spool",
-        "driver",
-        "the jobs were stuck in the spool queue",
-    ),
-    (("print jobs stuck on {host}, spool partition at 100%",), "spool", "spool", ""),
-    (
-        ("garbled output on {host} after the driver update", "driver version changed on {host}"),
-        "driver",
-        "spool",
-        "the driver update garbled the output",
-    ),
-    (("new driver package on {host}, pages print garbled",), "driver", "driver", ""),
-]
-QUERIES = ["spool queue stuck", "garbled pages after a driver update", "print server disk full"]
-
-
-def _incident(n, start):
-    """The entries (as `Timeline.append_many` items) of incident `n`: observations naming a unique host, a
-    decision, an outcome, and after a wrong guess a correction and the right decision."""
-    observations, truth, guess, said = PROBLEMS[n % len(PROBLEMS)]
-    host, clock, items = f"prn-{n:05d}", start, []
-
-    def add(kind, role, text, **metadata):
-        nonlocal clock
-        clock += timedelta(minutes=3)
-        items.append(
-            dict(
-                text=text,
-                kind=kind,
-                role=role,
-                timestamp=clock,
-                situation="support",
-                principal="team-a",
-                metadata={"service": "print", **metadata},
-            )
-        )
-
-    for text in observations:
-        add("observation", "environment", text.format(host=host))
-    for choice in [guess] if guess == truth else [guess, truth]:
-        add("decision", "agent", f"Decision: {choice} on {host}", choice=choice, retrieved=[], relied_on=[])
-        ok = choice == truth
-        add(
-            "outcome",
-            "environment",
-            f"{host}: fixed" if ok else f"{host}: still broken",
-            status="success" if ok else "failure",
-        )
-        if not ok:
-            add("correction", "user", f"Not {choice} on {host}: {said}")
-    return items
-
-
-def _items(incidents, first=0):
-    """Items of `incidents` incidents numbered from `first`, one every 12 hours."""
-    return [item for n in range(first, first + incidents) for item in _incident(n, at(hours=12 * n))]
-
-
-def _build(path, items):
-    """A store holding `items` (appended in one batch), opened once through the facade (which learns from them)
-    and flushed; closed."""
-    store = SQLiteStore(path)
-    Timeline(store, ENCODER, redactor=NoRedaction()).append_many(items)
-    store.close()
-    with _memory(path) as memory:
-        memory.flush()
-
-
-def _memory(path):
-    return EpisodicMemory(path, principal="team-a", encoder=ENCODER, redactor=NoRedaction())
-
-
-def _files(path):
-    """Every byte of a store file and its sidecars (-wal, -anchor, ...)."""
-    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
-
-
-def _recalled(memory):
-    """Rendered recall for a few queries, episode ids left out (they hash entry ids, which hash the chain)."""
-    return [re.sub(r"\[[0-9a-f]{64}\]", "[…]", memory.recall(q, k=5).render(max_chars=100_000)) for q in QUERIES]
-
-
-def _facts(memory):
-    return sorted(
-        (f.condition, f.conclusion, len(f.support), len(f.contradict), f.status)
-        for f in memory.facts(include_retired=True)
-    )
+from tests.builders import T0, copy_store, entries_from
 
 
 def _rows(path):
@@ -118,8 +25,8 @@ def _rows(path):
 def template(tmp_path_factory):
     """A store of 2,000 entries (400 incidents) of one principal, built once."""
     path = tmp_path_factory.mktemp("template") / "m.sqlite"
-    items = _items(400)
-    _build(path, items)
+    items = bench.items(400)
+    bench.build(path, items)
     return path, items
 
 
@@ -154,25 +61,25 @@ def test_a_policy_needs_a_limit_and_sane_values():
 def test_retain_erases_the_expired_leaves_no_trace_and_equals_a_store_of_the_kept_entries(store, tmp_path):
     path, items = store
     policy = RetentionPolicy(max_entries=600, keep_lessons=False)
-    with _memory(path) as memory:
+    with bench.memory_of(path) as memory:
         done = memory.retain(policy)
         assert done.entries == len(items) - 600 and done.purged and done.record_id and done.kept == 0
         assert memory.projection() == memory.rebuild()
         kept = [e for e in memory.store.entries() if not is_erased(e)]
         assert len(kept) == 600 and [e.text for e in kept] == [item["text"] for item in items[-600:]]
-        recalled, facts = _recalled(memory), _facts(memory)
+        recalled, facts = bench.recalled(memory), bench.facts(memory)
         record = dict(memory.store.records("erasure"))[done.record_id]
         assert record["policy"] == {"max_age_seconds": None, "max_entries": 600, "keep_lessons": False, "now": None}
         assert record["principal"] == "team-a" and "by" not in record and record["entries"] == done.entries
-    files = _files(path)
+    files = bench.files_of(path)
     gone = {item["text"] for item in items[:-600]} - {item["text"] for item in items[-600:]}
     assert len(gone) > 1000 and not [text for text in gone if text.encode() in files]
     assert main(["verify", str(path)]) == 0 and audit(path).findings == []
     alone = tmp_path / "alone" / "m.sqlite"
     alone.parent.mkdir()
-    _build(alone, items[-600:])
-    with _memory(alone) as memory:
-        assert _recalled(memory) == recalled and _facts(memory) == facts
+    bench.build(alone, items[-600:])
+    with bench.memory_of(alone) as memory:
+        assert bench.recalled(memory) == recalled and bench.facts(memory) == facts
     assert facts and "Past incident" in recalled[0]
 
 
@@ -181,15 +88,15 @@ def test_a_dry_run_changes_nothing_and_a_second_identical_retain_erases_nothing(
     before = _rows(path)
     assert main(["retain", str(path), "--principal", "team-a", "--max-entries", "300", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("would erase ") and _rows(path) == before
-    with _memory(path) as memory:
+    with bench.memory_of(path) as memory:
         preview = memory.retain(RetentionPolicy(max_entries=300), dry_run=True)
-        facts = _facts(memory)
+        facts = bench.facts(memory)
         done = memory.retain(RetentionPolicy(max_entries=300))
         assert (done.entries, done.kept) == (preview.entries, preview.kept) and done.kept > 0
         left = [e for e in memory.store.entries() if not is_erased(e)]
         assert len(left) == 300 + done.kept  # the newest 300 and the incidents the current facts cite
         assert [e.id for e in left[-300:]] == [e.id for e in memory.store.entries()][-300:]
-        assert _facts(memory) == facts  # kept evidence: every lesson stands on what it stood on
+        assert bench.facts(memory) == facts  # kept evidence: every lesson stands on what it stood on
         again = memory.retain(RetentionPolicy(max_entries=300))
         assert again.entries == 0 and again.record_id == "" and len(dict(memory.store.records("erasure"))) == 1
     assert main(["verify", str(path)]) == 0
@@ -197,7 +104,7 @@ def test_a_dry_run_changes_nothing_and_a_second_identical_retain_erases_nothing(
 
 def test_lessons_whose_evidence_expired_are_rebuilt_without_it(store):
     path, _ = store
-    with _memory(path) as memory:
+    with bench.memory_of(path) as memory:
         old = {f.conclusion: set(f.support) for f in memory.facts()}
         memory.retain(RetentionPolicy(max_entries=40, keep_lessons=False))
         episodes = {e.id for e in memory.episodes()}
@@ -217,7 +124,7 @@ def test_lessons_whose_evidence_expired_are_rebuilt_without_it(store):
 
 def test_max_age_counts_from_the_newest_entry_or_now(store):
     path, items = store
-    with _memory(path) as memory:
+    with bench.memory_of(path) as memory:
         done = memory.retain(RetentionPolicy(max_age=timedelta(days=30), keep_lessons=False))
         newest = items[-1]["timestamp"]
         assert done.entries == sum(item["timestamp"] < newest - timedelta(days=30) for item in items)
@@ -288,3 +195,13 @@ def test_lesson_evidence_follows_retries_back_to_the_incident():
     episodes = {e.id: e for e in (failed, retry, other)}
     assert lesson_evidence([fact], episodes, edges, principal="p") == {"failed", "retry"}
     assert lesson_evidence([fact], episodes, edges, principal="q") == frozenset()
+
+
+def test_the_retention_bench_checks_what_the_policy_promises(capsys):
+    assert bench.main(["--entries", "150", "--keep", "40"]) == 0
+    out = capsys.readouterr().out
+    for expected in ("entries=150", "erased=110", "expired_texts_left=0", "verify_findings=0"):
+        assert expected in out
+    assert "recall_equals_kept_alone=True facts_equal_kept_alone=True" in out
+    assert bench.main(["--entries", "150", "--keep", "150"]) == 2
+    assert "--keep must be between 1 and --entries - 1, not 150" in capsys.readouterr().err
