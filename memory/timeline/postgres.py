@@ -28,14 +28,7 @@ import psycopg
 from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline import erasure, portable, postgres_audit, postgres_erasure, record_body
 from memory.timeline import postgres_integrity as integrity
-from memory.timeline.entries import (
-    GENESIS_ID,
-    ChainBreak,
-    Entry,
-    EntryDraft,
-    Kind,
-    verify_chain,
-)
+from memory.timeline.entries import GENESIS_ID, ChainBreak, Entry, EntryDraft, Kind, verify_chain
 from memory.timeline.integrity import Audit
 from memory.timeline.postgres_integrity import grant_writer
 from memory.timeline.postgres_schema import SCHEMA, WRITE_LOCK, triggers
@@ -65,19 +58,22 @@ class PostgresStore:
         create: create the tables when missing (needs the CREATE privilege on the schema);
             when False a database without them is a `StoreError`.
         synchronous: accepted for `SQLiteStore` compatibility; durability is the server's.
+        read_only: a session whose transactions are read-only, without the open's refusals (a lost tail),
+            e.g. to inspect or export a damaged store; every write is a `StoreError`.
     """
 
-    def __init__(self, path: str, *, create: bool = True, synchronous: str = "FULL") -> None:
-        self.path = str(path)
+    def __init__(self, path: str, *, create: bool = True, synchronous: str = "FULL", read_only: bool = False) -> None:
+        self.path, self.read_only = str(path), read_only
         try:
             self._db = psycopg.connect(self.path, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"{shown_url(self.path)}: cannot connect ({str(exc).strip()})") from exc
         try:
-            self._ensure_schema(create)
+            self._db.execute("SET default_transaction_read_only = on") if read_only else None
+            self._ensure_schema(create and not read_only)
             self._owner = integrity.owns_store(self._db)
             self._integrity = integrity.has_integrity(self._db)
-            if self._integrity and (lost := integrity.lost_tail(self._db)):
+            if self._integrity and not read_only and (lost := integrity.lost_tail(self._db)):
                 raise StoreError(
                     f"{shown_url(self.path)}: {lost} (run `python -m memory verify {shown_url(self.path)}`)"
                 )
@@ -117,6 +113,8 @@ class PostgresStore:
         role writes to it as before (its owner's next write seals those rows too). Refusals of the
         server (insert-only tables, another principal's rows) become `ImmutableRecordError`.
         """
+        if self.read_only:
+            raise StoreError(f"{shown_url(self.path)}: opened read-only (for inspection): nothing is written")
         try:
             with self._db.transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))

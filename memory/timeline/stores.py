@@ -18,7 +18,7 @@ def is_server_url(target: object) -> bool:
 
 def open_store(target: str | Path | None, *, create: bool = True, read_only: bool = False) -> Store:
     """The store `target` names: a `PostgresStore` for a server URL, else a `SQLiteStore` (None: in memory;
-    `read_only`: an existing file opened for reading alone, see `SQLiteStore`).
+    `read_only`: an existing store opened for reading alone, see either class).
 
     Raises:
         StoreError: the server store was asked for without psycopg installed, or cannot be opened.
@@ -28,7 +28,7 @@ def open_store(target: str | Path | None, *, create: bool = True, read_only: boo
             from memory.timeline.postgres import PostgresStore
         except ImportError as exc:
             raise StoreError(f"a postgresql:// store needs psycopg: pip install '.[postgres]' ({exc})") from exc
-        return PostgresStore(str(target), create=create)
+        return PostgresStore(str(target), create=create, read_only=read_only)
     if read_only and target is not None:
         return SQLiteStore(target, read_only=True)
     return SQLiteStore(target if target is not None else ":memory:", create=create)

@@ -13,7 +13,7 @@ from tests.pg_server import LocalServer
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install -e '.[postgres]'")
 
 from memory import EpisodicMemory  # noqa: E402
-from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError  # noqa: E402
+from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError  # noqa: E402
 from memory.timeline import HashingEncoder, RecordKind, SQLiteStore, Timeline, open_store  # noqa: E402
 from memory.timeline.postgres import PostgresStore, grant_writer  # noqa: E402
 
@@ -391,3 +391,25 @@ def test_projections_of_runs_before_a_basis_are_stored_on_the_server_and_read_ba
     with opened() as second:
         assert second.store.snapshot_index(stored_bounds.PROJECTIONS) == projected  # read, not stored again
         assert bounds_of(second) == installed
+
+
+def test_a_store_that_lost_its_tail_opens_read_only_for_inspection_and_export(url, tmp_path, capsys):
+    from memory.__main__ import main
+
+    with PostgresStore(url) as store:
+        entries = _fill(store)
+    with psycopg.connect(url, autocommit=True) as raw:  # the owner deletes the last entry, triggers disabled
+        raw.execute("ALTER TABLE timeline DISABLE TRIGGER USER")
+        raw.execute("DELETE FROM timeline WHERE seq = (SELECT MAX(seq) FROM timeline)")
+        raw.execute("ALTER TABLE timeline ENABLE TRIGGER USER")
+    with pytest.raises(StoreError, match="tail was lost"):
+        PostgresStore(url)
+    with PostgresStore(url, read_only=True) as store:
+        assert [e.id for e in store.entries()] == [e.id for e in entries[:-1]]
+        with pytest.raises(StoreError, match="opened read-only"):
+            store.add_records(RecordKind.EDGE, [("e9", {"from": "a", "to": "b"})])
+    out = tmp_path / "rescued.jsonl"
+    assert main(["export", url, str(out)]) == 0 and len(out.read_text().splitlines()) == len(entries) - 1
+    assert main(["stats", url]) == 0
+    capsys.readouterr()
+    assert main(["verify", url]) == 1 and "the tail was lost" in capsys.readouterr().out
