@@ -23,9 +23,9 @@ def _rows(path):
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
-    """A store of 2,000 entries (400 incidents) of one principal, built once."""
+    """A store of 1,000 entries (200 incidents over 100 days) of one principal, built once."""
     path = tmp_path_factory.mktemp("template") / "m.sqlite"
-    items = bench.items(400)
+    items = bench.items(200)
     bench.build(path, items)
     return path, items
 
@@ -60,24 +60,24 @@ def test_a_policy_needs_a_limit_and_sane_values():
 
 def test_retain_erases_the_expired_leaves_no_trace_and_equals_a_store_of_the_kept_entries(store, tmp_path):
     path, items = store
-    policy = RetentionPolicy(max_entries=600, keep_lessons=False)
+    policy = RetentionPolicy(max_entries=300, keep_lessons=False)
     with bench.memory_of(path) as memory:
         done = memory.retain(policy)
-        assert done.entries == len(items) - 600 and done.purged and done.record_id and done.kept == 0
+        assert done.entries == len(items) - 300 and done.purged and done.record_id and done.kept == 0
         assert memory.projection() == memory.rebuild()
         kept = [e for e in memory.store.entries() if not is_erased(e)]
-        assert len(kept) == 600 and [e.text for e in kept] == [item["text"] for item in items[-600:]]
+        assert len(kept) == 300 and [e.text for e in kept] == [item["text"] for item in items[-300:]]
         recalled, facts = bench.recalled(memory), bench.facts(memory)
         record = dict(memory.store.records("erasure"))[done.record_id]
-        assert record["policy"] == {"max_age_seconds": None, "max_entries": 600, "keep_lessons": False, "now": None}
+        assert record["policy"] == {"max_age_seconds": None, "max_entries": 300, "keep_lessons": False, "now": None}
         assert record["principal"] == "team-a" and "by" not in record and record["entries"] == done.entries
     files = bench.files_of(path)
-    gone = {item["text"] for item in items[:-600]} - {item["text"] for item in items[-600:]}
-    assert len(gone) > 1000 and not [text for text in gone if text.encode() in files]
+    gone = {item["text"] for item in items[:-300]} - {item["text"] for item in items[-300:]}
+    assert len(gone) > 500 and not [text for text in gone if text.encode() in files]
     assert main(["verify", str(path)]) == 0 and audit(path).findings == []
     alone = tmp_path / "alone" / "m.sqlite"
     alone.parent.mkdir()
-    bench.build(alone, items[-600:])
+    bench.build(alone, items[-300:])
     with bench.memory_of(alone) as memory:
         assert bench.recalled(memory) == recalled and bench.facts(memory) == facts
     assert facts and "Past incident" in recalled[0]
@@ -86,18 +86,18 @@ def test_retain_erases_the_expired_leaves_no_trace_and_equals_a_store_of_the_kep
 def test_a_dry_run_changes_nothing_and_a_second_identical_retain_erases_nothing(store, capsys):
     path, items = store
     before = _rows(path)
-    assert main(["retain", str(path), "--principal", "team-a", "--max-entries", "300", "--dry-run"]) == 0
+    assert main(["retain", str(path), "--principal", "team-a", "--max-entries", "150", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("would erase ") and _rows(path) == before
     with bench.memory_of(path) as memory:
-        preview = memory.retain(RetentionPolicy(max_entries=300), dry_run=True)
+        preview = memory.retain(RetentionPolicy(max_entries=150), dry_run=True)
         facts = bench.facts(memory)
-        done = memory.retain(RetentionPolicy(max_entries=300))
+        done = memory.retain(RetentionPolicy(max_entries=150))
         assert (done.entries, done.kept) == (preview.entries, preview.kept) and done.kept > 0
         left = [e for e in memory.store.entries() if not is_erased(e)]
-        assert len(left) == 300 + done.kept  # the newest 300 and the incidents the current facts cite
-        assert [e.id for e in left[-300:]] == [e.id for e in memory.store.entries()][-300:]
+        assert len(left) == 150 + done.kept  # the newest 150 and the incidents the current facts cite
+        assert [e.id for e in left[-150:]] == [e.id for e in memory.store.entries()][-150:]
         assert bench.facts(memory) == facts  # kept evidence: every lesson stands on what it stood on
-        again = memory.retain(RetentionPolicy(max_entries=300))
+        again = memory.retain(RetentionPolicy(max_entries=150))
         assert again.entries == 0 and again.record_id == "" and len(dict(memory.store.records("erasure"))) == 1
     assert main(["verify", str(path)]) == 0
 
