@@ -137,6 +137,25 @@ def one_bit_off(slot: bytes) -> bool:
     return False
 
 
+def _target(decoded: list[Slot | None], keep: Anchor | None) -> int:
+    """The slot a write goes into: the oldest (an empty or torn one first) of those the store cannot need.
+
+    It may need the newest slot holding `keep` (the state it is in, or the state this write's
+    transaction commits), and every pending state written after the newest confirmation: a writer
+    stopped during its COMMIT may have left its transaction in the WAL without the other processes
+    seeing it yet (SQLite recovers it later), so a live writer may think such a state never
+    committed. With three slots one is always free but after two such stops in a row; then the
+    oldest of those pending states goes.
+    """
+    age = [-2 if slot is None else slot.counter for slot in decoded]
+    committed = max((s.counter for s in decoded if s is not None and not s.pending), default=-1)
+    holding = [i for i, s in enumerate(decoded) if s is not None and s.anchor == keep]
+    needed = {max(holding, key=lambda i: age[i])} if holding else set()
+    unconfirmed = {i for i, s in enumerate(decoded) if s is not None and s.pending and s.counter > committed}
+    free = [i for i in range(SLOTS) if i not in needed | unconfirmed] or [i for i in range(SLOTS) if i not in needed]
+    return min(free, key=lambda i: (age[i], i))
+
+
 _sync = getattr(os, "fdatasync", os.fsync)  # the slots' bytes, not the file's times: the size never changes
 
 
@@ -197,6 +216,28 @@ class Writer:
             self._locked, self._known = False, None  # another writer may write the file once it is released
             fcntl.flock(fd, fcntl.LOCK_UN)
 
+    def refuse_unanchored(self, current: Anchor) -> None:
+        """Under the lock, before a write: refuse a store that is not a state its anchor records (rows
+        written past the store's writer, digests and all, or rows gone), which this write would anchor.
+        Slots of the first format record a lower bound only, and a store without an anchor file has none.
+
+        Raises:
+            StoreError: naming how the store differs (`python -m memory verify` lists everything).
+        """
+        fd = self._open()
+        stored = _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))
+        found = read_slots(stored)
+        if self._locked:
+            self._known = [decode(slot) for slot in stored]
+        if found.damage:
+            raise StoreError(f"{self._path}: {found.damage}; refusing to write (python -m memory verify lists it)")
+        if found.exact and found.anchor is not None and current not in (found.anchor, *found.pending):
+            raise StoreError(
+                f"{self._path}: the store is not a state its anchor records (entries {current.entries}, "
+                f"anchored {found.anchor.entries}; rows written past the store's writer, or rows lost); "
+                "refusing to write, which would anchor them (python -m memory verify lists every difference)"
+            )
+
     def write(self, anchor: Anchor, *, pending: bool, keep: Anchor | None = None) -> None:
         """Write `anchor` into the oldest slot (an empty or torn one first) that does not hold `keep`, the
         state the store is in until this write's transaction commits (the pending write) or the state it
@@ -211,9 +252,7 @@ class Writer:
         decoded = self._known  # a second write under the same lock: the slots as the first one left them
         if decoded is None:
             decoded = [decode(slot) for slot in _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))]
-        age = [-2 if slot is None else slot.counter for slot in decoded]  # empty or torn slots go first
-        free = [i for i, slot in enumerate(decoded) if slot is None or slot.anchor != keep] or list(range(SLOTS))
-        target = min(free, key=lambda i: (age[i], i))
+        target = _target(decoded, keep)
         counter = max((slot.counter for slot in decoded if slot is not None), default=-1) + 1
         os.pwrite(fd, encode(anchor, counter, pending=pending), SLOT * target)
         if pending and self._durable:
@@ -276,7 +315,11 @@ def read(path: str) -> Read:
         return Read(None, [], False, "no anchor file (a store written before anchors, or a copy without it)", "")
     except OSError as exc:
         return Read(None, [], False, f"anchor file unreadable ({exc.strerror})", "")
-    stored = _slots(data.ljust(SLOTS * SLOT, b"\0"))
+    return read_slots(_slots(data.ljust(SLOTS * SLOT, b"\0")))
+
+
+def read_slots(stored: list[bytes]) -> Read:
+    """What the slots of an anchor file say (`read`)."""
     decoded = [decode(slot) for slot in stored]
     bad = [i for i, (slot, s) in enumerate(zip(stored, decoded)) if s is None and slot.strip(b"\0 ")]
     damaged = [i for i in bad if one_bit_off(stored[i])]

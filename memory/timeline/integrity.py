@@ -99,6 +99,8 @@ def sealed(db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None,
         with WriteTransaction(db, path, lock_timeout):
             refuse_unsealed(db, path)
             before = seal(db, chain=False)  # the state the store is in: its slot is kept until this commits
+            if anchor is not None:  # a writer opened before rows were forged must not anchor them either
+                anchor.refuse_unanchored(before)
             yield
             anchored = seal(db)
             try:
@@ -159,7 +161,7 @@ def _last_digest(db: sqlite3.Connection, table: str) -> tuple[int, str]:
     return (row[0], row[1]) if row else (0, GENESIS)
 
 
-def refuse_open(db: sqlite3.Connection, path: str) -> None:
+def refuse_open(db: sqlite3.Connection, path: str, lock_timeout: float = 30.0) -> None:
     """On open: refuse a store that lost rows its anchor records, or whose schema version was rewound
     below what its rows were written with (the first write would mark the current version again and
     hide it; `memory.timeline.format_version`). Both are cheap on an intact store.
@@ -168,18 +170,18 @@ def refuse_open(db: sqlite3.Connection, path: str) -> None:
         StoreError: naming what is wrong (a `DamagedStore` for a damaged file).
     """
     try:
-        problem = lost_tail(db, path) or next(iter(rewound_version(db)), "")
+        problem = lost_tail(db, path, lock_timeout) or next(iter(rewound_version(db)), "")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a memory store ({exc})") from exc
     if problem:
         raise StoreError(f"{path}: {problem} (run `python -m memory verify {path}`)")
 
 
-def lost_tail(db: sqlite3.Connection, path: str) -> str:
+def lost_tail(db: sqlite3.Connection, path: str, lock_timeout: float = 30.0) -> str:
     """A cheap check on open: how the store differs from its anchor ("" when it equals or merely holds it)."""
     marks = erasure_sqlite.sqlite_marks(db)
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    with anchor_file.settled(path):  # no writer between its two anchor writes while both are read
+    with anchor_file.settled(path, lock_timeout):  # no writer between its two anchor writes while both are read
         read = anchor_file.read(path)
         if read.damage:
             return read.damage

@@ -91,7 +91,7 @@ class SQLiteStore:
         self._derive = self.path != ":memory:"
         if self.path != ":memory:" and not read_only:
             try:
-                anchors.refuse_open(self._db, self.path)  # a lost tail, a rewound schema version
+                anchors.refuse_open(self._db, self.path, lock_timeout)  # a lost tail, a rewound schema version
                 if erasure_sqlite.outdated_sqlite_triggers(
                     self._db
                 ):  # erased under triggers that did not ask for a seal

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.errors import StoreError
 from memory.timeline import HashingEncoder, SQLiteStore, Timeline, audit
 from memory.timeline import anchor as anchor_file
 from tests.builders import T0
@@ -156,3 +157,42 @@ def test_verify_while_writers_append_sees_one_snapshot_and_no_finding(tmp_path):
             proc.wait()
     assert [(r.findings, r.notes) for r in reports if r.findings or r.notes] == []
     assert reports[-1].entries > reports[0].entries  # the writers wrote meanwhile
+
+
+def test_a_writer_opened_before_a_forgery_refuses_to_anchor_it(tmp_path):
+    """A row inserted with plain SQL, digest and all, while a writer holds the store open: that writer's next
+    write refuses (the open's check is behind it), so no honest write ever anchors the forgery."""
+    import sqlite3
+
+    path = tmp_path / "m.sqlite"
+    with SQLiteStore(path) as writer, SQLiteStore(path) as other:
+        _append(writer, 2)
+        other.add_records("edge", [("e1", {"n": 1})])  # another honest writer: no refusal
+        _append(writer, 1, start=5)
+        with sqlite3.connect(path, isolation_level=None) as db:  # forged after both opened, digest and all
+            body = db.execute("SELECT body FROM records ORDER BY seq DESC LIMIT 1").fetchone()[0]
+            last = db.execute("SELECT digest FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1").fetchone()
+            seq = db.execute("INSERT INTO records (kind, id, body) VALUES ('edge', 'forged', ?)", (body,)).lastrowid
+            digest = anchor_file.row_digest(last[0].hex(), ("edge", "forged", body))
+            db.execute("INSERT INTO digests (tbl, seq, digest) VALUES ('records', ?, ?)", (seq, bytes.fromhex(digest)))
+        for store in (writer, other):
+            with pytest.raises(StoreError, match="not a state its anchor records .*refusing to write"):
+                _append(store, 1, start=9)
+    findings = audit(path).findings
+    assert any("kind=edge id=forged: digested rows past the anchored digest" in line for line in findings), findings
+
+
+def test_a_write_keeps_the_slots_the_store_may_equal():
+    """A writer killed during its COMMIT can leave its transaction in the WAL unseen by the live processes
+    (SQLite recovers it later): a live writer that sees the state before must not overwrite that pending
+    state, nor the last copy of the state it sees. Found by killing two writers at random moments."""
+    state = [anchor_file.Anchor(n, f"{n:064x}", {"records": (n, "0" * 64)}) for n in range(4)]
+    pending, committed = (lambda a, c: anchor_file.Slot(a, c, True)), (lambda a, c: anchor_file.Slot(a, c, False))
+    # the state seen (1) twice, as pending and confirmed; a later pending (2) whose COMMIT may have happened
+    assert anchor_file._target([pending(state[1], 7), committed(state[1], 8), pending(state[2], 9)], state[1]) == 0
+    # a normal write: the oldest slot; a torn slot first
+    assert anchor_file._target([pending(state[1], 7), committed(state[1], 8), committed(state[0], 6)], state[1]) == 2
+    assert anchor_file._target([None, committed(state[1], 8), pending(state[1], 7)], state[1]) == 0
+    # the confirmation keeps its own pending state and any other unconfirmed one
+    slots = [pending(state[2], 9), committed(state[1], 8), pending(state[3], 10)]
+    assert anchor_file._target(slots, state[3]) == 1
