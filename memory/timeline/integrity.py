@@ -122,13 +122,14 @@ def sealed_top(db: sqlite3.Connection, table: str = "records") -> int | None:
 def refuse_unsealed(db: sqlite3.Connection, path: str) -> None:
     """At the start of a write transaction: a derived row no digest covers was written past the store's
     writer (every write seals its own rows before it commits), so sealing it now would vouch for it.
-    Derived records only: a state run (`snapshots`) is used only when its own digest and the records
-    it covers match, so a foreign one costs time, never a belief, and is sealed as before.
+    Both derived tables: a foreign state run (`snapshots`) would only cost time when read (one is used
+    only when its own digest and the records it covers match), but sealing it would make `verify`
+    stop naming it.
 
     Raises:
         StoreError: naming the first such row; nothing is written, and `verify` keeps reporting it.
     """
-    for table in ("records",):
+    for table in DERIVED:
         top = sealed_top(db, table)
         row = (
             None

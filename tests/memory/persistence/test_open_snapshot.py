@@ -6,6 +6,7 @@ are ignored: the records they claim to stand for are loaded the exact way.
 
 import json
 import sqlite3
+from contextlib import closing
 from dataclasses import replace
 from datetime import timedelta
 
@@ -302,21 +303,26 @@ def test_runs_of_another_store_are_ignored(tmp_path):
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
     with opened(a) as memory:
         play(memory, 50)
-    with opened(b) as memory:
+    no_runs = Persistence(use_runs=False, open_run_min=10**9, run_episodes=10**9)
+    with EpisodicMemory(b, principal="p0", persistence=no_runs, retriever=PRUNED) as memory:  # no runs of its own
         memory.observe("cache hit ratio fell to 20 percent", situation="ops", principal="p0")
         memory.outcome("recovered", status="success", situation="ops", principal="p0")
         play(memory, 30)
     expected = exact(b)
-    db = sqlite3.connect(b)
-    db.execute("DROP TRIGGER snapshots_no_delete")
-    db.execute("DELETE FROM snapshots")
-    db.execute("ATTACH DATABASE ? AS other", (str(a),))
-    db.execute("INSERT INTO snapshots (kind, id, meta, body) SELECT kind, id, meta, body FROM other.snapshots")
-    db.commit()
-    db.executescript(RESTORE_TRIGGERS)
-    db.close()
+    with closing(sqlite3.connect(a)) as db:
+        foreign = db.execute("SELECT kind, id, meta, body FROM snapshots WHERE kind = ?", (snapshot.RUN,)).fetchall()
+    assert foreign and not runs_of_file(b)
+    with runs_store(b) as store:  # stored the writer's way (sealed and anchored): only their content is foreign
+        for kind, run_id, meta, body in foreign:
+            store.add_snapshot(kind, run_id, json.loads(meta), body)
     with opened(b) as reopened:
         assert state(reopened) == expected
+
+
+def runs_of_file(path):
+    """The state runs stored in a file, read without opening a memory."""
+    with closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT id FROM snapshots WHERE kind = ?", (snapshot.RUN,)).fetchall()
 
 
 def test_runs_of_another_graph_configuration_are_ignored(tmp_path, played):

@@ -298,6 +298,11 @@ def forge_entry_like_the_writer(path: Path) -> None:
         db.execute(f"INSERT INTO timeline VALUES ({','.join('?' * len(row))})", row)
 
 
+def forge_state_run(path: Path) -> None:
+    with sql(path) as db:
+        db.execute("INSERT INTO snapshots (kind, id, meta, body) VALUES ('lexicon/1', 'forged', '{}', X'00')")
+
+
 def edit_state_run(path: Path) -> None:
     with sql(path, "snapshots_no_update") as db:
         db.execute("UPDATE snapshots SET body = zeroblob(length(body)) WHERE seq = (SELECT MAX(seq) FROM snapshots)")
@@ -352,6 +357,11 @@ CASES = {
     "edit episode outcome": Case(edit_outcome, r"records seq=\d+ kind=episode .*content does not match its digest"),
     "edit fact confidence": Case(
         edit_confidence, r"records seq=\d+ kind=fact_version .*content does not match its digest"
+    ),
+    "forge a state run": Case(
+        forge_state_run,
+        r"snapshots seq=\d+ kind=lexicon/1 id=forged: not covered by the digest chain",
+        refused=r"snapshots seq=\d+ kind=lexicon/1 id=forged was written past the store's writer",
     ),
     "edit a state run": Case(edit_state_run, r"snapshots seq=\d+ .*content does not match its digest"),
     "edit digest": Case(edit_digest, r"records seq=50 .*content does not match its digest"),
