@@ -226,9 +226,10 @@ class Writer:
         """
         fd = self._open()
         stored = _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))
-        found = read_slots(stored)
+        decoded = [decode(slot) for slot in stored]
+        found = read_slots(stored, decoded)
         if self._locked:
-            self._known = [decode(slot) for slot in stored]
+            self._known = decoded
         if found.damage:
             raise StoreError(f"{self._path}: {found.damage}; refusing to write (python -m memory verify lists it)")
         if found.exact and found.anchor is not None and current not in (found.anchor, *found.pending):
@@ -318,9 +319,9 @@ def read(path: str) -> Read:
     return read_slots(_slots(data.ljust(SLOTS * SLOT, b"\0")))
 
 
-def read_slots(stored: list[bytes]) -> Read:
-    """What the slots of an anchor file say (`read`)."""
-    decoded = [decode(slot) for slot in stored]
+def read_slots(stored: list[bytes], decoded: list[Slot | None] | None = None) -> Read:
+    """What the slots of an anchor file say (`read`); `decoded`: the slots already decoded, if they are."""
+    decoded = [decode(slot) for slot in stored] if decoded is None else decoded
     bad = [i for i, (slot, s) in enumerate(zip(stored, decoded)) if s is None and slot.strip(b"\0 ")]
     damaged = [i for i in bad if one_bit_off(stored[i])]
     damage = (

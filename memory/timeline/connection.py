@@ -75,6 +75,15 @@ class StoreConnection(sqlite3.Connection):
             raise found from exc
 
 
+def _refuse_unreadable(db: sqlite3.Connection, path: str, version: int) -> None:
+    """Close `db` and raise `StoreError` when this code cannot read its schema `version`."""
+    if version not in READABLE_SCHEMAS:
+        db.close()
+        raise StoreError(
+            f"{path}: store schema version {version}, this code reads {', '.join(map(str, READABLE_SCHEMAS))}"
+        )
+
+
 def open_read_only(path: str) -> OpenedDatabase:
     """Open an existing store file for reading alone (``mode=ro``): nothing is created, migrated or
     checked beyond what reading needs, so a store an open refuses (missing triggers, a lost tail, rows
@@ -100,11 +109,7 @@ def open_read_only(path: str) -> OpenedDatabase:
         raise DamagedStore(f"{path}: not a memory store ({exc.__cause__})") from exc.__cause__
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a memory store ({exc})") from exc
-    if version not in READABLE_SCHEMAS:
-        db.close()
-        raise StoreError(
-            f"{path}: store schema version {version}, this code reads {', '.join(map(str, READABLE_SCHEMAS))}"
-        )
+    _refuse_unreadable(db, path, version)
     return OpenedDatabase(db, version)
 
 
@@ -148,11 +153,7 @@ def open_database(path: str, *, create: bool, synchronous: str, lock_timeout: fl
         raise
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: not a memory store ({exc})") from exc
-    if version not in READABLE_SCHEMAS:
-        db.close()
-        raise StoreError(
-            f"{path}: store schema version {version}, this code reads {', '.join(map(str, READABLE_SCHEMAS))}"
-        )
+    _refuse_unreadable(db, path, version)
     if missing:
         db.close()
         raise StoreError(
