@@ -168,32 +168,61 @@ _IP_CANDIDATE = re.compile(
 # patterns it stands for, so a text that passes none of them comes out of every `sub`
 # unchanged (a test checks this against the full redactor):
 # - _EMAIL and _URL_PASSWORD need "@";
-# - _BEARER, _KEYED_SECRET, _XML_SECRET, _PHRASED_SECRET and _PEM need one of _SECRET_WORDS
-#   ("pass" and "pw" stand for every label spelt "pass…", "pw…"), matched case-insensitively.
-#   Under re.IGNORECASE exactly four non-ASCII characters match an ASCII letter: İ and ı (i),
-#   ſ (s) and the Kelvin sign (k). Mapped to those letters (ASCII_FOLDS) and then lower-cased,
-#   the text holds the word wherever the pattern could match it (no other character's lower
-#   case is ASCII, and only İ's lower case is longer than one character);
-# - _PREFIXED_KEY needs one of its literal prefixes (_KEY_PREFIX); _URL_PASSWORD's Oracle form needs
-#   "jdbc:oracle:", _CLI_PASSWORD needs "-u", "--user " or "--password" (_KEY_PREFIX); each of
-#   _PAIRED_SECRETS needs its context (an AKIA/ASIA or AC id in _KEY_PREFIX, "aws" or "twilio" in
-#   _SECRET_WORDS);
+# - _BEARER, _KEYED_SECRET, _XML_SECRET, _PHRASED_SECRET and _PEM need one of the secret words
+#   ("key", "token", "secret", "pw", "pass", "cred", "bearer", "basic"; "pass" and "pw" stand for
+#   every label spelt "pass…", "pw…"), matched case-insensitively. Under re.IGNORECASE exactly
+#   four non-ASCII characters match an ASCII letter: İ and ı (i), ſ (s) and the Kelvin sign (k).
+#   Mapped to those letters (ASCII_FOLDS) and then lower-cased, the text holds the word wherever
+#   the pattern could match it (no other character's lower case is ASCII, and only İ's lower
+#   case is longer than one character);
+# - _PREFIXED_KEY needs one of its literal prefixes: found lower-cased in that same text (it holds
+#   every ASCII literal of the raw text, lower-cased) or, for those spelt with capitals, in the raw
+#   text (_KEY_CAPITALS); _URL_PASSWORD's Oracle form needs "jdbc:oracle:", _CLI_PASSWORD "-u"
+#   (also in "--user") or "--password"; each of _PAIRED_SECRETS needs its context (an AKIA/ASIA or
+#   AC id, or "aws" or "twilio");
 # - _CARD, _IBAN, _SSN, _PHONE and _PHONE_WORD act only on matches holding 8 digits or more,
 #   so an ASCII text with fewer than 8 needs no search; otherwise each needs one of
 #   _DIGIT_GROUPS (with the same Unicode-aware \d) or, for _PHONE_WORD, a phone word.
-_SECRET_WORDS = ("key", "token", "secret", "pw", "pass", "cred", "bearer", "basic", "aws", "twilio")
+# The literals are looked for in one scan of the lower-cased text (_KEYED_HINTS) and one of the raw
+# text (_KEY_CAPITALS). Each alternative starts at its literal's rarest character and checks the
+# others around it, so the scan skips, in C, every position that cannot start one: several times
+# faster than looking for each literal in turn. Pattern by pattern, the same literals decide which
+# patterns `PatternRedactor.redact` runs on a text that holds one.
 ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-_KEY_PREFIX = re.compile(
-    r"sk-|_live_|_test_|whsec_|AKIA|ASIA|gh[pousr]_|github_pat_|glpat-|npm_|pypi-|hf_|dop_v1_"
-    r"|shp(?:at|ca|pa|ss)_|hv[sb]\.|SG\.|xox[abprse]-|xapp-|AIza|ya29\.|GOCSPX-|(?:AC|SK)[0-9a-f]|eyJ"
-    r"|hooks\.slack\.com|discord|jdbc:oracle:|(?<!\S)(?:-u|--user\s|--password)"
+# The lower-case literals of _PREFIXED_KEY (its webhook URLs by "hooks.slack" and "discord").
+_PREFIX_HINT = (
+    r"k(?:ey-|(?<=sk)-|(?<=hook)s\.slack)|c(?<=disc)ord|pypi-|x(?:ox[abprse]-|app-)|v(?<=hv)[sb]\.|glpat-|ya29\."
+    r"|_(?:live_|test_|(?<=whsec_)|(?<=gh[pousr]_)|(?<=github_)pat_|(?<=npm_)|(?<=hf_)|(?<=dop_)v1_"
+    r"|(?<=shp(?:at|ca|pa|ss)_))"
 )
+_PREFIX_HINTS = re.compile(_PREFIX_HINT)
+# Every literal of the list above, in the folded lower-case text: "@", the secret words ("aws" and
+# "twilio" for the paired secrets' contexts), "-u" and "jdbc:oracle:", and the key prefixes.
+_KEYED_HINTS = re.compile(
+    r"@|k(?:ey|(?<=tok)en)|c(?:(?<=sec)ret|red)|w(?:(?<=aw)s|(?<=tw)ilio)|pw|pass|b(?:earer|asic)"
+    r"|u(?<=-u)|jdbc:oracle:|" + _PREFIX_HINT
+)
+# The literals of _PREFIXED_KEY spelt with capitals (and the AC id of a Twilio context), in the raw text.
+_KEY_CAPITALS = re.compile(r"A(?:KIA|SIA|Iza|C[0-9a-f])|S(?:K[0-9a-f]|G\.)|GOCSPX-|J(?<=eyJ)")
+# The secret words of the patterns that read a label (_XML_SECRET, _KEYED_SECRET, _PHRASED_SECRET)
+_LABEL_WORDS = ("key", "secret", "token", "pass", "pw", "cred")
+# What each of _PAIRED_SECRETS' contexts needs: its word (in the folded lower-case text) or an id's prefix.
+_PAIRED_HINTS = (("aws", "AKIA", "ASIA"), ("twilio", "AC", "AC"))
 # The lookahead only states what every alternative starts with: the engine then skips most
 # positions at once instead of trying each alternative there (several times faster).
 _DIGIT_GROUPS = re.compile(
     r"(?=[\d+A-Z])(?:\d{13}|\d{4}[ -]\d{4}|\d{4}[ -]\d{6}|[A-Z]{2}\d\d ?[A-Z0-9]{4}"
     r"|\d{3}-\d\d-\d{4}|\+\d|\d{3}\) ?\d{3}|\d{3}[-.]\d{3}|\d\d[ .]\d\d[ .]\d\d|\d\)?[ /-]\d{3}"
     r"|\d{4}[ -]\d{5})"
+)
+# The same groups pattern by pattern (what `PatternRedactor.redact` runs each number pattern on): an
+# IBAN's country and check digits, a card's groups or run, an SSN, and a phone number's shapes, its
+# trunk form by the "0" it starts with.
+_IBAN_HINT = re.compile(r"(?=[A-Z])[A-Z]{2}\d\d ?[A-Z0-9]{4}")
+_CARD_HINT = re.compile(r"(?=\d)(?:\d{13}|\d{4}[ -]\d{4})")
+_SSN_HINT = re.compile(r"(?=\d)\d{3}-\d\d-\d{4}")
+_PHONE_HINT = re.compile(
+    r"(?=[\d+])(?:\+\d|\d{3}\) ?\d{3}|\d{3}[-.]\d{3}|\d\d[ .]\d\d[ .]\d\d|0\d{1,4}\)?[ /-]\d{3}|\d{4}[ -]\d{5})"
 )
 # The words _PHONE_WORD needs, looked for in the folded lower-case text (as the secret words are)
 _PHONE_WORDS = ("phone", "tel", "mobile", "cell", "call", "fax", "sms", "whatsapp")
@@ -208,17 +237,17 @@ def may_hold_secret(text: str) -> bool:
 
 def _folded(text: str) -> str:
     """`text` lower-cased, the four non-ASCII letters that match an ASCII one ignoring case mapped to it."""
-    return (text if text.isascii() else text.translate(ASCII_FOLDS)).lower()
+    lowered = text.lower()
+    # Mapping each character through a table is slow: only ı and ſ keep their form when lower-cased,
+    # İ becomes "i" and a combining dot (U+0307), and the Kelvin sign "k" already.
+    if lowered.isascii() or not ("\u0131" in lowered or "\u017f" in lowered or "\u0307" in lowered):
+        return lowered
+    return text.translate(ASCII_FOLDS).lower()
 
 
 def _may_hold_keyed(text: str, lowered: str) -> bool:
     """The pre-check of the patterns before `_IBAN` in `PatternRedactor.redact_all` (addresses, keys, secrets)."""
-    if "@" in text:
-        return True
-    for word in _SECRET_WORDS:
-        if word in lowered:
-            return True
-    return _KEY_PREFIX.search(text) is not None
+    return _KEYED_HINTS.search(lowered) is not None or _KEY_CAPITALS.search(text) is not None
 
 
 def _may_hold_number(text: str, lowered: str) -> bool:
@@ -233,6 +262,11 @@ def _may_hold_number(text: str, lowered: str) -> bool:
         if word in lowered:
             return True
     return False
+
+
+def _after(text: str, lowered: str, replaced: str) -> tuple[str, str]:
+    """`replaced` (what a pattern made of `text`) and its folded lower-case form (`lowered` when unchanged)."""
+    return (text, lowered) if replaced == text else (replaced, _folded(replaced))
 
 
 def _is_placeholder(value: str) -> bool:
@@ -295,17 +329,17 @@ class PatternRedactor:
         return f"[{label}#{digest}]"
 
     def redact(self, text: str) -> str:
-        """Return `text` with every recognised sensitive value replaced."""
+        """Return `text` with every recognised sensitive value replaced (what `redact_all` returns)."""
         lowered = _folded(text)
         if _may_hold_keyed(text, lowered):
-            return self.redact_all(text)
+            return self._redact_checked(text, lowered)
         if _may_hold_number(text, lowered):
             # The patterns before the numbers' would each meet `text` unchanged, and none can match it.
             return self._redact_numbers(text)
         return self._redact_ip(text) if self._ip else text
 
     def redact_all(self, text: str) -> str:
-        """`redact` without the pre-check: every pattern runs."""
+        """`redact` without its pre-checks: every pattern runs (the definition `redact` is tested against)."""
         text = _PEM.sub(lambda m: self._token("PRIVATEKEY", m.group(0)), text)
         text = _URL_PASSWORD.sub(self._head_value, text)
         text = _CLI_PASSWORD.sub(self._head_value, text)
@@ -318,10 +352,61 @@ class PatternRedactor:
         text = _KEYED_SECRET.sub(self._keyed, text)
         text = _PHRASED_SECRET.sub(self._phrased, text)
         text = _EMAIL.sub(lambda m: self._token("EMAIL", m.group(0).lower()), text)
-        return self._redact_numbers(text)
+        return self._redact_all_numbers(text)
+
+    def _redact_checked(self, text: str, lowered: str) -> str:
+        """`redact_all`, each pattern run only when the text as it meets it holds a literal the pattern needs
+        (the pre-check's notes); `lowered` is `text` folded and lower-cased, and follows each replacement."""
+        if "-----BEGIN " in text:
+            text, lowered = _after(text, lowered, _PEM.sub(lambda m: self._token("PRIVATEKEY", m.group(0)), text))
+        if "@" in text:
+            text, lowered = _after(text, lowered, _URL_PASSWORD.sub(self._head_value, text))
+        if "-u" in text or "--password" in text:
+            text, lowered = _after(text, lowered, _CLI_PASSWORD.sub(self._head_value, text))
+        if "bearer" in lowered or "basic" in lowered or "token" in lowered:
+            text, lowered = _after(text, lowered, _BEARER.sub(self._bearer, text))
+        paired = [
+            secret
+            for (context, secret), (word, *ids) in zip(_PAIRED_SECRETS, _PAIRED_HINTS)
+            if (word in lowered or any(map(text.__contains__, ids))) and context.search(text)
+        ]
+        if _PREFIX_HINTS.search(lowered) or _KEY_CAPITALS.search(text):
+            text, lowered = _after(text, lowered, _PREFIXED_KEY.sub(lambda m: self._token("APIKEY", m.group(0)), text))
+        for secret in paired:
+            text, lowered = _after(text, lowered, secret.sub(self._paired, text))
+        if any(map(lowered.__contains__, _LABEL_WORDS)):
+            if "</" in text:
+                text, lowered = _after(text, lowered, _XML_SECRET.sub(self._xml, text))
+            if ":" in text or "=" in text:
+                text, lowered = _after(text, lowered, _KEYED_SECRET.sub(self._keyed, text))
+            text, lowered = _after(text, lowered, _PHRASED_SECRET.sub(self._phrased, text))
+        if "@" in text:
+            text, lowered = _after(text, lowered, _EMAIL.sub(lambda m: self._token("EMAIL", m.group(0).lower()), text))
+        if _may_hold_number(text, lowered):
+            return self._redact_numbers(text)
+        return self._redact_ip(text) if self._ip else text
 
     def _redact_numbers(self, text: str) -> str:
-        """The number patterns of `redact_all` (and IP addresses when asked), in its order."""
+        """The number patterns of `redact_all` (and IP addresses when asked), in its order, each run only
+        when the text as it meets it holds that pattern's digit groups (or a phone word)."""
+        if _IBAN_HINT.search(text):
+            text = _IBAN.sub(
+                lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if iban_ok(m.group(0)) else m.group(0),
+                text,
+            )
+        if _CARD_HINT.search(text):
+            text = _CARD.sub(self._card, text)
+        if _SSN_HINT.search(text):
+            text = _SSN.sub(lambda m: self._token("SSN", m.group(0)), text)
+        folded = _folded(text)
+        if any(map(folded.__contains__, _PHONE_WORDS)):
+            text = _PHONE_WORD.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + self._phone(m.group(1)), text)
+        if _PHONE_HINT.search(text):
+            text = _PHONE.sub(lambda m: self._phone(m.group(0)), text)
+        return self._redact_ip(text) if self._ip else text
+
+    def _redact_all_numbers(self, text: str) -> str:
+        """`_redact_numbers` without its pre-checks."""
         text = _IBAN.sub(
             lambda m: self._token("IBAN", m.group(0).replace(" ", "")) if iban_ok(m.group(0)) else m.group(0), text
         )
