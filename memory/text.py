@@ -199,6 +199,7 @@ def _clauses(text: str, p: Patterns) -> list[tuple[str, bool]]:
     return out
 
 
+@lru_cache(maxsize=65536)  # the cause scorer and the lessons read the same recent lines for every new episode
 def split_negation(text: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, str]:
     """Split text into what it affirms and what it denies, clause by clause.
 
@@ -356,18 +357,30 @@ CAUSAL_CUE = causal_cue()  # of the shipped lexicon
 
 def similarity(a: Sequence[str], b: Sequence[str]) -> float:
     """Cosine similarity of the content-word counts (`word_counts`) of two sets of texts."""
-    ca, cb = word_counts(" ".join(a)), word_counts(" ".join(b))
+    (ca, na), (cb, nb) = _counted(" ".join(a)), _counted(" ".join(b))
     if not ca or not cb:
         return 0.0
     dot = sum(ca[w] * cb[w] for w in ca.keys() & cb.keys())
-    return dot / math.sqrt(sum(v * v for v in ca.values()) * sum(v * v for v in cb.values()))
+    return dot / math.sqrt(na * nb)
+
+
+@lru_cache(maxsize=16384)  # the graph rules compare a principal's recent incidents with every new one
+def _counted(text: str) -> tuple[Counter[str], int]:
+    """`word_counts` of a text and the sum of their squares (read only: the result is shared)."""
+    counts = word_counts(text)
+    return counts, sum(v * v for v in counts.values())
 
 
 def mentions(sentence: str, name: str | None) -> bool:
     """Whether `sentence` names `name` as a whole word (case-insensitive)."""
     if not name:
         return False
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", sentence, re.IGNORECASE) is not None
+    return _name_pattern(name).search(sentence) is not None
+
+
+@lru_cache(maxsize=4096)  # a site names few services
+def _name_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
 
 
 def causal_sentences(texts: Iterable[str], lexicon: Lexicon = DEFAULT_LEXICON) -> list[str]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -52,7 +53,7 @@ class Episode:
 
     def to_record(self) -> dict[str, Any]:
         """JSON form for the store (``outcome_text`` only when there is one)."""
-        data = asdict(self)
+        data: dict[str, Any] = {name: getattr(self, name) for name in _FIELDS}  # fields in order, values immutable
         if not self.outcome_text:
             del data["outcome_text"]
         data["start"] = format_timestamp(self.start)
@@ -70,6 +71,9 @@ class Episode:
         for key in ("entry_ids", "decisions", "choices", "assumptions", "corrections", "actions", "observations"):
             fields[key] = tuple(fields.get(key, ()))
         return cls(**fields)
+
+
+_FIELDS = tuple(f.name for f in dataclass_fields(Episode))  # in declaration order: the record's key order
 
 
 def episode_id(entry_ids: tuple[str, ...]) -> str:

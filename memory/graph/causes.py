@@ -276,9 +276,7 @@ def _overlaps(c: Candidate, read: _Reading, terms: TermWeights, w: CauseWeights,
     """What the observations share with what the candidate change did, with the incident it resolved,
     and with a stopgap it left in place."""
     described, ref_terms, other_terms, ref_values = read.said
-    ep = c.episode
-    changed = change_terms(ep, c.corrected)
-    about = incident_terms(ep, c.corrected, keep=lambda observation: not_referring(observation, lexicon)) | changed
+    changed, about, stopgap = _candidate_terms(c, lexicon)
     in_words, shared_words = terms.overlap(described, about)
     in_refs, shared_refs = terms.overlap(ref_terms, changed)
     in_incident, _ = terms.overlap(ref_terms - changed, about)
@@ -286,10 +284,37 @@ def _overlaps(c: Candidate, read: _Reading, terms: TermWeights, w: CauseWeights,
     in_rest, shared_rest = terms.overlap(other_terms, changed)
     in_values, _ = terms.overlap(ref_values, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
-    stopgap = stopgap_terms(ep, lexicon)
     in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())
     provisional = w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0
     return _Overlaps(in_words, shared_words, overlap, shared_refs + shared_rest, in_values, provisional, shared_stopgap)
+
+
+class _CandidateTerms(NamedTuple):
+    """What a candidate change's own texts give `_overlaps` (the same for every incident it is weighed for)."""
+
+    changed: frozenset[str]  # what the change did (`change_terms`)
+    about: frozenset[str]  # those and the terms of the incident it resolved (`incident_terms`)
+    stopgap: frozenset[str]  # what it left in place only for now (`stopgap_terms`)
+
+
+_CANDIDATE_TERMS: dict[tuple[str, tuple[str, ...], Lexicon], tuple[Candidate, _CandidateTerms]] = {}
+_CANDIDATE_TERMS_MAX = 4096  # a principal's recent changes are weighed again for every new incident
+
+
+def _candidate_terms(c: Candidate, lexicon: Lexicon) -> _CandidateTerms:
+    """`_CandidateTerms` of a candidate, remembered for the recent ones (checked equal, not only by id)."""
+    key = (c.episode.id, tuple(ep.id for ep in c.corrected), lexicon)
+    held = _CANDIDATE_TERMS.get(key)
+    if held is not None and (held[0] is c or held[0] == c):
+        return held[1]
+    ep = c.episode
+    changed = change_terms(ep, c.corrected)
+    about = incident_terms(ep, c.corrected, keep=lambda observation: not_referring(observation, lexicon)) | changed
+    found = _CandidateTerms(changed, about, stopgap_terms(ep, lexicon))
+    if len(_CANDIDATE_TERMS) >= _CANDIDATE_TERMS_MAX:
+        del _CANDIDATE_TERMS[next(iter(_CANDIDATE_TERMS))]
+    _CANDIDATE_TERMS[key] = (c, found)
+    return found
 
 
 def _factors(

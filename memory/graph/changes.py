@@ -218,22 +218,38 @@ class TermWeights:
     background = 10  # documents assumed to hold none of the terms: a short history does not make every term common
 
     def __init__(self, episodes: Iterable[Episode], *, compared: int = 0) -> None:
-        self.documents = [episode_terms(ep) for ep in episodes]
-        self.n = len(self.documents)
+        self.episodes = list(episodes)
+        self.n = len(self.episodes)
         self.compared = compared  # documents that are the two sides being compared: not evidence of a common term
         self.df: dict[str, int] = {}
+        self._documents: list[frozenset[str]] | None = None  # read on the first weight asked for (few are)
+        self._weights: dict[str, float] = {}
+
+    @property
+    def documents(self) -> list[frozenset[str]]:
+        """Each episode's terms (`episode_terms`), in order."""
+        if self._documents is None:
+            self._documents = [episode_terms(ep) for ep in self.episodes]
+        return self._documents
 
     def weight(self, term: str) -> float:
         """Scaled IDF of `term` (1.0 for a term no episode holds)."""
+        found = self._weights.get(term)
+        if found is not None:
+            return found
         df = self.df.get(term)
         if df is None:
             df = self.df[term] = max(0, sum(1 for doc in self.documents if term in doc) - self.compared)
         n = self.n - self.compared + self.background
-        return max(0.0, math.log((n + 1) / (df + 1)) / math.log(n + 1)) ** 2
+        found = self._weights[term] = max(0.0, math.log((n + 1) / (df + 1)) / math.log(n + 1)) ** 2
+        return found
 
     def overlap(self, a: frozenset[str], b: frozenset[str]) -> tuple[float, tuple[str, ...]]:
         """Summed weight of the terms `a` and `b` share, and those terms (heaviest first)."""
-        shared = sorted(a & b, key=lambda t: (-self.weight(t), t))
+        both = a & b
+        if not both:
+            return 0, ()
+        shared = sorted(both, key=lambda t: (-self.weight(t), t))
         return sum(self.weight(t) for t in shared), tuple(shared)
 
 

@@ -245,16 +245,17 @@ def cause_links(
     with what the incidents linked to it were finally resolved as (what the change led to; an
     incident not resolved yet adds nothing). Its keys are `causes_among`'s."""
     kind = EdgeType.CAUSED_BY.value
-    pred = G.pred
-    found: dict[str, tuple[str, ...]] = {}
-    for i in episode_ids:
-        incoming = pred[i] if i in pred else None
-        if not incoming:
-            continue
-        sources = [u for u, keyed in incoming.items() if kind in keyed and keyed[kind].get("weight", 0.0) >= min_weight]
-        if sources:
-            found[i] = tuple(answer for u in sorted(sources) if (answer := resolution(G, u, lookup)) is not None)
-    return found
+    ids = list(dict.fromkeys(episode_ids))
+    sources: dict[str, list[str]] = {}
+    # one pass over the edges into `ids` (a view of each node's neighbours cost most of the time before)
+    for u, v, key, weight in G.in_edges(ids, keys=True, data="weight", default=0.0):
+        if key == kind and weight >= min_weight:
+            sources.setdefault(v, []).append(u)
+    return {
+        i: tuple(answer for u in sorted(sources[i]) if (answer := resolution(G, u, lookup)) is not None)
+        for i in ids
+        if i in sources
+    }
 
 
 def edge_history(edges: Iterable[Edge], source: str, target: str, kind: EdgeType) -> list[Edge]:

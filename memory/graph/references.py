@@ -71,6 +71,7 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
 PAST_REFERENCE = patterns().past_reference  # of the shipped lexicon
 
 
+@lru_cache(maxsize=65536)
 def exonerated(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, str] | None:
     """(affirmed, denied) of a sentence that clears its subject ("the payments retry change was not
     involved", "X had nothing to do with it"), or None: the subject is denied and what follows the
@@ -82,6 +83,7 @@ def exonerated(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> tuple[str, 
     return rest[0], " ".join(part for part in (found.group("subject"), rest[1]) if part)
 
 
+@lru_cache(maxsize=65536)  # the scorer reads a principal's recent sentences again for every new incident
 def referring(sentence: str, lexicon: Lexicon = DEFAULT_LEXICON) -> bool:
     """Whether a sentence refers to a recent past change or incident; one dated months or years
     ago (`Patterns.long_ago`) does not."""

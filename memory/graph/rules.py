@@ -74,16 +74,34 @@ def _quote(text: str, limit: int = 80) -> str:
     return f'"{text if len(text) <= limit else text[: limit - 1] + "…"}"'
 
 
-def _incident_observations(history: Sequence[Episode], config: GraphConfig) -> dict[str, tuple[str, ...]]:
-    """Episode id → observations of the incident it belongs to (its own, or its chain's)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for position, ep in enumerate(history):
-        if ep.observations:
-            out[ep.id] = ep.observations
-        else:
-            chain = attempt_chain(ep, history[:position], config)
-            out[ep.id] = out.get(chain[-1].id, ()) if chain else ()
-    return out
+class _IncidentObservations:
+    """Episode id → observations of the incident it belongs to (its own, or its attempt chain's opener's, found
+    among the episodes before it in `history`), read only for the episodes asked about."""
+
+    def __init__(self, history: Sequence[Episode], config: GraphConfig) -> None:
+        self.history, self.config = history, config
+        self.found: dict[str, tuple[str, ...]] = {}
+        self.places: dict[str, int] | None = None  # episode id → its (last) position in `history`
+
+    def get(self, episode_id: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        if episode_id in self.found:
+            return self.found[episode_id]
+        if self.places is None:
+            self.places = {ep.id: position for position, ep in enumerate(self.history)}
+        position = self.places.get(episode_id)
+        return default if position is None else self._at(position)
+
+    def _at(self, position: int) -> tuple[str, ...]:
+        ep = self.history[position]
+        found = self.found.get(ep.id)
+        if found is None:
+            if ep.observations:
+                found = ep.observations
+            else:
+                chain = attempt_chain(ep, self.history[:position], self.config)
+                found = self.get(chain[-1].id) if chain else ()
+            self.found[ep.id] = found
+        return found
 
 
 def _retry_and_lesson(new: Episode, chain: list[Episode]) -> list[Edge]:
@@ -154,7 +172,7 @@ def _contradiction(new: Episode, history: Sequence[Episode], chain: list[Episode
     opposite = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS}.get(new.outcome)
     if opposite is None or not new.choices:
         return None
-    incident = _incident_observations(history, config)
+    incident = _IncidentObservations(history, config)
     mine = new.observations or (incident.get(chain[-1].id, ()) if chain else ())
     in_chain = {ep.id for ep in chain}
     best: tuple[float, Episode] | None = None
