@@ -18,16 +18,14 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from memory.timeline import blob as embedding_blob
+from memory.timeline.batch import DraftBatch, IdText, chained_entries, chained_ids, embedding_digests, id_texts
 from memory.timeline.encoder import rebuildable
 from memory.timeline.entries import (
     Entry,
     EntryDraft,
     Kind,
     Role,
-    canonical_fields,
     canonical_metadata,
-    chain_canonical,
-    embedding_digest,
     format_timestamp,
     parse_timestamp,
 )
@@ -120,6 +118,10 @@ READ_COLUMNS = COLUMNS.replace(
     "(SELECT before.id FROM timeline AS before WHERE before.seq = timeline.seq - 1), "
     f"'{LINKED}') END",
 )  # a missing row before (damage) leaves the link empty
+
+
+ROLE_TEXT = {role: role.value for role in Role}  # the stored text of each role (enum .value is a slow descriptor)
+KIND_TEXT = {kind: kind.value for kind in Kind}  # the stored text of each kind
 
 
 class RecordKind(str, Enum):
@@ -289,27 +291,38 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
 class Prepared(NamedTuple):
     """Drafts with everything but their chain links computed (done before a store takes its write lock)."""
 
-    drafts: Sequence[EntryDraft]  # the drafts, in order
-    fields: list[Any]  # their canonical fields
+    batch: DraftBatch  # the drafts, as columns
     digests: list[str]  # embedding digests
-    blobs: list[bytes]  # packed embeddings
+    blobs: list[bytes]  # packed embeddings (or the derived tag)
+    id_texts: list[IdText]  # the texts their ids hash, less the links
 
 
 def prepare(drafts: Sequence[EntryDraft], *, derive: bool = False) -> Prepared:
-    """Canonical fields, embedding digests and stored embeddings of `drafts`.
+    """Canonical fields, embedding digests, stored embeddings and id texts of `drafts`.
 
     A draft whose vector was made from its own text by an encoder `rebuildable` from its name
     (`EntryDraft.encoded_from_text`) keeps only the derived tag when `derive` asks for it: its
     vector is recomputed when read.
     """
-    vectors = [np.asarray(draft.embedding, dtype=np.float32) for draft in drafts]
-    derived = [
-        derive and draft.encoded_from_text() and _rebuilds(draft.encoder, vector)
-        for draft, vector in zip(drafts, vectors)
-    ]
-    packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
-    blobs = [embedding_blob.DERIVED if d else next(packed) for d in derived]
-    return Prepared(drafts, [canonical_fields(d) for d in drafts], [embedding_digest(v) for v in vectors], blobs)
+    batch = DraftBatch.of(drafts)
+    vectors = batch.embeddings
+    digests = batch.digests if batch.digests is not None else embedding_digests(vectors)
+    if derive and all(batch.encoded) and len(set(batch.encoders)) == 1 and _all_rebuild(batch.encoders[0], vectors):
+        blobs = [embedding_blob.DERIVED] * len(vectors)  # a `Timeline` batch of the hashing encoder
+    else:
+        derived = [
+            derive and encoded and _rebuilds(encoder, vector)
+            for encoded, encoder, vector in zip(batch.encoded, batch.encoders, vectors)
+        ]
+        packed = iter(pack_embeddings([v for v, d in zip(vectors, derived) if not d]))
+        blobs = [embedding_blob.DERIVED if d else next(packed) for d in derived]
+    return Prepared(batch, digests, blobs, id_texts(batch, digests))
+
+
+def _all_rebuild(encoder: str, vectors: Sequence[np.ndarray]) -> bool:
+    """Whether `_rebuilds(encoder, vector)` holds for every vector."""
+    rebuilt = rebuildable(encoder)
+    return rebuilt is not None and all(vector.shape == (rebuilt.dim,) for vector in vectors)
 
 
 def imported_blobs(entries: Sequence[Entry]) -> list[bytes]:
@@ -340,10 +353,38 @@ def _rebuilds(encoder: str, vector: np.ndarray) -> bool:
 
 def chain_rows(prepared: Prepared, seq: int, prev_id: str) -> tuple[list[Entry], list[tuple[Any, ...]]]:
     """The entries and timeline rows of `prepared`, chained after the entry `prev_id` at `seq`."""
-    entries, rows = [], []
-    for draft, canonical, digest, blob in zip(*prepared):
-        entry = chain_canonical(draft, canonical, prev_id=prev_id, seq=seq, digest=digest)
-        entries.append(entry)
-        rows.append(entry_to_row(entry, blob, canonical.timestamp, canonical.metadata_json))
-        prev_id, seq = entry.id, seq + 1
-    return entries, rows
+    ids = chained_ids(prepared.batch, prepared.id_texts, prepared.digests, prev_id=prev_id, seq=seq)
+    rows = chained_rows(prepared, ids, seq=seq, prev_id=prev_id)
+    return chained_entries(prepared.batch, ids, prev_id=prev_id, seq=seq), rows
+
+
+def chained_rows(
+    prepared: Prepared, ids: Sequence[str], *, seq: int, prev_id: str, linked: bool = False
+) -> list[tuple[Any, ...]]:
+    """The timeline rows of `prepared` with the ids `chained_ids` gave after `prev_id` at `seq`.
+
+    With `linked`, each previous id that is the id of the row before is stored as `LINKED`
+    (`linked_rows`): every row's but the first entry's of a timeline.
+    """
+    batch = prepared.batch
+    previous = [prev_id, *ids[:-1]]
+    if linked:
+        previous = [LINKED] * len(ids)
+        if seq == 0 and ids:
+            previous[0] = prev_id
+    return list(
+        zip(
+            range(seq, seq + len(ids)),
+            ids,
+            previous,
+            batch.timestamp_texts,
+            batch.principals,
+            batch.situations,
+            [ROLE_TEXT[role] for role in batch.roles],
+            [KIND_TEXT[kind] for kind in batch.kinds],
+            batch.texts,
+            batch.metadata_json,
+            batch.encoders,
+            prepared.blobs,
+        )
+    )

@@ -22,6 +22,7 @@ from memory.timeline import anchor as anchor_file
 from memory.timeline import erasure, erasure_sqlite, portable, record_body, sidecars
 from memory.timeline import integrity as anchors
 from memory.timeline import sqlite_reads as reads
+from memory.timeline.batch import chained_entries, chained_ids
 from memory.timeline.connection import WriteTransaction, open_database, open_read_only
 from memory.timeline.entries import (
     GENESIS_ID,
@@ -37,7 +38,7 @@ from memory.timeline.schema import (
     READ_COLUMNS,
     SCHEMA_VERSION,
     RecordKind,
-    chain_rows,
+    chained_rows,
     entry_to_row,
     imported_blobs,
     kind_text,
@@ -117,25 +118,27 @@ class SQLiteStore:
         """Chain and commit many entries in one transaction."""
         if not drafts:
             return []
-        # Everything but the chain links is computed before the write lock is taken.
+        # Under the write lock, only the ids and rows: the rest is done before it, the entries after it.
         prepared = prepare(drafts, derive=self._derive)
         with self._write():
             seq, prev_id = self._head()
-            entries, rows = chain_rows(prepared, seq, prev_id)
-            self._insert_rows(rows, head=(seq, prev_id))
+            ids = chained_ids(prepared.batch, prepared.id_texts, prepared.digests, prev_id=prev_id, seq=seq)
+            self._insert_linked(chained_rows(prepared, ids, seq=seq, prev_id=prev_id, linked=True))
         self._schema = SCHEMA_VERSION
-        return entries
+        return chained_entries(prepared.batch, ids, prev_id=prev_id, seq=seq)
 
     def _insert_rows(self, rows: Sequence[tuple[Any, ...]], head: tuple[int, str] | None = None) -> None:
         """Insert timeline rows inside the caller's write transaction, marking an older store with this schema.
 
-        `head` is `_head()` when the caller has read it (else it is read here). The caller sets
-        ``self._schema`` once the transaction committed (a rollback undoes the mark).
-        """
+        `head` is `_head()` when the caller has read it. The caller sets ``self._schema`` once the
+        transaction committed (a rollback undoes the mark)."""
+        seq, head_id = head or self._head()
+        self._insert_linked(linked_rows(rows, head_id if rows and seq > 0 and rows[0][0] == seq else None))
+
+    def _insert_linked(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """`_insert_rows` of rows whose previous ids are already `schema.LINKED` where they link."""
         if self._schema != SCHEMA_VERSION:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        seq, head_id = head or self._head()
-        rows = linked_rows(rows, head_id if rows and seq > 0 and rows[0][0] == seq else None)
         self._db.executemany(f"INSERT INTO timeline ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def entry_rows(self) -> list[tuple[Any, ...]]:

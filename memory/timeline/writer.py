@@ -6,19 +6,34 @@ and the chain they form.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memory.errors import EncoderMismatch
+from memory.timeline.batch import DraftBatch
 from memory.timeline.encoder import Encoder, HashingEncoder
-from memory.timeline.entries import FLAT_METADATA_ITEMS, Entry, EntryDraft, Kind, Role, canonical_metadata
+from memory.timeline.entries import (
+    FLAT_METADATA_ITEMS,
+    Entry,
+    EntryDraft,
+    Kind,
+    Role,
+    canonical_fields,
+    canonical_metadata,
+    format_timestamp,
+    read_back,
+    to_utc,
+)
 from memory.timeline.redaction import PatternRedactor, Redactor
 from memory.timeline.redaction_values import leaves_unchanged, redact_value
 from memory.timeline.validation import (
     MAX_METADATA_CHARS,
+    MAX_YEAR,
+    MIN_YEAR,
     check_label,
     check_metadata,
     check_text,
@@ -84,7 +99,9 @@ class Timeline:
         self._clean_metadata: set[tuple[tuple[str, str], ...]] = (
             set()
         )  # flat metadata of strings redaction leaves alone
-        self._memo_redactor: Redactor = self.redactor  # the redactor the two memos above are of
+        self._memo_redactor: Redactor = self.redactor  # the redactor the memos above and below are of
+        # flat metadata of strings, and `read_back` of what `_metadata` makes of it
+        self._flat_metadata: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = {}
 
     def draft(self, text: str, **fields: Any) -> EntryDraft:
         """Build a redacted, embedded draft ready for `Store.append`.
@@ -170,6 +187,7 @@ class Timeline:
             self._memo_redactor = self.redactor
             self._situations.clear()
             self._clean_metadata.clear()
+            self._flat_metadata.clear()
 
     def _principal(self, principal: Any) -> str:
         """A checked principal label, remembered once checked (labels repeat)."""
@@ -200,9 +218,105 @@ class Timeline:
         Each item holds the keyword arguments of `draft`, including ``text``.
         """
         clean_texts = [self.redactor.redact(check_text(item["text"])) for item in items]
-        vectors = self.encoder.encode(clean_texts)
-        drafts = [
-            self._draft(clean, vector, **{key: value for key, value in item.items() if key != "text"})
-            for item, clean, vector in zip(items, clean_texts, vectors)
-        ]
-        return self.store.append_many(drafts)
+        return self.store.append_many(self.batch(items, clean_texts, self.encoder.encode(clean_texts)))
+
+    def batch(self, items: Sequence[Mapping[str, Any]], clean_texts: Sequence[str], vectors: Any) -> DraftBatch:
+        """The drafts of `items` as one `DraftBatch`, given their redacted texts and their vectors.
+
+        Each entry is what `draft` makes of its item, in canonical form, with no object made for it:
+        labels, enums and flat metadata are looked up in memos, plain metadata is written and parsed
+        once, the timestamp formatted once. An item of any other shape goes through `_draft` (which
+        raises the same errors the single path does).
+        """
+        if type(vectors) is np.ndarray and vectors.dtype == np.float32 and vectors.ndim == 2:
+            embeddings: list[np.ndarray] = list(vectors)
+        else:
+            embeddings = [np.asarray(vector, dtype=np.float32) for vector in vectors]
+        count = min(len(items), len(clean_texts), len(embeddings))  # as `zip` pairs them
+        name = self.encoder.name
+        batch = DraftBatch(
+            [], [], [], [], [], [], list(clean_texts[:count]), [], [], [name] * count, embeddings[:count], []
+        )
+        for item, clean_text, vector in zip(items, clean_texts, embeddings):
+            if type(item) is not dict or not _REQUIRED <= item.keys() <= _ACCEPTED:
+                self._add_draft(
+                    batch, self._draft(clean_text, vector, **{k: v for k, v in item.items() if k != "text"})
+                )
+                continue
+            timestamp = item["timestamp"]
+            if not (type(timestamp) is datetime and timestamp.tzinfo is UTC and MIN_YEAR <= timestamp.year <= MAX_YEAR):
+                timestamp = check_timestamp(timestamp)
+            principal = item.get("principal", "default")
+            if type(principal) is not str or principal not in self._principals:
+                principal = self._principal(principal)
+            situation = item["situation"]
+            clean_situation = (
+                self._situations.get(situation)
+                if type(situation) is str and self._memo_redactor is self.redactor
+                else None
+            ) or self._situation(situation)
+            role, kind = item["role"], item["kind"]
+            role = role if type(role) is Role else (_ROLES.get(role) if type(role) is str else None) or Role(role)
+            kind = kind if type(kind) is Kind else (_KINDS.get(kind) if type(kind) is str else None) or Kind(kind)
+            metadata, metadata_json = self._canonical_metadata(item.get("metadata"))
+            batch.timestamps.append(timestamp)
+            batch.timestamp_texts.append(format_timestamp(timestamp))
+            batch.principals.append(principal)
+            batch.situations.append(clean_situation)
+            batch.roles.append(role)
+            batch.kinds.append(kind)
+            batch.metadata.append(metadata)
+            batch.metadata_json.append(metadata_json)
+            batch.encoded.append(self._rebuildable)
+        return batch
+
+    def _add_draft(self, batch: DraftBatch, draft: EntryDraft) -> None:
+        """Add the canonical fields of one draft `_draft` made to `batch` (its text, encoder and vector are there)."""
+        fields = canonical_fields(draft)
+        batch.timestamps.append(to_utc(draft.timestamp))
+        batch.timestamp_texts.append(fields.timestamp)
+        batch.principals.append(draft.principal)
+        batch.situations.append(draft.situation)
+        batch.roles.append(fields.role)
+        batch.kinds.append(fields.kind)
+        batch.metadata.append(fields.metadata)
+        batch.metadata_json.append(fields.metadata_json)
+        batch.encoded.append(self._rebuildable)
+
+    def _canonical_metadata(self, metadata: Any) -> tuple[dict[str, Any], str]:
+        """``read_back(self._metadata(metadata))``: checked, redacted metadata as it reads back, and its canonical
+        JSON. Flat metadata of strings is remembered by content; plain metadata that redaction leaves alone
+        is written once and parsed once (for such values, the JSON of the parsed value is the same text)."""
+        if metadata is None or (type(metadata) is dict and not metadata):
+            return {}, "{}"
+        if type(metadata) is dict:
+            if len(metadata) <= FLAT_METADATA_ITEMS:
+                key = tuple(metadata.items())
+                if all([type(name) is str and type(value) is str for name, value in key]):
+                    self._forget_if_redactor_changed()
+                    found = self._flat_metadata.get(key)
+                    if found is None:
+                        found = read_back(self._metadata(metadata))
+                        if len(self._flat_metadata) >= _LABEL_MEMORY:
+                            self._flat_metadata.clear()
+                        self._flat_metadata[key] = found
+                    return dict(found[0]), found[1]
+            if is_plain(metadata):
+                try:
+                    text: str | None = canonical_metadata(metadata)
+                except ValueError:  # NaN or infinity: the full check names it
+                    text = None
+                if (
+                    text is not None
+                    and len(text) <= MAX_METADATA_CHARS
+                    and _utf8(text)
+                    and leaves_unchanged(self.redactor, text)
+                ):
+                    return json.loads(text), text
+        return read_back(self._metadata(metadata))
+
+
+_REQUIRED = frozenset({"text", "kind", "role", "timestamp", "situation"})  # the keys an item must have
+_ACCEPTED = _REQUIRED | {"principal", "metadata"}  # and those it may have
+_ROLES = {role.value: role for role in Role}
+_KINDS = {kind.value: kind for kind in Kind}
