@@ -92,7 +92,7 @@ def cited_facts(entries: Iterable[Entry | EntryParts]) -> list[str]:
     return ids
 
 
-def decision_notes(entries: Iterable[Entry]) -> list[DecisionNote]:
+def decision_notes(entries: Iterable[Entry | EntryParts]) -> list[DecisionNote]:
     """What each decision among `entries` says about the memory it used, in order."""
     return [DecisionNote.from_metadata(e.id, e.metadata) for e in entries if e.kind is Kind.DECISION]
 
@@ -104,6 +104,16 @@ def retried_episode(state: MemoryState, episode: Episode) -> Episode | None:
     if opener is None or opener.id not in state.problems or not state.problems[opener.id].text:
         return None
     return opener
+
+
+def problem_text(state: MemoryState, episode: Episode, entries: Sequence[Entry | EntryParts]) -> str:
+    """The text of `problem_of` alone, without its vector: for a caller that keeps no vectors (the bench's
+    builder, whose stores recompute them from the entries when opened)."""
+    observed = [e.text for e in entries if e.kind is Kind.OBSERVATION]
+    if observed:
+        return "\n".join(observed)
+    earlier = retried_episode(state, episode) if episode.choices else None
+    return state.problems[earlier.id].text if earlier is not None else ""
 
 
 def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry | EntryParts]) -> EpisodeProblem:
@@ -127,7 +137,11 @@ def problem_of(state: MemoryState, episode: Episode, entries: Sequence[Entry | E
 
 
 def close_episode(
-    state: MemoryState, episode: Episode, entries: Sequence[Entry], *, learning: Learning = DEFAULT_LEARNING
+    state: MemoryState,
+    episode: Episode,
+    entries: Sequence[Entry | EntryParts],
+    *,
+    learning: Learning = DEFAULT_LEARNING,
 ) -> Changes:
     """The edges, fact versions and marks one closed (and indexed) episode implies."""
     who = episode.principal

@@ -14,11 +14,17 @@ re-reads all of a principal's evidence): see `BUILD_METHOD`.
 
 from __future__ import annotations
 
+import gc
+import json
+import multiprocessing
 import time
+import traceback
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,7 +37,7 @@ from memory.graph import DEFAULT_GRAPH_CONFIG
 from memory.persistence.lazy import LazyMap
 from memory.pipeline import Learning
 from memory.state import EpisodeProblem, MemoryState
-from memory.timeline import Entry, HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
+from memory.timeline import Entry, EntryParts, HashingEncoder, Kind, RecordKind, SQLiteStore, Timeline
 from simulator import families as fam
 from simulator import outcomes
 from simulator.generate import values
@@ -281,6 +287,8 @@ class _NoIndex:
 
 
 HELD_EPISODES_PER_PRINCIPAL = 10 * DEFAULT_GRAPH_CONFIG.window  # closed episodes the builder keeps in memory
+PARALLEL_FROM = 5000  # episodes from which `build_store` closes the largest principals' in a worker process
+WORKER_SHARE = 2 / 3  # share of the stream whose episodes the worker closes (see `remote_principals`)
 
 
 class _ProblemTexts(MutableMapping):
@@ -314,79 +322,265 @@ class _ProblemTexts(MutableMapping):
         return len(self._texts)
 
 
-class _Projector:
-    """Streaming projection of appended entries into stored records, by the memory's own pipeline."""
+class _Closed(NamedTuple):
+    """What closing one episode adds to the store: rows of its record, its edges and its marks."""
 
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self.segmenter = Segmenter()
-        # Episodes closed long ago are read back from their records when asked for (seldom: the graph
-        # rules read each principal's last `window`), so the builder's memory does not grow with them.
-        self.episodes = LazyMap(self._stored_episode)  # the state's episodes
+    episode: tuple[str, dict[str, Any]]  # (episode id, record)
+    edges: list[tuple[str, dict[str, Any]]]  # (edge id, record) of each new edge
+    marks: list[tuple[str, dict[str, Any]]]  # (mark id, record) of each reinforcement mark
+
+
+NO_VECTOR = np.zeros(0, dtype=np.float32)  # the builder keeps no problem vectors (see `_ProblemTexts`)
+NO_VECTOR.flags.writeable = False
+
+
+class _Learner:
+    """The memory's write path (`memory.pipeline`) over the closed episodes of some principals.
+
+    It holds their recent episodes only: older ones are read back with `read(episode_id, source)` when asked
+    for (seldom: the graph rules read each principal's last `window`), so its memory does not grow with them.
+    A problem is its text alone (`pipeline.problem_text`): nothing the builder stores reads a problem's vector.
+    """
+
+    def __init__(self, read: Callable[[str, Any], Episode | None]) -> None:
+        self.episodes = LazyMap(read)  # the state's episodes
         self.state = MemoryState(_NoIndex(), DEFAULT_GRAPH_CONFIG, episodes=self.episodes, problems=_ProblemTexts())
         self.held: deque[str] = deque()  # ids of the closed episodes held in memory, oldest first
         self.learning = Learning(extract=False)  # facts once per principal at the end (see BUILD_METHOD)
+
+    def close(self, episode: Episode, entries: Sequence[Entry | EntryParts]) -> _Closed:
+        """Close one episode: what the pipeline decides, as rows to store."""
+        record = (episode.id, episode.to_record())
+        self.held.append(episode.id)
+        problem = EpisodeProblem(pipeline.problem_text(self.state, episode, entries), NO_VECTOR)
+        self.state.index_episode(episode, problem, pipeline.cited_facts(entries))
+        changes = pipeline.close_episode(self.state, episode, entries, learning=self.learning)
+        pipeline.apply(self.state, changes)
+        return _Closed(
+            record,
+            [(e.id, e.to_record()) for e in changes.edges],
+            [(m, {"episode": episode.id}) for m in changes.marks],
+        )
+
+    def settle(self) -> None:
+        """After a batch is stored: forget the lesson versions made while closing (the builder stores facts once
+        at the end, see BUILD_METHOD, and every version holds its whole support) and release the oldest
+        episodes beyond those held (stored now: read back if asked for)."""
+        self.state.versions.clear()
+        keep = HELD_EPISODES_PER_PRINCIPAL * max(1, len(self.state.order))
+        if len(self.held) > keep:
+            self.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
+
+    def facts(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Rows of the facts extracted from each principal's evidence (principals without evidence left out)."""
+        found = {}
+        for principal, evidence in self.state.evidence.all().items():
+            if len(evidence):
+                at = max(ev.at for ev in evidence)
+                facts = extract_facts(evidence, [], principal=principal, at=at)
+                found[principal] = [(f.id, f.to_record()) for f in facts]
+        return found
+
+
+class _Archive:
+    """Closed episodes' records, compressed, for a `_Learner` that has no store to read them back from."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, bytes] = {}
+
+    def keep(self, episode_id: str, record: dict[str, Any]) -> None:
+        self.records[episode_id] = zlib.compress(json.dumps(record).encode(), 1)
+
+    def read(self, episode_id: str, source: Any = None) -> Episode | None:
+        found = self.records.get(episode_id)
+        return None if found is None else Episode.from_record(json.loads(zlib.decompress(found)))
+
+
+def _serve(pipe: Connection) -> None:
+    """A worker process: a `_Learner` for the principals whose closed episodes it is sent, answering each batch
+    with their rows and, at the end, with their facts."""
+    gc.freeze()  # what the parent held is never finalized here (an inherited database connection stays untouched)
+    archive = _Archive()
+    learner = _Learner(archive.read)
+    while True:
+        kind, payload = pipe.recv()
+        if kind == "stop":
+            break
+        try:
+            if kind == "close":
+                answer: Any = [learner.close(episode, entries) for episode, entries in payload]
+                for closed in answer:
+                    archive.keep(*closed.episode)
+                learner.settle()
+            else:
+                answer = learner.facts()
+        except BaseException:  # the parent raises it with this traceback
+            pipe.send(("error", traceback.format_exc()))
+            break
+        pipe.send(("ok", answer))
+    pipe.close()
+
+
+class _Worker:
+    """A child process closing the episodes of some principals (`_serve`) while the parent closes the others."""
+
+    def __init__(self) -> None:
+        methods = multiprocessing.get_all_start_methods()
+        context: Any = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        self.pipe, far = context.Pipe()
+        self.process = context.Process(target=_serve, args=(far,), name="bench-store-builder", daemon=True)
+        self.process.start()
+        far.close()
+
+    def send(self, episodes: list[tuple[Episode, list[EntryParts]]]) -> None:
+        """Start closing `episodes` (in order; the answer comes with `closed`)."""
+        self.pipe.send(("close", episodes))
+
+    def closed(self) -> list[_Closed]:
+        """The rows of the episodes last sent, in order."""
+        return self._answer()
+
+    def facts(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """`_Learner.facts` of the worker's principals."""
+        self.pipe.send(("facts", None))
+        return self._answer()
+
+    def _answer(self) -> Any:
+        try:
+            kind, payload = self.pipe.recv()
+        except EOFError:
+            raise RuntimeError(
+                f"the store builder's worker process ended (exit code {self.process.exitcode})"
+            ) from None
+        if kind == "error":
+            raise RuntimeError(f"the store builder's worker process failed:\n{payload}")
+        return payload
+
+    def stop(self) -> None:
+        """End the worker (it answers nothing more)."""
+        try:
+            self.pipe.send(("stop", None))
+        except (BrokenPipeError, OSError):  # it ended already
+            pass
+        self.process.join(timeout=30)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+        self.pipe.close()
+
+
+def _light(entries: Sequence[Entry]) -> list[EntryParts]:
+    """What closing reads of entries, without their vectors (for the worker)."""
+    return [EntryParts(e.id, e.kind, e.text, e.metadata, NO_VECTOR) for e in entries]
+
+
+class _Batch(NamedTuple):
+    """Episodes closed from one batch of entries, while their rows are being made."""
+
+    remote: list[bool]  # per episode, in closing order: whether the worker closes it
+    near: list[_Closed]  # the rows of the others, in order
+
+
+class _Projector:
+    """Streaming projection of appended entries into stored records, by the memory's own pipeline.
+
+    The segmenter runs here; each closed episode goes to the `_Learner` of its principal, here or in the
+    `_Worker` (`remote` principals), and the rows are stored in the order the episodes closed, as one
+    learner would store them. With a worker, a batch's rows are stored once the next batch is appended
+    (the worker closes its share meanwhile); without one, before.
+    """
+
+    def __init__(self, store: SQLiteStore, *, worker: _Worker | None = None, remote: frozenset[str] = frozenset()):
+        self.store = store
+        self.segmenter = Segmenter()
+        self.local = _Learner(self._stored_episode)
+        self.worker = worker
+        self.remote = remote if worker is not None else frozenset()
         self.open: dict[str, Entry] = {}  # entries of the episodes still open, by id
-        self.pending: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {
-            RecordKind.EPISODE: [],
-            RecordKind.EDGE: [],
-            RecordKind.MARK: [],
-        }
+        self.closed: dict[str, int] = {}  # closed episodes per principal, in the order of their first close
+        self.waiting: _Batch | None = None  # the batch whose rows are not stored yet
         self.counts = {RecordKind.EPISODE: 0, RecordKind.EDGE: 0, RecordKind.MARK: 0, RecordKind.FACT: 0}
 
     @property
     def principals(self) -> dict[str, int]:
         """Closed episodes per principal."""
-        return {principal: len(ids) for principal, ids in self.state.order.items()}
+        return dict(self.closed)
 
     def _stored_episode(self, episode_id: str, source: Any) -> Episode | None:
         record = self.store.record(RecordKind.EPISODE, episode_id)
         return None if record is None else Episode.from_record(record)
 
     def feed(self, entries: Sequence[Entry]) -> None:
+        closed: list[Episode] = []
         for entry in entries:
             self.open[entry.id] = entry
-            for episode in self.segmenter.feed(entry):
-                self._close(episode)
-        self.write()
+            closed += self.segmenter.feed(entry)
+        self._project(closed)
 
     def finish(self) -> None:
         closed = self.segmenter.flush()
-        for episode in closed:
-            self._close(episode)
-        if closed:
-            last = max(ep.last_seq for ep in closed)
-            self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
+        self._project(closed, flush=bool(closed))
         self.write()
-        for principal, evidence in self.state.evidence.all().items():
-            if len(evidence):
-                at = max(ev.at for ev in evidence)
-                facts = extract_facts(evidence, [], principal=principal, at=at)
-                self.counts[RecordKind.FACT] += self.store.add_records(
-                    RecordKind.FACT, [(f.id, f.to_record()) for f in facts]
-                )
+        facts = self.local.facts()
+        if self.worker is not None:
+            facts.update(self.worker.facts())
+        for principal in self.closed:
+            if principal in facts:
+                self.counts[RecordKind.FACT] += self.store.add_records(RecordKind.FACT, facts[principal])
 
-    def _close(self, episode: Episode) -> None:
-        entries = [self.open.pop(i) for i in episode.entry_ids]
-        self.pending[RecordKind.EPISODE].append((episode.id, episode.to_record()))
-        self.held.append(episode.id)
-        problem = pipeline.problem_of(self.state, episode, entries)
-        self.state.index_episode(episode, problem, pipeline.cited_facts(entries))
-        changes = pipeline.close_episode(self.state, episode, entries, learning=self.learning)
-        self.pending[RecordKind.EDGE].extend((e.id, e.to_record()) for e in changes.edges)
-        self.pending[RecordKind.MARK].extend((m, {"episode": episode.id}) for m in changes.marks)
-        pipeline.apply(self.state, changes)
+    def _project(self, episodes: Sequence[Episode], *, flush: bool = False) -> None:
+        """Store the rows of the batch before (its worker's share done meanwhile), then start closing `episodes`
+        (in closing order): the remote principals' in the worker, the others here. A `flush` record (the
+        episodes a flush closed) is stored before their rows."""
+        routed = []
+        for episode in episodes:
+            self.closed[episode.principal] = self.closed.get(episode.principal, 0) + 1
+            routed.append((episode, [self.open.pop(i) for i in episode.entry_ids], episode.principal in self.remote))
+        self.write()  # its rows are asked for before more is sent: the pipe holds one message each way
+        far = [(episode, _light(entries)) for episode, entries, remote in routed if remote]
+        if far and self.worker is not None:
+            self.worker.send(far)
+        near = [self.local.close(episode, entries) for episode, entries, remote in routed if not remote]
+        self.waiting = _Batch([remote for _, _, remote in routed], near)
+        if flush:
+            last = max(ep.last_seq for ep in episodes)
+            self.store.add_records(RecordKind.FLUSH, [(str(last), {"seq": last})])
+        if self.worker is None or flush:
+            self.write()
 
     def write(self) -> None:
-        for kind, rows in self.pending.items():
-            self.counts[kind] += self.store.add_records(kind, rows)
-            self.pending[kind] = []
-        # Lesson versions the pipeline makes while closing stay current only: the builder stores
-        # facts once at the end (see BUILD_METHOD), and every version holds its whole support.
-        self.state.versions.clear()
-        keep = HELD_EPISODES_PER_PRINCIPAL * max(1, len(self.state.order))
-        if len(self.held) > keep:  # stored now: the oldest are read back from their records if asked for
-            self.episodes.defer([self.held.popleft() for _ in range(len(self.held) - keep)])
+        """Store the rows of the waiting batch, in closing order (nothing when none waits)."""
+        if self.waiting is None:
+            return
+        batch, self.waiting = self.waiting, None
+        near = iter(batch.near)
+        answered = iter(self.worker.closed() if self.worker is not None and any(batch.remote) else [])
+        rows: dict[RecordKind, list[tuple[str, dict[str, Any]]]] = {
+            RecordKind.EPISODE: [],
+            RecordKind.EDGE: [],
+            RecordKind.MARK: [],
+        }
+        for remote in batch.remote:
+            closed = next(answered) if remote else next(near)
+            rows[RecordKind.EPISODE].append(closed.episode)
+            rows[RecordKind.EDGE].extend(closed.edges)
+            rows[RecordKind.MARK].extend(closed.marks)
+        for kind, kept in rows.items():
+            self.counts[kind] += self.store.add_records(kind, kept)
+        self.local.settle()
+
+
+def remote_principals(principals: Sequence[tuple[str, float]], share: float = WORKER_SHARE) -> frozenset[str]:
+    """The principals whose episodes the worker closes: the largest ones, until they make `share` of the stream
+    (the parent also generates, appends and segments the stream, and stores every row)."""
+    total = sum(weight for _, weight in principals) or 1.0
+    taken, chosen = 0.0, []
+    for name, weight in sorted(principals, key=lambda p: (-p[1], p[0])):
+        if taken >= share * total:
+            break
+        chosen.append(name)
+        taken += weight
+    return frozenset(chosen) if len(chosen) < len(principals) else frozenset(chosen[:-1])
 
 
 def build_store(
@@ -397,6 +591,7 @@ def build_store(
     batch: int = 5000,
     principals: Sequence[tuple[str, float]] = PRINCIPALS,
     progress: Callable[[str], None] = lambda message: None,
+    parallel: bool | None = None,
 ) -> BuiltStore:
     """Write a store holding `episodes` closed episodes of seeded incidents (see `BUILD_METHOD`).
 
@@ -407,13 +602,17 @@ def build_store(
         seed: stream seed.
         batch: entries per `Timeline.append_many` call.
         principals: tenant names and their shares of the episodes.
-        progress: called with a line every twentieth of the episodes (a large build takes hours).
+        progress: called with a line every twentieth of the episodes (a large build takes a while).
+        parallel: close the largest principals' episodes in a worker process (`remote_principals`); the
+            same store either way. None: when the stream makes at least `PARALLEL_FROM` episodes.
     """
     started = time.perf_counter()
+    remote = remote_principals(principals) if (episodes >= PARALLEL_FROM if parallel is None else parallel) else None
+    worker = _Worker() if remote else None  # started before the store is opened: the child inherits no connection
     store = SQLiteStore(path)
     try:
         timeline = Timeline(store, HashingEncoder())
-        projector = _Projector(store)
+        projector = _Projector(store, worker=worker, remote=remote or frozenset())
         stream = incident_stream(seed, principals=principals)
         made, buffer, entries = 0, [], 0
         every = max(episodes // 20, 1)
@@ -437,6 +636,8 @@ def build_store(
         projector.finish()
         per_principal = projector.principals
     finally:
+        if worker is not None:
+            worker.stop()
         store.close()
     counts = projector.counts
     return BuiltStore(
@@ -447,5 +648,6 @@ def build_store(
         counts[RecordKind.EDGE],
         counts[RecordKind.FACT],
         time.perf_counter() - started,
-        BUILD_METHOD.format(batch=batch, window=DEFAULT_GRAPH_CONFIG.window),
+        BUILD_METHOD.format(batch=batch, window=DEFAULT_GRAPH_CONFIG.window)
+        + (f"; the episodes of {', '.join(sorted(remote))} closed in a worker process" if remote else ""),
     )

@@ -88,22 +88,49 @@ def rank_incident_causes(
             led-to share.
         lexicon: the words the hypotheses are read with.
     """
-    candidates = change_candidates(incident.start, history, config)
-    if not candidates:
-        return []
-    return rank_causes(
-        list(incident.observations),
-        incident.subject,
-        incident.start,
-        candidates,
-        terms=TermWeights([*history, incident], compared=2),
-        corrections=corrections,
-        fixes=fixes,
-        learned=learned_share(history, caused),
-        led_to=led_to_share(history, caused, resolved_as),
-        weights=weights,
-        lexicon=lexicon,
+    return _Suspects(incident, history, caused, config).rank(
+        corrections=corrections, fixes=fixes, resolved_as=resolved_as, weights=weights, lexicon=lexicon
     )
+
+
+class _Suspects:
+    """The changes in place when an incident started, with what ranking them reads of its history whatever the
+    incident's later texts: `rank_incident_causes` in two steps, so that one incident is ranked again with other
+    corrections and fixes without finding its candidates and term weights twice."""
+
+    def __init__(
+        self, incident: Episode, history: Sequence[Episode], caused: Container[str], config: GraphConfig
+    ) -> None:
+        self.incident, self.history, self.caused = incident, history, caused
+        self.candidates = change_candidates(incident.start, history, config)
+        self.terms = TermWeights([*history, incident], compared=2) if self.candidates else None
+        self.learned = learned_share(history, caused) if self.candidates else None
+
+    def rank(
+        self,
+        *,
+        corrections: Sequence[str],
+        fixes: Sequence[str],
+        resolved_as: str | None,
+        weights: CauseWeights,
+        lexicon: Lexicon,
+    ) -> list[Hypothesis]:
+        """`rank_incident_causes` of the incident with these corrections, fixes and resolution."""
+        if self.terms is None or self.learned is None:
+            return []
+        return rank_causes(
+            list(self.incident.observations),
+            self.incident.subject,
+            self.incident.start,
+            self.candidates,
+            terms=self.terms,
+            corrections=corrections,
+            fixes=fixes,
+            learned=self.learned,
+            led_to=led_to_share(self.history, self.caused, resolved_as),
+            weights=weights,
+            lexicon=lexicon,
+        )
 
 
 def _caused_edges(incident: Episode, best: Hypothesis, note: str) -> list[Edge]:
@@ -174,24 +201,14 @@ def later_evidence(
         return []
     attempts = [*reversed(chain), new]
     before_history = [ep for ep in history if ep.last_seq < opener.first_seq]
-    before = rank_incident_causes(
-        opener,
-        before_history,
-        corrections=_corrections([opener]),
-        fixes=_fixes([opener]),
-        caused=caused,
-        config=config,
-        weights=weights,
-        lexicon=lexicon,
+    suspects = _Suspects(opener, before_history, caused, config)  # ranked before and after the later texts
+    before = suspects.rank(
+        corrections=_corrections([opener]), fixes=_fixes([opener]), resolved_as=None, weights=weights, lexicon=lexicon
     )
-    after = rank_incident_causes(
-        opener,
-        before_history,
+    after = suspects.rank(
         corrections=_corrections(attempts),
         fixes=_fixes(attempts),
         resolved_as=resolved_choice(new),
-        caused=caused,
-        config=config,
         weights=weights,
         lexicon=lexicon,
     )

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eval.bench.corpus import PRINCIPALS, build_store, incident_stream
 from memory.agent_memory import EpisodicMemory
 from memory.timeline import RecordKind, SQLiteStore
@@ -37,9 +39,16 @@ def _digest(bodies: Iterable[Any]) -> dict[str, Any]:
     return {"count": count, "sha256": sha.hexdigest()}
 
 
-def built_digests(folder: Path) -> dict[str, Any]:
+def built_digests(folder: Path, *, parallel: bool = False) -> dict[str, Any]:
     """Digests of the derived records `build_store` writes, per kind, in storing order."""
-    built = build_store(folder / "built.sqlite", BUILT["episodes"], seed=BUILT["seed"], batch=300, principals=TWO_TEAMS)
+    built = build_store(
+        folder / "built.sqlite",
+        BUILT["episodes"],
+        seed=BUILT["seed"],
+        batch=300,
+        principals=TWO_TEAMS,
+        parallel=parallel,
+    )
     with SQLiteStore(built.path, create=False) as store:
         digests = {
             kind.value: _digest([record_id, body] for record_id, body in store.records(kind))
@@ -85,8 +94,9 @@ def _golden() -> dict[str, Any]:
     return json.loads(GOLDEN.read_text(encoding="utf-8"))
 
 
-def test_the_bench_builder_writes_the_recorded_memory(tmp_path):
-    assert built_digests(tmp_path) == _golden()["built"]
+@pytest.mark.parametrize("parallel", [False, True], ids=["one process", "with a worker process"])
+def test_the_bench_builder_writes_the_recorded_memory(tmp_path, parallel):
+    assert built_digests(tmp_path, parallel=parallel) == _golden()["built"]
 
 
 def test_recording_the_stream_through_the_facade_learns_the_recorded_memory():
