@@ -18,7 +18,7 @@ from memory.agent_memory import EpisodicMemory
 from memory.cli import graph as graph_command
 from memory.errors import EpisodicMemoryError
 from memory.outputs import output_problem
-from memory.persistence.audit import record_findings, sidecar_findings
+from memory.persistence.audit import index_findings, record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
 from memory.retention import RetentionPolicy, parse_age, summary
 from memory.timeline import Entry, HashingEncoder, Store, audit, open_store
@@ -399,7 +399,7 @@ def _verify(path: str) -> int:
             print(f"CORRUPT {shown}: {finding}")
         return 1
     report = audit(path)
-    for note in [*report.notes, *sidecar_findings(path)]:
+    for note in [*report.notes, *sidecar_findings(path), *index_findings(path)]:
         print(f"note {path}: {note}")
     findings = [*report.findings, *_version_findings(path), *record_findings(path)]
     if not findings:

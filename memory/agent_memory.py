@@ -41,7 +41,17 @@ from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredSt
 from memory.pipeline import Learning
 from memory.reinforcer import Reinforcement
 from memory.retention import Retained, RetentionPolicy
-from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
+from memory.retrieval import (
+    DEFAULT,
+    Context,
+    EpisodeIndex,
+    IncidentRecall,
+    NeighbourIndexes,
+    Retriever,
+    RetrieverConfig,
+    Unit,
+    index_folder,
+)
 from memory.state import EpisodeProblem, MemoryState, Projection
 from memory.timeline import (
     Encoder,
@@ -59,8 +69,10 @@ from memory.timeline.schema import entry_to_row
 from memory.window import as_messages
 
 
-def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) -> Retriever:
-    """The retriever over a derived state: its index, graph, facts and cached chain narratives."""
+def _retriever(
+    state: MemoryState, encoder: Encoder, config: RetrieverConfig, neighbours: NeighbourIndexes
+) -> Retriever:
+    """The retriever over a derived state: its index, graph, facts, cached chain narratives and approximate indexes."""
     return Retriever(
         state.index,
         encoder.encode,
@@ -69,6 +81,7 @@ def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig) ->
         chain=lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most),
         config=config,
         lexicon=state.lexicon,
+        neighbours=neighbours,
     )
 
 
@@ -98,6 +111,7 @@ def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[ErasurePlan, b
             memory._feed.catch_up()
             continue
         record_lexicon(memory.store, memory.lexicon)  # erasing deleted the snapshots (this one too); the replay used it
+        memory.neighbours.discard()  # they hold projections of what was erased
         return plan, purged
     raise AssertionError("unreachable")
 
@@ -155,7 +169,10 @@ class EpisodicMemory:
         segmenter = Segmenter(self.segmenter_config, self.lexicon)
         self._feed = Feed(self.store, self.state, self.stored, segmenter, self.learning)  # the write path
         self.reinforcements: list[Reinforcement] = self._feed.reinforcements  # what each episode closed here changed
-        self._retriever = _retriever(self.state, self.encoder, self.retriever_config)
+        on_file = isinstance(self.store, SQLiteStore) and self.store.path != ":memory:"
+        folder = index_folder(self.store.path) if on_file else None  # a store in memory or on a server: none
+        self.neighbours = NeighbourIndexes(folder, encoder=self.encoder.name, dim=self.encoder.dim)
+        self._retriever = _retriever(self.state, self.encoder, self.retriever_config, self.neighbours)
         self._units = IncidentRecall(self.state)
         self._feed.open()
 
@@ -387,6 +404,9 @@ class EpisodicMemory:
         sidecar = getattr(getattr(self, "stored", None), "sidecar", None)
         if sidecar is not None:
             sidecar.close()
+        neighbours = getattr(self, "neighbours", None)
+        if neighbours is not None:
+            neighbours.save()
         self.store.close()
 
     def __enter__(self) -> EpisodicMemory:

@@ -2,8 +2,10 @@
 
 `RetrieverConfig` and its named presets (`config`) set the weights of the episode score;
 `EpisodeIndex` (`index`) holds each principal's episode vectors, bounded for fast scoring
-(`bounds`); `Retriever` (`ranking`) scores, prunes and diversifies, with the query's relevance
-to the rows from `relevance` (exact, or bounded and scored where needed) and graph proximity
+(`bounds`); a large partition also has an approximate index (`neighbours`, kept beside the
+store by `neighbour_store`) that finds its candidates. `Retriever` (`ranking`) scores, prunes
+and diversifies, with the query's relevance to the rows from `relevance` (exact, bounded and
+scored where needed, or scored where the approximate index points) and graph proximity
 from `proximity`. Causal chain narratives are remembered between recalls by the graph layer's
 `ChainCache` (`memory.graph.chain_cache`), which the derived state holds.
 """
@@ -20,6 +22,7 @@ from memory.retrieval.context import (
     ScoreParts,
 )
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
+from memory.retrieval.neighbour_store import NeighbourIndexes, index_folder
 from memory.retrieval.proximity import graph_proximity
 from memory.retrieval.ranking import Retriever
 from memory.retrieval.units import IncidentRecall, Unit
@@ -32,6 +35,7 @@ __all__ = [
     "EpisodeIndex",
     "IncidentNote",
     "IncidentRecall",
+    "NeighbourIndexes",
     "Partition",
     "RecalledEpisode",
     "RecalledChange",
@@ -43,4 +47,5 @@ __all__ = [
     "Unit",
     "episode_vector",
     "graph_proximity",
+    "index_folder",
 ]

@@ -116,6 +116,11 @@ class Bounds:
         bounds.size = n
         return bounds
 
+    def projections(self, start: int, stop: int) -> np.ndarray:
+        """Projections (float32, rows × rank) of rows `start` to `stop` as held (second halves in half precision)."""
+        head = self._head[:, start:stop].T
+        return np.ascontiguousarray(np.hstack([head, self._tail[start:stop].astype(np.float32)]))
+
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
         probe = self.probe(query)
@@ -157,6 +162,29 @@ class Probe:
         self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
         self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
         self._fine[todo] = True
+
+
+class RowBounds:
+    """Bounds of ``clip(row·query, 0, 1)`` for one query, of the rows asked for only, each from the whole
+    basis at once (the values `Probe.refine` gives them). For a few rows found another way (an approximate
+    index's candidates), where a `Probe`'s first pass over every row would cost more than they do.
+    `projection` is the query's projection on the basis (float32)."""
+
+    def __init__(self, bounds: Bounds, query: np.ndarray) -> None:
+        self._bounds = bounds
+        proj, resid = bounds.split(query)
+        self.projection = proj[0]
+        self._head = proj[0, : bounds.head]
+        self._tail = proj[0, bounds.head :]
+        self._resid = np.float32(resid[0])
+        self._tail_norm = np.float32(np.sqrt(float(np.dot(self._tail.astype(np.float64), self._tail))))
+
+    def of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds (float32) of `rows`."""
+        b = self._bounds
+        dot = self._head @ b._head[:, rows] + np.einsum("ij,j->i", b._tail[rows].astype(np.float32), self._tail)
+        radius = b._resid[rows] * self._resid + b._tail_lost[rows] * self._tail_norm + np.float32(BOUND_SLACK)
+        return np.clip(dot - radius, 0.0, 1.0), np.clip(dot + radius, 0.0, 1.0)
 
 
 def _grown(rows: np.ndarray, cap: int) -> np.ndarray:

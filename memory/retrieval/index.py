@@ -3,7 +3,8 @@ bulk-loaded from a snapshot."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,10 @@ class Partition:
     def source(self) -> Any:
         """What serves the leading `stored` rows (None when all are held here)."""
         return self._source
+
+    def ids(self, rows: int | None = None) -> Iterator[str]:
+        """The episode ids of the first `rows` rows (of every row when None), in row order."""
+        return islice(self.position, rows)  # `position` gains each row's id as the row is added
 
     def episode_id(self, row: int) -> str:
         """The id of the episode at a row (a lazily read row list gives it without reading the episode)."""

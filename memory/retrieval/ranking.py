@@ -26,12 +26,14 @@ import numpy as np
 from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, LESSON, FactVersion, affirmed_lines, lesson_applies, terms
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
+from memory.retrieval.bounds import Bounds, RowBounds
 from memory.retrieval.config import DEFAULT, RetrieverConfig
 from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
 from memory.retrieval.filters import RecallFilter
 from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
+from memory.retrieval.neighbour_store import NeighbourIndexes
 from memory.retrieval.proximity import graph_proximity
-from memory.retrieval.relevance import RelevanceScores, top
+from memory.retrieval.relevance import NeighbourScores, RelevanceScores, top
 
 UNDERFLOW_HALVINGS = 1080.0  # 0.5 ** h is 0.0 for every h ≥ 1075 (and float64 pow is slow on the subnormals before)
 ChainFinder = Callable[[nx.MultiDiGraph, str, int, int], "str | None"]  # (graph, episode id, hops, max episodes)
@@ -48,6 +50,8 @@ class Retriever:
         facts: returns the current fact versions of a principal.
         chain: returns the causal narrative through an episode, or None.
         config: weights and switches.
+        neighbours: approximate indexes of the large partitions (`memory.retrieval.neighbour_store`);
+            None keeps recall exact at every size.
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class Retriever:
         chain: ChainFinder | None = None,
         config: RetrieverConfig = DEFAULT,
         lexicon: Lexicon = DEFAULT_LEXICON,
+        neighbours: NeighbourIndexes | None = None,
     ) -> None:
         self.index = index
         self.encode = encode
@@ -68,6 +73,7 @@ class Retriever:
         self.chain = chain
         self.config = config
         self.lexicon = lexicon  # how the query's lines are read (negated and normal-state clauses apply no fact)
+        self.neighbours = neighbours
 
     def query_vector(self, query: str | Sequence[str]) -> tuple[str, np.ndarray]:
         """Query text and unit vector (mean of the observation embeddings)."""
@@ -113,7 +119,7 @@ class Retriever:
         recalled: list[RecalledEpisode] = []
         eligible = chosen.mask(part, self.graph) if chosen is not None and len(part) else None
         if len(part) and k > 0 and (eligible is None or eligible.any()):
-            recalled = self._episodes(part, qvec, situation, k, now, eligible)
+            recalled = self._episodes(part, qvec, situation, k, now, eligible, principal)
         facts: list[RecalledFact] = []
         if cfg.facts:
             facts = applicable_facts(
@@ -170,8 +176,9 @@ class Retriever:
         k: int,
         now: datetime | None,
         eligible: np.ndarray | None = None,
+        principal: str = "default",
     ) -> list[RecalledEpisode]:
-        """The `k` episodes recalled from a non-empty partition: scored, pooled, diversified.
+        """The `k` episodes recalled from a non-empty partition (`principal`'s): scored, pooled, diversified.
 
         With `eligible` (a filter's row mask) every row is scored exactly and only eligible
         rows can seed the graph part, receive proximity or enter the pool.
@@ -179,8 +186,13 @@ class Retriever:
         cfg = self.config
         recency, sit, outcome, rest = self._parts(part, situation, now)
         bounds = part.bounded(cfg.prune_from) if eligible is None else None
-        probe = None if bounds is None else bounds.probe(qvec, threads=cfg.blas_threads)
-        scores = RelevanceScores(part, qvec, probe, eligible)
+        found = None if bounds is None else self._nearest(principal, part, bounds, qvec)
+        scores: RelevanceScores | NeighbourScores
+        if found is not None:
+            scores = NeighbourScores(part, qvec, *found)
+        else:
+            probe = None if bounds is None else bounds.probe(qvec, threads=cfg.blas_threads)
+            scores = RelevanceScores(part, qvec, probe, eligible)
         graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
             seeds = scores.seeds(cfg.seeds, cfg.score_first)
@@ -189,7 +201,7 @@ class Retriever:
             )
         columns = (scores.relevance, recency, sit, outcome, graph)
         size = max(cfg.pool, k)
-        if scores.probe is None:
+        if scores.complete:
             total = _weighted(cfg, columns)
             if eligible is not None:
                 total[~eligible] = -np.inf
@@ -217,6 +229,20 @@ class Retriever:
         else:
             picked = [int(i) for i in pool[:k]]
         return [self._recalled(part.episodes[i], i, (*columns, total)) for i in picked]
+
+    def _nearest(
+        self, principal: str, part: Partition, bounds: Bounds, qvec: np.ndarray
+    ) -> tuple[RowBounds, np.ndarray] | None:
+        """The query's bounds of rows and the rows the approximate index finds nearest, for a partition large
+        enough to have one (None: every row is bounded or scored)."""
+        cfg = self.config
+        if self.neighbours is None or not 0 < cfg.neighbours_from <= len(part):
+            return None
+        index = self.neighbours.of(principal, part, bounds)
+        if index is None:
+            return None
+        rows = RowBounds(bounds, qvec)
+        return rows, index.nearest(rows.projection, cfg.neighbour_candidates)
 
     def _graph_part(
         self, part: Partition, relevance: np.ndarray, seed_rows: np.ndarray, eligible: np.ndarray | None = None

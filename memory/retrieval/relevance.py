@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory.retrieval.bounds import Probe
+from memory.retrieval.bounds import Probe, RowBounds
 from memory.retrieval.index import Partition
 
 
@@ -58,6 +58,7 @@ class RelevanceScores:
         self.probe = probe
         self.known: np.ndarray | None = None  # rows scored exactly (None: all of them)
         self.scored: list[np.ndarray] = []  # batches of rows scored exactly so far (with a probe)
+        self.complete = probe is None  # every row (every eligible one) scored exactly
         if probe is None and eligible is not None:  # only the rows a filter keeps are read and scored
             self.relevance = np.zeros(len(part))
             rows = np.flatnonzero(eligible)
@@ -124,6 +125,89 @@ class RelevanceScores:
         exact = done if rows is None else rows[at]
         value[at] = weight * self.relevance[exact].astype(np.float32) + rest[exact]
         return at_most_kth(value, size) - 1e-5  # 1e-5: float32 rounding and summation order
+
+
+class NeighbourScores:
+    """Relevance of one query to a large partition, from the rows an approximate index found nearest.
+
+    Every other row is taken to be at most as relevant as the least relevant of the `nearest`
+    (below `cut`, the least of their upper bounds): that is the approximation, and it holds
+    whenever the index found the truly nearest rows. On it the stages of recall are exact, as with
+    a `Probe`: the graph's seeds come from the nearest rows, and the pool's candidates from the
+    nearest rows and every other row whose other score parts could lift it into the pool: above
+    those of all but fewer than the pool's size of the nearest rows, and enough to reach the pool
+    with a relevance of `cut`. Those rows are bounded (`RowBounds`) and only the ones whose bounds
+    reach what a stage needs are scored exactly.
+    """
+
+    probe = None  # bounds of the rows considered only (`RowBounds`), not of every row
+    complete = False  # rows outside the nearest are not scored: recall chooses among `candidates`
+
+    def __init__(self, part: Partition, qvec: np.ndarray, bounds: RowBounds, nearest: np.ndarray) -> None:
+        self.part = part
+        self.rows: Partition | _ReadOnce = _ReadOnce(part) if part.stored else part  # vectors, each read once
+        self.qvec = qvec
+        self.bounds = bounds
+        self.blank = not qvec.any()  # a query without text: every row's relevance is exactly 0
+        self.relevance = np.zeros(len(part))
+        self.known = np.zeros(len(part), dtype=bool)  # rows scored exactly
+        self.low = np.zeros(len(part), dtype=np.float32)  # bounds of the rows considered so far
+        self.high = np.zeros(len(part), dtype=np.float32)
+        self.nearest = self._consider(np.unique(nearest))  # ascending: ties go to the lower row, as in a full scan
+        outside = 0 < len(self.nearest) < len(part)
+        self.cut = np.float32(self.high[self.nearest].min()) if outside else np.float32(0.0)
+
+    def _consider(self, rows: np.ndarray) -> np.ndarray:
+        """Bound `rows` (ascending); returns them."""
+        self.low[rows], self.high[rows] = self.bounds.of(rows)
+        return rows
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        """Score `rows` exactly where not done yet; returns `rows`."""
+        todo = rows[~self.known[rows]]
+        if len(todo) and not self.blank:
+            self.relevance[todo] = exact_relevance(self.rows, self.qvec, todo)
+        self.known[todo] = True
+        return rows
+
+    def _lowest(self, rows: np.ndarray) -> np.ndarray:
+        """Lower bounds of `rows` (float32), exact where scored."""
+        return np.where(self.known[rows], self.relevance[rows].astype(np.float32), self.low[rows])
+
+    def seeds(self, n: int, score_first: int) -> np.ndarray:
+        """The `n` most relevant of the nearest rows, best first (only those that can be among them are scored)."""
+        rows, high = self.nearest, self.high
+        rows = rows[high[rows] >= kth(self.low[rows], n)]
+        first = max(score_first // 4, n)
+        if len(rows) > 2 * first:  # the likeliest rows first: their exact values raise the cut the others must reach
+            best = self.score(rows[top(high[rows], first)])
+            rows = rows[high[rows] >= kth(self.relevance[best].astype(np.float32), n)]
+        rows = self.score(rows[high[rows] >= kth(self._lowest(rows), n)])
+        return rows[top(self.relevance[rows], n)]
+
+    def candidates(self, weight: np.float32, rest: np.ndarray, size: int, score_first: int) -> np.ndarray:
+        """The rows whose total ``weight·relevance + rest`` (float32) can be among the `size` best, scored
+        (ascending), given that no row outside the nearest is more relevant than `cut`."""
+        rows = self.nearest
+        floor = _floor(weight * self._lowest(rows) + rest[rows], size)
+        # another row is less relevant than every nearest one: `size` of those with at least its other parts
+        # outscore it, and so does the floor unless its other parts make up for a relevance of `cut`
+        dominated = _floor(rest[rows], size) + 1e-5
+        lifted = np.flatnonzero((rest > dominated) & (rest >= np.float32(floor) - weight * self.cut))
+        lifted = lifted[self.high[lifted] == 0]  # not considered yet (a considered row's upper bound is > 0)
+        if len(lifted):
+            rows = np.union1d(rows, self._consider(lifted))
+        rows = rows[weight * self.high[rows] + rest[rows] >= floor]
+        if len(rows) > 2 * max(score_first, size):  # the likeliest first: their exact totals raise the floor
+            self.score(rows[top(weight * self.high[rows] + rest[rows], max(score_first, size))])
+        floor = _floor(weight * self._lowest(rows) + rest[rows], size)
+        return self.score(rows[weight * self.high[rows] + rest[rows] >= floor])
+
+
+def _floor(totals: np.ndarray, size: int) -> float:
+    """A total the `size`-th best of all rows reaches, from lower bounds of some rows' totals (-inf when they
+    are fewer than `size`); 1e-5 below it for float32 rounding and summation order."""
+    return kth(totals, size) - 1e-5 if len(totals) >= size else -np.inf
 
 
 def top(values: np.ndarray, n: int) -> np.ndarray:
