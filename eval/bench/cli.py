@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from eval.bench import footprint, measure, server
+from eval.bench import footprint, index_peer, measure, server
 from eval.bench.corpus import SITUATION, BuiltStore, query_texts
 from eval.bench.plan import FULL, MILLION, QUICK, Plan
 from eval.bench.results import BenchReport, failures, judge, metric, summarize, summarize_rate
@@ -169,12 +169,14 @@ def run(plan: Plan, directory: Path, progress: Callable[[str], None] = lambda me
     compare_rss = metric(summarize([r.peak_rss_mb for r in runs]), digits=1, source="wait4 rusage of the child")
     speedup = _speedup(plan, progress)
     recall, opened = _stores(plan, directory, progress)
+    peers = {size: entry.pop("index_peer") for size, entry in recall.items()}
     machine.update(load_avg_end=_load(), elapsed_s=round(time.perf_counter() - started, 1))
     return judge(
         {
             "append_durable_ms": durable,
             "append_batch_per_s": batch,
             "recall_ms": recall,
+            "recall_index_peer": peers,
             "store_bytes_per_entry": _per_size(recall, "footprint", "bytes_per_entry", 1),
             "resident_mb": _per_size(recall, "resident", "rss_mb", 1),
             "open_ms": opened,
@@ -345,6 +347,8 @@ def _recall_at(
     try:
         times = measure.warm_recalls(memory, queries)
         scanned = len(memory.index.partition(built.largest))
+        progress(f"the bare index over the same rows, and recall@10 against exact recall ({plan.queries} queries)")
+        peer = index_peer.index_peer(memory, built.largest, queries)
     finally:
         memory.close()
     entry = metric(
@@ -361,6 +365,7 @@ def _recall_at(
             "as_built: before its first open",
         },
         resident=_resident_json(resident, first),
+        index_peer=index_peer.to_json(peer, summarize(times).median),
     )
     return entry, opening
 

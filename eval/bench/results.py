@@ -18,6 +18,7 @@ METRICS = (
     "append_durable_ms",
     "append_batch_per_s",
     "recall_ms",
+    "recall_index_peer",
     "store_bytes_per_entry",
     "resident_mb",
     "open_ms",
@@ -94,6 +95,10 @@ def judge(results: dict[str, Any]) -> dict[str, Any]:
                 results["recall_ms"][size],
                 [("median", "<=", p50, f"p50 ≤ {p50:g} ms"), ("p95", "<=", p95, f"p95 ≤ {p95:g} ms")],
             )
+        peer = results.get("recall_index_peer", {}).get(size)
+        if peer:  # the memory's recall against the bare index over the same rows, and against exact recall
+            _check(peer["ratio"], [("median", "<=", 3.0, "recall p50 ≤ 3× the bare index p50")])
+            _check(peer["recall_at_10"], [("median", ">=", 0.98, "≥ 0.98")])
         if size in results.get("store_bytes_per_entry", {}):
             _check(results["store_bytes_per_entry"][size], [("median", "<=", per_entry, f"≤ {per_entry:,.0f} B")])
         if size in results.get("resident_mb", {}):
@@ -148,6 +153,12 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         rows.append(("append_batch_per_s", "append_batch_per_s SQLite alone (extra)", batch["storage_only"]))
     for size, entry in results["recall_ms"].items():
         rows.append(("recall_ms", f"recall_ms @{int(size):,}", entry))
+    for size, peer in results.get("recall_index_peer", {}).items():
+        at = f"@{int(size):,}"
+        rows.append(("recall_index_peer", f"recall_ms {at}: the bare index (extra)", peer["bare_ms"]))
+        rows.append(("recall_index_peer", f"recall_ms {at} over the bare index's", peer["ratio"]))
+        rows.append(("recall_index_peer", f"recall@10 {at} against exact recall", peer["recall_at_10"]))
+        rows.append(("recall_index_peer", f"recall_ms {at}: the retriever alone (extra)", peer["retriever_ms"]))
     for name in ("store_bytes_per_entry", "resident_mb"):
         for size, entry in results.get(name, {}).items():
             rows.append((name, f"{name} @{int(size):,}", entry))

@@ -194,7 +194,8 @@ class NeighbourIndexes:
     def _open(self, principal: str, part: Partition, bounds: Bounds, basis: str) -> _Held:
         """The partition's index read from its file when the file matches it, else built from the bounds."""
         rank = bounds.basis.shape[1]
-        stored = read_index_file(index_file(self.folder, principal)) if self.folder is not None else None
+        folder = self.folder if self._usable() else None
+        stored = read_index_file(index_file(folder, principal)) if folder is not None else None
         if stored is not None:
             rows = stored.header.get("rows")
             problem = damage(stored)
@@ -218,10 +219,20 @@ class NeighbourIndexes:
         _extend(index, bounds, len(part))
         return _Held(part, bounds, basis, index, 0)
 
+    def _usable(self) -> bool:
+        """Whether the folder may be read and written: there is one, and it is not a symbolic link (like the store's
+        other sidecars, never followed; the indexes are then kept in memory)."""
+        if self.folder is None:
+            return False
+        if self.folder.is_symlink():
+            log.warning("%s is a symbolic link: approximate indexes are kept in memory only", self.folder)
+            return False
+        return True
+
     def _write(self, principal: str, held: _Held, part: Partition, bounds: Bounds) -> _Held:
         """Write a held index beside the store (nothing without a folder); the held index, written."""
         rows = len(held.found)
-        if self.folder is None:
+        if self.folder is None or not self._usable():
             return held._replace(written=rows)
         data = held.found.to_bytes()
         header = {**self.header(principal, part, bounds, rows, held.basis), "digest": hashlib.sha256(data).hexdigest()}

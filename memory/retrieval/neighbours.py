@@ -4,7 +4,7 @@ Recall over a partition of at least `RetrieverConfig.neighbours_from` episodes a
 the rows nearest to the query instead of bounding every row, then scores those rows exactly
 (`memory.retrieval.relevance.NeighbourScores`). The index holds each row's projection on the
 partition's bounding basis (`memory.retrieval.bounds.Bounds`: 128 dimensions where the encoder has
-1,024), quantized to 8 bits, in an HNSW graph of usearch (`pip install '.[ann]'`).
+1,024), quantized to 8 bits, in an HNSW graph of usearch (`pip install -e '.[ann]'`).
 
 Why usearch, measured on the 100k bench store's largest partition (70,013 projections; one build
 thread, 16 links a row, 64 candidates while linking; 300 queries, the rows found then rescored

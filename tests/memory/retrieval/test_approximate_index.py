@@ -169,3 +169,15 @@ def test_verify_checks_the_index_against_the_store_and_an_erasure_removes_it(tmp
         entry = memory.recent(1)[0]
         memory.forget(entry_id=entry.id, reason="test")
         assert not list(index_folder(path).glob("*.index"))
+
+
+@pytest.mark.extra("ann")
+def test_an_index_folder_that_is_a_symbolic_link_is_not_followed(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "memory.sqlite-ann").symlink_to(elsewhere)
+    part = _partition(100)
+    indexes = NeighbourIndexes(tmp_path / "memory.sqlite-ann", encoder="hashing", dim=part.dim)
+    assert len(indexes.of("p", part, part.bounds)) == 100
+    indexes.save()
+    assert not list(elsewhere.iterdir())
