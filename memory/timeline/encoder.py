@@ -17,7 +17,7 @@ import re
 import threading
 from array import array
 from collections.abc import Sequence
-from itertools import chain, islice, repeat
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Protocol
 
@@ -25,6 +25,7 @@ import mmh3
 import numpy as np
 
 from memory.errors import EncoderUnavailable
+from memory.timeline.pairwise import row_sums
 from memory.timeline.semantic import SemanticEncoder
 
 
@@ -94,6 +95,8 @@ class HashingEncoder:
         self._weights = np.zeros(16_384, dtype=np.float64)
         self._filled = 0  # used length of _buckets/_weights
         self._bigram_cache: dict[str, int] = {}
+        # The bigram buckets of the batch path, by the token numbers of the pair (first << 32 | second)
+        self._pair_buckets: dict[int, int] = {}
         # The same features as raw bytes per token, filled by the one-text path only
         self._token_bytes: dict[str, tuple[bytes, bytes]] = {}
 
@@ -117,22 +120,32 @@ class HashingEncoder:
         return self._add_token(token) if number is None else number
 
     def _add_token(self, token: str) -> int:
-        buckets, weights = self._token_features(token)
-        number, start = len(self._token_ids), self._filled
-        end = start + len(buckets)
+        self._add_tokens([token])
+        return self._token_ids[token]
+
+    def _add_tokens(self, tokens: list[str]) -> None:
+        """Give each token (new, none twice) the next number, its features written to the table in one step."""
+        buckets: list[int] = []
+        weights: list[float] = []
+        ends = []
+        for token in tokens:
+            token_buckets, token_weights = self._token_features(token)
+            buckets += token_buckets
+            weights += token_weights
+            ends.append(self._filled + len(buckets))
+        number, start, end = len(self._token_ids), self._filled, self._filled + len(buckets)
         if end > len(self._buckets):
             size = max(2 * len(self._buckets), end)
             self._buckets = np.resize(self._buckets, size)
             self._weights = np.resize(self._weights, size)
-        if number + 2 > len(self._starts):
-            self._starts = np.resize(self._starts, 2 * len(self._starts))
+        if number + len(tokens) + 1 > len(self._starts):
+            self._starts = np.resize(self._starts, max(2 * len(self._starts), number + len(tokens) + 1))
         self._buckets[start:end] = buckets
         self._weights[start:end] = weights
-        self._starts[number + 1] = end
-        self._starts_list.append(end)
+        self._starts[number + 1 : number + len(tokens) + 1] = ends
+        self._starts_list += ends
         self._filled = end
-        self._token_ids[token] = number
-        return number
+        self._token_ids.update(zip(tokens, range(number, number + len(tokens))))
 
     def _token_bytes_of(self, token: str) -> tuple[bytes, bytes]:
         number = self._token_number(token)
@@ -179,8 +192,8 @@ class HashingEncoder:
         return out
 
     def _bound_caches(self) -> None:
-        if max(len(self._token_ids), len(self._bigram_cache)) > self.cache_limit:  # bound memory on adversarial input
-            self._reset_caches()  # the caches only remember a pure function
+        if max(len(self._token_ids), len(self._bigram_cache), len(self._pair_buckets)) > self.cache_limit:
+            self._reset_caches()  # they bound memory on adversarial input, and only remember a pure function
 
     def _encode_chunk(self, texts: list[str], out: np.ndarray) -> None:
         """Write the vectors of `texts` into `out` (zeros, one row per text)."""
@@ -188,25 +201,24 @@ class HashingEncoder:
         # list, looked up in the caches with -1 for a miss; bigrams are the pairs of neighbouring
         # tokens of that list, less the pairs that straddle two texts.
         token_lists = list(map(TOKEN.findall, map(str.lower, texts)))
-        token_counts = list(map(len, token_lists))
         tokens = list(chain.from_iterable(token_lists))
+        if not tokens:
+            return
         tokens_of = list(map(self._token_ids.get, tokens, repeat(-1)))
         if -1 in tokens_of:
-            tokens_of = [
-                number if number >= 0 else self._token_number(token) for number, token in zip(tokens_of, tokens)
-            ]
-        row_of = np.repeat(np.arange(len(texts), dtype=np.int64), token_counts)
+            self._add_tokens(list(dict.fromkeys(t for t, n in zip(tokens, tokens_of) if n < 0)))
+            tokens_of = list(map(self._token_ids.__getitem__, tokens))
+        numbers = np.asarray(tokens_of, dtype=np.int64)
+        row_of = np.repeat(np.arange(len(texts), dtype=np.int64), list(map(len, token_lists)))
         within = np.flatnonzero(row_of[:-1] == row_of[1:])  # pairs (i, i + 1) inside one text
-        keys = list(map(" ".join, zip(tokens, islice(tokens, 1, None))))
-        pairs = np.fromiter(map(self._bigram_cache.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
-        bigrams_of = pairs[within]
+        pairs = ((numbers[within] << 32) | numbers[within + 1]).tolist()
+        bigrams_of = np.fromiter(map(self._pair_buckets.get, pairs, repeat(-1)), dtype=np.int64, count=len(pairs))
         for at in np.flatnonzero(bigrams_of < 0).tolist():
-            bigrams_of[at] = self._bigram_bucket(keys[int(within[at])])
-        if not tokens_of:
-            return
+            first = int(within[at])
+            bucket = self.bucket(f"b:{tokens[first]} {tokens[first + 1]}")
+            bigrams_of[at] = self._pair_buckets[pairs[at]] = bucket
         # Gather each token's feature run from the CSR table. Per text, the contributions
         # keep their order (tokens in order, then bigrams), so every float sum is the same.
-        numbers = np.asarray(tokens_of, dtype=np.int64)
         starts = self._starts[numbers]
         lengths = self._starts[numbers + 1] - starts
         offsets = np.cumsum(lengths)
@@ -218,13 +230,12 @@ class HashingEncoder:
         counts = np.bincount(index, weight, minlength=len(texts) * self.dim)
         hit = np.flatnonzero(counts != 0.0)  # (faster than flatnonzero of the floats)
         values = np.log1p(counts[hit])  # log1p(0) is 0: only the non-zero counts need it
-        # Each row's norm as `_normalize_rows` takes it: a pairwise sum over the whole row, zeros
-        # included, so that every bit is the same; then only the non-zero entries are divided.
-        counts[hit] = values
-        np.multiply(counts, counts, out=counts)
-        norms = np.sqrt(np.add.reduce(counts.reshape(len(texts), self.dim), axis=1))
+        # Each row's norm as `_normalize_rows` takes it, a pairwise sum over the whole row, from its
+        # non-zero squares alone (`memory.timeline.pairwise`): every bit is the same.
+        rows = hit // self.dim
+        norms = np.sqrt(row_sums(rows, hit - rows * self.dim, values * values, len(texts), self.dim))
         norms[norms == 0.0] = 1.0
-        out.reshape(-1)[hit] = values / norms[hit // self.dim]
+        out.reshape(-1)[hit] = values / norms[rows]
 
 
 _HASHING_NAME = re.compile(r"hashing-v2-d([0-9]{1,6})-c([0-9.e+-]{1,24})")
