@@ -72,7 +72,7 @@ class StoredIndex(NamedTuple):
     """An index file read whole: its header and the index bytes (not yet checked against their digest)."""
 
     header: dict[str, Any]
-    data: bytes
+    data: memoryview  # a view of the file's bytes (an index of a large partition takes hundreds of MB)
 
 
 def read_index_file(path: Path) -> StoredIndex | None:
@@ -91,7 +91,7 @@ def read_index_file(path: Path) -> StoredIndex | None:
         return None
     if not isinstance(header, dict):
         return None
-    return StoredIndex(header, raw[start + size :])
+    return StoredIndex(header, memoryview(raw)[start + size :])
 
 
 def index_file_bytes(header: dict[str, Any], data: bytes) -> bytes:

@@ -56,7 +56,7 @@ class NeighbourIndex:
         stored: an index written by `to_bytes`, to read instead of starting empty.
     """
 
-    def __init__(self, rank: int, stored: bytes | bytearray | None = None) -> None:
+    def __init__(self, rank: int, stored: bytes | memoryview | None = None) -> None:
         from usearch.index import Index
 
         self.rank = rank
@@ -71,7 +71,7 @@ class NeighbourIndex:
                 expansion_search=EXPANSION_SEARCH,
             )
         else:
-            self._index = Index.restore(bytearray(stored))
+            self._index = Index.restore(stored)  # copied into the index: `stored` may go
             if self._index is None or self._index.ndim != rank:
                 raise ValueError(f"not an index of {rank}-dimensional rows")
             self._index.expansion_search = EXPANSION_SEARCH
