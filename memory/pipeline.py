@@ -252,6 +252,7 @@ def _lessons(
             common=common_terms(words, evidence.frequency, len(evidence)),
             config=learning.facts,
             lexicon=state.lexicon,
+            tally=lambda condition, choice: evidence.resolved_counts(condition, choice, excluding=episode.id),
         )
         if lesson is not None and lesson.fact_id not in latest:
             made.append(lesson)

@@ -85,6 +85,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         self._items: list[EpisodeEvidence] = []
         self._where: dict[str, int] = {}  # episode id → its first position
         self._postings: dict[str, array[int]] = {}  # term → positions whose terms contain it, ascending
+        self._affirming: dict[str, array[int]] = {}  # term → positions whose affirmed terms contain it, ascending
         self._citing: dict[str, set[int]] = {}  # fact id → positions whose decisions cited it
         self._confirming: dict[str, set[int]] = {}  # choice → positions of SUCCESS episodes with it
         self._refuting: dict[str, set[int]] = {}  # choice → positions of other episodes with it (FAILURE)
@@ -118,6 +119,7 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
         of each set's first position, so postings, counts and their orders are those of appends.
         """
         sets: dict[int, tuple[frozenset[str], list[int]]] = {}  # id of a term set → (it, its new positions)
+        affirmed: dict[int, tuple[frozenset[str], list[int]]] = {}  # the same for the affirmed term sets
         wins: dict[tuple[int, str], list] = {}  # (id of a term set, choice) → [term set, choice, SUCCESS count]
         for ev in items:
             position = len(self._items)
@@ -127,11 +129,12 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
             self._ended_us.append((ev.at - EPOCH) // MICROSECOND)
             self._where.setdefault(ev.episode_id, position)
             self._principals.add(ev.principal)
-            held = sets.get(id(ev.terms))
-            if held is None:
-                sets[id(ev.terms)] = (ev.terms, [position])
-            else:
-                held[1].append(position)
+            for grouped, terms in ((sets, ev.terms), (affirmed, ev.affirmed)):
+                held = grouped.get(id(terms))
+                if held is None:
+                    grouped[id(terms)] = (terms, [position])
+                else:
+                    held[1].append(position)
             for fact_id in ev.cited:
                 self._citing.setdefault(fact_id, set()).add(position)
             if ev.outcome is Outcome.SUCCESS:
@@ -144,31 +147,12 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
                     won[2] += 1
             else:  # as the rules label it: any other verdict on a choice counts against it
                 self._refuting.setdefault(ev.choice, set()).add(position)
-        self._index(list(sets.values()), list(wins.values()))
+        _add_postings(self._postings, list(sets.values()))
+        _add_postings(self._affirming, list(affirmed.values()))
+        self._index(list(wins.values()))
 
-    def _index(self, sets: list[tuple[frozenset[str], list[int]]], wins: list[list]) -> None:
-        """Add new positions to the postings, once per term set (in the order of the sets' first positions), and
-        SUCCESS counts to the resolutions, once per term set and choice (`extend`)."""
-        parts: dict[str, list[list[int]]] = {}  # term → the new positions of each set holding it
-        for terms, positions in sets:
-            for term in terms:
-                found = parts.get(term)
-                if found is None:
-                    parts[term] = [positions]
-                else:
-                    found.append(positions)
-        for term, lists in parts.items():
-            posting = self._postings.get(term)
-            if posting is None:
-                posting = self._postings[term] = array(POSITION_CODE)
-            if len(lists) == 1:
-                posting.extend(lists[0])
-                continue
-            merged = []
-            for positions in lists:
-                merged += positions
-            merged.sort()  # ascending runs: the sort merges them
-            posting.extend(merged)
+    def _index(self, wins: list[list]) -> None:
+        """Add SUCCESS counts to the resolutions, once per term set and choice (`extend`)."""
         resolutions = self._resolutions
         for terms, choice, count in wins:
             for term in terms:
@@ -215,15 +199,23 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 
     def matching_positions(self, condition: Iterable[str]) -> np.ndarray:
         """`matching` as an ascending array."""
-        found: np.ndarray | None = None
-        for term in sorted(set(condition), key=lambda t: len(self._postings.get(t, ()))):  # the rarest first
-            posting = self._postings.get(term)
-            if not posting:
-                return np.zeros(0, dtype=np.int64)
-            found = _positions(posting) if found is None else _within(found, _positions(posting))
-            if not len(found):
-                return found
-        return np.arange(len(self._items), dtype=np.int64) if found is None else found
+        return _intersection(self._postings, set(condition), len(self._items))
+
+    def resolved_counts(self, condition: Iterable[str], choice: str, *, excluding: str) -> tuple[int, int] | None:
+        """Among the SUCCESS episodes other than `excluding` whose terms and affirmed terms both contain every
+        condition term: how many were resolved as `choice`, and how many otherwise (counted in columns: a
+        condition can match a share of a million episodes). None when the log holds an episode twice (the
+        counts are of distinct episodes)."""
+        if len(self._where) != len(self._items):
+            return None
+        wanted = set(condition)
+        positions = _within(self.matching_positions(wanted), _intersection(self._affirming, wanted, len(self._items)))
+        own = self._where.get(excluding)
+        if own is not None:
+            positions = positions[positions != own]
+        succeeded = np.frombuffer(self._succeeded, dtype=np.uint8)[positions].astype(bool)
+        chose = np.frombuffer(self._choice_at, dtype=np.int32)[positions] == self._codes.get(choice, -1)
+        return int(np.count_nonzero(succeeded & chose)), int(np.count_nonzero(succeeded & ~chose))
 
     def resolutions_with(self, term: str) -> dict[str, int]:
         """Choice → how many SUCCESS positions holding `term` confirmed it."""
@@ -326,6 +318,43 @@ class EvidenceLog(Sequence[EpisodeEvidence]):
 POSITION_CODE = "i"  # C int: 4 bytes on every platform numpy supports
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
+
+
+def _add_postings(postings: dict[str, array[int]], sets: list[tuple[frozenset[str], list[int]]]) -> None:
+    """Add new positions to `postings`, once per term set (in the order of the sets' first positions)."""
+    parts: dict[str, list[list[int]]] = {}  # term → the new positions of each set holding it
+    for terms, positions in sets:
+        for term in terms:
+            found = parts.get(term)
+            if found is None:
+                parts[term] = [positions]
+            else:
+                found.append(positions)
+    for term, lists in parts.items():
+        posting = postings.get(term)
+        if posting is None:
+            posting = postings[term] = array(POSITION_CODE)
+        if len(lists) == 1:
+            posting.extend(lists[0])
+            continue
+        merged = []
+        for positions in lists:
+            merged += positions
+        merged.sort()  # ascending runs: the sort merges them
+        posting.extend(merged)
+
+
+def _intersection(postings: dict[str, array[int]], terms: set[str], size: int) -> np.ndarray:
+    """Ascending positions whose postings hold every term (all `size` positions for no term)."""
+    found: np.ndarray | None = None
+    for term in sorted(terms, key=lambda t: len(postings.get(t, ()))):  # the rarest first
+        posting = postings.get(term)
+        if not posting:
+            return np.zeros(0, dtype=np.int64)
+        found = _positions(posting) if found is None else _within(found, _positions(posting))
+        if not len(found):
+            return found
+    return np.arange(size, dtype=np.int64) if found is None else found
 
 
 def _positions(posting: array[int]) -> np.ndarray:

@@ -40,9 +40,11 @@ tell an affirmed clause from a denied or normal-state one are the `Lexicon`'s a 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 from typing import NamedTuple, TypedDict, Unpack
 
 from memory.episodes import Outcome
@@ -75,6 +77,11 @@ class LessonIncident(NamedTuple):
 def affirmed_lines(symptoms: Sequence[str], lexicon: Lexicon = DEFAULT_LEXICON) -> list[frozenset[str]]:
     """The terms each observation line affirms (negated and normal-state clauses dropped)."""
     return [terms(affirmed_clauses(line, lexicon)) for line in symptoms]
+
+
+@lru_cache(maxsize=4096)  # every lesson of a principal reads the closing incident's lines
+def _affirmed_lines(symptoms: tuple[str, ...], lexicon: Lexicon) -> tuple[frozenset[str], ...]:
+    return tuple(affirmed_lines(symptoms, lexicon))
 
 
 def _name_terms(names: Collection[str | None]) -> set[str]:
@@ -223,6 +230,19 @@ def _ids(episodes: Collection[str]) -> tuple[str, ...]:
     return tuple(sorted(set(episodes)))
 
 
+def _holds(ids: tuple[str, ...], episode: str) -> bool:
+    """Whether a version's sorted, unique ids (`FactVersion.support`, ``contradict``) hold `episode`: a binary
+    search, since a lesson's support grows with the memory."""
+    at = bisect_left(ids, episode)
+    return at < len(ids) and ids[at] == episode
+
+
+def _adding(ids: tuple[str, ...], episode: str) -> tuple[str, ...]:
+    """``_ids({*ids, episode})`` of sorted, unique `ids`, without sorting them again."""
+    at = bisect_left(ids, episode)
+    return ids if at < len(ids) and ids[at] == episode else (*ids[:at], episode, *ids[at:])
+
+
 def rejected_choices(fact: FactVersion) -> tuple[str, ...]:
     """The choices a lesson says were wrong where it applies (() for other facts): `FactVersion.rejected`."""
     return fact.rejected
@@ -236,6 +256,7 @@ def learn_lesson(
     common: Collection[str] = (),
     config: FactConfig = DEFAULT_FACTS,
     lexicon: Lexicon = DEFAULT_LEXICON,
+    tally: Callable[[Sequence[str], str], tuple[int, int] | None] | None = None,
 ) -> FactVersion | None:
     """A new lesson from a corrected, resolved incident whose earlier attempts failed; None when it teaches none.
 
@@ -245,11 +266,18 @@ def learn_lesson(
     the episodes whose observations hold every condition term). A detail that earlier incidents show
     with other causes does not separate this cause: when the confidence that results stays
     below ``revise_below``, no lesson is made. The incident's texts are read with `lexicon`.
+
+    `tally(condition, resolution)`, when given, counts what `history` would support and contradict (the
+    episodes other than the incident's, `EvidenceLog.resolved_counts`; None when it cannot), so that a
+    detail that makes no lesson, the usual case, is rejected without reading its history one by one.
     """
     if not incident.corrections or not incident.failed or incident.resolution is None:
         return None
     condition = lesson_condition(incident, rarity, common, lexicon)
     if not condition:
+        return None
+    counted = tally(condition, incident.resolution) if tally is not None else None
+    if counted is not None and confidence(1 + counted[0], counted[1], config) < config.revise_below:
         return None
     support: set[str] = {incident.episode_id}
     contradict: set[str] = set()
@@ -297,13 +325,13 @@ def update_lesson(
         lexicon: the words the incident's observations are read with.
     """
     # the cheap test first: a lesson's support grows with the memory, and most incidents do not match it
-    lines = affirmed_lines(incident.symptoms, lexicon)
+    lines = _affirmed_lines(tuple(incident.symptoms), lexicon)
     episode = incident.episode_id
     if (
         fact.status != ACTIVE
         or not lesson_applies(fact, lines)
-        or episode in fact.support
-        or episode in fact.contradict
+        or _holds(fact.support, episode)
+        or _holds(fact.contradict, episode)
     ):
         return None
     spoken: set[str] = set().union(*(terms(text) for text in incident.corrections)) if incident.corrections else set()
@@ -315,7 +343,7 @@ def update_lesson(
             incident,
             config,
             lexicon=lexicon,
-            support=_ids({*fact.support, episode}),
+            support=_adding(fact.support, episode),
             reason=f"confirmed by episode {episode}",
         )
     if spoken & set(fact.condition):
@@ -343,7 +371,7 @@ def _after_failed_try(
     if fact.conclusion not in incident.failed:
         return None
     episode = incident.episode_id
-    against = _ids({*fact.contradict, episode})
+    against = _adding(fact.contradict, episode)
     if spoken & set(fact.condition):
         return _next(
             fact,
@@ -377,7 +405,7 @@ def _after_contradiction(
     narrowed with what the matching line says that no supporting incident said, else counted as a contradiction
     (and retired below ``revise_below``)."""
     episode = incident.episode_id
-    against = _ids({*fact.contradict, episode})
+    against = _adding(fact.contradict, episode)
     matched = [line for line in lines if set(fact.condition) <= line and not set(fact.unless) & line]
     supporting = supporting_terms() if callable(supporting_terms) else supporting_terms
     seen: set[str] = set().union(*supporting) if supporting else set()
