@@ -37,6 +37,7 @@ from memory.timeline.schema import (
     COLUMNS,
     READ_COLUMNS,
     SCHEMA_VERSION,
+    Prepared,
     RecordKind,
     chained_rows,
     entry_to_row,
@@ -116,22 +117,29 @@ class SQLiteStore:
 
     def append_many(self, drafts: Sequence[EntryDraft]) -> list[Entry]:
         """Chain and commit many entries in one transaction."""
-        if not drafts:
-            return []
         # Under the write lock, only the ids and rows: the rest is done before it, the entries after it.
-        prepared = prepare(drafts, derive=self._derive)
+        return self._append_prepared([prepare(drafts, derive=self._derive)]) if drafts else []
+
+    def append_batches(self, batches: Iterable[Sequence[EntryDraft]]) -> list[Entry]:
+        """Chain and commit the drafts of every batch in one transaction, each prepared and inserted as it comes
+        (`Timeline`'s workers make the next batch meanwhile). An error of `batches` commits nothing."""
+        return self._append_prepared(prepare(drafts, derive=self._derive) for drafts in batches)
+
+    def _append_prepared(self, prepared: Iterable[Prepared]) -> list[Entry]:
+        chained = []  # (batch, ids, previous id, first seq)
         with self._write():
             seq, prev_id = self._head()
-            ids = chained_ids(prepared.batch, prepared.id_texts, prepared.digests, prev_id=prev_id, seq=seq)
-            self._insert_linked(chained_rows(prepared, ids, seq=seq, prev_id=prev_id, linked=True))
+            for part in prepared:
+                ids = chained_ids(part.batch, part.id_texts, part.digests, prev_id=prev_id, seq=seq)
+                self._insert_linked(chained_rows(part, ids, seq=seq, prev_id=prev_id, linked=True))
+                chained.append((part.batch, ids, prev_id, seq))
+                prev_id, seq = (ids[-1] if ids else prev_id), seq + len(ids)
         self._schema = SCHEMA_VERSION
-        return chained_entries(prepared.batch, ids, prev_id=prev_id, seq=seq)
+        return [e for batch, ids, prev, first in chained for e in chained_entries(batch, ids, prev_id=prev, seq=first)]
 
     def _insert_rows(self, rows: Sequence[tuple[Any, ...]], head: tuple[int, str] | None = None) -> None:
-        """Insert timeline rows inside the caller's write transaction, marking an older store with this schema.
-
-        `head` is `_head()` when the caller has read it. The caller sets ``self._schema`` once the
-        transaction committed (a rollback undoes the mark)."""
+        """Insert timeline rows inside the caller's write transaction (`head`: `_head()` if the caller read it),
+        marking an older store with this schema (the caller sets ``_schema`` once it commits)."""
         seq, head_id = head or self._head()
         self._insert_linked(linked_rows(rows, head_id if rows and seq > 0 and rows[0][0] == seq else None))
 
@@ -142,19 +150,13 @@ class SQLiteStore:
         self._db.executemany(f"INSERT INTO timeline ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
 
     def entry_rows(self) -> list[tuple[Any, ...]]:
-        """Every timeline row exactly as stored (columns in `schema.COLUMNS` order), in timeline order.
-
-        Raw rows, not entries: for copying a timeline as it is (`insert_entry_rows`), e.g. to
-        time what SQLite alone costs for the same rows.
-        """
+        """Every timeline row exactly as stored (columns in `schema.COLUMNS` order), in timeline order: raw rows
+        for copying a timeline as it is (`insert_entry_rows`), e.g. to time SQLite alone on the same rows."""
         return self._db.execute(f"SELECT {COLUMNS} FROM timeline ORDER BY seq").fetchall()
 
     def insert_entry_rows(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert rows of `entry_rows` as they are, in one write transaction.
-
-        Nothing is chained, hashed or checked here: the rows must continue this store's chain,
-        or `verify` names the first that does not.
-        """
+        """Insert rows of `entry_rows` as they are, in one write transaction. Nothing is chained, hashed or
+        checked here: the rows must continue this store's chain, or `verify` names the first that does not."""
         with self._write():
             self._insert_rows(rows)
         self._schema = SCHEMA_VERSION
@@ -218,9 +220,7 @@ class SQLiteStore:
             "AND kind = ? ORDER BY seq",
             (first_seq, last_seq, principal, Kind.DECISION.value),
         )
-        return [
-            (seq, json.loads(metadata)) for seq, metadata in rows
-        ]  # (+principal: a range of seqs, not of the index)
+        return [(seq, json.loads(metadata)) for seq, metadata in rows]  # (+principal: a range of seqs, not the index)
 
     # -- derived records ----------------------------------------------------------------
 

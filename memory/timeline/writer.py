@@ -7,6 +7,7 @@ and the chain they form.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from memory.timeline.entries import (
     read_back,
     to_utc,
 )
+from memory.timeline.ingest_worker import CHUNK, EncodingWorkers
 from memory.timeline.redaction import PatternRedactor, Redactor
 from memory.timeline.redaction_values import leaves_unchanged, redact_value
 from memory.timeline.validation import (
@@ -76,12 +78,17 @@ class Timeline:
             embedded the store's entries, if it has any (vectors of two encoders do not compare).
         redactor: applied to text and metadata strings before hashing and storage;
             `PatternRedactor` by default, `NoRedaction` to opt out explicitly.
+        workers: worker processes `append_many` hands the redaction, embedding and digests of a batch
+            of more than 256 entries to, on a store that takes batches as they come (`SQLiteStore`);
+            0 (the default) does all the work in this process. `close` stops them.
 
     Raises:
         EncoderMismatch: the store's entries were embedded by another encoder.
     """
 
-    def __init__(self, store: EntryLog, encoder: Encoder, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, store: EntryLog, encoder: Encoder, redactor: Redactor | None = None, *, workers: int = 0
+    ) -> None:
         stored = stored_encoder(store)
         if stored and stored != encoder.name:
             raise EncoderMismatch(
@@ -92,6 +99,8 @@ class Timeline:
         self.store = store
         self.encoder = encoder
         self.redactor: Redactor = redactor if redactor is not None else PatternRedactor()
+        self.workers = workers  # processes that redact, embed and digest large batches (0: this one alone)
+        self._pool: EncodingWorkers | None = None
         # Only the hashing encoder itself is known to make what its name says (a store may rebuild it).
         self._rebuildable = type(encoder) is HashingEncoder
         self._principals: set[str] = set()  # principal labels already checked
@@ -215,13 +224,52 @@ class Timeline:
     def append_many(self, items: Sequence[Mapping[str, Any]]) -> list[Entry]:
         """Batch path: embed all texts at once and append them in one transaction.
 
-        Each item holds the keyword arguments of `draft`, including ``text``.
+        Each item holds the keyword arguments of `draft`, including ``text``. With `workers`, a batch of
+        more than one chunk is redacted, embedded and digested by the workers while this process makes,
+        chains and inserts the drafts of the chunks they returned (`memory.timeline.ingest_worker`).
+
+        Raises:
+            WorkerLost: a worker died before it returned its part; nothing of the batch was stored.
         """
+        append_batches = getattr(self.store, "append_batches", None)
+        if self.workers > 0 and len(items) > CHUNK and append_batches is not None:
+            texts = [check_text(item["text"]) for item in items]
+            starts = range(0, len(items), CHUNK)
+            encoded = self._workers().map(texts[start : start + CHUNK] for start in starts)
+            try:
+                return append_batches(
+                    self.batch(items[start : start + CHUNK], part.clean, part.vectors, part.digests)
+                    for start, part in zip(starts, encoded)
+                )
+            finally:
+                encoded.close()  # (after an error: the workers still busy with this batch stop)
         clean_texts = [self.redactor.redact(check_text(item["text"])) for item in items]
         return self.store.append_many(self.batch(items, clean_texts, self.encoder.encode(clean_texts)))
 
-    def batch(self, items: Sequence[Mapping[str, Any]], clean_texts: Sequence[str], vectors: Any) -> DraftBatch:
-        """The drafts of `items` as one `DraftBatch`, given their redacted texts and their vectors.
+    def _workers(self) -> EncodingWorkers:
+        """The timeline's workers: started on first use, and again after one died or the redactor changed."""
+        pool = self._pool
+        if pool is None or pool.broken or pool.redactor is not self.redactor:
+            self.close()
+            self._pool = pool = EncodingWorkers(self.workers, self.redactor, self.encoder)
+            weakref.finalize(self, pool.close)
+        return pool
+
+    def close(self) -> None:
+        """Stop the workers this timeline started, if any (its store stays open)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def batch(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        clean_texts: Sequence[str],
+        vectors: Any,
+        digests: list[str] | None = None,
+    ) -> DraftBatch:
+        """The drafts of `items` as one `DraftBatch`, given their redacted texts, their vectors and (when
+        already computed) the digests of those vectors.
 
         Each entry is what `draft` makes of its item, in canonical form, with no object made for it:
         labels, enums and flat metadata are looked up in memos, plain metadata is written and parsed
@@ -237,6 +285,7 @@ class Timeline:
         batch = DraftBatch(
             [], [], [], [], [], [], list(clean_texts[:count]), [], [], [name] * count, embeddings[:count], []
         )
+        batch.digests = None if digests is None else digests[:count]
         for item, clean_text, vector in zip(items, clean_texts, embeddings):
             if type(item) is not dict or not _REQUIRED <= item.keys() <= _ACCEPTED:
                 self._add_draft(

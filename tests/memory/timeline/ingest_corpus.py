@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import signal
 import struct
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -250,6 +252,21 @@ def precomputed_drafts(n: int, seed: int = SEED) -> list[EntryDraft]:
             )
         )
     return drafts
+
+
+class DyingRedactor:
+    """The default redactor, in a process that ends itself (SIGKILL) when it meets the text `DIE`: a worker
+    killed mid-batch. Never used by the process that runs the tests."""
+
+    DIE = "the worker dies here"
+
+    def __init__(self) -> None:
+        self._redactor = PatternRedactor()
+
+    def redact(self, text: str) -> str:
+        if text == self.DIE:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self._redactor.redact(text)
 
 
 # Batch sizes replayed in turn (0: a single `Timeline.append`).
