@@ -222,8 +222,10 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
         },
         what="Timeline.append on a file SQLiteStore (WAL): redaction, embedding, hash chain, commit",
     )
-    progress(f"batch appends ({plan.batches} × {plan.batch_size})")
+    progress(f"batch appends ({plan.batches} × {plan.batch_size}), each followed by raw executemany of its rows")
     batches = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed)
+    progress(f"batch appends with 1 worker process ({plan.batches} × {plan.batch_size})")
+    helped = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed, workers=1)
     batch = metric(
         summarize_rate(batches.seconds, plan.batch_size),
         digits=1,
@@ -238,6 +240,20 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
             "what": "the same stored rows inserted by SQLite alone, in transactions of the same "
             "size on a new store (no redaction, embedding or hashing): the ceiling "
             "for this storage on this machine",
+        },
+        raw_executemany={
+            **summarize_rate(batches.raw_seconds, plan.batch_size).to_json(1),
+            "what": "the rows each call stored, inserted right after it by plain sqlite3 executemany into a file "
+            "with the store's schema and indexes (WAL, synchronous FULL): eval/bench/ingest_peer.py",
+        },
+        raw_ratio=metric(
+            summarize([raw / own for raw, own in zip(batches.raw_seconds, batches.seconds)]),
+            what="entries/s of each Timeline.append_many call over its raw executemany peer's (paired, same run)",
+        ),
+        with_worker={
+            **summarize_rate(helped.seconds, plan.batch_size).to_json(1),
+            "what": "the same calls on a Timeline with workers=1 (redaction, embedding and digests in a worker "
+            "process); not the default",
         },
     )
     return durable, batch

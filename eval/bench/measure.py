@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from eval.bench.corpus import SITUATION, incident_stream, log_lines
+from eval.bench.ingest_peer import RawInserts, stored_rows
 from memory.timeline import HashingEncoder, SQLiteStore, Timeline
 
 if TYPE_CHECKING:  # imported where they are used, so importing the measurements stays light
@@ -101,42 +102,50 @@ def durable_appends(
 
 
 class Batches(NamedTuple):
-    """Batch appends, and the same rows written by SQLite alone."""
+    """Batch appends, and the same rows written by SQLite alone, in the same run."""
 
     seconds: list[float]  # per `Timeline.append_many` call (judged)
     cpu_seconds: list[float]  # the same calls' process CPU time
-    storage_seconds: list[float]  # per transaction inserting the stored rows of one call, copied as they are
+    raw_seconds: list[float]  # the rows each call stored, by plain executemany right after it (`ingest_peer`)
+    storage_seconds: list[float]  # per transaction inserting the stored rows of one call through a second store
 
 
-def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0) -> Batches:
+def batch_appends(directory: Path, batches: int, size: int, *, seed: int = 0, workers: int = 0) -> Batches:
     """Seconds per `Timeline.append_many` call of `size` entries, over `batches` calls (one warm-up).
 
-    Then the storage floor: the rows those calls stored, read back and inserted unchanged
-    into a second new store in transactions of the same size (same schema, indexes, WAL and
-    synchronous level). No redaction, embedding or hashing happens there, so it bounds what
-    any speed-up of the rest could reach.
+    Right after each call, the rows it stored are inserted unchanged by plain ``executemany`` into a
+    file with the same schema and indexes (`eval.bench.ingest_peer`), so each call has its peer under
+    the same load. Then the storage floor: the same rows inserted through a second new store in
+    transactions of the same size (its anchors and digests, no redaction, embedding or hashing).
+    `workers` is the timeline's (`Timeline`).
     """
     items = log_lines((batches + 1) * size, seed)
-    source = directory / f"batch-{seed}.sqlite"
-    with SQLiteStore(source) as store:
-        timeline = Timeline(store, HashingEncoder())
-        times, cpu = [], []
-        for b in range(batches + 1):
-            chunk = items[b * size : (b + 1) * size]
-            start, used = time.perf_counter(), time.process_time()
-            timeline.append_many(chunk)
-            if b:
-                times.append(time.perf_counter() - start)
-                cpu.append(time.process_time() - used)
+    source = directory / f"batch-{seed}-{workers}.sqlite"
+    times, cpu, raw_times = [], [], []
+    with SQLiteStore(source) as store, RawInserts(directory / f"batch-{seed}-{workers}-raw.sqlite") as raw:
+        timeline = Timeline(store, HashingEncoder(), workers=workers)
+        try:
+            for b in range(batches + 1):
+                chunk = items[b * size : (b + 1) * size]
+                start, used = time.perf_counter(), time.process_time()
+                entries = timeline.append_many(chunk)
+                elapsed, spent = time.perf_counter() - start, time.process_time() - used
+                inserted = raw.insert(stored_rows(source, entries[0].seq))
+                if b:
+                    times.append(elapsed)
+                    cpu.append(spent)
+                    raw_times.append(inserted)
+        finally:
+            timeline.close()
         rows = store.entry_rows()
     floor = []
-    with SQLiteStore(directory / f"batch-{seed}-storage.sqlite") as copy:
+    with SQLiteStore(directory / f"batch-{seed}-{workers}-storage.sqlite") as copy:
         for b in range(batches + 1):
             start = time.perf_counter()
             copy.insert_entry_rows(rows[b * size : (b + 1) * size])
             if b:
                 floor.append(time.perf_counter() - start)
-    return Batches(times, cpu, floor)
+    return Batches(times, cpu, raw_times, floor)
 
 
 class StoreOpening(NamedTuple):

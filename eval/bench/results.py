@@ -89,6 +89,8 @@ def judge(results: dict[str, Any]) -> dict[str, Any]:
     """Attach the issue's targets (on this 2-core machine) to a results document, in place."""
     _check(results["append_durable_ms"], [("median", "<=", 0.5, "p50 ≤ 0.5 ms")])
     _check(results["append_batch_per_s"], [("median", ">=", 50_000, "p50 ≥ 50,000/s")])
+    if results["append_batch_per_s"].get("raw_ratio"):
+        _check(results["append_batch_per_s"]["raw_ratio"], [("median", ">=", 0.5, "p50 ≥ 0.5× raw executemany")])
     for size, (p50, p95, per_entry, resident) in SIZE_TARGETS.items():
         if size in results["recall_ms"]:
             _check(
@@ -151,6 +153,11 @@ def _rows(results: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
         rows.append(("append_batch_per_s", "append_batch_per_s CPU time (extra)", batch["cpu_per_s"]))
     if batch.get("storage_only"):
         rows.append(("append_batch_per_s", "append_batch_per_s SQLite alone (extra)", batch["storage_only"]))
+    if batch.get("raw_executemany"):
+        rows.append(("append_batch_per_s", "append_batch_per_s raw executemany (extra)", batch["raw_executemany"]))
+        rows.append(("append_batch_ratio", "append_batch_per_s over raw executemany", batch["raw_ratio"]))
+    if batch.get("with_worker"):
+        rows.append(("append_batch_per_s", "append_batch_per_s with 1 worker (extra)", batch["with_worker"]))
     for size, entry in results["recall_ms"].items():
         rows.append(("recall_ms", f"recall_ms @{int(size):,}", entry))
     for size, peer in results.get("recall_index_peer", {}).items():
