@@ -18,9 +18,10 @@ from memory.agent_memory import EpisodicMemory
 from memory.cli import graph as graph_command
 from memory.errors import EpisodicMemoryError
 from memory.outputs import output_problem
-from memory.persistence.audit import index_findings, record_findings, sidecar_findings
+from memory.persistence.audit import record_findings, sidecar_findings
 from memory.persistence.progress import shown_on_stderr
 from memory.retention import RetentionPolicy, parse_age, summary
+from memory.retrieval.neighbour_store import index_findings
 from memory.timeline import Entry, HashingEncoder, Store, audit, open_store
 from memory.timeline.erasure import MAX_REASON, is_erased
 from memory.timeline.format_version import rewound_version

@@ -41,17 +41,8 @@ from memory.persistence.loader import DEFAULT_PERSISTENCE, Persistence, StoredSt
 from memory.pipeline import Learning
 from memory.reinforcer import Reinforcement
 from memory.retention import Retained, RetentionPolicy
-from memory.retrieval import (
-    DEFAULT,
-    Context,
-    EpisodeIndex,
-    IncidentRecall,
-    NeighbourIndexes,
-    Retriever,
-    RetrieverConfig,
-    Unit,
-    index_folder,
-)
+from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
+from memory.retrieval.neighbour_store import NeighbourIndexes
 from memory.state import EpisodeProblem, MemoryState, Projection
 from memory.timeline import (
     Encoder,
@@ -62,6 +53,7 @@ from memory.timeline import (
     Redactor,
     Role,
     SQLiteStore,
+    Store,
     check_label,
 )
 from memory.timeline.erasure import Erasure, ErasurePlan, make_plan
@@ -69,10 +61,9 @@ from memory.timeline.schema import entry_to_row
 from memory.window import as_messages
 
 
-def _retriever(
-    state: MemoryState, encoder: Encoder, config: RetrieverConfig, neighbours: NeighbourIndexes
-) -> Retriever:
-    """The retriever over a derived state: its index, graph, facts, cached chain narratives and approximate indexes."""
+def _retriever(state: MemoryState, encoder: Encoder, config: RetrieverConfig, store: Store) -> Retriever:
+    """The retriever over a derived state: its index, graph, facts, cached chain narratives, and approximate indexes
+    of the large partitions (kept beside a store file)."""
     return Retriever(
         state.index,
         encoder.encode,
@@ -81,7 +72,7 @@ def _retriever(
         chain=lambda graph, episode_id, hops, most: state.chains.narrative(episode_id, hops, most),
         config=config,
         lexicon=state.lexicon,
-        neighbours=neighbours,
+        neighbours=NeighbourIndexes.beside(store, encoder=encoder.name, dim=encoder.dim),
     )
 
 
@@ -111,7 +102,8 @@ def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[ErasurePlan, b
             memory._feed.catch_up()
             continue
         record_lexicon(memory.store, memory.lexicon)  # erasing deleted the snapshots (this one too); the replay used it
-        memory.neighbours.discard()  # they hold projections of what was erased
+        if memory._retriever.neighbours is not None:  # its approximate indexes hold projections of what was erased
+            memory._retriever.neighbours.discard()
         return plan, purged
     raise AssertionError("unreachable")
 
@@ -169,10 +161,7 @@ class EpisodicMemory:
         segmenter = Segmenter(self.segmenter_config, self.lexicon)
         self._feed = Feed(self.store, self.state, self.stored, segmenter, self.learning)  # the write path
         self.reinforcements: list[Reinforcement] = self._feed.reinforcements  # what each episode closed here changed
-        on_file = isinstance(self.store, SQLiteStore) and self.store.path != ":memory:"
-        folder = index_folder(self.store.path) if on_file else None  # a store in memory or on a server: none
-        self.neighbours = NeighbourIndexes(folder, encoder=self.encoder.name, dim=self.encoder.dim)
-        self._retriever = _retriever(self.state, self.encoder, self.retriever_config, self.neighbours)
+        self._retriever = _retriever(self.state, self.encoder, self.retriever_config, self.store)
         self._units = IncidentRecall(self.state)
         self._feed.open()
 
@@ -401,12 +390,9 @@ class EpisodicMemory:
 
     def close(self) -> None:
         """Close the store. Open episodes stay open and resume on the next open (see `flush`)."""
-        sidecar = getattr(getattr(self, "stored", None), "sidecar", None)
-        if sidecar is not None:
-            sidecar.close()
-        neighbours = getattr(self, "neighbours", None)
-        if neighbours is not None:
-            neighbours.save()
+        for beside in (getattr(getattr(self, "stored", None), "sidecar", None), getattr(self, "_retriever", None)):
+            if beside is not None:  # what the store keeps beside it: the vectors sidecar, recall's indexes
+                beside.close()
         self.store.close()
 
     def __enter__(self) -> EpisodicMemory:

@@ -26,6 +26,7 @@ import numpy as np
 from eval.bench.corpus import SITUATION
 from eval.bench.results import Stat, metric, summarize
 from memory.retrieval import Retriever
+from memory.retrieval.neighbour_store import NeighbourIndexes
 from memory.retrieval.neighbours import NeighbourIndex, library_version
 
 if TYPE_CHECKING:
@@ -74,7 +75,8 @@ def index_peer(memory: EpisodicMemory, principal: str, queries: Sequence[Sequenc
 
 
 def _retriever(memory: EpisodicMemory, config: Any) -> Retriever:
-    """A retriever over the memory's index, graph and facts with `config` (no chain narratives: episodes only)."""
+    """A retriever over the memory's index, graph and facts with `config` (no chain narratives: episodes only), and
+    the approximate indexes the memory keeps (read from beside its store, as the memory reads them)."""
     state = memory.state
     return Retriever(
         state.index,
@@ -83,7 +85,7 @@ def _retriever(memory: EpisodicMemory, config: Any) -> Retriever:
         facts=state.facts_of,
         config=config,
         lexicon=memory.lexicon,
-        neighbours=memory.neighbours,
+        neighbours=NeighbourIndexes.beside(memory.store, encoder=memory.encoder.name, dim=memory.encoder.dim),
     )
 
 

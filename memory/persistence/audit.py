@@ -1,6 +1,5 @@
 """What `python -m memory verify` finds beyond `memory.timeline.audit` (read-only): records a
-memory cannot read, the state of the vectors sidecar, and whether the approximate indexes kept
-beside the store agree with it."""
+memory cannot read, and the state of the vectors sidecar."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from memory.persistence.record_fields import problem
 from memory.persistence.runs import RUN, Corrupt, body_digest, sidecar_rows
 from memory.persistence.sparse_rows import row_digests
 from memory.persistence.vectors import VectorFile
-from memory.retrieval.neighbour_store import damage, ids_digest, index_file, index_folder, read_index_file
 from memory.timeline.record_body import parse
 
 
@@ -85,62 +83,3 @@ def sidecar_findings(store_path: str) -> list[str]:
         f"(derived data: recall recomputes them from the entries; delete {store_path}-vectors to have the runs "
         "written again)"
     ]
-
-
-def index_findings(store_path: str) -> list[str]:
-    """What is wrong with the approximate indexes beside the store (`memory.retrieval.neighbour_store`), read-only.
-
-    Each index file must be intact and hold, in order, the first of its principal's episodes as
-    the store lists them. Like the vectors sidecar they are derived data: one that is damaged or
-    stale is never used (the memory checks it on open and builds it again), so these are notes.
-    """
-    folder = index_folder(store_path)
-    files = sorted(folder.glob("*.index")) if folder.is_dir() else []
-    if not files:
-        return []
-    episodes = _episode_ids(store_path)
-    if episodes is None:
-        return []
-    found = []
-    for path in files:
-        stored = read_index_file(path)
-        problem = "not an index file" if stored is None else damage(stored)
-        if stored is not None and not problem:
-            principal, rows = stored.header.get("principal"), stored.header.get("rows")
-            ids = episodes.get(principal, []) if isinstance(principal, str) else []
-            if not isinstance(principal, str) or path.name != index_file(folder, principal).name:
-                problem = f"its header names principal {principal!r}, not the one of its file name"
-            elif not isinstance(rows, int) or not 0 < rows <= len(ids):
-                problem = f"it holds {rows!r} rows; the store has {len(ids):,} episodes of principal {principal!r}"
-            elif ids_digest(ids[:rows]) != stored.header.get("ids"):
-                problem = f"its {rows:,} rows are not the first episodes of principal {principal!r} in the store"
-            elif rows < len(ids):
-                problem = (
-                    f"it holds the first {rows:,} of the {len(ids):,} episodes of principal {principal!r} "
-                    "(a memory adds the others on its next recall)"
-                )
-        if problem:
-            found.append(
-                f"approximate index {path}: {problem} (derived data: it is not used as it is, but built again "
-                "on the next recall over its partition)"
-            )
-    return found
-
-
-def _episode_ids(store_path: str) -> dict[str, list[str]] | None:
-    """Every principal's episode ids in the order of their records (None when the file cannot be read)."""
-    try:
-        db = sqlite3.connect(f"file:{quote(str(Path(store_path).resolve()))}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None
-    ids: dict[str, list[str]] = {}
-    try:
-        for record_id, body in db.execute("SELECT id, body FROM records WHERE kind = 'episode' ORDER BY seq"):
-            read = parse(body)
-            if not read.problem and isinstance(read.body.get("principal"), str):
-                ids.setdefault(read.body["principal"], []).append(record_id)
-    except sqlite3.Error:
-        return None
-    finally:
-        db.close()
-    return ids

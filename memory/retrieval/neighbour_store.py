@@ -29,10 +29,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import quote
 
 from memory.outputs import write_atomic
 from memory.retrieval.bounds import Bounds
@@ -45,6 +47,8 @@ from memory.retrieval.neighbours import (
     NeighbourIndex,
     library_version,
 )
+from memory.timeline import SQLiteStore, Store
+from memory.timeline.record_body import parse
 
 MAGIC = b"episodic-memory neighbour index\n"  # first bytes of an index file
 FORMAT = 1  # the header's format
@@ -137,6 +141,12 @@ class NeighbourIndexes:
         self.version = library_version()
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
+
+    @classmethod
+    def beside(cls, store: Store, *, encoder: str, dim: int) -> NeighbourIndexes:
+        """The indexes of a store's memory: in the folder beside a SQLite file, else in memory only."""
+        on_file = isinstance(store, SQLiteStore) and store.path != ":memory:"
+        return cls(index_folder(store.path) if on_file else None, encoder=encoder, dim=dim)
 
     @property
     def available(self) -> bool:
@@ -252,3 +262,62 @@ def _extend(index: NeighbourIndex, bounds: Bounds, rows: int) -> None:
     """Add the bounds' projections of rows from ``len(index)`` to `rows` to `index`."""
     for start in range(len(index), rows, BUILD_CHUNK):
         index.extend(bounds.projections(start, min(start + BUILD_CHUNK, rows)))
+
+
+def index_findings(store_path: str) -> list[str]:
+    """What is wrong with the approximate indexes beside the store (`memory.retrieval.neighbour_store`), read-only.
+
+    Each index file must be intact and hold, in order, the first of its principal's episodes as
+    the store lists them. Like the vectors sidecar they are derived data: one that is damaged or
+    stale is never used (the memory checks it on open and builds it again), so these are notes.
+    """
+    folder = index_folder(store_path)
+    files = sorted(folder.glob("*.index")) if folder.is_dir() else []
+    if not files:
+        return []
+    episodes = _episode_ids(store_path)
+    if episodes is None:
+        return []
+    found = []
+    for path in files:
+        stored = read_index_file(path)
+        problem = "not an index file" if stored is None else damage(stored)
+        if stored is not None and not problem:
+            principal, rows = stored.header.get("principal"), stored.header.get("rows")
+            ids = episodes.get(principal, []) if isinstance(principal, str) else []
+            if not isinstance(principal, str) or path.name != index_file(folder, principal).name:
+                problem = f"its header names principal {principal!r}, not the one of its file name"
+            elif not isinstance(rows, int) or not 0 < rows <= len(ids):
+                problem = f"it holds {rows!r} rows; the store has {len(ids):,} episodes of principal {principal!r}"
+            elif ids_digest(ids[:rows]) != stored.header.get("ids"):
+                problem = f"its {rows:,} rows are not the first episodes of principal {principal!r} in the store"
+            elif rows < len(ids):
+                problem = (
+                    f"it holds the first {rows:,} of the {len(ids):,} episodes of principal {principal!r} "
+                    "(a memory adds the others on its next recall)"
+                )
+        if problem:
+            found.append(
+                f"approximate index {path}: {problem} (derived data: it is not used as it is, but built again "
+                "on the next recall over its partition)"
+            )
+    return found
+
+
+def _episode_ids(store_path: str) -> dict[str, list[str]] | None:
+    """Every principal's episode ids in the order of their records (None when the file cannot be read)."""
+    try:
+        db = sqlite3.connect(f"file:{quote(str(Path(store_path).resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    ids: dict[str, list[str]] = {}
+    try:
+        for record_id, body in db.execute("SELECT id, body FROM records WHERE kind = 'episode' ORDER BY seq"):
+            read = parse(body)
+            if not read.problem and isinstance(read.body.get("principal"), str):
+                ids.setdefault(read.body["principal"], []).append(record_id)
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()
+    return ids

@@ -26,7 +26,7 @@ import numpy as np
 from memory.episodes import Episode, Outcome
 from memory.facts import ACTIVE, LESSON, FactVersion, affirmed_lines, lesson_applies, terms
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
-from memory.retrieval.bounds import Bounds, RowBounds
+from memory.retrieval.bounds import RowBounds
 from memory.retrieval.config import DEFAULT, RetrieverConfig
 from memory.retrieval.context import Context, RecalledEpisode, RecalledFact, ScoreParts
 from memory.retrieval.filters import RecallFilter
@@ -74,6 +74,11 @@ class Retriever:
         self.config = config
         self.lexicon = lexicon  # how the query's lines are read (negated and normal-state clauses apply no fact)
         self.neighbours = neighbours
+
+    def close(self) -> None:
+        """Write what recall keeps beside the store (the approximate indexes that grew)."""
+        if self.neighbours is not None:
+            self.neighbours.save()
 
     def query_vector(self, query: str | Sequence[str]) -> tuple[str, np.ndarray]:
         """Query text and unit vector (mean of the observation embeddings)."""
@@ -185,14 +190,7 @@ class Retriever:
         """
         cfg = self.config
         recency, sit, outcome, rest = self._parts(part, situation, now)
-        bounds = part.bounded(cfg.prune_from) if eligible is None else None
-        found = None if bounds is None else self._nearest(principal, part, bounds, qvec)
-        scores: RelevanceScores | NeighbourScores
-        if found is not None:
-            scores = NeighbourScores(part, qvec, *found)
-        else:
-            probe = None if bounds is None else bounds.probe(qvec, threads=cfg.blas_threads)
-            scores = RelevanceScores(part, qvec, probe, eligible)
+        scores = self._relevance(principal, part, qvec, eligible)
         graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
             seeds = scores.seeds(cfg.seeds, cfg.score_first)
@@ -230,19 +228,22 @@ class Retriever:
             picked = [int(i) for i in pool[:k]]
         return [self._recalled(part.episodes[i], i, (*columns, total)) for i in picked]
 
-    def _nearest(
-        self, principal: str, part: Partition, bounds: Bounds, qvec: np.ndarray
-    ) -> tuple[RowBounds, np.ndarray] | None:
-        """The query's bounds of rows and the rows the approximate index finds nearest, for a partition large
-        enough to have one (None: every row is bounded or scored)."""
+    def _relevance(
+        self, principal: str, part: Partition, qvec: np.ndarray, eligible: np.ndarray | None
+    ) -> RelevanceScores | NeighbourScores:
+        """The query's relevance to a partition's rows: exact, bounded, or from the rows the approximate index finds
+        nearest (a partition large enough to have one); exact for the rows a filter keeps (`eligible`)."""
         cfg = self.config
-        if self.neighbours is None or not 0 < cfg.neighbours_from <= len(part):
-            return None
-        index = self.neighbours.of(principal, part, bounds)
+        bounds = part.bounded(cfg.prune_from) if eligible is None else None
+        if bounds is None:
+            return RelevanceScores(part, qvec, None, eligible)
+        index = None
+        if self.neighbours is not None and 0 < cfg.neighbours_from <= len(part):
+            index = self.neighbours.of(principal, part, bounds)
         if index is None:
-            return None
+            return RelevanceScores(part, qvec, bounds.probe(qvec, threads=cfg.blas_threads), eligible)
         rows = RowBounds(bounds, qvec)
-        return rows, index.nearest(rows.projection, cfg.neighbour_candidates)
+        return NeighbourScores(part, qvec, rows, index.nearest(rows.projection, cfg.neighbour_candidates))
 
     def _graph_part(
         self, part: Partition, relevance: np.ndarray, seed_rows: np.ndarray, eligible: np.ndarray | None = None
