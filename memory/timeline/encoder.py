@@ -95,6 +95,7 @@ class HashingEncoder:
         self._weights = np.zeros(16_384, dtype=np.float64)
         self._filled = 0  # used length of _buckets/_weights
         self._bigram_cache: dict[str, int] = {}
+        self._gram_buckets: dict[str, int] = {}  # character n-gram -> bucket
         # The bigram buckets of the batch path, by the token numbers of the pair (first << 32 | second)
         self._pair_buckets: dict[int, int] = {}
         # The same features as raw bytes per token, filled by the one-text path only
@@ -112,8 +113,13 @@ class HashingEncoder:
     def _token_features(self, token: str) -> tuple[list[int], list[float]]:
         padded = f" {token} "
         grams = [padded[i : i + n] for n in (3, 4, 5) for i in range(len(padded) - n + 1)]
-        buckets = [self.bucket("w:" + token)] + [self.bucket("c:" + gram) for gram in grams]
-        return buckets, [1.0] + [self.char_weight] * len(grams)
+        known = self._gram_buckets  # new tokens mostly share their n-grams with known ones ("ip-10-", "-4")
+        buckets = [known[gram] if gram in known else self._gram_bucket(gram) for gram in grams]
+        return [self.bucket("w:" + token), *buckets], [1.0] + [self.char_weight] * len(grams)
+
+    def _gram_bucket(self, gram: str) -> int:
+        bucket = self._gram_buckets[gram] = self.bucket("c:" + gram)
+        return bucket
 
     def _token_number(self, token: str) -> int:
         number = self._token_ids.get(token)
@@ -192,7 +198,8 @@ class HashingEncoder:
         return out
 
     def _bound_caches(self) -> None:
-        if max(len(self._token_ids), len(self._bigram_cache), len(self._pair_buckets)) > self.cache_limit:
+        sizes = len(self._token_ids), len(self._bigram_cache), len(self._pair_buckets), len(self._gram_buckets)
+        if max(sizes) > self.cache_limit:
             self._reset_caches()  # they bound memory on adversarial input, and only remember a pure function
 
     def _encode_chunk(self, texts: list[str], out: np.ndarray) -> None:
