@@ -375,6 +375,8 @@ def mentions(sentence: str, name: str | None) -> bool:
     """Whether `sentence` names `name` as a whole word (case-insensitive)."""
     if not name:
         return False
+    if name.isascii() and sentence.isascii() and name.lower() not in sentence.lower():
+        return False  # ASCII text cannot match the pattern without holding the name's letters in either case
     return _name_pattern(name).search(sentence) is not None
 
 

@@ -53,9 +53,10 @@ def attempt_chain(
     """Earlier attempts at the problem `new` continues, most recent first (see RETRY_OF)."""
     chain: list[Episode] = []
     cursor = new.start
+    situation, subject = new.situation, new.subject
     for ep in reversed(history):
-        if not same_problem(ep, new):
-            continue
+        if ep.situation != situation or (subject is not None and ep.subject is not None and ep.subject != subject):
+            continue  # not `same_problem` (written out: most of the history is other problems)
         if seconds_between(cursor, ep.end) > config.retry_window_s or ep.outcome == Outcome.SUCCESS:
             break
         chain.append(ep)
@@ -72,6 +73,8 @@ def attempt_chain(
 def _final_attempt(ep: Episode, history: Sequence[Episode], config: GraphConfig) -> Episode:
     """The last attempt at `ep`'s problem: the change that stayed in place."""
     current = ep
+    if ep.outcome == Outcome.SUCCESS:  # a problem solved stays solved: no later attempt continues it
+        return ep
     for later in history:
         if later.first_seq <= current.last_seq or not same_problem(later, current):
             continue

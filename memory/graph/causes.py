@@ -245,19 +245,24 @@ def _read(
 def _hypotheses(scored: Sequence[tuple[str, float, list[tuple[str, float, tuple[str, ...]]]]]) -> list[Hypothesis]:
     """Scored candidates (id, summed log-odds, contributions) as hypotheses: a softmax over them and the
     null (score 0), most probable first."""
-    top = max((s for _, s, _ in scored), default=0.0)
-    norm = math.exp(-max(top, 0.0)) + sum(math.exp(s - max(top, 0.0)) for _, s, _ in scored)
+    top = max(max((s for _, s, _ in scored), default=0.0), 0.0)
+    weights = [math.exp(s - top) for _, s, _ in scored]
+    norm = math.exp(-top) + sum(weights)
     out = [
         Hypothesis(
             i,
-            math.exp(s - max(top, 0.0)) / norm,
+            weight / norm,
             s,
-            tuple(sorted(((k, v) for k, v, _ in f if v), key=lambda kv: -abs(kv[1]))),
+            tuple(sorted(((k, v) for k, v, _ in f if v), key=_strength)),
             next((x for k, _, x in f if k == "overlap" and x), ()),
         )
-        for i, s, f in scored
+        for (i, s, f), weight in zip(scored, weights)
     ]
     return sorted(out, key=lambda h: (-h.probability, h.episode_id))
+
+
+def _strength(factor: tuple[str, float]) -> float:
+    return -abs(factor[1])
 
 
 class _Overlaps(NamedTuple):

@@ -28,11 +28,13 @@ leave out the shipped lexicon's ``term_stop_words``, ``generic_words`` and ``the
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from itertools import repeat
 
 from memory.episodes import Episode, Outcome
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -147,7 +149,7 @@ def fix_text(ep: Episode, whole: bool = False) -> str:
     words with later incidents by chance. What a report says was left only for now often comes
     last, so stopgaps are read from the whole text (`stopgap_sentences`).
     """
-    if not (ep.decisions or ep.actions) or ep.outcome not in (Outcome.SUCCESS, Outcome.PARTIAL):
+    if not (ep.decisions or ep.actions) or ep.outcome not in _WORKED:
         return ""
     if ep.outcome_text and whole:
         return ep.outcome_text
@@ -157,7 +159,10 @@ def fix_text(ep: Episode, whole: bool = False) -> str:
 
 def made_change(ep: Episode) -> bool:
     """Whether an episode made a change that stayed: explicit actions, or a decision that worked."""
-    return bool(ep.actions) or (bool(ep.decisions) and ep.outcome in (Outcome.SUCCESS, Outcome.PARTIAL))
+    return bool(ep.actions) or (bool(ep.decisions) and ep.outcome in _WORKED)
+
+
+_WORKED = frozenset({Outcome.SUCCESS, Outcome.PARTIAL})  # outcomes of a fix that worked
 
 
 def change_kind(text: str, lexicon: Lexicon = DEFAULT_LEXICON) -> str:
@@ -229,7 +234,8 @@ class TermWeights:
     def documents(self) -> list[frozenset[str]]:
         """Each episode's terms (`episode_terms`), in order."""
         if self._documents is None:
-            self._documents = [episode_terms(ep) for ep in self.episodes]
+            held = _EPISODE_TERMS.get  # most are known: the same recent episodes are weighed for every incident
+            self._documents = [held(ep.id) or episode_terms(ep) for ep in self.episodes]
         return self._documents
 
     def weight(self, term: str) -> float:
@@ -239,7 +245,7 @@ class TermWeights:
             return found
         df = self.df.get(term)
         if df is None:
-            df = self.df[term] = max(0, sum(1 for doc in self.documents if term in doc) - self.compared)
+            df = self.df[term] = max(0, sum(map(operator.contains, self.documents, repeat(term))) - self.compared)
         n = self.n - self.compared + self.background
         found = self._weights[term] = max(0.0, math.log((n + 1) / (df + 1)) / math.log(n + 1)) ** 2
         return found
