@@ -28,7 +28,7 @@ Nothing here reads the disk or the clock; the same state and episode give the sa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -146,7 +146,7 @@ def close_episode(
     """The edges, fact versions and marks one closed (and indexed) episode implies."""
     who = episode.principal
     prior = state.prior(episode)
-    caused = cause_links(state.graph, [ep.id for ep in prior], state.episodes_lookup)
+    caused = _CauseLinks(lambda: cause_links(state.graph, [ep.id for ep in prior], state.episodes_lookup))
     linked = state.new_edges(
         infer_edges(episode, prior, config=state.graph_config, caused=caused, lexicon=state.lexicon)
     )
@@ -170,6 +170,32 @@ def close_episode(
     if result.marks and learning.lessons:
         versions += _lessons(state, episode, evidence, versions, learning)
     return Changes(episode.id, tuple(linked + reinforced), tuple(versions), result.marks, result)
+
+
+class _CauseLinks(Mapping[str, tuple[str, ...]]):
+    """`memory.graph.cause_links` of the closing episode's window, found on first use: the graph rules ask only
+    when an incident's text points to an earlier change (the graph does not change before they answer)."""
+
+    def __init__(self, find: Callable[[], dict[str, tuple[str, ...]]]) -> None:
+        self._find = find
+        self._found: dict[str, tuple[str, ...]] | None = None
+
+    def _links(self) -> dict[str, tuple[str, ...]]:
+        if self._found is None:
+            self._found = self._find()
+        return self._found
+
+    def __getitem__(self, episode_id: str) -> tuple[str, ...]:
+        return self._links()[episode_id]
+
+    def __contains__(self, episode_id: object) -> bool:
+        return episode_id in self._links()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._links())
+
+    def __len__(self) -> int:
+        return len(self._links())
 
 
 def _new_facts(

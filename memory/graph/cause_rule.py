@@ -27,14 +27,20 @@ from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
 
 def learned_share(history: Sequence[Episode], caused: Container[str]) -> Callable[[Episode], float]:
-    """Share of the changes resolving a choice that are already linked as causes (what past changes led to)."""
-    made: dict[str, int] = {}
-    linked: dict[str, int] = {}
-    for ep in history:
-        if ep.choices and made_change(ep):
-            made[ep.choices[-1]] = made.get(ep.choices[-1], 0) + 1
-            linked[ep.choices[-1]] = linked.get(ep.choices[-1], 0) + (ep.id in caused)
-    return lambda ep: linked.get(ep.choices[-1], 0) / (made.get(ep.choices[-1], 0) + 2) if ep.choices else 0.0
+    """Share of the changes resolving a choice that are already linked as causes (what past changes led to).
+
+    Counted on the first call (a ranking asks only about the changes its text points to, often none)."""
+
+    def count() -> tuple[dict[str, int], dict[str, int]]:
+        made: dict[str, int] = {}
+        linked: dict[str, int] = {}
+        for ep in history:
+            if ep.choices and made_change(ep):
+                made[ep.choices[-1]] = made.get(ep.choices[-1], 0) + 1
+                linked[ep.choices[-1]] = linked.get(ep.choices[-1], 0) + (ep.id in caused)
+        return linked, made
+
+    return _Share(count)
 
 
 def led_to_share(
@@ -48,14 +54,34 @@ def led_to_share(
     """
     if resolved_as is None or not isinstance(caused, Mapping):
         return lambda ep: 0.0
-    linked: dict[str, int] = {}
-    alike: dict[str, int] = {}
-    for ep in history:
-        answers = caused.get(ep.id, ()) if ep.choices else ()
-        if answers:
-            linked[ep.choices[-1]] = linked.get(ep.choices[-1], 0) + len(answers)
-            alike[ep.choices[-1]] = alike.get(ep.choices[-1], 0) + sum(a == resolved_as for a in answers)
-    return lambda ep: alike.get(ep.choices[-1], 0) / (linked.get(ep.choices[-1], 0) + 2) if ep.choices else 0.0
+
+    def count() -> tuple[dict[str, int], dict[str, int]]:
+        linked: dict[str, int] = {}
+        alike: dict[str, int] = {}
+        for ep in history:
+            answers = caused.get(ep.id, ()) if ep.choices else ()
+            if answers:
+                linked[ep.choices[-1]] = linked.get(ep.choices[-1], 0) + len(answers)
+                alike[ep.choices[-1]] = alike.get(ep.choices[-1], 0) + sum(a == resolved_as for a in answers)
+        return alike, linked
+
+    return _Share(count)
+
+
+class _Share:
+    """A share per change's last choice, ``part / (whole + 2)``, from counts made on the first call."""
+
+    def __init__(self, count: Callable[[], tuple[dict[str, int], dict[str, int]]]) -> None:
+        self.count = count
+        self.counts: tuple[dict[str, int], dict[str, int]] | None = None
+
+    def __call__(self, ep: Episode) -> float:
+        if not ep.choices:
+            return 0.0
+        if self.counts is None:
+            self.counts = self.count()
+        part, whole = self.counts
+        return part.get(ep.choices[-1], 0) / (whole.get(ep.choices[-1], 0) + 2)
 
 
 def resolved_choice(ep: Episode) -> str | None:

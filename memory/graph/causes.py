@@ -282,12 +282,15 @@ def _overlaps(c: Candidate, read: _Reading, terms: TermWeights, w: CauseWeights,
     and with a stopgap it left in place."""
     described, ref_terms, other_terms, ref_values = read.said
     changed, about, stopgap = _candidate_terms(c, lexicon)
-    in_words, shared_words = terms.overlap(described, about)
-    in_refs, shared_refs = terms.overlap(ref_terms, changed)
-    in_incident, _ = terms.overlap(ref_terms - changed, about)
-    in_refs += 0.5 * in_incident
+    if ref_terms or described:
+        in_words, shared_words = terms.overlap(described, about)
+        in_refs, shared_refs = terms.overlap(ref_terms, changed)
+        in_incident, _ = terms.overlap(ref_terms - changed, about)
+        in_refs += 0.5 * in_incident
+        in_values, _ = terms.overlap(ref_values, changed)
+    else:  # no sentence refers to a past change (the usual case): nothing is shared in one
+        in_words, shared_words, in_refs, shared_refs, in_values = 0, (), 0.0, (), 0
     in_rest, shared_rest = terms.overlap(other_terms, changed)
-    in_values, _ = terms.overlap(ref_values, changed)
     overlap = w.overlap_referring * min(in_refs, w.overlap_cap) + w.overlap_other * min(in_rest, w.overlap_cap)
     in_stopgap, shared_stopgap = terms.overlap(ref_terms | other_terms, stopgap) if stopgap else (0.0, ())
     provisional = w.provisional * min(in_stopgap, 1.0) if len(shared_stopgap) >= STOPGAP_SHARED else 0.0
