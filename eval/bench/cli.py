@@ -222,11 +222,16 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
         },
         what="Timeline.append on a file SQLiteStore (WAL): redaction, embedding, hash chain, commit",
     )
+    return durable, _batch_appends(plan, directory, progress)
+
+
+def _batch_appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> dict[str, Any]:
+    """Batch appends, each beside its raw executemany peer, and the same calls with a worker process."""
     progress(f"batch appends ({plan.batches} × {plan.batch_size}), each followed by raw executemany of its rows")
     batches = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed)
     progress(f"batch appends with 1 worker process ({plan.batches} × {plan.batch_size})")
     helped = measure.batch_appends(directory, plan.batches, plan.batch_size, seed=plan.seed, workers=1)
-    batch = metric(
+    return metric(
         summarize_rate(batches.seconds, plan.batch_size),
         digits=1,
         batch_size=plan.batch_size,
@@ -256,7 +261,6 @@ def _appends(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tu
             "process); not the default",
         },
     )
-    return durable, batch
 
 
 def _rounds(plan: Plan, progress: Callable[[str], None]) -> dict[str, Any]:

@@ -247,9 +247,10 @@ class Timeline:
         return self.store.append_many(self.batch(items, clean_texts, self.encoder.encode(clean_texts)))
 
     def _workers(self) -> EncodingWorkers:
-        """The timeline's workers: started on first use, and again after one died or the redactor changed."""
+        """The timeline's workers: started on first use, and again after one died or the redactor or encoder
+        was replaced."""
         pool = self._pool
-        if pool is None or pool.broken or pool.redactor is not self.redactor:
+        if pool is None or pool.broken or pool.redactor is not self.redactor or pool.encoder is not self.encoder:
             self.close()
             self._pool = pool = EncodingWorkers(self.workers, self.redactor, self.encoder)
             weakref.finalize(self, pool.close)
