@@ -8,8 +8,10 @@ followed by a correction and a retry. Some observations carry an on-call e-mail 
 or phone number, so redaction has real work to do.
 
 `build_store` writes a store with a given number of real episodes much faster than
-recording them one by one through `EpisodicMemory` (whose per-episode fact extraction
-re-reads all of a principal's evidence): see `BUILD_METHOD`.
+recording them one by one through `EpisodicMemory` (durable appends, a recall index and
+stored lesson versions per close): see `BUILD_METHOD`. Principals share no state in the write
+path, so a large build closes the largest principals' episodes in a worker process while the
+parent appends, segments and closes the rest; the records are the same either way.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ BUILD_METHOD = (
     "timeline written with Timeline.append_many in batches of {batch} entries (redaction, embeddings and "
     "hash chain as in production); derived records computed in one streaming pass by the memory's own "
     "write path: memory.episodes.Segmenter.feed → memory.pipeline.close_episode per closed episode (graph "
-    "rules over each principal's last {window} episodes, reinforcement edges and marks), with fact extraction "
+    "rules over each principal's last {window} episodes, reinforcement edges and marks; problems kept as their "
+    "text, memory.pipeline.problem_text, since nothing stored reads their vectors), with fact extraction "
     "deferred to once per principal at the end (memory.facts.extract_facts; the facade extracts on every "
     "close, and stores the lesson versions each close makes, which the builder does not, so its fact history "
     "would hold more versions); then opened with EpisodicMemory, which rebuilds "
@@ -583,6 +586,23 @@ def remote_principals(principals: Sequence[tuple[str, float]], share: float = WO
     return frozenset(chosen) if len(chosen) < len(principals) else frozenset(chosen[:-1])
 
 
+def _batches(
+    stream: Iterator[tuple[int, list[dict[str, Any]]]], episodes: int, batch: int
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """The stream's items in batches of at least `batch` (the last one shorter) until they make `episodes`
+    episodes, each with the episodes made so far."""
+    made, buffer = 0, []
+    while made < episodes:
+        count, block = next(stream)
+        if made + count > episodes:  # a retried incident would overshoot: the next block is drawn
+            continue
+        made += count
+        buffer.extend(block)
+        if len(buffer) >= batch or made >= episodes:
+            yield made, buffer
+            buffer = []
+
+
 def build_store(
     path: str | Path,
     episodes: int,
@@ -613,26 +633,15 @@ def build_store(
     try:
         timeline = Timeline(store, HashingEncoder())
         projector = _Projector(store, worker=worker, remote=remote or frozenset())
-        stream = incident_stream(seed, principals=principals)
-        made, buffer, entries = 0, [], 0
-        every = max(episodes // 20, 1)
+        entries, every = 0, max(episodes // 20, 1)
         report = every
-        while made < episodes:
-            count, block = next(stream)
-            if made + count > episodes:  # a retried incident would overshoot: the next block is drawn
-                continue
-            made += count
-            buffer.extend(block)
-            if len(buffer) >= batch or made >= episodes:
-                projector.feed(timeline.append_many(buffer))
-                entries += len(buffer)
-                buffer = []
-                if made >= report:
-                    progress(
-                        f"{made:,} of {episodes:,} episodes written and projected "
-                        f"({time.perf_counter() - started:,.0f} s)"
-                    )
-                    report += every
+        for made, items in _batches(incident_stream(seed, principals=principals), episodes, batch):
+            projector.feed(timeline.append_many(items))
+            entries += len(items)
+            if made >= report:
+                elapsed = time.perf_counter() - started
+                progress(f"{made:,} of {episodes:,} episodes written and projected ({elapsed:,.0f} s)")
+                report += every
         projector.finish()
         per_principal = projector.principals
     finally:
