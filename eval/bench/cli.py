@@ -335,8 +335,7 @@ def _stores(plan: Plan, directory: Path, progress: Callable[[str], None]) -> tup
         del opening
         gc.collect()
         if plan.cache is None:
-            for suffix in footprint.STORE_FILES:
-                Path(f"{built.path}{suffix}").unlink(missing_ok=True)
+            footprint.remove_store(built.path)
     if not opened:
         opened = metric(summarize([]), episodes=None)
     return recall, opened

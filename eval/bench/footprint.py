@@ -21,14 +21,43 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from eval.bench.corpus import BuiltStore, build_store
+from memory.retrieval.neighbour_store import SUFFIX as ANN_FOLDER
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (cwd of the child interpreter)
-STORE_FILES = ("", "-wal", "-anchor", "-vectors")  # suffixes of a store's files
+STORE_FILES = ("", "-wal", "-anchor", "-vectors", ANN_FOLDER)  # suffixes of a store's files (-ann: a folder)
 
 
 def store_bytes(path: Path) -> int:
-    """Bytes of a store on disk: the SQLite file, its WAL (when present) and the anchor sidecar."""
-    return sum(os.path.getsize(f"{path}{suffix}") for suffix in STORE_FILES if os.path.exists(f"{path}{suffix}"))
+    """Bytes of a store on disk: the SQLite file, its WAL (when present), the anchor and vector sidecars
+    and the approximate indexes' folder."""
+    return sum(_bytes_of(Path(f"{path}{suffix}")) for suffix in STORE_FILES)
+
+
+def _bytes_of(path: Path) -> int:
+    """Bytes of a file, or of the files in a folder (0 when missing)."""
+    if path.is_dir():
+        return sum(file.stat().st_size for file in path.iterdir() if file.is_file())
+    return path.stat().st_size if path.exists() else 0
+
+
+def copy_store(path: Path, copy: Path) -> None:
+    """Copy the store at `path` (every file of `STORE_FILES` present) to `copy`."""
+    for suffix in STORE_FILES:
+        source = Path(f"{path}{suffix}")
+        if source.is_dir():
+            shutil.copytree(source, f"{copy}{suffix}", dirs_exist_ok=True)
+        elif source.exists():
+            shutil.copyfile(source, f"{copy}{suffix}")
+
+
+def remove_store(path: Path) -> None:
+    """Remove the store at `path`: its files, its ``-shm`` and its approximate indexes' folder."""
+    for suffix in (*STORE_FILES, "-shm"):
+        file = Path(f"{path}{suffix}")
+        if file.is_dir():
+            shutil.rmtree(file, ignore_errors=True)
+        else:
+            file.unlink(missing_ok=True)
 
 
 def breakdown(path: Path) -> dict[str, int]:
@@ -154,9 +183,7 @@ def agent_decisions(path: Path, principal: str, rounds: int, *, seed: int, scrat
         return None
     copy = scratch / f"agent-{path.name}"
     try:
-        for suffix in STORE_FILES:
-            if Path(f"{path}{suffix}").exists():
-                shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        copy_store(path, copy)
         done = subprocess.run(
             [sys.executable, "-c", _DECIDING_CHILD, str(copy), principal, str(rounds), str(seed)],
             cwd=ROOT,
@@ -165,8 +192,7 @@ def agent_decisions(path: Path, principal: str, rounds: int, *, seed: int, scrat
             check=False,
         )
     finally:
-        for suffix in STORE_FILES + ("-shm",):
-            Path(f"{copy}{suffix}").unlink(missing_ok=True)
+        remove_store(copy)
     if done.returncode != 0:  # its traceback went to this process's stderr
         raise RuntimeError(
             f"the episodic agent on a copy of {path} failed in a child process (exit code {done.returncode})"
@@ -191,8 +217,7 @@ def cached_store(
             return BuiltStore(**{**saved, "path": path}), True
         except (ValueError, TypeError):
             pass
-    for suffix in STORE_FILES + ("-shm",):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    remove_store(path)
     card.unlink(missing_ok=True)
     progress(f"building a store of {episodes:,} episodes" + (f" (kept in {directory})" if cache else ""))
     built = build_store(path, episodes, seed=seed, progress=progress)
