@@ -3,7 +3,7 @@
 Everything here is a projection of the stored timeline and records, held in memory:
 closed episodes in closing order per principal, what each worked on (its *problem*), the
 episode graph, the recall index, fact versions, reinforcement marks and the evidence the
-fact rules read. `MemoryState` changes in two ways only: `index_episode` when an episode
+fact rules read (recall reads it counted by term, `TermCounts`, until learning builds it). `MemoryState` changes in two ways only: `index_episode` when an episode
 closes (bookkeeping, no rules) and `apply` with the `memory.pipeline.Changes` the
 pipeline decided. `snapshot` gives all of it as plain comparable values, so two states
 (a live one, a reopened one, a rebuilt one) can be checked for equality.
@@ -14,7 +14,8 @@ The mappings may be filled lazily by `memory.persistence` when a large store is 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping, MutableSet, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, cast
@@ -23,7 +24,7 @@ import networkx as nx
 import numpy as np
 
 from memory.episodes import Episode, Outcome
-from memory.facts import EvidenceLog, FactVersion, current_facts, evidence_from
+from memory.facts import EpisodeEvidence, EvidenceLog, FactVersion, current_facts, evidence_from
 from memory.graph import ChainCache, Edge, EdgeType, EpisodeGraph, GraphConfig, add_edges, add_episode
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
@@ -106,6 +107,44 @@ class EvidenceLogs(dict):
         return dict(dict.items(self))
 
 
+class TermCounts:
+    """A principal's evidence counted by term, without keeping it: what recall weighs terms by.
+
+    It answers `len`, `frequency`, `resolutions_with` and `confirmed` as the `EvidenceLog` of the
+    same evidence does, from a count per term and, per confirmed choice, a count per term of its
+    SUCCESS items. The log keeps every item with its term sets and postings, which only learning
+    reads (`MemoryState.term_counts`): on the bench's 100,000-episode store, about 60 MB for the
+    largest principal's 65,391 items, against 92 kB for their counts.
+    """
+
+    def __init__(self) -> None:
+        self._items = 0
+        self._frequency: Counter[str] = Counter()  # term → items holding it
+        self._confirming: dict[str, Counter[str]] = {}  # choice → term → SUCCESS items with the choice holding it
+
+    def add(self, ev: EpisodeEvidence) -> None:
+        """Count one more item."""
+        self._items += 1
+        self._frequency.update(ev.terms)
+        if ev.outcome is Outcome.SUCCESS:
+            self._confirming.setdefault(ev.choice, Counter()).update(ev.terms)
+
+    def __len__(self) -> int:
+        return self._items
+
+    def frequency(self, term: str) -> int:
+        """How many items hold `term`."""
+        return self._frequency[term]
+
+    def resolutions_with(self, term: str) -> dict[str, int]:
+        """Choice → how many SUCCESS items holding `term` confirmed it (choices with none left out)."""
+        return {choice: found for choice, counts in self._confirming.items() if (found := counts[term])}
+
+    def confirmed(self) -> set[str]:
+        """Choices some SUCCESS item confirmed."""
+        return set(self._confirming)
+
+
 class MemoryState:
     """The derived state of one memory (all principals).
 
@@ -144,6 +183,7 @@ class MemoryState:
         self.current: dict[str, FactVersion] = {}  # fact id → latest version
         self.marks: MutableSet[str] = marks if marks is not None else set()
         self.evidence = EvidenceLogs(self._evidence_of, lambda: self.order)
+        self._term_counts: dict[str, TermCounts] = {}  # principal → counts, while its log is not built
         self.verdict_of: Callable[[str], tuple[Verdict, str] | None] = lambda episode_id: None
         # the observation text of a closed episode's problem (an opened store reads it without the vector)
         self.problem_text: Callable[[str], str] = lambda episode_id: self.problems[episode_id].text
@@ -212,6 +252,23 @@ class MemoryState:
             if f.principal == principal and (retired or f.status == "active")
         ]
 
+    def term_counts(self, principal: str) -> EvidenceLog | TermCounts | None:
+        """What recall weighs a principal's terms by (None for an unknown principal): its evidence log once
+        built (closing an episode builds it), else `TermCounts` of the same evidence, counted without
+        keeping it (an opened store's recall then builds no log), and kept current as episodes close."""
+        if dict.__contains__(self.evidence, principal):
+            self._term_counts.pop(principal, None)
+            return cast(EvidenceLog, self.evidence[principal])
+        if principal not in self.order:
+            return None
+        counts = self._term_counts.get(principal)
+        if counts is None:
+            counts = TermCounts()
+            for ev in self._evidence_items(principal, shared=None):
+                counts.add(ev)
+            self._term_counts[principal] = counts
+        return counts
+
     def snapshot(self) -> StateSnapshot:
         """All of the state as plain values."""
         logs = self.evidence.all()
@@ -249,6 +306,10 @@ class MemoryState:
             ev = evidence_from(episode, problem.text, cited=cited, shared=log.term_sets, lexicon=self.lexicon)
             if ev is not None:
                 log.append(ev)
+        elif (counts := self._term_counts.get(episode.principal)) is not None:
+            ev = evidence_from(episode, problem.text, cited=cited, lexicon=self.lexicon)
+            if ev is not None:
+                counts.add(ev)
 
     def new_edges(self, edges: Iterable[Edge]) -> list[Edge]:
         """The edges whose records are not stored yet (first of each id)."""
@@ -278,7 +339,14 @@ class MemoryState:
         """Evidence of a principal's closed episodes in closing order (None for an unknown principal)."""
         if principal not in self.order:
             return None
-        found, items = EvidenceLog(), []
+        found = EvidenceLog()
+        found.extend(list(self._evidence_items(principal, shared=found.term_sets)))  # postings added per term set
+        return found
+
+    def _evidence_items(
+        self, principal: str, *, shared: dict[frozenset[str], frozenset[str]] | None
+    ) -> Iterator[EpisodeEvidence]:
+        """The evidence of a known principal's closed episodes in closing order (`evidence_from`'s `shared`)."""
         for i in self.order[principal]:
             known = self.verdict_of(i)  # not read yet: what the evidence needs comes from stored columns
             seen, text = known if known is not None else (self.episodes[i], self.problem_text(i))
@@ -286,10 +354,8 @@ class MemoryState:
                 cast(Episode, seen),  # a `Verdict` holds every field of an episode `evidence_from` reads
                 text,
                 cited=self.cites.get(i, ()),
-                shared=found.term_sets,
+                shared=shared,
                 lexicon=self.lexicon,
             )
             if ev is not None:
-                items.append(ev)
-        found.extend(items)  # postings added per distinct term set
-        return found
+                yield ev

@@ -21,7 +21,8 @@ of another store or another range fails). Anything else falls back to the exact 
 run can make opening faster, never different.
 
 Opening reads only the columns recall needs: episodes are read from their records on first
-use (`memory.persistence.lazy`), problem texts, edge ids and mark ids when first asked for,
+use (`memory.persistence.lazy`), problem texts when asked for (kept compressed, a run's decoded
+at a time), edge ids and mark ids when first asked for,
 vectors row by row when recall scores them (`memory.persistence.vectors.StoredRows`).
 `run_reader` reads and checks runs, `run_encoding` writes them.
 The bounding bases the projections were made with are stored apart (`stored_bounds`).
@@ -39,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,8 +116,9 @@ class Run:
             found = self._arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape)
         return found
 
-    def _document(self, name: str) -> Any:
-        data, packed, _ = self._sections.pop(name)
+    def _document(self, name: str, *, keep: bool = False) -> Any:
+        """A JSON section, decoded; its bytes are dropped unless `keep`."""
+        data, packed, _ = self._sections[name] if keep else self._sections.pop(name)
         return json.loads((zlib.decompress(data) if packed == PACKED else data).decode("utf-8"))
 
     def place(self) -> None:
@@ -178,9 +180,10 @@ class Run:
         table = self.strings
         return [table[c] for c in self._array(name).tolist()]
 
-    @cached_property
     def texts(self) -> list[str]:
-        return self._document("texts")
+        """The problem texts by row, decoded on every call: the run keeps them compressed (a tenth of the
+        decoded list's size; `memory.persistence.lazy.RunTexts` keeps the last run's list while its rows are read)."""
+        return cast(list[str], self._document("texts", keep=True))
 
     @cached_property
     def cites(self) -> dict[str, list[str]]:

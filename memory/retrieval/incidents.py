@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import networkx as nx
 
 from memory.episodes import Episode, Outcome
-from memory.facts import EvidenceLog, affirmed_lines
+from memory.facts import affirmed_lines
 from memory.graph import EdgeType, later_attempts
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
 
@@ -144,6 +144,24 @@ def closeness(
     return shared / math.sqrt(sum(rarity(t) for t in now) * sum(rarity(t) for t in then))
 
 
+class TermRecord(Protocol):
+    """What weighing terms reads of a principal's evidence: an `EvidenceLog`, or `memory.state.TermCounts`."""
+
+    def __len__(self) -> int: ...
+
+    def frequency(self, term: str) -> int:
+        """How many items hold `term`."""
+        ...
+
+    def resolutions_with(self, term: str) -> dict[str, int]:
+        """Choice → how many SUCCESS items holding `term` confirmed it."""
+        ...
+
+    def confirmed(self) -> set[str]:
+        """Choices some SUCCESS item confirmed."""
+        ...
+
+
 class Weighed(NamedTuple):
     """What weighs a recalled unit for the current problem (`memory.retrieval.units`)."""
 
@@ -157,7 +175,7 @@ class Weighed(NamedTuple):
 def telling(
     now: Collection[str],
     incident: Incident,
-    log: EvidenceLog | None,
+    log: TermRecord | None,
     rarity: Callable[[str], float],
     *,
     ignore: Collection[str] = (),
@@ -197,7 +215,7 @@ def rarity_in(frequency: Callable[[str], int], documents: int) -> Callable[[str]
     return lambda term: math.log((documents + 1) / (frequency(term) + 1)) + 1.0
 
 
-def separation_in(log: EvidenceLog) -> Callable[[str], float]:
+def separation_in(log: TermRecord) -> Callable[[str], float]:
     """How well a term tells resolutions apart in a principal's labelled incidents, times its rarity.
 
     ``purity = (max_c n_c + 1) / (N + C)``: of the N successful episodes whose observations hold

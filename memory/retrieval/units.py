@@ -143,7 +143,7 @@ class IncidentRecall:
         self, principal: str, observations: Sequence[str], subject: str | None
     ) -> Callable[[Incident, str], Weighed]:
         """closeness × credit of a unit: (closeness, credit, why) from its symptoms, subject and cited episode."""
-        log = self.state.evidence.get(principal)
+        log = self.state.term_counts(principal)  # the evidence log once learning built it, else its counts
         size = len(log) if log is not None else 0
         cached = self._weights.get(principal)
         if cached is None or cached[0] != size:
