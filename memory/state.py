@@ -3,10 +3,11 @@
 Everything here is a projection of the stored timeline and records, held in memory:
 closed episodes in closing order per principal, what each worked on (its *problem*), the
 episode graph, the recall index, fact versions, reinforcement marks and the evidence the
-fact rules read (recall reads it counted by term, `TermCounts`, until learning builds it). `MemoryState` changes in two ways only: `index_episode` when an episode
-closes (bookkeeping, no rules) and `apply` with the `memory.pipeline.Changes` the
-pipeline decided. `snapshot` gives all of it as plain comparable values, so two states
-(a live one, a reopened one, a rebuilt one) can be checked for equality.
+fact rules read (recall reads it counted by term, `TermCounts`, until learning builds it).
+`MemoryState` changes in two ways only: `index_episode` when an episode closes (bookkeeping,
+no rules) and `apply` with the `memory.pipeline.Changes` the pipeline decided. `snapshot`
+gives all of it as plain comparable values, so two states (a live one, a reopened one, a
+rebuilt one) can be checked for equality.
 
 The mappings may be filled lazily by `memory.persistence` when a large store is opened
 (episodes and problems read on first use); the state does not know where values come from.
