@@ -52,7 +52,7 @@ def _plain_counts(log, condition, choice, excluding):
     return sum(ev.choice == choice for ev in resolved), sum(ev.choice != choice for ev in resolved)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(items, st.frozensets(st.sampled_from(TERMS), max_size=3), st.sampled_from(CHOICES), st.integers(0, 45))
 def test_resolved_counts_are_the_counts_of_a_scan(drawn, condition, choice, excluded):
     log = _log(drawn)
@@ -89,7 +89,7 @@ def _incident(
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(items)
 def test_a_lesson_counted_in_columns_is_the_lesson_read_one_by_one(drawn):
     log = _log(drawn)
@@ -99,7 +99,7 @@ def test_a_lesson_counted_in_columns_is_the_lesson_read_one_by_one(drawn):
     assert learn_lesson(_incident(), {}, history, tally=counted) == read
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     st.lists(st.text("0123456789abcdef", min_size=1, max_size=4), max_size=30), st.text("0123456789abcdef", max_size=4)
 )
