@@ -107,8 +107,8 @@ class Bounds:
         n = len(bounds._resid)
         bounds._tail = np.zeros((n, rank - bounds.head), dtype=np.float16)
         bounds._tail_lost, bounds._outside = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
-        for start in range(0, n, 65536):  # in chunks: float64 temporaries of a million rows take GBs
-            rows = slice(start, start + 65536)
+        for start in range(0, n, 8192):  # in chunks, as `extend`: a chunk's float64 temporaries take 4 MB
+            rows = slice(start, start + 8192)
             bounds._tail[rows], bounds._tail_lost[rows] = _halved(proj[rows, bounds.head :])
             tail = proj[rows, bounds.head :].astype(np.float64)
             resid64 = bounds._resid[rows].astype(np.float64)

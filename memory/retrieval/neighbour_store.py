@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import mmap
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -73,29 +74,44 @@ def ids_digest(ids: Iterable[str]) -> str:
 
 
 class StoredIndex(NamedTuple):
-    """An index file read whole: its header and the index bytes (not yet checked against their digest)."""
+    """An index file mapped into memory: its header and the index bytes (not yet checked against their digest)."""
 
     header: dict[str, Any]
-    data: memoryview  # a view of the file's bytes (an index of a large partition takes hundreds of MB)
+    data: memoryview  # the index bytes, where the file is mapped (an index of a large partition takes hundreds of MB)
+    mapped: mmap.mmap  # the whole file, mapped read-only
 
 
 def read_index_file(path: Path) -> StoredIndex | None:
-    """The header and index bytes of an index file, or None when it is missing or not one."""
+    """The header and index bytes of an index file, or None when it is missing or not one.
+
+    The file is mapped, not read: a memory searches the index where it lies (`NeighbourIndex`),
+    so only the pages its searches reach are read, and they stay in the system's file cache,
+    shared by the processes that open the store. Index files are replaced whole, never written
+    in place (`memory.outputs.write_atomic`), so a mapped file does not change under its reader.
+    """
     try:
-        raw = path.read_bytes()
-    except OSError:
+        with path.open("rb") as file:
+            mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # missing, unreadable, or empty (nothing to map)
         return None
-    if not raw.startswith(MAGIC):
+    if mapped[: len(MAGIC)] != MAGIC:
         return None
     start = len(MAGIC) + 8
-    size = int.from_bytes(raw[len(MAGIC) : start], "little")
+    size = int.from_bytes(mapped[len(MAGIC) : start], "little")
     try:
-        header = json.loads(raw[start : start + size].decode("utf-8"))
+        header = json.loads(mapped[start : start + size].decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
     if not isinstance(header, dict):
         return None
-    return StoredIndex(header, memoryview(raw)[start + size :])
+    return StoredIndex(header, memoryview(mapped)[start + size :], mapped)
+
+
+def let_go(stored: StoredIndex) -> None:
+    """Let this process's resident set drop the pages of a mapped index file read so far (checking its
+    digest read all of them): they stay in the file cache, and a search maps again the few it reaches."""
+    if hasattr(mmap, "MADV_DONTNEED"):  # where the platform has it
+        stored.mapped.madvise(mmap.MADV_DONTNEED)
 
 
 def index_file_bytes(header: dict[str, Any], data: bytes) -> bytes:
@@ -217,11 +233,12 @@ class NeighbourIndexes:
                 problem = f"it holds {rows!r} rows, the partition {len(part)}"
             if not problem:
                 try:
-                    index = NeighbourIndex(rank, stored.data)
+                    index = NeighbourIndex(rank, stored.data)  # searched where the file is mapped
                 except (ValueError, RuntimeError) as exc:
                     problem = f"the library cannot read it ({exc})"
                 else:
                     if len(index) == rows:
+                        let_go(stored)
                         return _Held(part, bounds, basis, index, rows)
                     problem = f"it reads as {len(index)} rows, not {rows}"
             log.info("the approximate index of %r is built again: %s", principal, problem)

@@ -51,9 +51,12 @@ class NeighbourIndex:
     Search and additions may come from several threads: a lock keeps them apart (a search takes a
     fraction of a millisecond).
 
+    An index read from `stored` is searched where those bytes are (a file mapped into memory: only the
+    pages its searches reach are read); the first `extend` copies it into memory, where it can grow.
+
     Args:
         rank: dimensions of the rows (the bounding basis's rank).
-        stored: an index written by `to_bytes`, to read instead of starting empty.
+        stored: an index written by `to_bytes`, to read instead of starting empty (kept while it is read).
     """
 
     def __init__(self, rank: int, stored: bytes | memoryview | None = None) -> None:
@@ -61,6 +64,7 @@ class NeighbourIndex:
 
         self.rank = rank
         self._lock = threading.Lock()
+        self._stored = stored  # the bytes a read index is searched in (None once copied, or when built here)
         if stored is None:
             self._index: Any = Index(
                 ndim=rank,
@@ -71,10 +75,7 @@ class NeighbourIndex:
                 expansion_search=EXPANSION_SEARCH,
             )
         else:
-            self._index = Index.restore(stored)  # copied into the index: `stored` may go
-            if self._index is None or self._index.ndim != rank:
-                raise ValueError(f"not an index of {rank}-dimensional rows")
-            self._index.expansion_search = EXPANSION_SEARCH
+            self._index = _restored(stored, rank, view=True)
 
     def __len__(self) -> int:
         return len(self._index)
@@ -85,6 +86,8 @@ class NeighbourIndex:
         if not len(rows):
             return
         with self._lock:
+            if self._stored is not None:  # a viewed index is read-only
+                self._index, self._stored = _restored(self._stored, self.rank, view=False), None
             start = len(self._index)
             self._index.add(np.arange(start, start + len(rows), dtype=np.uint64), rows, threads=1)
 
@@ -102,3 +105,14 @@ class NeighbourIndex:
         """The index as bytes (`NeighbourIndex(rank, stored=...)` reads them back)."""
         with self._lock:
             return bytes(self._index.save())
+
+
+def _restored(stored: bytes | memoryview, rank: int, *, view: bool) -> Any:
+    """The index `stored` holds: searched in place (`view`), or copied into memory."""
+    from usearch.index import Index
+
+    index: Any = Index.restore(stored, view=view)
+    if index is None or index.ndim != rank:
+        raise ValueError(f"not an index of {rank}-dimensional rows")
+    index.expansion_search = EXPANSION_SEARCH
+    return index
