@@ -29,6 +29,7 @@ from memory.facts import resolve_records, stored_records
 from memory.graph import Edge, add_edge_rows, add_edges
 from memory.persistence import runs as snapshot
 from memory.persistence import stored_bounds
+from memory.persistence.heap import release_free_pages
 from memory.persistence.lazy import EpisodeList, LazySet, StoredEpisodes
 from memory.persistence.record_fields import checked, converted, unreadable
 from memory.persistence.run_encoding import encode_run, run_id
@@ -159,11 +160,14 @@ class StoredState:
         return OpenedState(unlearned, self._resume_from())
 
     def opened(self) -> None:
-        """Opening is over: write the runs it found missing, and the projections it had to compute."""
+        """Opening is over: write the runs it found missing, and the projections it had to compute; give the
+        memory its buffers took back to the system (`heap.release_free_pages`)."""
         self.loading = False
         stored_bounds.store_projections(self.store, self.projected)
         self.projected = []
         self.write_runs(self.persistence.open_run_min)
+        if self.store.path != ":memory:":
+            release_free_pages()
 
     def _resume_from(self) -> int:
         state = self.state
