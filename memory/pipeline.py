@@ -261,8 +261,11 @@ def _lessons(
         return []
     latest = {f.fact_id: f for f in state.current.values() if f.principal == episode.principal and f.kind == LESSON}
     latest.update((v.fact_id, v) for v in revised if v.kind == LESSON)
+    words = set().union(*affirmed_lines(incident.symptoms, state.lexicon))
     made = []
     for fact in sorted(latest.values(), key=lambda f: f.fact_id):
+        if fact.status != ACTIVE or not fact.condition or fact.condition[0] not in words:
+            continue  # it cannot apply (`lesson_applies`): `update_lesson` would say nothing
         supporting = lambda fact=fact: [ev.terms for ev in map(evidence.find, fact.support) if ev is not None]  # noqa: E731
         version = update_lesson(fact, incident, supporting, config=learning.facts, lexicon=state.lexicon)
         if version is not None:
@@ -270,7 +273,6 @@ def _lessons(
             latest[fact.fact_id] = version
     taught = any(v.conclusion == incident.resolution and v.status == ACTIVE for v in made)
     if not taught:
-        words = set().union(*affirmed_lines(incident.symptoms, state.lexicon))
         lesson = learn_lesson(
             incident,
             rarity(words, evidence.frequency, len(evidence)),

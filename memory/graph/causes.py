@@ -248,16 +248,13 @@ def _hypotheses(scored: Sequence[tuple[str, float, list[tuple[str, float, tuple[
     top = max(max((s for _, s, _ in scored), default=0.0), 0.0)
     weights = [math.exp(s - top) for _, s, _ in scored]
     norm = math.exp(-top) + sum(weights)
-    out = [
-        Hypothesis(
-            i,
-            weight / norm,
-            s,
-            tuple(sorted(((k, v) for k, v, _ in f if v), key=_strength)),
-            next((x for k, _, x in f if k == "overlap" and x), ()),
-        )
-        for (i, s, f), weight in zip(scored, weights)
-    ]
+    out = []
+    for (i, s, f), weight in zip(scored, weights):
+        contributing = [(k, v) for k, v, _ in f if v]
+        if len(contributing) > 1:
+            contributing.sort(key=_strength)  # strongest first; ties keep their order
+        shared = next((x for k, _, x in f if k == "overlap" and x), ())
+        out.append(Hypothesis(i, weight / norm, s, tuple(contributing), shared))
     return sorted(out, key=lambda h: (-h.probability, h.episode_id))
 
 
