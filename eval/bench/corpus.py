@@ -60,10 +60,10 @@ BUILD_METHOD = (
     "hash chain as in production); derived records computed in one streaming pass by the memory's own "
     "write path: memory.episodes.Segmenter.feed → memory.pipeline.close_episode per closed episode (graph "
     "rules over each principal's last {window} episodes, reinforcement edges and marks; problems kept as their "
-    "text, memory.pipeline.problem_text, since nothing stored reads their vectors), with fact extraction "
-    "deferred to once per principal at the end (memory.facts.extract_facts; the facade extracts on every "
-    "close, and stores the lesson versions each close makes, which the builder does not, so its fact history "
-    "would hold more versions); then opened with EpisodicMemory, which rebuilds "
+    "text, memory.pipeline.problem_text, since nothing stored reads their vectors), and rule facts extracted "
+    "once per principal at the end (memory.facts.extract_facts, which the facade does not run by default); "
+    "the lesson versions each close makes are learned from but not stored (the facade stores them, so its "
+    "fact history would hold more versions); then opened with EpisodicMemory, which rebuilds "
     "its index, graph and facts from those records"
 )
 
