@@ -10,7 +10,7 @@ readable line for the context ("this started after the capacity change on orders
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -19,7 +19,7 @@ import networkx as nx
 from memory.episodes import Episode
 from memory.graph.attempts import DEFAULT_GRAPH_CONFIG, GraphConfig, change_candidates
 from memory.graph.cause_rule import learned_share
-from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, CauseWeights, Hypothesis, explain, rank_causes
+from memory.graph.causes import DEFAULT_CAUSE_WEIGHTS, Candidate, CauseWeights, Hypothesis, explain, rank_causes
 from memory.graph.changes import ChangeRecord, TermWeights, change_record
 from memory.graph.edges import EdgeType
 from memory.lexicon import DEFAULT_LEXICON, Lexicon
@@ -79,6 +79,41 @@ def _resolved(incident: Episode, history: Sequence[Episode]) -> str | None:
     return answer
 
 
+class ChangeBasis(NamedTuple):
+    """What ranking the recent changes reads that does not depend on the observations (`change_basis`).
+
+    The same for every question asked at one time before the memory learns anything: a caller
+    asking several (one per decision) builds it once. Its term weights and learned shares are
+    counted on first use and kept, as they are for one question.
+    """
+
+    at: datetime  # now
+    history: Sequence[Episode]  # the principal's episodes before now, in time order
+    graph: nx.MultiDiGraph | None  # the episode graph, for what changes of a kind led to
+    candidates: list[Candidate]  # the changes still in place at `at`
+    terms: TermWeights  # term weights over `history`
+    learned: Callable[[Episode], float]  # share of changes like one already linked as causes
+
+
+def change_basis(
+    at: datetime,
+    history: Sequence[Episode],
+    *,
+    graph: nx.MultiDiGraph | None = None,
+    caused: Container[str] = (),
+    config: GraphConfig = DEFAULT_GRAPH_CONFIG,
+) -> ChangeBasis:
+    """The observation-independent part of `recent_changes` at time `at` (its arguments of the same names)."""
+    return ChangeBasis(
+        at,
+        history,
+        graph,
+        change_candidates(at, history, config),
+        TermWeights(history, compared=1),
+        learned_share(history, caused),
+    )
+
+
 def recent_changes(
     observations: Sequence[str],
     subject: str | None,
@@ -107,26 +142,42 @@ def recent_changes(
         config, weights: the graph rules' windows and the hypotheses' weights.
         lexicon: the words the hypotheses and the change records are read with.
     """
-    candidates = change_candidates(at, history, config)
-    if not candidates or not observations:
+    basis = change_basis(at, history, graph=graph, caused=caused, config=config)
+    return implicated_changes(
+        observations, subject, basis, limit=limit, min_probability=min_probability, weights=weights, lexicon=lexicon
+    )
+
+
+def implicated_changes(
+    observations: Sequence[str],
+    subject: str | None,
+    basis: ChangeBasis,
+    *,
+    limit: int = 3,
+    min_probability: float = 0.2,
+    weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
+    lexicon: Lexicon = DEFAULT_LEXICON,
+) -> list[ChangeLink]:
+    """`recent_changes` over a prepared `basis` (`change_basis`): the same answer, its arguments of the same names."""
+    if not basis.candidates or not observations:
         return []
     ranked = rank_causes(
         list(observations),
         subject,
-        at,
-        candidates,
-        terms=TermWeights(history, compared=1),
-        learned=learned_share(history, caused),
+        basis.at,
+        basis.candidates,
+        terms=basis.terms,
+        learned=basis.learned,
         weights=weights,
         lexicon=lexicon,
     )
-    by_id = {c.episode.id: c.episode for c in candidates}
+    by_id = {c.episode.id: c.episode for c in basis.candidates}
     out = []
     for h in ranked[:limit]:
         ep = by_id[h.episode_id]
         record = change_record(ep, lexicon=lexicon)
         if h.probability >= min_probability and record is not None:
-            out.append(_change_link(h, ep, record, at, graph, history))
+            out.append(_change_link(h, ep, record, basis.at, basis.graph, basis.history))
     return out
 
 

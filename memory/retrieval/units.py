@@ -35,7 +35,7 @@ from memory.episodes import Episode, Outcome
 from memory.facts import affirmed_lines
 from memory.graph import ChangeLink
 from memory.reinforcer import episode_credit
-from memory.retrieval.changes import changes_for
+from memory.retrieval.changes import ChangeBases, changes_for
 from memory.retrieval.context import Context, IncidentNote, RecalledChange, RecalledEpisode, RecalledIncident
 from memory.retrieval.incidents import (
     Attempt,
@@ -61,6 +61,7 @@ class IncidentRecall:
         self.state = state
         self._weights: dict[str, tuple[int, Callable[[str], float]]] = {}  # principal → (log size, weights)
         self._last_changes: tuple[tuple[Any, ...], list[ChangeLink]] | None = None  # (what was asked, the answer)
+        self._change_bases = ChangeBases(state)
 
     def attach(
         self,
@@ -130,7 +131,15 @@ class IncidentRecall:
         (same episodes, same edges), it has the same answer (a caller sizing its budget asks twice)."""
         asked = (principal, tuple(observations), subject, at, limit, len(self.state.episodes), len(self.state.edge_ids))
         if self._last_changes is None or self._last_changes[0] != asked:
-            found = changes_for(self.state, observations, principal=principal, subject=subject, at=at, limit=limit)
+            found = changes_for(
+                self.state,
+                observations,
+                principal=principal,
+                subject=subject,
+                at=at,
+                limit=limit,
+                bases=self._change_bases,
+            )
             self._last_changes = (asked, found)
         return list(self._last_changes[1])
 
