@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple, Protocol
 
 import networkx as nx
@@ -119,6 +120,12 @@ def incident_of(G: nx.MultiDiGraph, episode_id: str, lookup: Callable[[str], Epi
     )
 
 
+@lru_cache(maxsize=4096)  # every recall weighs its query, and the same incidents come back for similar queries
+def lines_affirmed(lines: tuple[str, ...], lexicon: Lexicon) -> tuple[frozenset[str], ...]:
+    """`memory.facts.affirmed_lines` of observation lines, kept for the lines read most recently."""
+    return tuple(affirmed_lines(lines, lexicon))
+
+
 def closeness(
     query: Sequence[str],
     symptoms: Sequence[str],
@@ -136,8 +143,8 @@ def closeness(
     every incident uses. The lines are read with `lexicon` (the memory's).
     """
     ignored = set(ignore)
-    now = set().union(*affirmed_lines(query, lexicon)) - ignored if query else set()
-    then = set().union(*affirmed_lines(symptoms, lexicon)) - ignored if symptoms else set()
+    now = set().union(*lines_affirmed(tuple(query), lexicon)) - ignored if query else set()
+    then = set().union(*lines_affirmed(tuple(symptoms), lexicon)) - ignored if symptoms else set()
     if not now or not then:
         return 0.0
     shared = sum(rarity(t) for t in now & then)
@@ -195,7 +202,7 @@ def telling(
     answer, failed = incident.resolution, incident.failed
     if not answer or not failed or log is None:
         return 0.0, ()
-    then = set().union(*affirmed_lines(incident.symptoms, lexicon)) if incident.symptoms else set()
+    then = set().union(*lines_affirmed(tuple(incident.symptoms), lexicon)) if incident.symptoms else set()
     shared = (then & set(now)) - set(ignore)
     total, told = 0.0, {}
     for term in shared:

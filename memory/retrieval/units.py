@@ -32,7 +32,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 from memory.episodes import Episode, Outcome
-from memory.facts import affirmed_lines
 from memory.graph import ChangeLink
 from memory.reinforcer import episode_credit
 from memory.retrieval.changes import ChangeBases, changes_for
@@ -43,6 +42,7 @@ from memory.retrieval.incidents import (
     Weighed,
     closeness,
     incident_of,
+    lines_affirmed,
     rarity_in,
     separation_in,
     telling,
@@ -160,7 +160,7 @@ class IncidentRecall:
             self._weights[principal] = cached
         weight, graph = cached[1], self.state.graph_of(principal)
         rarity = rarity_in(log.frequency, size) if log is not None else rarity_in(lambda term: 0, 0)
-        now = set().union(*affirmed_lines(observations, self.state.lexicon)) if observations else set()
+        now = set().union(*lines_affirmed(tuple(observations), self.state.lexicon)) if observations else set()
 
         def weigh(incident: Incident, episode_id: str) -> Weighed:
             services = terms(" ".join(name for name in (subject, incident.subject) if name))
