@@ -153,7 +153,7 @@ class NeighbourScores:
         self.known = np.zeros(len(part), dtype=bool)  # rows scored exactly
         self.low = np.zeros(len(part), dtype=np.float32)  # bounds of the rows considered so far
         self.high = np.zeros(len(part), dtype=np.float32)
-        self.nearest = self._consider(np.unique(nearest))  # ascending: ties go to the lower row, as in a full scan
+        self.nearest = self._consider(sorted_unique(nearest))  # ascending: ties go to the lower row, as in a full scan
         outside = 0 < len(self.nearest) < len(part)
         self.cut = np.float32(self.high[self.nearest].min()) if outside else np.float32(0.0)
 
@@ -196,7 +196,7 @@ class NeighbourScores:
         lifted = np.flatnonzero((rest > dominated) & (rest >= np.float32(floor) - weight * self.cut))
         lifted = lifted[self.high[lifted] == 0]  # not considered yet (a considered row's upper bound is > 0)
         if len(lifted):
-            rows = np.union1d(rows, self._consider(lifted))
+            rows = sorted_unique(rows, self._consider(lifted))
         rows = rows[weight * self.high[rows] + rest[rows] >= floor]
         if len(rows) > 2 * max(score_first, size):  # the likeliest first: their exact totals raise the floor
             self.score(rows[top(weight * self.high[rows] + rest[rows], max(score_first, size))])
@@ -208,6 +208,15 @@ def _floor(totals: np.ndarray, size: int) -> float:
     """A total the `size`-th best of all rows reaches, from lower bounds of some rows' totals (-inf when they
     are fewer than `size`); 1e-5 below it for float32 rounding and summation order."""
     return kth(totals, size) - 1e-5 if len(totals) >= size else -np.inf
+
+
+def sorted_unique(*arrays: np.ndarray) -> np.ndarray:
+    """The distinct values of `arrays`, ascending: ``np.unique`` of their concatenation (``np.union1d`` of two),
+    by a sort and a comparison of neighbours, which for a few thousand rows takes a tenth of numpy's hashing."""
+    merged = np.sort(np.concatenate([np.asarray(a).reshape(-1) for a in arrays]))
+    if len(merged) < 2:
+        return merged
+    return merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
 
 
 def top(values: np.ndarray, n: int) -> np.ndarray:
