@@ -172,19 +172,22 @@ class Timeline:
             return clean
         return self._checked_metadata(metadata)
 
+    def _unchanged_text(self, metadata: Mapping[str, Any]) -> str | None:
+        """The canonical JSON of plain `metadata` that passes every check and that redaction leaves
+        alone (so it is stored as given); None when the full check and redaction must run."""
+        if not is_plain(metadata):
+            return None
+        try:
+            text = canonical_metadata(metadata)
+        except ValueError:  # NaN or infinity: the full check names it
+            return None
+        if len(text) <= MAX_METADATA_CHARS and _utf8(text) and leaves_unchanged(self.redactor, text):
+            return text
+        return None
+
     def _checked_metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
-        if is_plain(metadata):
-            try:
-                text: str | None = canonical_metadata(metadata)
-            except ValueError:  # NaN or infinity: the full check below names it
-                text = None
-            if (
-                text is not None
-                and len(text) <= MAX_METADATA_CHARS
-                and _utf8(text)
-                and leaves_unchanged(self.redactor, text)
-            ):
-                return {key: list(value) if type(value) is list else value for key, value in metadata.items()}
+        if self._unchanged_text(metadata) is not None:
+            return {key: list(value) if type(value) is list else value for key, value in metadata.items()}
         check_metadata(metadata)
         clean_meta = redact_value(dict(metadata), self.redactor.redact)
         canonical_metadata(clean_meta)  # fail early on non-JSON metadata
@@ -351,18 +354,8 @@ class Timeline:
                             self._flat_metadata.clear()
                         self._flat_metadata[key] = found
                     return dict(found[0]), found[1]
-            if is_plain(metadata):
-                try:
-                    text: str | None = canonical_metadata(metadata)
-                except ValueError:  # NaN or infinity: the full check names it
-                    text = None
-                if (
-                    text is not None
-                    and len(text) <= MAX_METADATA_CHARS
-                    and _utf8(text)
-                    and leaves_unchanged(self.redactor, text)
-                ):
-                    return json.loads(text), text
+            if (text := self._unchanged_text(metadata)) is not None:
+                return json.loads(text), text
         return read_back(self._metadata(metadata))
 
 
