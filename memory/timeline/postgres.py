@@ -28,7 +28,7 @@ import psycopg
 from memory.errors import HeadMoved, ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline import erasure, portable, postgres_audit, postgres_erasure, record_body
 from memory.timeline import postgres_integrity as integrity
-from memory.timeline.entries import GENESIS_ID, ChainBreak, Entry, EntryDraft, Kind, verify_chain
+from memory.timeline.entries import ChainBreak, Entry, EntryDraft, Kind, verify_chain
 from memory.timeline.integrity import Audit
 from memory.timeline.postgres_integrity import grant_writer
 from memory.timeline.postgres_schema import SCHEMA, WRITE_LOCK, triggers
@@ -106,27 +106,25 @@ class PostgresStore:
         return row is not None and bool(row[0])
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
+    def _write(self) -> Iterator[integrity.Held]:
         """One transaction holding the store's advisory write lock, sealed and anchored before it commits.
 
         A store created before digests and anchors gets them in its owner's first write; an application
         role writes to it as before (its owner's next write seals those rows too). Refusals of the
-        server (insert-only tables, another principal's rows) become `ImmutableRecordError`.
+        server (insert-only tables, another principal's rows) become `ImmutableRecordError`. The lock
+        and the state checked under it go in one round trip (pipeline mode), as do the digests and the
+        anchor at the end.
         """
         if self.read_only:
             raise StoreError(f"{shown_url(self.path)}: opened read-only (for inspection): nothing is written")
         try:
             with self._db.transaction():
-                self._db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-                if not self._integrity and self._owner and not integrity.has_integrity(self._db):
-                    integrity.install(self._db)
-                self._integrity = self._integrity or integrity.has_integrity(self._db)
-                if self._integrity:
-                    integrity.refuse_unanchored(self._db, shown_url(self.path))
-                yield
-                if self._integrity:
-                    integrity.seal(self._db)
-                    integrity.anchor(self._db)
+                held = integrity.lock_and_check(
+                    self._db, shown_url(self.path), known=self._integrity, owner=self._owner
+                )
+                self._integrity = held.before is not None
+                yield held
+                integrity.seal_and_anchor(self._db, held)
         except (psycopg.errors.RestrictViolation, psycopg.errors.InsufficientPrivilege) as exc:
             raise ImmutableRecordError(f"{shown_url(self.path)}: {exc.diag.message_primary or exc}") from exc
         except psycopg.OperationalError as exc:
@@ -144,10 +142,6 @@ class PostgresStore:
 
     # -- timeline ---------------------------------------------------------------------
 
-    def _head(self) -> tuple[int, str]:
-        rows = self._rows("SELECT seq, id FROM timeline ORDER BY seq DESC LIMIT 1")
-        return (rows[0][0] + 1, rows[0][1]) if rows else (0, GENESIS_ID)
-
     def append(self, draft: EntryDraft) -> Entry:
         """Chain and commit one entry; durable when it returns."""
         return self.append_many([draft])[0]
@@ -157,8 +151,8 @@ class PostgresStore:
         if not drafts:
             return []
         prepared = prepare(drafts)
-        with self._write():
-            entries, rows = chain_rows(prepared, *self._head())
+        with self._write() as held:
+            entries, rows = chain_rows(prepared, held.entries, held.head)
             self._insert_rows(rows)
         return entries
 
@@ -250,31 +244,32 @@ class PostgresStore:
         ]
         if not rows:
             return 0
-        added = 0
-        with self._write():
-            if head is not None and self._head()[0] - 1 != head:
+        with self._write() as held:
+            if head is not None and held.entries - 1 != head:
                 raise HeadMoved(f"{shown_url(self.path)}: the timeline moved past seq {head}")
             stored = dict(
                 self._rows(
                     "SELECT id, body FROM records WHERE kind = %s AND id = ANY(%s)", (kind, [row[0] for row in rows])
                 )
             )
-            seq = self._rows("SELECT COALESCE(MAX(seq), 0) FROM records")[0][0]
             for record_id, body in rows:
                 if record_id in stored and stored[record_id] != body:
                     raise IntegrityError(f"{kind} record {record_id} already stored with different content")
+            new: list[tuple[int, str, str, str]] = []
+            seq = held.records
             for record_id, body in self._writable(kind, [row for row in rows if row[0] not in stored]):
                 if record_id in stored:  # listed twice in `records`
                     if stored[record_id] != body:
                         raise IntegrityError(f"{kind} record {record_id} already stored with different content")
                     continue
                 seq += 1
-                self._db.execute(
-                    "INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)", (seq, kind, record_id, body)
-                )
+                new.append((seq, kind, record_id, body))
                 stored[record_id] = body
-                added += 1
-        return added
+            if new:
+                with self._db.cursor() as cursor:
+                    cursor.executemany("INSERT INTO records (seq, kind, id, body) VALUES (%s,%s,%s,%s)", new)
+                held.wrote.add("records")
+        return len(new)
 
     def _writable(self, kind: str, rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The rows this connection's role may add: all of them for the owner; for an application role, those
@@ -343,9 +338,10 @@ class PostgresStore:
     def add_snapshot(self, kind: str, snapshot_id: str, meta: Mapping[str, Any], body: bytes) -> bool:
         """Insert a snapshot unless one with this kind and id exists; whether it was new."""
         text = json.dumps(meta, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        with self._write():
+        with self._write() as held:
             if self._rows("SELECT 1 FROM snapshots WHERE kind = %s AND id = %s", (kind, snapshot_id)):
                 return False
+            held.wrote.add("snapshots")
             self._db.execute(
                 "INSERT INTO snapshots (seq, kind, id, meta, body) "
                 "SELECT COALESCE(MAX(seq), 0) + 1, %s, %s, %s, %s FROM snapshots",
@@ -390,7 +386,8 @@ class PostgresStore:
 
     def erase(self, plan: erasure.ErasurePlan) -> bool:
         """Apply an erasure plan (`memory.timeline.erasure`; owner only); whether VACUUM FULL purged old rows."""
-        with self._write():
+        with self._write() as held:
+            held.unknown = True  # the erasure seals, deletes and stores derived rows of its own
             postgres_erasure.apply(self._db, plan)
         return erasure.purge_postgres(self._db)
 
@@ -411,8 +408,8 @@ class PostgresStore:
         """
         path = str(source)
         parsed, line_of = portable.parse_jsonl(path)
-        with self._write():
-            seq, prev_id = self._head()
+        with self._write() as held:
+            seq, prev_id = held.entries, held.head
             brk = verify_chain(parsed, start_prev_id=prev_id, start_seq=seq)
             if brk is not None:
                 position = next((i for i, entry in enumerate(parsed) if entry.id == brk.id), 0)

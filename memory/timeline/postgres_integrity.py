@@ -17,6 +17,7 @@ adds them, chaining every derived row already stored, in one transaction (`insta
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import psycopg
@@ -51,6 +52,8 @@ class State(NamedTuple):
     tops: dict[str, int]  # table -> its last seq (0 when empty)
     chained: dict[str, tuple[int, str]]  # table -> (seq, digest) of its last digest row
     anchor: Anchored | None  # the newest anchor, None when there is none
+    anchored_head: str | None  # id of the timeline row at the anchor's last entry (None: no such row)
+    unsealed: tuple[int, str, str] | None  # (seq, kind, id) of the first records row no digest covers
 
 
 _STATE = """
@@ -59,7 +62,11 @@ SELECT (SELECT seq FROM timeline ORDER BY seq DESC LIMIT 1), (SELECT id FROM tim
        (SELECT ARRAY[seq::text, digest] FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1),
        (SELECT ARRAY[seq::text, digest] FROM digests WHERE tbl = 'snapshots' ORDER BY seq DESC LIMIT 1),
        (SELECT ARRAY[seq::text, entries::text, head, records_seq::text, records_digest, snapshots_seq::text,
-                     snapshots_digest] FROM anchors ORDER BY seq DESC LIMIT 1)
+                     snapshots_digest] FROM anchors ORDER BY seq DESC LIMIT 1),
+       (SELECT id FROM timeline WHERE seq = (SELECT entries - 1 FROM anchors ORDER BY seq DESC LIMIT 1)),
+       (SELECT ARRAY[seq::text, kind, id] FROM records
+         WHERE seq > COALESCE((SELECT seq FROM digests WHERE tbl = 'records' ORDER BY seq DESC LIMIT 1), 0)
+         ORDER BY seq LIMIT 1)
 """
 
 
@@ -77,7 +84,7 @@ def state(db: psycopg.Connection) -> State:
     """The store's heads and its newest anchor."""
     row = db.execute(_STATE).fetchone()
     assert row is not None  # a SELECT without FROM returns one row
-    last, head, records_top, snapshots_top, records_chain, snapshots_chain, newest = row
+    last, head, records_top, snapshots_top, records_chain, snapshots_chain, newest, anchored_head, unsealed = row
     chained = {
         table: (int(chain[0]), chain[1]) if chain else (0, GENESIS)
         for table, chain in zip(DERIVED, (records_chain, snapshots_chain))
@@ -88,6 +95,8 @@ def state(db: psycopg.Connection) -> State:
         {"records": records_top or 0, "snapshots": snapshots_top or 0},
         chained,
         anchored(newest) if newest else None,
+        anchored_head,
+        (int(unsealed[0]), unsealed[1], unsealed[2]) if unsealed else None,
     )
 
 
@@ -120,23 +129,84 @@ def install(db: psycopg.Connection) -> None:
     anchor(db)
 
 
-def seal(db: psycopg.Connection) -> None:
-    """Inside a write transaction: digest the derived rows not yet chained, in seq order."""
-    current = state(db)
-    for table in DERIVED:
-        seq, prev = current.chained[table]
-        if current.tops[table] <= seq:
-            continue
-        new: list[tuple[str, int, str]] = []
-        with db.cursor() as cursor:
+def seal(db: psycopg.Connection, since: State | None = None, tables: Sequence[str] = DERIVED) -> None:
+    """Inside a write transaction: digest the derived rows not yet chained, in seq order.
+
+    `since`: the state read when this transaction took the write lock (`refuse_unanchored`), and `tables`
+    the derived tables that may hold rows past its chains (those the transaction wrote, or that held
+    unchained rows then); under the lock no other writer chains meanwhile. Without it the state is read.
+    """
+    if since is None:
+        since = state(db)
+        tables = [table for table in DERIVED if since.tops[table] > since.chained[table][0]]
+    new: list[tuple[str, int, str]] = []
+    with db.cursor() as cursor:
+        for table in tables:
+            seq, prev = since.chained[table]
             for row in cursor.execute(
                 f"SELECT {DERIVED_COLUMNS[table]} FROM {table} WHERE seq > %s ORDER BY seq", (seq,)
-            ):
+            ).fetchall():
                 prev = row_digest(
                     prev, tuple(bytes(part) if isinstance(part, memoryview) else part for part in row[1:])
                 )
                 new.append((table, row[0], prev))
+        if new:
             cursor.executemany("INSERT INTO digests (tbl, seq, digest) VALUES (%s,%s,%s)", new)
+
+
+@dataclass
+class Held:
+    """What a write transaction knows once it holds the store's write lock (`lock_and_check`)."""
+
+    entries: int  # number of timeline entries (the next entry's seq)
+    head: str  # id of the last entry (GENESIS_ID when there is none)
+    records: int  # seq of the last records row (0 when there is none)
+    before: State | None  # the state checked under the lock (None: a store without the integrity objects)
+    wrote: set[str] = field(default_factory=set)  # the derived tables written so far
+    unknown: bool = False  # what was written is not known (an erasure): sealing reads the state again
+
+
+_HEADS = """
+SELECT (SELECT seq FROM timeline ORDER BY seq DESC LIMIT 1), (SELECT id FROM timeline ORDER BY seq DESC LIMIT 1),
+       (SELECT MAX(seq) FROM records)
+"""
+
+
+def lock_and_check(db: psycopg.Connection, shown: str, *, known: bool, owner: bool) -> Held:
+    """At the start of a write transaction: take the store's write lock, add the integrity objects when the
+    owner writes to a store created before them, refuse a store its newest anchor does not describe
+    (`refuse_unanchored`), and read the heads the write continues. `known`: the store is known to have
+    the objects, so the lock and the check go in one round trip (pipeline mode)."""
+    if known:
+        with db.pipeline():
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            current = refuse_unanchored(db, shown)
+        return Held(current.entries, current.head, current.tops["records"], current)
+    db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+    if owner and not has_integrity(db):
+        install(db)
+    if has_integrity(db):
+        current = refuse_unanchored(db, shown)
+        return Held(current.entries, current.head, current.tops["records"], current)
+    row = db.execute(_HEADS).fetchone()
+    assert row is not None  # a SELECT without FROM returns one row
+    last, head, records = row
+    return Held(0 if last is None else last + 1, head or GENESIS_ID, records or 0, None)
+
+
+def seal_and_anchor(db: psycopg.Connection, held: Held) -> None:
+    """At the end of a write transaction: chain the derived rows it wrote and anchor the store's head, the
+    digests and the anchor in one round trip (pipeline mode). Nothing for a store without the objects."""
+    before = held.before
+    if before is None:
+        return
+    with db.pipeline():
+        if held.unknown:
+            seal(db)
+        else:
+            unchained = {table for table in DERIVED if before.tops[table] > before.chained[table][0]}
+            seal(db, before, [table for table in DERIVED if table in held.wrote | unchained])
+        anchor(db)
 
 
 def anchor(db: psycopg.Connection) -> None:
@@ -144,18 +214,22 @@ def anchor(db: psycopg.Connection) -> None:
     db.execute("SELECT memory_anchor()")
 
 
-def refuse_unanchored(db: psycopg.Connection, shown: str) -> None:
+def refuse_unanchored(db: psycopg.Connection, shown: str) -> State:
     """At the start of a write transaction: refuse to write on a store that does not hold exactly what its
     newest anchor recorded (`lost_tail`), or holds a records row no digest covers (sealing it would vouch
     for it; a foreign state run in ``snapshots`` is only ignored when read, and is sealed as before).
+
+    Returns:
+        The state it checked (what the write starts from).
 
     Raises:
         StoreError: naming the first such row or the lost tail; nothing is written, and `verify` names it.
     """
     current = state(db)
-    problem = _against_anchor(db, current) or _unsealed(db, current)
+    problem = _against_anchor(current) or _unsealed(current)
     if problem:
         raise StoreError(f"{shown}: {problem} (python -m memory verify {shown} lists every finding)")
+    return current
 
 
 def lost_tail(db: psycopg.Connection) -> str:
@@ -171,7 +245,7 @@ def lost_tail(db: psycopg.Connection) -> str:
     return _missing_derived(current, anchor_row)
 
 
-def _against_anchor(db: psycopg.Connection, current: State) -> str:
+def _against_anchor(current: State) -> str:
     anchor_row = current.anchor
     if anchor_row is None:
         return "the anchors table holds no row (its rows were deleted)"
@@ -179,10 +253,8 @@ def _against_anchor(db: psycopg.Connection, current: State) -> str:
         return (
             f"the store holds {current.entries} entries but its anchor records {anchor_row.entries}: its tail was lost"
         )
-    if anchor_row.entries:
-        row = db.execute("SELECT id FROM timeline WHERE seq = %s", (anchor_row.entries - 1,)).fetchone()
-        if row is None or row[0] != anchor_row.head:
-            return f"entry seq={anchor_row.entries - 1} is not the anchored head {anchor_row.head[:12]}…"
+    if anchor_row.entries and current.anchored_head != anchor_row.head:
+        return f"entry seq={anchor_row.entries - 1} is not the anchored head {anchor_row.head[:12]}…"
     if current.entries > anchor_row.entries:
         return f"timeline seq={anchor_row.entries} and after were written past the store's writer (not anchored)"
     for table in DERIVED:
@@ -204,14 +276,12 @@ def _missing_derived(current: State, anchor_row: Anchored) -> str:
     return ""
 
 
-def _unsealed(db: psycopg.Connection, current: State) -> str:
-    seq, _ = current.chained["records"]
-    if current.tops["records"] <= seq:
+def _unsealed(current: State) -> str:
+    if current.unsealed is None:
         return ""
-    row = db.execute("SELECT seq, kind, id FROM records WHERE seq > %s ORDER BY seq LIMIT 1", (seq,)).fetchone()
-    assert row is not None
+    seq, kind, id_ = current.unsealed
     return (
-        f"records seq={row[0]} kind={row[1]} id={row[2]} was written past the store's writer "
+        f"records seq={seq} kind={kind} id={id_} was written past the store's writer "
         "(no digest covers it); refusing to write, which would seal it"
     )
 
