@@ -32,16 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-import scipy.sparse as sp
-from sklearn.feature_extraction.text import HashingVectorizer
-from sklearn.naive_bayes import MultinomialNB
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agent.agents import DEFAULT_BUDGET, Budget, NoMemoryAgent, Turn
 from agent.heuristic import HeuristicReasoner
 from agent.reasoner import CauseInfo, Evidence, Problem, Reasoner, RecordEntry
 from memory.episodes import Outcome, detect_outcome
+
+if TYPE_CHECKING:
+    from sklearn.naive_bayes import MultinomialNB
 
 FEATURES = 2**16  # hashed feature columns (NB keeps a dense class × feature table; collisions are rare at this size)
 METHOD_FEATURES = 2**10  # hashed columns for the standard method's favourite
@@ -74,6 +73,9 @@ class CauseClassifier:
     """
 
     def __init__(self, *, features: int = FEATURES, smoothing: float = SMOOTHING) -> None:
+        # scikit-learn loads with the first classifier: a run without this agent does not pay its ~0.5 s import
+        from sklearn.feature_extraction.text import HashingVectorizer
+
         self.vectorizer = HashingVectorizer(ngram_range=(1, 2), alternate_sign=False, norm="l2", n_features=features)
         # the standard method's favourite, one hashed column of unit weight: as much say as the whole text
         self.method_vectorizer = HashingVectorizer(
@@ -101,6 +103,8 @@ class CauseClassifier:
 
     def row(self, observations: Sequence[str], method: str | None = None) -> Any:
         """The feature row of a problem: its hashed word 1-2-grams, and its method's favourite when given."""
+        import scipy.sparse as sp
+
         text = self.vectorizer.transform([" ".join(observations)])
         favourite = self.method_vectorizer.transform([method or ""])
         return sp.hstack([text, favourite if method else favourite * 0]).tocsr()
@@ -110,6 +114,9 @@ class CauseClassifier:
     ) -> None:
         """Learn one round: its observations (and its method's favourite) and the cause that fixed it;
         `classes` are the other causes it may later be asked about (declared up front, as `partial_fit` requires)."""
+        import scipy.sparse as sp
+        from sklearn.naive_bayes import MultinomialNB
+
         row = self.row(observations, method)
         self.rows.append(row)
         self.labels.append(label)
