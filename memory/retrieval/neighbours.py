@@ -23,7 +23,9 @@ of its graph than one built at once: the library does not keep the generator tha
 
 from __future__ import annotations
 
+import ctypes
 import threading
+from functools import cache
 from importlib import metadata
 from typing import Any
 
@@ -36,10 +38,28 @@ EXPANSION_SEARCH = 64  # candidates kept while searching (ef; a search for more 
 SCALAR = "i8"  # stored per value: projections of unit vectors lie in [-1, 1]
 
 
+@cache
+def _index_class() -> Any:
+    """usearch's `Index`, loaded once.
+
+    usearch's compiled module carries its own copy of parts of the C++ runtime: loaded before any shared
+    libstdc++, it left a process where importing onnxruntime (the ``embeddings`` extra) segfaulted and
+    ``ray.init`` aborted. The system's libstdc++ is loaded first, for the whole process, so that every C++
+    library loaded later binds to the one runtime (where there is none by that name, nothing is loaded).
+    """
+    try:
+        ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        pass
+    from usearch.index import Index
+
+    return Index
+
+
 def library_version() -> str | None:
     """The installed version of the index library, or None when the ``ann`` extra is not installed."""
     try:
-        import usearch.index  # noqa: F401  (the module recall loads, not only its metadata)
+        _index_class()  # the module recall loads, not only its metadata
     except ImportError:
         return None
     return metadata.version(LIBRARY)
@@ -60,8 +80,7 @@ class NeighbourIndex:
     """
 
     def __init__(self, rank: int, stored: bytes | memoryview | None = None) -> None:
-        from usearch.index import Index
-
+        Index = _index_class()
         self.rank = rank
         self._lock = threading.Lock()
         self._stored = stored  # the bytes a read index is searched in (None once copied, or when built here)
@@ -109,8 +128,7 @@ class NeighbourIndex:
 
 def _restored(stored: bytes | memoryview, rank: int, *, view: bool) -> Any:
     """The index `stored` holds: searched in place (`view`), or copied into memory."""
-    from usearch.index import Index
-
+    Index = _index_class()
     index: Any = Index.restore(stored, view=view)
     if index is None or index.ndim != rank:
         raise ValueError(f"not an index of {rank}-dimensional rows")

@@ -2,6 +2,8 @@
 nearest rows, kept beside the store, checked against it, rebuilt when it is stale or damaged."""
 
 import logging
+import subprocess
+import sys
 from dataclasses import replace
 from functools import cache
 
@@ -19,6 +21,7 @@ from memory.retrieval.neighbours import NeighbourIndex
 from memory.retrieval.relevance import NeighbourScores, top
 from memory.timeline import HashingEncoder
 from tests.builders import episode, play_incidents
+from tests.conftest import ROOT
 from tests.memory.retrieval.test_retriever import build, synthetic_texts
 
 SMALL = replace(DEFAULT, prune_from=1, neighbours_from=1)  # every partition gets bounds and an approximate index
@@ -181,3 +184,12 @@ def test_an_index_folder_that_is_a_symbolic_link_is_not_followed(tmp_path):
     assert len(indexes.of("p", part, part.bounds)) == 100
     indexes.save()
     assert not list(elsewhere.iterdir())
+
+
+@pytest.mark.extra("ann")
+@pytest.mark.extra("embeddings")
+def test_a_process_that_loaded_the_index_library_first_still_loads_onnxruntime():
+    # usearch's compiled module carries parts of the C++ runtime; loaded first, onnxruntime's import segfaulted
+    child = "from memory.retrieval.neighbours import NeighbourIndex; NeighbourIndex(8); import onnxruntime; print('ok')"
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr[-2000:]
