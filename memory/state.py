@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, MutableSet, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 import networkx as nx
 import numpy as np
@@ -145,6 +145,42 @@ class TermCounts:
         """Choices some SUCCESS item confirmed."""
         return set(self._confirming)
 
+    def to_plain(self) -> dict[str, Any]:
+        """The counts as JSON values (`merge` reads them)."""
+        return {
+            "items": self._items,
+            "frequency": dict(self._frequency),
+            "confirming": {choice: dict(counts) for choice, counts in self._confirming.items()},
+        }
+
+    def merge(self, plain: dict[str, Any]) -> None:
+        """Add counts stored by `to_plain` (those of other items)."""
+        self._items += int(plain["items"])
+        self._frequency.update(plain["frequency"])
+        for choice, counts in plain["confirming"].items():
+            self._confirming.setdefault(choice, Counter()).update(counts)
+
+
+def count_terms(
+    episodes: Iterable[tuple[Episode, str]], cites: Callable[[str], Sequence[str]], lexicon: Lexicon
+) -> dict[str, TermCounts]:
+    """Principal → the `TermCounts` of (episode, problem text) pairs (a principal with none counted is there too)."""
+    counted: dict[str, TermCounts] = {}
+    for episode, text in episodes:
+        counts = counted.setdefault(episode.principal, TermCounts())
+        ev = evidence_from(episode, text, cited=cites(episode.id), lexicon=lexicon)
+        if ev is not None:
+            counts.add(ev)
+    return counted
+
+
+class CountedRun(Protocol):
+    """Stored episodes whose term counts were stored with them (a state run, `memory.persistence.runs`)."""
+
+    def counted(self, principal: str) -> tuple[dict[str, Any], list[str]] | None:
+        """The principal's counts (`TermCounts.to_plain`) and the ids of its episodes they count; None when
+        they were not stored."""
+
 
 class MemoryState:
     """The derived state of one memory (all principals).
@@ -185,6 +221,7 @@ class MemoryState:
         self.marks: MutableSet[str] = marks if marks is not None else set()
         self.evidence = EvidenceLogs(self._evidence_of, lambda: self.order)
         self._term_counts: dict[str, TermCounts] = {}  # principal → counts, while its log is not built
+        self.counted_runs: list[CountedRun] = []  # loaded runs that stored their episodes' term counts
         self.verdict_of: Callable[[str], tuple[Verdict, str] | None] = lambda episode_id: None
         # the observation text of a closed episode's problem (an opened store reads it without the vector)
         self.problem_text: Callable[[str], str] = lambda episode_id: self.problems[episode_id].text
@@ -264,10 +301,21 @@ class MemoryState:
             return None
         counts = self._term_counts.get(principal)
         if counts is None:
-            counts = TermCounts()
-            for ev in self._evidence_items(principal, shared=None):
-                counts.add(ev)
-            self._term_counts[principal] = counts
+            counts = self._term_counts[principal] = self._counted(principal)
+        return counts
+
+    def _counted(self, principal: str) -> TermCounts:
+        """A known principal's `TermCounts`: the parts stored with the loaded runs, and the evidence of its
+        other closed episodes (every one when the runs' do not all belong to its closed episodes)."""
+        counts, covered = TermCounts(), set[str]()
+        for run in self.counted_runs:
+            if (found := run.counted(principal)) is not None:
+                counts.merge(found[0])
+                covered.update(found[1])
+        if covered and sum(1 for i in self.order[principal] if i in covered) != len(covered):
+            counts, covered = TermCounts(), set()  # a stored part counts an episode the state does not hold
+        for ev in self._evidence_items(principal, shared=None, skip=covered):
+            counts.add(ev)
         return counts
 
     def snapshot(self) -> StateSnapshot:
@@ -345,10 +393,17 @@ class MemoryState:
         return found
 
     def _evidence_items(
-        self, principal: str, *, shared: dict[frozenset[str], frozenset[str]] | None
+        self,
+        principal: str,
+        *,
+        shared: dict[frozenset[str], frozenset[str]] | None,
+        skip: set[str] | frozenset[str] = frozenset(),
     ) -> Iterator[EpisodeEvidence]:
-        """The evidence of a known principal's closed episodes in closing order (`evidence_from`'s `shared`)."""
+        """The evidence of a known principal's closed episodes in closing order (`evidence_from`'s `shared`),
+        but those in `skip`."""
         for i in self.order[principal]:
+            if i in skip:
+                continue
             known = self.verdict_of(i)  # not read yet: what the evidence needs comes from stored columns
             seen, text = known if known is not None else (self.episodes[i], self.problem_text(i))
             ev = evidence_from(

@@ -37,7 +37,7 @@ from memory.persistence.run_loading import RunLoader
 from memory.persistence.sparse_rows import row_checksums, row_digests, row_offsets
 from memory.persistence.vectors import StoredRows, VectorFile
 from memory.retrieval.config import RetrieverConfig
-from memory.state import EpisodeProblem, MemoryState
+from memory.state import EpisodeProblem, MemoryState, count_terms
 from memory.timeline import EntryParts, RecordKind, Store
 from memory.timeline.connection import damage
 
@@ -368,6 +368,14 @@ class StoredState:
             marks=marks,
             projections=projections,
             sidecar=sidecar,
+            term_counts={
+                who: counts.to_plain()
+                for who, counts in count_terms(
+                    ((ep, p.text) for ep, p in zip(episodes, problems)),
+                    lambda i: state.cites.get(i, ()),
+                    state.lexicon,
+                ).items()
+            },
         )
         name = run_id(meta)
         name = snapshot.free_id({i for _, i, _ in self.store.snapshot_index(snapshot.RUN) if i.startswith(name)}, name)

@@ -35,6 +35,7 @@ def encode_run(
     marks: Sequence[tuple[str, str]],
     projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
     sidecar: Mapping[str, tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+    term_counts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], bytes]:
     """Meta and body of a run (format 4 with `sidecar`, else format 1).
 
@@ -49,24 +50,23 @@ def encode_run(
         edges: (record id, record body) of the edge records, in storing order.
         facts: fact version record bodies, in storing order.
         marks: (mark id, episode id) of the reinforcement marks, in storing order.
-        projections: principal → (basis digest, projections, residual norms) of the rows of
-            that principal's episodes (in storing order), for principals with a basis.
+        projections: principal → (basis digest, projections, residual norms) of its episodes' rows (in order).
         sidecar: principal → (first byte, float counts and palette sizes (`VectorFile.append`),
             `sparse_rows.row_digests`, `sparse_rows.row_checksums`) of its episodes' vectors, written to the
             store's vectors sidecar beforehand; without it the vectors are kept in the body (and the documents
             are not compressed).
+        term_counts: principal → `memory.state.TermCounts.to_plain` of its episodes (a first recall adds them up).
     """
     out = _Sections(packed=sidecar is not None)
     rows = _episode_columns(out, episodes)
     _problem_sections(out, rows, problems, cites, dim, sidecar)
     _link_sections(out, episodes, edges, facts, marks)
-    bases = _projection_sections(out, projections)
+    bases = _projection_sections(out, projections, term_counts)
     out.document("strings", list(out.strings))
     layout, body = out.pack()
-    where = {"after": after, "upto": upto, "first": list(first), "last": list(last)}  # the records range
     meta = {
         "format": 1 if sidecar is None else FORMAT,
-        **where,
+        **{"after": after, "upto": upto, "first": list(first), "last": list(last)},  # the records range
         "config": config,
         "dim": dim,
         "episodes": len(episodes),
@@ -157,14 +157,19 @@ def _problem_sections(
 
 
 def _projection_sections(
-    out: _Sections, projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]]
+    out: _Sections,
+    projections: Mapping[str, tuple[str, np.ndarray, np.ndarray]],
+    term_counts: Mapping[str, Mapping[str, Any]] | None,
 ) -> dict[str, str]:
-    """Each principal's bound projections and residual norms; principal → the digest of their basis."""
+    """Each principal's bound projections and residual norms, and the term counts of its episodes when given;
+    principal → the digest of their basis."""
     bases = {}
     for principal, (basis, proj, resid) in projections.items():
         bases[principal] = basis
         out.array(f"proj:{principal}", proj, "<f4")
         out.array(f"resid:{principal}", resid, "<f4")
+    if term_counts is not None:
+        out.document("term_counts", term_counts)
     return bases
 
 

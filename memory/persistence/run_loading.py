@@ -115,6 +115,7 @@ class RunLoader:
         cast(LazyMap, state.episodes).defer(ids)  # `lazy_state` made them lazy
         cast(LazyMap, state.problems).defer(ids, run)
         state.cites.update(run.cites)
+        state.counted_runs.append(run)
         add_episode_rows(
             state.graph,
             ids,

@@ -132,7 +132,10 @@ class Run:
 
     def release(self) -> None:
         """Drop the columns only opening needs (what is read later stays)."""
-        keep = ("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us", "seqs")
+        keep = (
+            *("texts", "edge_ids", "marks", "principal", "strings", "outcome", "choice", "end_us", "seqs"),
+            "term_counts",
+        )
         self._sections = {name: value for name, value in self._sections.items() if name in keep}
         self._arrays = {name: value for name, value in self._arrays.items() if name in keep}
         for loaded in ("edges", "facts", "cites", "unmarked", "outside"):  # in the state now; not kept twice
@@ -184,6 +187,18 @@ class Run:
         """The problem texts by row, decoded on every call: the run keeps them compressed (a tenth of the
         decoded list's size; `memory.persistence.lazy.RunTexts` keeps the last run's list while its rows are read)."""
         return cast(list[str], self._document("texts", keep=True))
+
+    def counted(self, principal: str) -> tuple[dict[str, Any], list[str]] | None:
+        """The term counts stored for a principal's episodes in this run (`memory.state.TermCounts.to_plain`)
+        and their ids; None for a run written before they were stored, or without episodes of the principal.
+        Decoded on every call (a principal's counts are read once, by its first recall)."""
+        if "term_counts" not in self._sections:
+            return None
+        plain = self._document("term_counts", keep=True).get(principal)
+        if plain is None:
+            return None
+        codes, table = self._array("principal").tolist(), self.strings
+        return plain, [i for i, code in zip(self.ids, codes) if table[code] == principal]
 
     @cached_property
     def cites(self) -> dict[str, list[str]]:

@@ -96,3 +96,54 @@ def test_an_opened_store_recalls_without_building_an_evidence_log_and_as_with_on
         memory.state.evidence.get("p0")  # as learning builds it
         assert recalled(memory) == counted
         assert any(near for units in counted for _, near, *_ in units)  # weighed by the counts, then by the log
+
+
+def test_an_opened_store_adds_up_the_counts_its_runs_stored_and_they_equal_counting_every_episode(tmp_path, played):
+    path = played(tmp_path / "m.sqlite", 60)
+    with opened(path) as memory:
+        state = memory.state
+        stored = [found for run in state.counted_runs if (found := run.counted("p0")) is not None]
+        assert stored and sum(len(ids) for _, ids in stored) > len(state.order["p0"]) // 2  # most come from runs
+        recounted = TermCounts()
+        for ev in state._evidence_items("p0", shared=None):
+            recounted.add(ev)
+        assert state.term_counts("p0").to_plain() == recounted.to_plain()
+
+
+class _StoredPart:
+    """A run that stored counts for some episodes (`memory.state.CountedRun`)."""
+
+    def __init__(self, plain, ids):
+        self.plain, self.ids = plain, ids
+
+    def counted(self, principal):
+        return (self.plain, self.ids) if principal == "p" else None
+
+
+def _closed_state(n):
+    state = MemoryState(EpisodeIndex(8), GraphConfig())
+    for i in range(n):
+        ep = episode(f"e{i:02d}", Outcome.SUCCESS, "alpha", hours=i)
+        state.index_episode(ep, EpisodeProblem(f"queue backlog {i}", unit(i)), ())
+    return state
+
+
+def test_stored_counts_stand_for_the_episodes_they_name_and_the_others_are_counted():
+    state = _closed_state(4)
+    every = TermCounts()
+    for ev in state._evidence_items("p", shared=None):
+        every.add(ev)
+    part = {"items": 2, "frequency": {"stored": 2}, "confirming": {"alpha": {"stored": 2}}}
+    state.counted_runs.append(_StoredPart(part, ["e00", "e01"]))
+    counted = state.term_counts("p")
+    assert len(counted) == len(every) and counted.frequency("stored") == 2  # e00, e01 taken as stored
+    assert counted.frequency("queue") == every.frequency("queue") - 2  # only e02 and e03 read
+
+
+def test_stored_counts_naming_an_episode_the_state_lacks_are_set_aside():
+    state = _closed_state(4)
+    every = TermCounts()
+    for ev in state._evidence_items("p", shared=None):
+        every.add(ev)
+    state.counted_runs.append(_StoredPart({"items": 2, "frequency": {"stored": 2}, "confirming": {}}, ["e00", "gone"]))
+    assert state.term_counts("p").to_plain() == every.to_plain()
