@@ -3,7 +3,9 @@
 A *run* stands for the derived records stored in one contiguous range of the records
 table (``after < seq <= upto``): the episodes (as columns), their problem vectors, texts
 and citations, the edges, fact versions and reinforcement marks, plus the relevance-bound
-projections of the vectors when their partition had a bounding basis. A run of format 4
+projections of the vectors when their partition had a bounding basis, and (runs written since
+they were added; the format did not change) each principal's term counts of its episodes' evidence,
+which a first recall adds up instead of reading every episode (`memory.state.TermCounts`). A run of format 4
 keeps where its vectors are in the store's vectors sidecar (sparse rows, most of them as
 palettes), with their checksums and digests (`memory.persistence.vectors`), and its JSON
 documents compressed with zlib; format 3 (still read) has no palette rows; format 2 (still
