@@ -15,7 +15,7 @@ from memory import Kind, NoRedaction, Role, SQLiteStore
 from memory.errors import ImmutableRecordError, ImportFailed, IntegrityError, StoreError
 from memory.timeline import audit
 from memory.timeline.connection import WriteTransaction
-from memory.timeline.entries import GENESIS_ID, entry_id, format_timestamp
+from memory.timeline.entries import GENESIS_ID, Entry, entry_id, format_timestamp
 from memory.timeline.schema import READ_COLUMNS
 from tests.builders import T0, at, open_timeline
 
@@ -48,6 +48,9 @@ entry_fields = st.fixed_dictionaries(
 
 def _assert_same(a, b):
     assert a == b
+    # every field set on the instance, as the constructor sets them: the batch path fills the instance's dict
+    # directly (`memory.timeline.batch`), and a field it missed would read the class's default unnoticed
+    assert vars(a).keys() == vars(b).keys() == {f.name for f in dataclasses.fields(Entry)}
     assert a.embedding.dtype == np.float32 and np.array_equal(a.embedding, b.embedding)
 
 
