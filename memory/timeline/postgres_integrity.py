@@ -177,16 +177,19 @@ def lock_and_check(db: psycopg.Connection, shown: str, *, known: bool, owner: bo
     owner writes to a store created before them, refuse a store its newest anchor does not describe
     (`refuse_unanchored`), and read the heads the write continues. `known`: the store is known to have
     the objects, so the lock and the check go in one round trip (pipeline mode)."""
+    current: State | None
     if known:
         with db.pipeline():
             db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             current = refuse_unanchored(db, shown)
-        return Held(current.entries, current.head, current.tops["records"], current)
-    db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-    if owner and not has_integrity(db):
-        install(db)
-    if has_integrity(db):
-        current = refuse_unanchored(db, shown)
+    else:
+        db.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        present = has_integrity(db)
+        if owner and not present:
+            install(db)
+            present = True
+        current = refuse_unanchored(db, shown) if present else None
+    if current is not None:
         return Held(current.entries, current.head, current.tops["records"], current)
     row = db.execute(_HEADS).fetchone()
     assert row is not None  # a SELECT without FROM returns one row
