@@ -145,6 +145,7 @@ class Patterns(NamedTuple):
     negation: re.Pattern[str]  # a negation or contrast marker: what follows it in a clause is denied
     nominal: re.Pattern[str]  # a word for the normal state: such a clause reports a symptom's absence
     nominal_reference: re.Pattern[str]  # "normal" as the yardstick of a comparison ("its normal level")
+    verdict: re.Pattern[str]  # a verdict that something is normal ("as planned"), not a trend ("unchanged")
     clause: re.Pattern[str]  # clause breaks: punctuation and contrastive conjunctions
     scope_end: re.Pattern[str]  # a conjunction that starts another statement (ends a negation's scope)
     pronoun: re.Pattern[str]  # a negation cue that is a whole phrase of its own ("nothing")
@@ -164,7 +165,16 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         # normal 100%", "slower than normal", "above normal") is a yardstick; "back to normal" and
         # "pressure normal" stay reports
         nominal=re.compile(rf"\b(?:{lx['normal_state']})\b", re.I),
-        nominal_reference=re.compile(rf"\b(?:{lx['yardstick_before']})\s+(?:{lx['yardstick_words']})\b", re.I),
+        nominal_reference=re.compile(
+            rf"\b(?:{lx['yardstick_before']})\s+(?:{lx['yardstick_words']})\b"
+            rf"|\b(?:{lx['yardstick_adverbs']})\s+(?:[a-z]+\s+){{0,2}}(?=(?:{lx['yardstick_after']}))"
+            # "about 40 normally", "12 ms normally": a value, and perhaps its unit, before the adverb
+            rf"|\d[\w.,%/]*\s+(?:[a-z%/]+\s+)?(?:{lx['yardstick_adverbs']})\b"
+            # "a set that normally lasts a year": what is expected of a thing, not a report of its state
+            rf"|\b(?:{lx['expectation_before']})\s+(?:{lx['yardstick_adverbs']})\b",
+            re.I,
+        ),
+        verdict=re.compile(rf"\b(?:{lx['normal_verdicts']})\b", re.I),
         clause=re.compile(rf"[.;:!?,]\s+|\s+(?:{lx['clause_conjunctions']})\s+|\n"),
         # "the exchanger gave no cooling *and* the milk arrived warm": the milk arriving warm is affirmed
         scope_end=re.compile(rf"\s+(?:{lx['scope_ends']})\s+", re.I),
@@ -182,6 +192,16 @@ def _reports_normal(clause: str, p: Patterns) -> bool:
     return bool(p.nominal.search(p.nominal_reference.sub(" ", clause)))
 
 
+def _bare_verdict(clause: str, p: Patterns) -> bool:
+    """Whether a clause says nothing but that something is normal ("as planned", "all fine"); one that gives a
+    value ("normal is 12") says what normal is."""
+    return (
+        bool(p.verdict.search(clause))
+        and not terms(p.nominal.sub(" ", clause))
+        and not any(c.isdigit() for c in clause)
+    )
+
+
 def _clauses(text: str, p: Patterns) -> list[tuple[str, bool]]:
     """The clauses of `text` (split at punctuation and contrastive conjunctions), each with whether
     it reports a normal state: it says so itself ("pressure normal"), or it is the label of a
@@ -194,7 +214,10 @@ def _clauses(text: str, p: Patterns) -> list[tuple[str, bool]]:
         heads = [c for c in p.clause.split(label if colon else line) if c.strip()]
         reported = any(normal for _, normal in statuses)
         last = len(heads) - 1
-        out += [(c, (reported and i == last) or _reports_normal(c, p)) for i, c in enumerate(heads)]
+        normal = [(reported and i == last) or _reports_normal(c, p) for i, c in enumerate(heads)]
+        # a clause that is only a verdict ("..., as planned", "..., all normal") reports the clause before it
+        normal = [n or (i < last and normal[i + 1] and _bare_verdict(heads[i + 1], p)) for i, n in enumerate(normal)]
+        out += list(zip(heads, normal))
         out += statuses
     return out
 

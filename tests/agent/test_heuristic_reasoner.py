@@ -205,6 +205,33 @@ def test_normal_as_a_yardstick_reports_no_normal_state():
     assert split_negation("traffic back to normal")[0] == ""
 
 
+def test_normally_reports_a_normal_state_unless_it_gives_the_usual_value():
+    """ "Fans spinning normally" reports the fans fine; "47 min (normally under 2)" measures against the usual value
+    and is a symptom, and so is what is expected of a thing ("a belt that normally lasts a year")."""
+    assert split_negation("fans spinning normally, belt squealing") == ("belt squealing", "fans spinning normally")
+    for line in (
+        "queue wait 47 min (normally under 2)",
+        "suction -0.5 kPa, normally around -4.1 kPa",
+        "filter dP 11 mbar, normally 16-17",
+        "3,870 small blocks, compared with about 40 normally",
+        "belt worn through on a set that normally lasts a year",
+        "tank normally runs about 1400 and reads 2600",
+        "feed water at 58 C; it's normally held above 85 C",
+    ):
+        assert split_negation(line)[1] == "", line
+
+
+def test_a_bare_verdict_reports_the_clause_before_it():
+    """ "..., as planned" or "..., all normal" gives a verdict on what the sentence just said; a trend word
+    ("unchanged") or a value ("normal is 12") does not."""
+    assert split_negation("the tank was full and the probe read 66 C, as planned")[0] == ""
+    assert split_negation("gearbox inspected and oil sampled, all normal")[0] == ""
+    assert split_negation("oven 3 hotter than its display, within spec")[0] == ""
+    assert split_negation("dryness 0.96, unchanged") == ("dryness 0.96", "unchanged")
+    assert split_negation("coolant flow 6.1 m3/h, normal is 12")[0] == "coolant flow 6.1 m3/h"
+    assert split_negation("valve stuck, as expected\npump running")[0] == "pump running"
+
+
 def test_a_report_whose_status_is_normal_denies_what_it_reports_on():
     """ "X checked: running, pressure normal" says X is fine: X's words must not count as a
     symptom (a lesson about X would fire on its own all-clear). A status without a normal-state
