@@ -177,6 +177,7 @@ class Writer:
         self._fd: int | None = None
         self._locked = False  # inside `locked`: no other writer writes the file
         self._known: list[Slot | None] | None = None  # the slots as this writer left them, while it holds the lock
+        self._decodes: dict[bytes, Slot | None] = {}  # `decode` of the slots last read or written here, by their bytes
 
     def _open(self) -> int:
         if self._fd is None:
@@ -226,7 +227,7 @@ class Writer:
         """
         fd = self._open()
         stored = _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))
-        decoded = [decode(slot) for slot in stored]
+        decoded = self._decoded(stored)
         found = read_slots(stored, decoded)
         if self._locked:
             self._known = decoded
@@ -252,14 +253,23 @@ class Writer:
         fd = self._open()
         decoded = self._known  # a second write under the same lock: the slots as the first one left them
         if decoded is None:
-            decoded = [decode(slot) for slot in _slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0"))]
+            decoded = self._decoded(_slots(os.pread(fd, SLOTS * SLOT, 0).ljust(SLOTS * SLOT, b"\0")))
         target = _target(decoded, keep)
         counter = max((slot.counter for slot in decoded if slot is not None), default=-1) + 1
-        os.pwrite(fd, encode(anchor, counter, pending=pending), SLOT * target)
+        data = encode(anchor, counter, pending=pending)
+        os.pwrite(fd, data, SLOT * target)
+        self._decodes[data] = Slot(anchor, counter, pending)  # what `decode` reads back from these bytes
         if pending and self._durable:
             _sync(fd)
         if self._locked:  # remembered only while the lock keeps other writers out
             self._known = [*decoded[:target], Slot(anchor, counter, pending), *decoded[target + 1 :]]
+
+    def _decoded(self, stored: list[bytes]) -> list[Slot | None]:
+        """`decode` of each slot; a slot this writer last read or wrote is not checked and parsed again."""
+        known = self._decodes
+        decoded = [known[slot] if slot in known else decode(slot) for slot in stored]
+        self._decodes = dict(zip(stored, decoded))
+        return decoded
 
     def close(self) -> None:
         """Close the file (idempotent)."""

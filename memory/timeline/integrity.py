@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from memory.errors import DamagedBody, IntegrityError, StoreError
@@ -53,13 +53,14 @@ _STATE = (
 )
 
 
-def seal(db: sqlite3.Connection, *, chain: bool = True) -> Anchor:
+def seal(db: sqlite3.Connection, *, chain: bool = True, state: tuple[Any, ...] | None = None) -> Anchor:
     """Inside a write transaction: digest the derived rows not yet chained; the anchor of the result.
     With `chain` False nothing is written: the anchor of the state as the digests cover it now.
 
-    One query reads every head (this runs in every write transaction, appends included).
+    One query reads every head (this runs in every write transaction, appends included); `state` is its
+    row when the caller already read it in this transaction.
     """
-    *tops, head = db.execute(_STATE).fetchone()
+    *tops, head = db.execute(_STATE).fetchone() if state is None else state
     derived = {}
     for table, top, last in zip(DERIVED, tops[:2], tops[2:]):
         seq, prev = (int(last.split(" ")[0]), last.split(" ")[1]) if last else (0, GENESIS)
@@ -80,13 +81,27 @@ def seal(db: sqlite3.Connection, *, chain: bool = True) -> Anchor:
     return Anchor(int(head_seq) + 1, head_id, derived)
 
 
+class Sealing:
+    """The body's side of a `sealed` transaction: the state it started from, and what it appended."""
+
+    def __init__(self, before: Anchor) -> None:
+        self.before = before  # the store's state under the write lock, before the body wrote anything
+        self.appended: tuple[int, str] | None = None  # (entries, head id) when the body wrote timeline rows alone
+
+    def appended_only(self, entries: int, head: str) -> None:
+        """The body wrote timeline rows alone, up to `entries` with head `head`: no need to read what it commits."""
+        self.appended = (entries, head)
+
+
 # Derived records are served once a digest covers them (a store without digests yet: all of them); a row
 # written past the store's writer is never sealed (`refuse_unsealed`), so it is never served.
 SEALED = "seq <= COALESCE((SELECT MAX(seq) FROM digests WHERE tbl = 'records'), seq)"
 
 
 @contextmanager
-def sealed(db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None, lock_timeout: float) -> Iterator[None]:
+def sealed(
+    db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None, lock_timeout: float
+) -> Iterator[Sealing]:
     """One ``BEGIN IMMEDIATE`` write transaction that refuses rows written past the writer, seals the derived
     rows it wrote, and anchors what it commits (`memory.timeline.anchor`): the pending anchor before
     ``COMMIT``, the committed one after, both under the anchor file's lock, taken first.
@@ -97,12 +112,16 @@ def sealed(db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None,
     """
     with anchor.locked(lock_timeout) if anchor is not None else nullcontext():
         with WriteTransaction(db, path, lock_timeout):
-            refuse_unsealed(db, path)
-            before = seal(db, chain=False)  # the state the store is in: its slot is kept until this commits
+            state = db.execute(_STATE).fetchone()
+            refuse_unsealed(db, path, state)
+            before = seal(db, chain=False, state=state)  # the state the store is in: its slot is kept until commit
             if anchor is not None:  # a writer opened before rows were forged must not anchor them either
                 anchor.refuse_unanchored(before)
-            yield
-            anchored = seal(db)
+            sealing = Sealing(before)
+            yield sealing
+            # Timeline rows alone leave the digest chains as they were (but a pre-digest store's rows to chain).
+            chained = all(top is None or top <= before.derived[t][0] for t, top in zip(DERIVED, state[:2]))
+            anchored = Anchor(*sealing.appended, before.derived) if sealing.appended and chained else seal(db)
             try:
                 anchor.write(anchored, pending=True, keep=before) if anchor is not None else None
             except OSError as exc:
@@ -113,35 +132,27 @@ def sealed(db: sqlite3.Connection, path: str, anchor: anchor_file.Writer | None,
             anchor.write(anchored, pending=False, keep=anchored) if anchor is not None else None
 
 
-def sealed_top(db: sqlite3.Connection, table: str = "records") -> int | None:
-    """The last seq of `table` its digest chain covers; None when it has no digest yet (a store written
-    before digests: the first write chains its rows, and until then they are all served)."""
-    return db.execute("SELECT MAX(seq) FROM digests WHERE tbl = ?", (table,)).fetchone()[0]
-
-
-def refuse_unsealed(db: sqlite3.Connection, path: str) -> None:
+def refuse_unsealed(db: sqlite3.Connection, path: str, state: tuple[Any, ...] | None = None) -> None:
     """At the start of a write transaction: a derived row no digest covers was written past the store's
     writer (every write seals its own rows before it commits), so sealing it now would vouch for it.
     Both derived tables: a foreign state run (`snapshots`) would only cost time when read (one is used
     only when its own digest and the records it covers match), but sealing it would make `verify`
-    stop naming it.
+    stop naming it. `state`: the row of the query `seal` reads, when the caller read it in this transaction.
 
     Raises:
         StoreError: naming the first such row; nothing is written, and `verify` keeps reporting it.
     """
-    for table in DERIVED:
-        top = sealed_top(db, table)
-        row = (
-            None
-            if top is None
-            else db.execute(f"SELECT seq, kind, id FROM {table} WHERE seq > ? ORDER BY seq LIMIT 1", (top,)).fetchone()
+    tops = db.execute(_STATE).fetchone() if state is None else state
+    for table, top, last in zip(DERIVED, tops[:2], tops[2:4]):
+        upto = int(last.split(" ")[0]) if last else None  # None: no digest yet
+        if upto is None or top is None or top <= upto:
+            continue
+        row = db.execute(f"SELECT seq, kind, id FROM {table} WHERE seq > ? ORDER BY seq LIMIT 1", (upto,)).fetchone()
+        raise StoreError(
+            f"{path}: {table} seq={row[0]} kind={row[1]} id={row[2]} was written past the store's "
+            "writer (no digest covers it); refusing to write, which would seal it "
+            "(python -m memory verify lists every such row)"
         )
-        if row is not None:
-            raise StoreError(
-                f"{path}: {table} seq={row[0]} kind={row[1]} id={row[2]} was written past the store's "
-                "writer (no digest covers it); refusing to write, which would seal it "
-                "(python -m memory verify lists every such row)"
-            )
 
 
 def unpacked(path: str, seq: int, kind: str, record_id: str, body: str | bytes) -> str:

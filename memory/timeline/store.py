@@ -94,9 +94,7 @@ class SQLiteStore:
         if self.path != ":memory:" and not read_only:
             try:
                 anchors.refuse_open(self._db, self.path, lock_timeout)  # a lost tail, a rewound schema version
-                if erasure_sqlite.outdated_sqlite_triggers(
-                    self._db
-                ):  # erased under triggers that did not ask for a seal
+                if erasure_sqlite.outdated_sqlite_triggers(self._db):  # erased under triggers not asking for a seal
                     with WriteTransaction(self._db, self.path, lock_timeout):
                         for statement in erasure_sqlite.SQLITE_DDL:
                             self._db.execute(statement)
@@ -127,13 +125,14 @@ class SQLiteStore:
 
     def _append_prepared(self, prepared: Iterable[Prepared]) -> list[Entry]:
         chained = []  # (batch, ids, previous id, first seq)
-        with self._write():
-            seq, prev_id = self._head()
+        with self._write() as sealing:
+            seq, prev_id = sealing.before.entries, sealing.before.head  # (the head `_head()` reads)
             for part in prepared:
                 ids = chained_ids(part.batch, part.id_texts, part.digests, prev_id=prev_id, seq=seq)
                 self._insert_linked(chained_rows(part, ids, seq=seq, prev_id=prev_id, linked=True))
                 chained.append((part.batch, ids, prev_id, seq))
                 prev_id, seq = (ids[-1] if ids else prev_id), seq + len(ids)
+            sealing.appended_only(seq, prev_id)
         self._schema = SCHEMA_VERSION
         return [e for batch, ids, prev, first in chained for e in chained_entries(batch, ids, prev_id=prev, seq=first)]
 
@@ -443,7 +442,7 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self) -> AbstractContextManager[None]:
+    def _write(self) -> AbstractContextManager[anchors.Sealing]:
         """One write transaction that seals its derived rows and anchors what it commits (`anchors.sealed`)."""
         if self.read_only:
             raise StoreError(f"{self.path}: opened read-only (for inspection): nothing is written")
