@@ -196,3 +196,64 @@ def test_a_write_keeps_the_slots_the_store_may_equal():
     # the confirmation keeps its own pending state and any other unconfirmed one
     slots = [pending(state[2], 9), committed(state[1], 8), pending(state[3], 10)]
     assert anchor_file._target(slots, state[3]) == 1
+
+
+def _state(path: Path) -> anchor_file.Anchor:
+    """The state the store file holds, as its writer anchors it (read in one snapshot, nothing written)."""
+    import sqlite3
+
+    from memory.timeline.integrity import seal
+
+    with sqlite3.connect(path, isolation_level=None) as db:
+        db.execute("BEGIN")
+        try:
+            return seal(db, chain=False)
+        finally:
+            db.execute("ROLLBACK")
+
+
+def test_every_write_anchors_the_state_it_commits(tmp_path):
+    """An append anchors the head it chained without reading the state again: after appends, batches and
+    derived records in turn, the newest committed slot is the state the file holds, and no slot is pending."""
+    path = tmp_path / "m.sqlite"
+    with SQLiteStore(path) as store:
+        timeline = Timeline(store, HashingEncoder(dim=64))
+        for step in range(6):
+            if step % 3 == 1:
+                store.add_records("edge", [(f"e{step}", {"n": step})])
+            elif step % 3 == 2:
+                timeline.append_many([{**_item(i), "text": f"batch {step} {i}"} for i in range(3)])
+            else:
+                timeline.append(**_item(step))
+            found = anchor_file.read(str(path))
+            assert found.anchor == _state(path) and found.pending == [], step
+    assert audit(path).findings == []
+
+
+def _item(i: int) -> dict[str, object]:
+    return {
+        "text": f"disk {i} full",
+        "kind": "observation",
+        "role": "environment",
+        "situation": "s",
+        "timestamp": T0 + timedelta(minutes=i),
+    }
+
+
+def test_an_append_chains_the_derived_rows_of_a_store_written_before_digests(tmp_path):
+    """The first write to a store written before digests chains its derived rows, an append as any other."""
+    import sqlite3
+
+    path = tmp_path / "m.sqlite"
+    with SQLiteStore(path) as store:
+        _append(store, 2)
+        store.add_records("edge", [("e1", {"n": 1}), ("e2", {"n": 2})])
+    with sqlite3.connect(path, isolation_level=None) as db:  # as a store of a release without digests
+        db.execute("DROP TABLE digests")
+    Path(anchor_file.sidecar(str(path))).unlink()
+    assert any("not digest-chained yet" in note for note in audit(path).notes)
+    with SQLiteStore(path) as store:
+        _append(store, 1, start=5)
+    report = audit(path)
+    assert report.findings == [] and not any("not digest-chained yet" in note for note in report.notes), report
+    assert _state(path).derived["records"][0] == 2 and anchor_file.read(str(path)).anchor == _state(path)
