@@ -221,8 +221,16 @@ class Timeline:
         return clean
 
     def append(self, text: str, **fields: Any) -> Entry:
-        """Redact, embed and durably append one entry; returns it once committed."""
-        return self.store.append(self.draft(text, **fields))
+        """Redact, embed and durably append one entry; returns it once committed.
+
+        A store that takes batches as they come (`SQLiteStore`) gets a batch of one, made as `batch` makes it:
+        the entry `draft` makes, without the draft object and its conversion to columns in between.
+        """
+        if getattr(self.store, "append_batches", None) is None:
+            return self.store.append(self.draft(text, **fields))
+        clean_text = self.redactor.redact(check_text(text))
+        fields["text"] = text  # (`batch` reads the keys of an item; its text is `clean_text`)
+        return self.store.append_many(self.batch([fields], [clean_text], self.encoder.encode([clean_text])))[0]
 
     def append_many(self, items: Sequence[Mapping[str, Any]]) -> list[Entry]:
         """Batch path: embed all texts at once and append them in one transaction.

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import multiprocessing
+import re
 import sqlite3
 from datetime import UTC, datetime
 
@@ -80,12 +81,17 @@ def test_the_batch_path_writes_the_entries_single_appends_write(items, redact):
     redactor = PatternRedactor() if redact else NoRedaction()
     one_by_one = open_timeline(redactor=redactor)
     batched = open_timeline(redactor=redactor)
+    drafted = open_timeline(redactor=redactor)
     singles = [one_by_one.append(**item) for item in items]
     together = batched.append_many(items)
-    assert [e.id for e in together] == [e.id for e in singles]
-    for a, b in zip(together, singles):
-        _assert_same(a, b)
+    # the plain definition: each entry drafted (`Timeline.draft`) and appended by the store on its own
+    reference = [drafted.store.append(drafted.draft(**item)) for item in items]
+    assert [e.id for e in together] == [e.id for e in singles] == [e.id for e in reference]
+    for a, b, c in zip(together, singles, reference):
+        _assert_same(a, c)
+        _assert_same(b, c)
     assert [e.id for e in batched.store.entries()] == [e.id for e in singles]
+    assert one_by_one.store.entry_rows() == drafted.store.entry_rows() == batched.store.entry_rows()
 
 
 def test_id_is_recomputable_and_chained():
@@ -95,6 +101,29 @@ def test_id_is_recomputable_and_chained():
     assert first.prev_id == GENESIS_ID and second.prev_id == first.id
     assert entry_id(second, prev_id=first.id, seq=1) == second.id
     assert len(second.id) == 64 and int(second.id, 16) >= 0
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"timestamp": T0.replace(tzinfo=None)},
+        {"kind": "no-such-kind"},
+        {"role": 3},
+        {"situation": ""},
+        {"principal": None},
+        {"metadata": {"x": float("nan")}},
+        {"metadata": ["not", "a", "mapping"]},
+        {"colour": "red"},
+    ],
+)
+def test_a_single_append_refuses_what_a_draft_refuses_with_the_same_error(change):
+    item = {"text": "pool exhausted", "kind": "note", "role": "system", "timestamp": T0, "situation": "s", **change}
+    timeline = open_timeline()
+    with pytest.raises(Exception) as drafted:
+        timeline.draft(**item)
+    with pytest.raises(type(drafted.value), match=re.escape(str(drafted.value))):
+        timeline.append(**item)
+    assert len(timeline.store) == 0
 
 
 def test_naive_timestamp_is_rejected():
