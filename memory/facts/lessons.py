@@ -10,7 +10,10 @@ tell an affirmed clause from a denied or normal-state one are the `Lexicon`'s a 
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
   minus the terms the correction denies, the incident's own subject (a service name is
-  where it happened, not why), words for when (`memory.text.TIME_WORDS`), words for a look
+  where it happened, not why), the name of the answer itself (a correction that names the
+  component at fault, "the root cause was the petInfo table", and a line reporting that component's
+  own metric share its name: "when the table shows up, it is the table" restates the answer and
+  tells no incident apart), words for when (`memory.text.TIME_WORDS`), words for a look
   (`memory.text.looked_terms`: a correction's "check X first" is advice, an observation's "while
   inspecting Y" a look, neither a symptom) and the terms most
   of the principal's episodes affirm (``common``: in a pharmacy's incidents "cabinet" tells
@@ -108,7 +111,7 @@ def lesson_condition(
         affirmed, negated = split_negation(text, lexicon)
         said |= terms(affirmed)
         denied |= terms(negated)
-    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS | looked_terms() | set(common)
+    excluded = denied | _name_terms([incident.subject, incident.resolution]) | TIME_WORDS | looked_terms() | set(common)
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
     for line in affirmed_lines(incident.symptoms, lexicon):

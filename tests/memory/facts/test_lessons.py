@@ -87,6 +87,28 @@ def test_one_shared_word_is_not_a_telling_detail():
     ).condition == ("depth", "queue")
 
 
+def test_the_answer_s_own_name_is_not_a_telling_detail():
+    """A correction naming the component at fault shares its name with the line reporting that component's
+    own metric: "when the petInfo table shows up, it is the petInfo table" restates the answer."""
+    named = incident(
+        symptoms=(
+            "PetSite latency anomalous",
+            "petInfo DynamoDB table: latency 2.1x its normal level (28 ms vs 13 ms)",
+        ),
+        corrections=("The root cause was the petInfo DynamoDB table (petinfo_dynamodb_table)",),
+        resolution="petinfo_dynamodb_table",
+    )
+    assert learn_lesson(named, rarity={}) is None
+    # what the correction says beyond the name still teaches a lesson, without the name
+    told = named._replace(
+        symptoms=(*named.symptoms, "petInfo DynamoDB table throttled writes after the capacity cut"),
+        corrections=("The root cause was the petInfo DynamoDB table: throttled writes after the capacity cut",),
+    )
+    lesson = learn_lesson(told, rarity={})
+    assert lesson is not None and not {"petinfo", "dynamodb", "table"} & set(lesson.condition)
+    assert {"throttl", "capacity"} <= set(lesson.condition), lesson.condition
+
+
 def test_a_lesson_applies_only_where_its_detail_is_affirmed():
     lesson = learn_lesson(incident(), rarity={})
     assert lesson_applies(lesson, affirmed_lines(["Someone says the batch relay restarted an hour ago"]))
