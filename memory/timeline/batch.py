@@ -124,6 +124,33 @@ class DraftBatch(Sequence[EntryDraft]):
             [draft.encoded_from_text() for draft in drafts],
         )
 
+    def part(
+        self, start: int, texts: list[str], embeddings: Sequence[np.ndarray], digests: list[str] | None = None
+    ) -> DraftBatch:
+        """The entries from `start` on, as many as `texts`, with these texts, embeddings and digests (for a batch
+        whose other columns were made first, `memory.timeline.writer.Timeline`)."""
+        stop = start + len(texts)
+        whole = start == 0 and stop == len(self.timestamps)  # (no copy of the columns)
+
+        def cut(column: list[Any]) -> list[Any]:
+            return column if whole else column[start:stop]
+
+        return DraftBatch(
+            cut(self.timestamps),
+            cut(self.timestamp_texts),
+            cut(self.principals),
+            cut(self.situations),
+            cut(self.roles),
+            cut(self.kinds),
+            texts,
+            cut(self.metadata),
+            cut(self.metadata_json),
+            cut(self.encoders),
+            embeddings,
+            cut(self.encoded),
+            digests,
+        )
+
     def __len__(self) -> int:
         return len(self.texts)
 

@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Sequence
 from itertools import chain, repeat
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import mmh3
 import numpy as np
@@ -38,6 +38,13 @@ class Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), dtype float32, rows L2-normalized."""
         ...
+
+
+class Sparse(NamedTuple):
+    """Vectors with the flat positions of the elements that may be non-zero (`HashingEncoder.encode_sparse`)."""
+
+    vectors: np.ndarray  # float32, one row per text
+    positions: np.ndarray  # int64 positions in ``vectors.reshape(-1)``, increasing; every other element is 0.0
 
 
 def _normalize_rows(matrix: np.ndarray) -> np.ndarray:
@@ -190,27 +197,37 @@ class HashingEncoder:
             with self._lock:
                 self._bound_caches()
                 return self._encode_one(texts[0])
+        return self.encode_sparse(texts).vectors
+
+    def encode_sparse(self, texts: Sequence[str]) -> Sparse:
+        """`encode(texts)` (the same vectors, bit for bit), with the flat positions it wrote: every other
+        element is zero (what a worker sends back instead of whole rows, `memory.timeline.ingest_worker`)."""
+        texts = list(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        written = []
         for start in range(0, len(texts), 256):  # bounded scratch memory for large batches
             with self._lock:
                 self._bound_caches()
-                self._encode_chunk(texts[start : start + 256], out[start : start + 256])
-        return out
+                hit = self._encode_chunk(texts[start : start + 256], out[start : start + 256])
+            written.append(hit + start * self.dim)
+        positions = np.concatenate(written) if written else np.zeros(0, dtype=np.int64)
+        return Sparse(out, positions)
 
     def _bound_caches(self) -> None:
         sizes = len(self._token_ids), len(self._bigram_cache), len(self._pair_buckets), len(self._gram_buckets)
         if max(sizes) > self.cache_limit:
             self._reset_caches()  # they bound memory on adversarial input, and only remember a pure function
 
-    def _encode_chunk(self, texts: list[str], out: np.ndarray) -> None:
-        """Write the vectors of `texts` into `out` (zeros, one row per text)."""
+    def _encode_chunk(self, texts: list[str], out: np.ndarray) -> np.ndarray:
+        """Write the vectors of `texts` into `out` (zeros, one row per text); returns the flat positions written,
+        in increasing order (the rest of `out` stays zero)."""
         # Whole-chunk passes instead of a Python loop per text: tokens of every text in one flat
         # list, looked up in the caches with -1 for a miss; bigrams are the pairs of neighbouring
         # tokens of that list, less the pairs that straddle two texts.
         token_lists = list(map(TOKEN.findall, map(str.lower, texts)))
         tokens = list(chain.from_iterable(token_lists))
         if not tokens:
-            return
+            return np.zeros(0, dtype=np.int64)
         tokens_of = list(map(self._token_ids.get, tokens, repeat(-1)))
         if -1 in tokens_of:
             self._add_tokens(list(dict.fromkeys(t for t, n in zip(tokens, tokens_of) if n < 0)))
@@ -243,6 +260,7 @@ class HashingEncoder:
         norms = np.sqrt(row_sums(rows, hit - rows * self.dim, values * values, len(texts), self.dim))
         norms[norms == 0.0] = 1.0
         out.reshape(-1)[hit] = values / norms[rows]
+        return hit
 
 
 _HASHING_NAME = re.compile(r"hashing-v2-d([0-9]{1,6})-c([0-9.e+-]{1,24})")

@@ -16,7 +16,10 @@ encoder travel to them pickled.
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Generator, Iterable, Sequence
+import queue
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, NamedTuple
@@ -25,7 +28,7 @@ import numpy as np
 
 from memory.errors import EpisodicMemoryError
 from memory.timeline.batch import embedding_digests
-from memory.timeline.encoder import Encoder
+from memory.timeline.encoder import Encoder, HashingEncoder
 from memory.timeline.redaction import Redactor
 
 CHUNK = 256  # texts a worker takes at a time
@@ -51,13 +54,25 @@ def encode_chunk(redactor: Redactor, encoder: Encoder, texts: Sequence[str]) -> 
     return Encoded(clean, vectors, embedding_digests(list(vectors)))
 
 
-def _packed(encoded: Encoded, texts: Sequence[str]) -> tuple[Any, ...]:
-    """`encoded` as sent back: only the texts redaction changed, and sparse vectors as their non-zero bits."""
+def _reply(redactor: Redactor, encoder: Encoder, texts: Sequence[str]) -> tuple[Any, ...]:
+    """`encode_chunk` of `texts`, `_packed`; the hashing encoder names the positions it wrote, which spares a scan
+    of every element for the non-zero ones."""
+    if type(encoder) is not HashingEncoder:
+        return _packed(encode_chunk(redactor, encoder, texts), texts)
+    clean = [redactor.redact(text) for text in texts]
+    vectors, positions = encoder.encode_sparse(clean)
+    return _packed(Encoded(clean, vectors, embedding_digests(list(vectors))), texts, positions)
+
+
+def _packed(encoded: Encoded, texts: Sequence[str], positions: np.ndarray | None = None) -> tuple[Any, ...]:
+    """`encoded` as sent back: only the texts redaction changed, and sparse vectors as their elements at
+    `positions` (every other element is 0.0; by default the elements whose bits are not all zero: -0.0 is sent)."""
     changed = [(index, clean) for index, (clean, text) in enumerate(zip(encoded.clean, texts)) if clean != text]
     flat = encoded.vectors.reshape(-1)
-    hits = np.flatnonzero(flat.view(np.uint32))  # bit patterns: -0.0 is sent too
+    hits = np.flatnonzero(flat.view(np.uint32)) if positions is None else positions
     if 2 * len(hits) < len(flat):
-        return changed, encoded.vectors.shape, hits, flat[hits], encoded.digests
+        index = hits.astype(np.int32) if len(flat) <= np.iinfo(np.int32).max else hits  # half the bytes to send
+        return changed, encoded.vectors.shape, index, flat[hits], encoded.digests
     return changed, encoded.vectors.shape, None, encoded.vectors, encoded.digests
 
 
@@ -73,21 +88,36 @@ def _unpacked(reply: tuple[Any, ...], texts: Sequence[str]) -> Encoded:
     return Encoded(clean, vectors, digests)
 
 
-def _serve(connection: Connection, redactor: Redactor, encoder: Encoder) -> None:
-    """A worker's loop: a chunk of texts in, `_packed` results (or the error it raised) out, until told to stop."""
+def _serve(tasks: Connection, replies: Connection, redactor: Redactor, encoder: Encoder) -> None:
+    """A worker's loop: a chunk of texts in, `_packed` results (or the error it raised) out, until told to stop.
+
+    The replies are sent by a thread of their own, so this loop always comes back to read the next chunk: a
+    caller that sends a chunk larger than the pipe holds waits for that read, and a worker that waited to send
+    a reply larger than the pipe holds before reading would wait for the caller in turn.
+    """
+    outbox: queue.SimpleQueue[tuple[str, Any] | None] = queue.SimpleQueue()
+    sender = threading.Thread(target=_send_replies, args=(replies, outbox), daemon=True)
+    sender.start()
     while True:
         try:
-            texts = connection.recv()
+            texts = tasks.recv()
         except (EOFError, OSError):
-            return
+            break
         if texts is None:
-            return
+            break
         try:
-            reply: tuple[str, Any] = ("done", _packed(encode_chunk(redactor, encoder, texts), texts))
+            reply: tuple[str, Any] = ("done", _reply(redactor, encoder, texts))
         except Exception as exc:  # the caller raises it, as the in-process path would
             reply = ("error", exc)
+        outbox.put(reply)
+    outbox.put(None)
+    sender.join()
+
+
+def _send_replies(replies: Connection, outbox: queue.SimpleQueue[tuple[str, Any] | None]) -> None:
+    while (reply := outbox.get()) is not None:
         try:
-            connection.send(reply)
+            replies.send(reply)
         except (OSError, ValueError):
             return
 
@@ -110,15 +140,19 @@ class EncodingWorkers:
         self.redactor = redactor
         self.encoder = encoder
         self._processes: list[BaseProcess] = []
-        self._connections: list[Connection] = []
+        self._tasks: list[Connection] = []  # where each worker reads its chunks
+        self._replies: list[Connection] = []  # where it sends what it made of them
         context = _context()
         for _ in range(max(1, count)):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_serve, args=(theirs, redactor, encoder), daemon=True)
+            their_tasks, tasks = context.Pipe(duplex=False)
+            replies, their_replies = context.Pipe(duplex=False)
+            process = context.Process(target=_serve, args=(their_tasks, their_replies, redactor, encoder), daemon=True)
             process.start()
-            theirs.close()
+            their_tasks.close()
+            their_replies.close()
             self._processes.append(process)
-            self._connections.append(ours)
+            self._tasks.append(tasks)
+            self._replies.append(replies)
         self.broken = False  # a worker died: this pool takes no more work
 
     @property
@@ -126,46 +160,24 @@ class EncodingWorkers:
         """The process ids of the workers."""
         return [process.pid for process in self._processes]
 
-    def map(self, chunks: Iterable[Sequence[str]]) -> Generator[Encoded, None, None]:
-        """`encode_chunk` of each chunk, in order, the workers taking chunks in turn and a few ahead.
+    def map(self, chunks: Iterable[Sequence[str]]) -> Results:
+        """`encode_chunk` of each chunk, in order, the workers taking chunks in turn and a few ahead. The first
+        chunks are sent before this returns: the workers start on them while the caller does other work.
 
         Raises:
-            WorkerLost: a worker ended before it returned its chunk.
+            WorkerLost: a worker ended before it returned its chunk (raised by the results).
         """
-        pending = iter(chunks)
-        sent: list[tuple[int, Sequence[str]]] = []  # (worker, texts) in order
-        count = len(self._connections)
-        finished = False
-        try:
-            for turn, texts in enumerate(pending):
-                self._send(turn % count, texts)
-                sent.append((turn % count, texts))
-                if len(sent) >= AHEAD * count:
-                    break
-            turn = len(sent)
-            while sent:
-                worker, texts = sent.pop(0)
-                encoded = self._receive(worker, texts)
-                following = next(pending, None)
-                if following is not None:
-                    self._send(turn % count, following)
-                    sent.append((turn % count, following))
-                    turn += 1
-                finished = not sent  # nothing in flight: the workers are ready for the next batch
-                yield encoded
-        finally:
-            if not finished:  # chunks still in flight would answer the next batch: these workers are done
-                self.close()
+        return Results(self, iter(chunks))
 
     def _send(self, worker: int, texts: Sequence[str]) -> None:
         try:
-            self._connections[worker].send(list(texts))
+            self._tasks[worker].send(list(texts))
         except (OSError, ValueError) as exc:
             raise self._lost(worker) from exc
 
     def _receive(self, worker: int, texts: Sequence[str]) -> Encoded:
         try:
-            status, reply = self._connections[worker].recv()
+            status, reply = self._replies[worker].recv()
         except (EOFError, OSError) as exc:
             raise self._lost(worker) from exc
         if status == "error":
@@ -183,16 +195,65 @@ class EncodingWorkers:
 
     def close(self) -> None:
         """Stop the workers (idempotent)."""
-        for connection in self._connections:
+        for connection in self._tasks:
             try:
                 connection.send(None)
             except (OSError, ValueError):
                 pass
+            connection.close()
+        for connection in self._replies:
             connection.close()
         for process in self._processes:
             process.join(timeout=2.0)
             if process.is_alive():
                 process.kill()
                 process.join()
-        self._connections, self._processes = [], []
+        self._tasks, self._replies, self._processes = [], [], []
         self.broken = True
+
+
+class Results(Iterator[Encoded]):
+    """What `EncodingWorkers.map` returns: the chunks' results in order. `close` before the last result stops the
+    workers (chunks still in flight would answer the next batch)."""
+
+    def __init__(self, workers: EncodingWorkers, chunks: Iterator[Sequence[str]]) -> None:
+        self._workers = workers
+        self._pending = chunks
+        self._sent: deque[tuple[int, Sequence[str]]] = deque()  # (worker, texts) in order
+        self._turn = 0
+        self._closed = False
+        try:
+            for texts in chunks:
+                self._send(texts)
+                if len(self._sent) >= AHEAD * len(workers.pids):
+                    break
+        except BaseException:
+            self.close()
+            raise
+
+    def _send(self, texts: Sequence[str]) -> None:
+        worker = self._turn % len(self._workers.pids)
+        self._workers._send(worker, texts)
+        self._sent.append((worker, texts))
+        self._turn += 1
+
+    def __next__(self) -> Encoded:
+        if self._closed or not self._sent:
+            raise StopIteration
+        try:
+            worker, texts = self._sent.popleft()
+            encoded = self._workers._receive(worker, texts)
+            following = next(self._pending, None)
+            if following is not None:
+                self._send(following)
+        except BaseException:
+            self.close()
+            raise
+        return encoded
+
+    def close(self) -> None:
+        """Stop the workers if chunks are still in flight (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            if self._sent:
+                self._workers.close()

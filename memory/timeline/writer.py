@@ -111,6 +111,7 @@ class Timeline:
         self._memo_redactor: Redactor = self.redactor  # the redactor the memos above and below are of
         # flat metadata of strings, and `read_back` of what `_metadata` makes of it
         self._flat_metadata: dict[tuple[tuple[str, str], ...], tuple[dict[str, Any], str]] = {}
+        self._clean_json: set[str] = set()  # canonical JSON of plain metadata `_unchanged_text` passed
 
     def draft(self, text: str, **fields: Any) -> EntryDraft:
         """Build a redacted, embedded draft ready for `Store.append`.
@@ -181,7 +182,13 @@ class Timeline:
             text = canonical_metadata(metadata)
         except ValueError:  # NaN or infinity: the full check names it
             return None
+        self._forget_if_redactor_changed()
+        if text in self._clean_json:
+            return text
         if len(text) <= MAX_METADATA_CHARS and _utf8(text) and leaves_unchanged(self.redactor, text):
+            if len(self._clean_json) >= _LABEL_MEMORY:
+                self._clean_json.clear()
+            self._clean_json.add(text)
             return text
         return None
 
@@ -200,6 +207,7 @@ class Timeline:
             self._situations.clear()
             self._clean_metadata.clear()
             self._flat_metadata.clear()
+            self._clean_json.clear()
 
     def _principal(self, principal: Any) -> str:
         """A checked principal label, remembered once checked (labels repeat)."""
@@ -248,8 +256,14 @@ class Timeline:
             starts = range(0, len(items), CHUNK)
             encoded = self._workers().map(texts[start : start + CHUNK] for start in starts)
             try:
+                try:  # the other fields of every entry, made while the workers start on the first chunks
+                    columns = self._columns(items)
+                except Exception:
+                    for _ in encoded:  # their errors come first, as in one process (redaction and encoding do)
+                        pass
+                    raise
                 return append_batches(
-                    self.batch(items[start : start + CHUNK], part.clean, part.vectors, part.digests)
+                    columns.part(start, part.clean, list(part.vectors), part.digests)
                     for start, part in zip(starts, encoded)
                 )
             finally:
@@ -281,28 +295,30 @@ class Timeline:
         digests: list[str] | None = None,
     ) -> DraftBatch:
         """The drafts of `items` as one `DraftBatch`, given their redacted texts, their vectors and (when
-        already computed) the digests of those vectors.
+        already computed) the digests of those vectors (`_columns`, paired as `zip` pairs them)."""
+        if type(vectors) is np.ndarray and vectors.dtype == np.float32 and vectors.ndim == 2:
+            embeddings: list[np.ndarray] = list(vectors)
+        else:
+            embeddings = [np.asarray(vector, dtype=np.float32) for vector in vectors]
+        count = min(len(items), len(clean_texts), len(embeddings))
+        digests = None if digests is None else digests[:count]
+        return self._columns(items[:count]).part(0, list(clean_texts[:count]), embeddings[:count], digests)
+
+    def _columns(self, items: Sequence[Mapping[str, Any]]) -> DraftBatch:
+        """Every column of `items` as a `DraftBatch` but their texts and embeddings (empty: `DraftBatch.part`
+        adds them).
 
         Each entry is what `draft` makes of its item, in canonical form, with no object made for it:
         labels, enums and flat metadata are looked up in memos, plain metadata is written and parsed
         once, the timestamp formatted once. An item of any other shape goes through `_draft` (which
         raises the same errors the single path does).
         """
-        if type(vectors) is np.ndarray and vectors.dtype == np.float32 and vectors.ndim == 2:
-            embeddings: list[np.ndarray] = list(vectors)
-        else:
-            embeddings = [np.asarray(vector, dtype=np.float32) for vector in vectors]
-        count = min(len(items), len(clean_texts), len(embeddings))  # as `zip` pairs them
-        name = self.encoder.name
-        batch = DraftBatch(
-            [], [], [], [], [], [], list(clean_texts[:count]), [], [], [name] * count, embeddings[:count], []
-        )
-        batch.digests = None if digests is None else digests[:count]
-        for item, clean_text, vector in zip(items, clean_texts, embeddings):
+        batch = DraftBatch([], [], [], [], [], [], [], [], [], [self.encoder.name] * len(items), [], [])
+        for item in items:
             if type(item) is not dict or not _REQUIRED <= item.keys() <= _ACCEPTED:
-                self._add_draft(
-                    batch, self._draft(clean_text, vector, **{k: v for k, v in item.items() if k != "text"})
-                )
+                # (`_add_draft` reads only the other fields of the draft: its text and embedding are added later)
+                fields = {k: v for k, v in item.items() if k != "text"}
+                self._add_draft(batch, self._draft("", _NO_VECTOR, **fields))
                 continue
             timestamp = item["timestamp"]
             if not (type(timestamp) is datetime and timestamp.tzinfo is UTC and MIN_YEAR <= timestamp.year <= MAX_YEAR):
@@ -321,7 +337,20 @@ class Timeline:
             kind = kind if type(kind) is Kind else (_KINDS.get(kind) if type(kind) is str else None) or Kind(kind)
             metadata, metadata_json = self._canonical_metadata(item.get("metadata"))
             batch.timestamps.append(timestamp)
-            batch.timestamp_texts.append(format_timestamp(timestamp))
+            batch.timestamp_texts.append(
+                _TIMESTAMP
+                % (
+                    timestamp.year,
+                    timestamp.month,
+                    timestamp.day,
+                    timestamp.hour,
+                    timestamp.minute,
+                    timestamp.second,
+                    timestamp.microsecond,
+                )
+                if timestamp.year >= 1000
+                else format_timestamp(timestamp)
+            )
             batch.principals.append(principal)
             batch.situations.append(clean_situation)
             batch.roles.append(role)
@@ -371,3 +400,6 @@ _REQUIRED = frozenset({"text", "kind", "role", "timestamp", "situation"})  # the
 _ACCEPTED = _REQUIRED | {"principal", "metadata"}  # and those it may have
 _ROLES = {role.value: role for role in Role}
 _KINDS = {kind.value: kind for kind in Kind}
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
+# `format_timestamp` of a UTC datetime of year 1000 or later (all a checked one can be) by %-formatting, twice as fast
+_TIMESTAMP = "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ"

@@ -256,6 +256,21 @@ def test_batch_encoding_equals_the_definition_one_text_at_a_time(warm, texts, ch
     assert np.array_equal(singles.view(np.uint32), expected.view(np.uint32))
 
 
+@settings(max_examples=30, deadline=None)
+@given(_ENCODER_TEXTS, st.sampled_from([0.5, 0.3]), st.integers(0, 300))
+def test_sparse_encoding_is_the_encoding_and_names_every_element_it_may_have_set(texts, char_weight, more):
+    texts = texts + [f"shard-{i} pool" for i in range(more)]  # up to two chunks of 256 more
+    encoder = HashingEncoder(dim=128, char_weight=char_weight)
+    vectors, positions = encoder.encode_sparse(texts)
+    expected = HashingEncoder(dim=128, char_weight=char_weight).encode(texts)
+    assert vectors.dtype == np.float32 and np.array_equal(vectors.view(np.uint32), expected.view(np.uint32))
+    assert positions.dtype == np.int64 and np.all(np.diff(positions) > 0)
+    rest = np.ones(vectors.size, dtype=bool)
+    rest[positions] = False
+    assert not vectors.reshape(-1).view(np.uint32)[rest].any()  # not a bit set elsewhere (-0.0 counts)
+    assert encoder.encode_sparse([]).vectors.shape == (0, 128)
+
+
 def test_encoder_caches_start_over_without_changing_vectors():
     texts = [f"token{i} pool{i % 7} exhausted shard-{i}" for i in range(300)]
     small = HashingEncoder(dim=256)
@@ -336,3 +351,22 @@ def test_metadata_checked_through_its_json_equals_the_per_string_path(metadata):
     except (InvalidEntry, ValueError) as exc:
         got = type(exc)
     assert got == expected
+
+
+def test_metadata_left_alone_by_one_redactor_is_redacted_by_its_replacement(tmp_path):
+    timeline = Timeline(SQLiteStore(tmp_path / "m.sqlite"), HashingEncoder(), PatternRedactor())
+    metadata = {"host": {"ip": "10.0.0.7", "up": True}}  # not flat: judged (and remembered) by its canonical JSON
+    item = {
+        "text": "node up",
+        "kind": "note",
+        "role": "user",
+        "timestamp": T0,
+        "situation": "ops",
+        "metadata": metadata,
+    }
+    kept = timeline.append_many([item, item])
+    assert [entry.metadata for entry in kept] == [metadata, metadata]
+    timeline.redactor = PatternRedactor(ip=True)
+    fields = {key: value for key, value in item.items() if key != "text"}
+    for redacted in (timeline.append_many([item])[0], timeline.append("node up", **fields)):
+        assert redacted.metadata["host"]["ip"].startswith("[IP#"), redacted.metadata
