@@ -37,10 +37,15 @@ class Bounds:
     projection joins the residual), so a `Probe` first bounds every row from the first half
     of the projection, then refines only the rows a recall still needs with the second half.
 
-    The second halves are held in half precision (half the memory of the largest array after
-    the first halves). Each row keeps the norm ``e`` of what that rounding lost, so a refined
-    bound adds ``‖q₂‖·e`` (``q₂``: the query's second half) and stays exact. The first pass's
-    norms are taken before rounding.
+    Both halves are held in half precision, one row after another (at a million rows of rank
+    128, 122 MB a half; the first halves took 244 MB in float32). Each row keeps the norm ``e``
+    of what rounding each half lost, so a bound adds ``‖q₁‖·e₁`` (``q₁``: the query's first
+    half), a refined one ``‖q₂‖·e₂`` as well, and they stay exact. The norms of the rows' parts
+    are taken before rounding. BLAS has no half-precision product, so the first `Probe` of a
+    partition widens its first halves for good to float32, one per column (rows rounded before
+    keep their ``e₁``; rows appended after are held exactly). A partition whose recalls bound a
+    few rows at a time (`RowBounds`, behind an approximate index) keeps them in half precision,
+    where a row's half is 128 contiguous bytes to gather, not 64 values a column apart.
     """
 
     def __init__(self, sample: np.ndarray, rank: int = BASIS_DIM) -> None:
@@ -54,9 +59,11 @@ class Bounds:
             vectors = np.linalg.eigh(x.T @ x)[1][:, ::-1]
         self.basis = np.ascontiguousarray(vectors[:, :rank])  # float64, orthonormal
         self.head = (self.basis.shape[1] + 1) // 2  # leading basis vectors of the first pass
-        # first halves one per column (BLAS's matrix-vector product is fastest in this layout),
-        # second halves one per row (a few rows are gathered at a time)
-        self._head = np.zeros((self.head, 16), dtype=np.float32)
+        # halves one per row (a few rows are gathered at a time); the first halves one per column in
+        # float32 once a first pass needs them (BLAS's matrix-vector product is fastest in this layout)
+        self._head: np.ndarray | None = np.zeros((16, self.head), dtype=np.float16)  # None once widened
+        self._wide: np.ndarray | None = None  # the first halves widened (`first_halves`)
+        self._head_lost = np.zeros(16, dtype=np.float32)  # norm of what rounding each first half lost
         self._tail = np.zeros((16, self.basis.shape[1] - self.head), dtype=np.float16)
         self._tail_lost = np.zeros(16, dtype=np.float32)  # norm of what rounding each second half lost
         self._resid = np.zeros(16, dtype=np.float32)  # norm of the residual outside the basis
@@ -77,17 +84,28 @@ class Bounds:
             end = self.size + len(proj)
             if end > len(self._resid):  # an eighth more: doubling a million rows' bounds would add 270 MB at once
                 cap = max(end, len(self._resid) + max(len(self._resid) // GROWTH, 16))
-                head = np.zeros((self.head, cap), dtype=np.float32)
-                head[:, : self.size] = self._head[:, : self.size]
-                self._head = head
+                self._grow_head(cap)
                 self._tail, self._tail_lost = _grown(self._tail, cap), _grown(self._tail_lost, cap)
                 self._resid, self._outside = _grown(self._resid, cap), _grown(self._outside, cap)
             tail = proj[:, self.head :].astype(np.float64)
-            self._head[:, self.size : end] = proj[:, : self.head].T
-            self._tail[self.size : end], self._tail_lost[self.size : end] = _halved(proj[:, self.head :])
+            if self._head is not None:
+                self._head[self.size : end], self._head_lost[self.size : end] = _held(proj[:, : self.head])
+            else:  # widened: held exactly, what was lost stays 0
+                self.first_halves()[:, self.size : end] = proj[:, : self.head].T
+            self._tail[self.size : end], self._tail_lost[self.size : end] = _held(proj[:, self.head :])
             self._resid[self.size : end] = resid
             self._outside[self.size : end] = np.sqrt(resid**2 + np.einsum("ij,ij->i", tail, tail))
             self.size = end
+
+    def _grow_head(self, cap: int) -> None:
+        """The first halves (and what rounding lost) grown to `cap` rows, as they are held."""
+        if self._head is not None:
+            self._head = _grown(self._head, cap)
+        else:
+            wide = np.zeros((self.head, cap), dtype=np.float32)
+            wide[:, : self.size] = self.first_halves()[:, : self.size]
+            self._wide = wide
+        self._head_lost = _grown(self._head_lost, cap)
 
     def probe(self, query: np.ndarray, threads: int | None = None) -> Probe:
         """First-pass bounds of every row for `query` (see `Probe`); `threads` as in `blas_threads`."""
@@ -102,14 +120,16 @@ class Bounds:
         rank = bounds.basis.shape[1]
         bounds.head = (rank + 1) // 2
         proj = np.asarray(proj, dtype=np.float32).reshape(-1, rank)
-        bounds._head = np.ascontiguousarray(proj[:, : bounds.head].T)
         bounds._resid = np.ascontiguousarray(resid, dtype=np.float32).reshape(-1)
         n = len(bounds._resid)
+        bounds._head, bounds._wide = np.zeros((n, bounds.head), dtype=np.float16), None
         bounds._tail = np.zeros((n, rank - bounds.head), dtype=np.float16)
-        bounds._tail_lost, bounds._outside = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
+        bounds._head_lost, bounds._tail_lost = np.zeros(n, dtype=np.float32), np.zeros(n, dtype=np.float32)
+        bounds._outside = np.zeros(n, dtype=np.float32)
         for start in range(0, n, 8192):  # in chunks, as `extend`: a chunk's float64 temporaries take 4 MB
             rows = slice(start, start + 8192)
-            bounds._tail[rows], bounds._tail_lost[rows] = _halved(proj[rows, bounds.head :])
+            bounds._head[rows], bounds._head_lost[rows] = _held(proj[rows, : bounds.head])
+            bounds._tail[rows], bounds._tail_lost[rows] = _held(proj[rows, bounds.head :])
             tail = proj[rows, bounds.head :].astype(np.float64)
             resid64 = bounds._resid[rows].astype(np.float64)
             bounds._outside[rows] = np.sqrt(resid64**2 + np.einsum("ij,ij->i", tail, tail))
@@ -117,9 +137,27 @@ class Bounds:
         return bounds
 
     def projections(self, start: int, stop: int) -> np.ndarray:
-        """Projections (float32, rows × rank) of rows `start` to `stop` as held (second halves in half precision)."""
-        head = self._head[:, start:stop].T
-        return np.ascontiguousarray(np.hstack([head, self._tail[start:stop].astype(np.float32)]))
+        """Projections (float32, rows × rank) of rows `start` to `stop` as held (rounded to half precision)."""
+        head = self._head
+        rows = head[start:stop] if head is not None else self.first_halves()[:, start:stop].T
+        return np.hstack([rows.astype(np.float32), self._tail[start:stop].astype(np.float32)])
+
+    def first_halves(self) -> np.ndarray:
+        """The first halves one per column (``head × rows``, float32), for a first pass over every row: widened
+        from half precision the first time (a copy, once per partition), then kept and appended to so."""
+        wide = self._wide
+        if wide is None:
+            assert self._head is not None, "first halves held neither way"
+            wide = self._wide = np.ascontiguousarray(self._head.T, dtype=np.float32)
+            self._head = None  # after `_wide` is set: readers look at `_head` first
+        return wide
+
+    def head_dots(self, query_head: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Dot products (float32) of `rows`' first halves, as held, with a query's first half (float32)."""
+        head = self._head
+        if head is not None:
+            return head[rows].astype(np.float32) @ query_head
+        return query_head @ self.first_halves()[:, rows]
 
     def relevance(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of ``clip(row·query, 0, 1)`` for every row, from the whole basis."""
@@ -136,14 +174,17 @@ class Probe:
 
     def __init__(self, bounds: Bounds, query: np.ndarray, threads: int | None = None) -> None:
         self._bounds = bounds
-        with blas_threads(bounds._head[:, : bounds.size].nbytes, threads):
+        head = bounds.first_halves()[:, : bounds.size]
+        with blas_threads(head.nbytes, threads):
             proj, resid = bounds.split(query)
-            self._dot = proj[0, : bounds.head] @ bounds._head[:, : bounds.size]  # float32: rounding ≪ BOUND_SLACK
+            self._dot = proj[0, : bounds.head] @ head  # float32: rounding ≪ BOUND_SLACK
         self._tail = proj[0, bounds.head :]
         self._resid = np.float32(resid[0])
-        self._tail_norm = np.float32(np.sqrt(float(np.dot(self._tail.astype(np.float64), self._tail))))
+        self._head_norm = _norm(proj[0, : bounds.head])
+        self._tail_norm = _norm(self._tail)
         outside = np.float32(np.sqrt(resid[0] ** 2 + float(self._tail_norm) ** 2))
         radius = bounds._outside[: bounds.size] * outside
+        radius += bounds._head_lost[: bounds.size] * self._head_norm
         radius += np.float32(BOUND_SLACK)
         low = self._dot - radius
         radius += self._dot
@@ -158,7 +199,8 @@ class Probe:
             return
         b = self._bounds
         dot = self._dot[todo] + np.einsum("ij,j->i", b._tail[todo].astype(np.float32), self._tail)
-        radius = b._resid[todo] * self._resid + b._tail_lost[todo] * self._tail_norm + np.float32(BOUND_SLACK)
+        radius = b._resid[todo] * self._resid + b._tail_lost[todo] * self._tail_norm
+        radius += b._head_lost[todo] * self._head_norm + np.float32(BOUND_SLACK)
         self.low[todo] = np.clip(dot - radius, 0.0, 1.0)
         self.high[todo] = np.clip(dot + radius, 0.0, 1.0)
         self._fine[todo] = True
@@ -177,13 +219,14 @@ class RowBounds:
         self._head = proj[0, : bounds.head]
         self._tail = proj[0, bounds.head :]
         self._resid = np.float32(resid[0])
-        self._tail_norm = np.float32(np.sqrt(float(np.dot(self._tail.astype(np.float64), self._tail))))
+        self._head_norm, self._tail_norm = _norm(self._head), _norm(self._tail)
 
     def of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds (float32) of `rows`."""
         b = self._bounds
-        dot = self._head @ b._head[:, rows] + np.einsum("ij,j->i", b._tail[rows].astype(np.float32), self._tail)
-        radius = b._resid[rows] * self._resid + b._tail_lost[rows] * self._tail_norm + np.float32(BOUND_SLACK)
+        dot = b.head_dots(self._head, rows) + np.einsum("ij,j->i", b._tail[rows].astype(np.float32), self._tail)
+        radius = b._resid[rows] * self._resid + b._tail_lost[rows] * self._tail_norm
+        radius += b._head_lost[rows] * self._head_norm + np.float32(BOUND_SLACK)
         return np.clip(dot - radius, 0.0, 1.0), np.clip(dot + radius, 0.0, 1.0)
 
 
@@ -192,16 +235,21 @@ def _grown(rows: np.ndarray, cap: int) -> np.ndarray:
     return np.concatenate([rows, np.zeros((cap - len(rows), *rows.shape[1:]), dtype=rows.dtype)])
 
 
-def _halved(tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Second halves (float32 rows) in half precision, and the norm of what rounding lost per row.
+def _held(halves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Halves of projections (float32 rows) in half precision, and the norm of what rounding lost per row.
 
     A float32 minus its float16 rounding is exact in float32; the norm is raised by 1e-5 of
     itself, more than float32 summation of 64 squares can lose, so it never falls short.
     """
-    tail = np.asarray(tail, dtype=np.float32)
-    half = tail.astype(np.float16)
-    diff = tail - half
+    halves = np.asarray(halves, dtype=np.float32)
+    half = halves.astype(np.float16)
+    diff = halves - half
     return half, np.sqrt(np.einsum("ij,ij->i", diff, diff)) * np.float32(1 + 1e-5)
+
+
+def _norm(half: np.ndarray) -> np.float32:
+    """The norm of a query's half (float32), summed in float64."""
+    return np.float32(np.sqrt(float(np.dot(half.astype(np.float64), half))))
 
 
 PARALLEL_PASS_BYTES = 64 << 20  # a first pass that reads more than this runs on every BLAS thread

@@ -238,7 +238,8 @@ def bounds_of(memory: EpisodicMemory, who: str = "p0") -> list[bytes]:
     bounds = memory.index.partition(who).bounds
     arrays = (
         bounds.basis,
-        bounds._head[:, : bounds.size],
+        bounds._head[: bounds.size],
+        bounds._head_lost[: bounds.size],
         bounds._tail[: bounds.size],
         bounds._tail_lost[: bounds.size],
         bounds._resid[: bounds.size],
