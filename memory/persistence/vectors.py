@@ -38,10 +38,10 @@ import numpy as np
 from memory.errors import StoreError
 from memory.persistence.sparse_rows import (
     bitmap_bytes,
-    index_bits,
     pack_rows,
     palette_values,
     row_checksums,
+    row_sizes,
     unpack_rows,
 )
 from memory.timeline.sidecars import open_sidecar
@@ -102,10 +102,9 @@ class VectorFile:
         `palettes` distinct values (0 or None: the floats as they are), as a copy; a row past the
         end or unreadable reads as NaN (it fails its checksum).
 
-        Each row is one ``preadv`` straight into place (a sparse row's bitmap, floats or palette,
-        and indices into three arrays): the rows come through the page cache without being
-        mapped into this process, so reading a few rows of a large sidecar adds only them to its
-        resident memory (a memory map faults in whole folios).
+        Each row is one ``pread`` of its stored bytes (`_read_rows`), decoded from there: the rows
+        come through the page cache without being mapped into this process, so reading a few rows
+        of a large sidecar adds only them to its resident memory (a memory map faults in whole folios).
         """
         offsets = np.asarray(offsets, dtype=np.int64).reshape(-1)
         counts = np.asarray(counts, dtype=np.int64).reshape(-1)
@@ -119,68 +118,58 @@ class VectorFile:
         if fd is None:
             out.fill(np.nan)
             return out
-        whole = (offsets >= 0) & (counts <= self.dim) & (palettes >= 0) & (palettes <= np.clip(counts, 0, 256))
+        whole = (
+            (offsets >= 0)
+            & (counts <= self.dim)
+            & (palettes >= 0)
+            & (palettes <= np.minimum(np.maximum(counts, 0), 256))
+        )
+        width = bitmap_bytes(self.dim)
+        # a sparse row's floats begin `width` bytes in: rows placed `lead` bytes off a multiple of 4 have them
+        # on a float boundary of the buffer, so its float view indexes them
+        lead = -width % 4
+        sizes = np.where(whole, row_sizes(self.dim, counts, palettes), 0)
+        buffer, starts, ok = self._read_rows(fd, offsets, sizes, lead)
+        raw = np.frombuffer(buffer, dtype=np.uint8)
+        floats = np.frombuffer(buffer, dtype="<f4", count=len(buffer) // 4)
         sparse = np.flatnonzero(whole & (counts >= 0))
-        kept = np.where(palettes > 0, palettes, counts)[sparse]  # floats stored per sparse row
-        index_sizes = np.where(palettes[sparse] > 0, (counts[sparse] * index_bits(palettes[sparse]) + 7) // 8, 0)
-        bitmaps = np.empty((len(sparse), bitmap_bytes(self.dim)), dtype=np.uint8)
-        floats = np.empty(int(kept.sum()), dtype=np.float32)
-        indexes = np.zeros(int(index_sizes.sum()) + 2, dtype=np.uint8)  # two spare bytes (`palette_values`)
-        ok = self._read_into(fd, out, (bitmaps, floats, indexes), whole.tolist(), offsets, counts, kept, index_sizes)
         if len(sparse):
-            values = (
-                floats
-                if not palettes.any()
-                else palette_values(
-                    floats,
-                    np.cumsum(kept) - kept,
-                    counts[sparse],
-                    palettes[sparse],
-                    indexes,
-                    np.cumsum(index_sizes) - index_sizes,
-                )
+            begins = starts[sparse] + width  # the byte where each sparse row's floats or palette begin
+            values = palette_values(
+                floats,
+                begins // 4,
+                counts[sparse],
+                palettes[sparse],
+                raw,
+                begins + 4 * np.where(palettes > 0, palettes, counts)[sparse],
             )
+            bitmaps = raw[starts[sparse, None] + np.arange(width)]
             out[sparse] = unpack_rows(bitmaps, counts[sparse], values, self.dim)
-        out[~np.array(ok, dtype=bool)] = np.nan
+        for row in np.flatnonzero(whole & (counts < 0)).tolist():  # a dense row of an earlier version
+            out[row] = np.frombuffer(buffer, dtype="<f4", count=self.dim, offset=int(starts[row]))
+        out[~ok] = np.nan
         return out
 
-    def _read_into(
-        self,
-        fd: int,
-        out: np.ndarray,
-        sparse_parts: tuple[np.ndarray, np.ndarray, np.ndarray],
-        ok: list[bool],
-        offsets: np.ndarray,
-        counts: np.ndarray,
-        kept: np.ndarray,
-        index_sizes: np.ndarray,
-    ) -> list[bool]:
-        """One ``preadv`` per row marked in `ok`, straight into place: a dense row into `out`, a sparse row's
-        bitmap, `kept` floats or palette and `index_sizes` bytes of indices into `sparse_parts` (bitmaps,
-        floats, indices); `ok`, each row's mark cleared unless it was read whole."""
-        bitmaps, floats, indexes = sparse_parts
-        width = bitmaps.shape[1]
-        rows, bits, kept_floats, index_bytes = (_bytes_of(a) for a in (out, bitmaps, floats, indexes))
-        stored_floats, index_lengths = kept.tolist(), index_sizes.tolist()  # plain ints: a fast loop
-        rb, place, at, n, preadv = self.row_bytes, 0, 0, 0, os.preadv
-        for row, offset, count in zip(range(len(ok)), offsets.tolist(), counts.tolist()):
-            if not ok[row]:
-                continue
-            if count < 0:  # a dense row of an earlier version
-                parts, size = [rows[row * rb : (row + 1) * rb]], rb
-            else:
-                stored, extra = stored_floats[n], index_lengths[n]
-                parts = [
-                    bits[n * width : (n + 1) * width],
-                    kept_floats[4 * place : 4 * (place + stored)],
-                    index_bytes[at : at + extra],
-                ]
-                size, place, at, n = width + 4 * stored + extra, place + stored, at + extra, n + 1
-            try:
-                ok[row] = preadv(fd, parts, offset) == size
-            except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
-                ok[row] = False
-        return ok
+    @staticmethod
+    def _read_rows(fd: int, offsets: np.ndarray, sizes: np.ndarray, lead: int) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The `sizes` bytes stored at `offsets` (a row of size 0 is not read), each with one ``pread``, in one
+        buffer: each row from a byte `lead` past a multiple of 4 (room to a multiple of 4 after it, then 8 spare
+        zero bytes at the end, which `palette_values` reads past the last indices). The buffer, where each row
+        begins in it, and whether each row was read whole (a row read short is filled up with zeros)."""
+        room = (sizes + 3) // 4 * 4
+        extents, places = room.tolist(), offsets.tolist()
+        try:
+            chunks = [os.pread(fd, extent, offset) if extent else b"" for offset, extent in zip(places, extents)]
+        except OSError:  # an unreadable sidecar: its rows fail their checksums and are recomputed
+            chunks = [_read_or_nothing(fd, extent, offset) for offset, extent in zip(places, extents)]
+        lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+        for row in np.flatnonzero(lengths != room).tolist():  # read short: past the end of the file
+            chunks[row] = chunks[row].ljust(extents[row], b"\0")
+        return (
+            b"".join([bytes(lead), *chunks, bytes(8)]),
+            lead + np.cumsum(room) - room,
+            (sizes > 0) & (lengths >= sizes),
+        )
 
     def read_dense(self, rows: np.ndarray) -> np.ndarray:
         """Dense rows by their row numbers (how earlier versions wrote rows)."""
@@ -209,10 +198,12 @@ class VectorFile:
             os.close(fd)
 
 
-def _bytes_of(array: np.ndarray) -> memoryview:
-    """The bytes of a contiguous array, writable in place."""
-    # numpy's stubs declare the buffer protocol for Python 3.12 on only (mypy checks 3.11)
-    return memoryview(array.reshape(-1)).cast("B")  # type: ignore[arg-type]
+def _read_or_nothing(fd: int, size: int, offset: int) -> bytes:
+    """`size` bytes at `offset` (fewer at the end of the file), or none when they cannot be read."""
+    try:
+        return os.pread(fd, size, offset) if size else b""
+    except OSError:
+        return b""
 
 
 class StoredRows:

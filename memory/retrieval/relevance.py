@@ -23,22 +23,36 @@ def exact_relevance(part: Partition | _ReadOnce, qvec: np.ndarray, rows: np.ndar
 
 
 class _ReadOnce:
-    """A partition whose rows come from a source, as one recall reads them: each row read once."""
+    """A partition whose rows come from a source, as one recall reads them: each row read once.
+
+    The rows read are kept in one matrix (`held`, room doubled as it fills), so that rows asked for
+    again come out of it by one gather rather than as a stack of separate rows.
+    """
 
     def __init__(self, part: Partition) -> None:
         self.part = part
-        self.seen: dict[int, np.ndarray] = {}
+        self.place: dict[int, int] = {}  # row → its row in `held`
+        self.held = np.empty((0, part.dim), dtype=np.float32)
 
     def vectors(self, rows: np.ndarray | None = None) -> np.ndarray:
         if rows is None:
             return self.part.vectors()
         wanted = np.asarray(rows, dtype=np.intp).reshape(-1).tolist()
-        missing = [r for r in dict.fromkeys(wanted) if r not in self.seen]
+        missing = [r for r in dict.fromkeys(wanted) if r not in self.place]
         if missing:
-            self.seen.update(zip(missing, self.part.vectors(np.array(missing, dtype=np.intp))))
-        if not wanted:
-            return np.zeros((0, self.part.dim), dtype=np.float32)
-        return np.stack([self.seen[r] for r in wanted])
+            self._hold(missing, self.part.vectors(np.array(missing, dtype=np.intp)))
+        place = self.place
+        return self.held[np.array([place[r] for r in wanted], dtype=np.intp)]
+
+    def _hold(self, rows: list[int], vectors: np.ndarray) -> None:
+        """Keep `vectors`, those of `rows`, after the ones held."""
+        n = len(self.place)
+        if n + len(rows) > len(self.held):
+            grown = np.empty((max(2 * len(self.held), n + len(rows), 64), self.part.dim), dtype=np.float32)
+            grown[:n] = self.held[:n]
+            self.held = grown
+        self.held[n : n + len(rows)] = vectors
+        self.place.update(zip(rows, range(n, n + len(rows))))
 
 
 class RelevanceScores:

@@ -438,3 +438,36 @@ def test_a_store_written_with_dense_sidecar_rows_opens_as_before(tmp_path, monke
         assert state(again) == expected
     counts_read = [c for counts, _ in read for c in counts]
     assert counts_read.count(-1) == 16 and len(counts_read) == 24  # both formats read from one sidecar
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 70).flatmap(
+        lambda dim: st.tuples(
+            st.lists(
+                st.lists(st.sampled_from([0.0, 0.0, -0.5, 1.25, 3.0, -7.0]) | floats, min_size=dim, max_size=dim),
+                min_size=1,
+                max_size=8,
+            ),
+            st.lists(st.integers(0, 7), max_size=12),
+            st.booleans(),
+        )
+    )
+)
+def test_rows_read_in_any_order_with_repeats_and_dense_ones_among_them_restore_every_bit(tmp_path_factory, drawn):
+    rows, order, dense_first = drawn
+    data = np.array(rows, dtype=np.float32)
+    dim, order = data.shape[1], [i % len(data) for i in order]
+    file = VectorFile(str(tmp_path_factory.mktemp("any") / "v"), dim)
+    if dense_first:  # rows of an earlier version, stored dense before the sparse ones
+        with open(file.path, "wb") as f:
+            f.write(data.tobytes())
+    first, counts, palettes = file.append(data)  # the file ends with the last row's bytes, whatever their length
+    offsets = row_offsets(first, dim, counts, palettes)
+    if dense_first:
+        offsets = np.concatenate([np.arange(len(data)) * 4 * dim, offsets])
+        counts, palettes = np.concatenate([np.full(len(data), -1), counts]), np.concatenate([palettes * 0, palettes])
+        data = np.concatenate([data, data])
+        order = order + [i + len(rows) for i in order]
+    back = file.read(offsets[order], counts[order], palettes[order])
+    assert back.view("<u4").tobytes() == data[order].view("<u4").tobytes()
