@@ -279,14 +279,16 @@ def episode_credit(G: nx.MultiDiGraph, episode_id: str) -> float:
     """
     if episode_id not in G:
         return 1.0
+    # edges are keyed by their type, so each neighbour holds at most one of each: read by key, in the order
+    # the edge views give (every recall weighs each of its units, mostly episodes with an edge or two)
     helped = sum(
         d.get("weight", 0.0)
-        for _, _, k, d in G.out_edges(episode_id, keys=True, data=True)
-        if k == EdgeType.LED_TO.value and str(d.get("evidence", "")).startswith(RECALLED)
+        for keyed in G.succ[episode_id].values()
+        if (d := keyed.get(EdgeType.LED_TO.value)) is not None and str(d.get("evidence", "")).startswith(RECALLED)
     )
     misled = sum(
         d.get("weight", 0.0)
-        for _, _, k, d in G.in_edges(episode_id, keys=True, data=True)
-        if k == EdgeType.CONTRADICTED.value and str(d.get("evidence", "")).startswith(RECALLED)
+        for keyed in G.pred[episode_id].values()
+        if (d := keyed.get(EdgeType.CONTRADICTED.value)) is not None and str(d.get("evidence", "")).startswith(RECALLED)
     )
     return (1.0 + helped) / (1.0 + helped + misled)

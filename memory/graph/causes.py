@@ -144,8 +144,10 @@ def rank_causes(
     led_to: Callable[[Episode], float] = lambda ep: 0.0,
     weights: CauseWeights = DEFAULT_CAUSE_WEIGHTS,
     lexicon: Lexicon = DEFAULT_LEXICON,
+    most: int | None = None,
 ) -> list[Hypothesis]:
-    """Every candidate change as the cause of an incident, most probable first (pure).
+    """Every candidate change as the cause of an incident (the `most` most probable: None for all), most
+    probable first (pure).
 
     Args:
         observations: what the incident showed.
@@ -160,13 +162,14 @@ def rank_causes(
             one was (0 while the incident is not resolved).
         weights: the log-odds contributions.
         lexicon: the words the rules read.
+        most: the most hypotheses returned (their probabilities are still over every candidate).
     """
     read = _read(observations, subject, candidates, corrections, fixes, lexicon)
     scored = []
     for c in candidates:
         factors = _factors(c, subject, at, read, terms, (learned, led_to), weights, lexicon)
         scored.append((c.episode.id, sum(v for _, v, _ in factors), factors))
-    return _hypotheses(scored)
+    return _hypotheses(scored, most)
 
 
 class _Mentions:
@@ -242,20 +245,25 @@ def _read(
     )
 
 
-def _hypotheses(scored: Sequence[tuple[str, float, list[tuple[str, float, tuple[str, ...]]]]]) -> list[Hypothesis]:
+def _hypotheses(
+    scored: Sequence[tuple[str, float, list[tuple[str, float, tuple[str, ...]]]]], most: int | None = None
+) -> list[Hypothesis]:
     """Scored candidates (id, summed log-odds, contributions) as hypotheses: a softmax over them and the
-    null (score 0), most probable first."""
+    null (score 0), most probable first; the first `most` of them (None: all)."""
     top = max(max((s for _, s, _ in scored), default=0.0), 0.0)
     weights = [math.exp(s - top) for _, s, _ in scored]
     norm = math.exp(-top) + sum(weights)
+    probability = [weight / norm for weight in weights]
+    order = sorted(range(len(scored)), key=lambda n: (-probability[n], scored[n][0]))
     out = []
-    for (i, s, f), weight in zip(scored, weights):
+    for n in order[:most]:  # only those returned get their contributions sorted
+        i, s, f = scored[n]
         contributing = [(k, v) for k, v, _ in f if v]
         if len(contributing) > 1:
             contributing.sort(key=_strength)  # strongest first; ties keep their order
         shared = next((x for k, _, x in f if k == "overlap" and x), ())
-        out.append(Hypothesis(i, weight / norm, s, tuple(contributing), shared))
-    return sorted(out, key=lambda h: (-h.probability, h.episode_id))
+        out.append(Hypothesis(i, probability[n], s, tuple(contributing), shared))
+    return out
 
 
 def _strength(factor: tuple[str, float]) -> float:

@@ -170,6 +170,7 @@ def implicated_changes(
         learned=basis.learned,
         weights=weights,
         lexicon=lexicon,
+        most=limit if limit >= 0 else None,
     )
     by_id = {c.episode.id: c.episode for c in basis.candidates}
     out = []

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import warnings
+from datetime import timedelta
 
+import networkx as nx
 import pytest
 
 from agent.graph_evidence import change_votes, is_change_cause
@@ -23,7 +25,9 @@ from memory.graph import (
     render_graph,
     standing_edges,
 )
+from memory.graph.causes import rank_causes
 from memory.graph.changes import change_kind, entity_terms, specific_words
+from memory.graph.implicated import change_basis, implicated_changes
 from memory.reinforcer import RECALLED, episode_credit
 from tests.builders import T0, episode
 
@@ -632,3 +636,60 @@ def test_a_stopgap_is_an_attribute_of_the_change_in_the_exports() -> None:
 
     assert change_attributes(drive_fix("s", STOPGAP_REPORT))["change_stopgap"].endswith("a 25 A fuse for now.")
     assert "change_stopgap" not in change_attributes(fixed("f", 0, "api", "Rolled api back to v2.13.2"))
+
+
+def test_episode_credit_reads_each_kind_of_edge_once_per_neighbour_also_on_a_tenant_view() -> None:
+    eps = [episode(f"e{i}", OK, "c", hours=i) for i in range(4)] + [episode("x", OK, "c", hours=5, principal="q")]
+    G = build_graph(
+        eps,
+        [
+            Edge("e0", "e1", EdgeType.LED_TO, 0.5, f"{RECALLED} confirmed c"),
+            Edge("e0", "e1", EdgeType.RETRY_OF, 0.9, f"{RECALLED} (not a use of the precedent)"),
+            Edge("e0", "e2", EdgeType.LED_TO, 0.25, f"{RECALLED} confirmed c"),
+            Edge("e0", "e3", EdgeType.LED_TO, 0.8, "same choice"),  # not a recall: no credit
+            Edge("e1", "e0", EdgeType.CONTRADICTED, 1.0, f"{RECALLED} had confirmed c; here it failed"),
+            Edge("e1", "e0", EdgeType.LED_TO, 0.7, f"{RECALLED} (the other direction)"),
+            Edge("e0", "x", EdgeType.LED_TO, 2.0, f"{RECALLED} (another tenant's episode)"),
+            Edge("x", "e0", EdgeType.CONTRADICTED, 2.0, f"{RECALLED} (another tenant's episode)"),
+        ],
+    )
+
+    def by_edges(graph, node):  # the definition, over the edge views
+        def total(edges, kind):
+            return sum(d["weight"] for *_, k, d in edges if k == kind.value and str(d["evidence"]).startswith(RECALLED))
+
+        helped = total(graph.out_edges(node, keys=True, data=True), EdgeType.LED_TO)
+        misled = total(graph.in_edges(node, keys=True, data=True), EdgeType.CONTRADICTED)
+        return (1.0 + helped) / (1.0 + helped + misled)
+
+    view = nx.subgraph_view(G, filter_node=lambda n: G.nodes[n].get("principal") == "p")
+    assert episode_credit(view, "e0") == by_edges(view, "e0") == (1 + 0.75) / (1 + 0.75 + 1.0)
+    assert episode_credit(G, "e0") == by_edges(G, "e0") == (1 + 2.75) / (1 + 2.75 + 3.0)
+    assert [episode_credit(view, n) for n in ("e1", "e2", "e3")] == [by_edges(view, n) for n in ("e1", "e2", "e3")]
+    assert episode_credit(view, "x") == 1.0  # not in the tenant's view
+
+
+def test_the_most_probable_causes_are_the_first_of_all_of_them() -> None:
+    changes = [
+        fixed(name, hours, subject, fix, choice=choice, observations=(f"{subject} alerts",))  # one incident each
+        for name, hours, subject, fix, choice in [
+            ("a", 0, "payments", "Enabled aggressive retries in the payments client", "retries"),
+            ("b", 1, "billing", "Raised the billing pool size to 40", "pool"),
+            ("c", 2, "cache-east", "Lowered the cache ttl to 5 s", "ttl"),
+            ("d", 2, "cache-west", "Lowered the cache ttl to 5 s", "ttl"),  # as probable as c
+            ("e", 4, "search", "Upgraded the search index to version 7", "upgrade"),
+        ]
+    ]
+    basis = change_basis(T0 + timedelta(hours=10), changes)
+    observations = ["payments errors since the retries change", "cache misses after the ttl change"]
+    every = rank_causes(observations, "orders", basis.at, basis.candidates, terms=basis.terms, learned=basis.learned)
+    assert len(every) == len(basis.candidates) == 5 and every[1].probability == every[2].probability  # c and d tie
+    for most in range(7):
+        first = rank_causes(
+            observations, "orders", basis.at, basis.candidates, terms=basis.terms, learned=basis.learned, most=most
+        )
+        assert first == every[:most]
+    for limit in (-2, 0, 1, 3, 9):
+        assert implicated_changes(observations, "orders", basis, limit=limit, min_probability=0.0) == recent_changes(
+            observations, "orders", basis.at, changes, limit=limit, min_probability=0.0
+        )
