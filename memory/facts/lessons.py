@@ -10,16 +10,15 @@ tell an affirmed clause from a denied or normal-state one are the `Lexicon`'s a 
 - **Condition** (`lesson_condition`): the terms that the correction *affirms* and that one
   observation line of the incident *affirms* too (negation-aware: `memory.text.affirmed_clauses`),
   minus the terms the correction denies, the incident's own subject (a service name is
-  where it happened, not why), the name of the answer itself (a correction that names the
-  component at fault, "the root cause was the petInfo table", and a line reporting that component's
-  own metric share its name: "when the table shows up, it is the table" restates the answer and
-  tells no incident apart), words for when (`memory.text.TIME_WORDS`), words for a look
+  where it happened, not why), words for when (`memory.text.TIME_WORDS`), words for a look
   (`memory.text.looked_terms`: a correction's "check X first" is advice, an observation's "while
   inspecting Y" a look, neither a symptom) and the terms most
   of the principal's episodes affirm (``common``: in a pharmacy's incidents "cabinet" tells
-  none apart; `common_terms`); at least two
-  terms (one shared word is a coincidence: "the cold washes left it dirty" and "the wash
-  controller failed" share only *wash*). Of the lines, the one whose
+  none apart; `common_terms`); at least two terms (one shared word is a coincidence: "the cold
+  washes left it dirty" and "the wash controller failed" share only *wash*) besides the words
+  of the answer's own name (a correction naming the component at fault, "the root cause was the
+  petInfo table", shares its name with the line reporting that component's own metric: "when
+  the table shows up, it is the table" restates the answer and tells no incident apart). Of the lines, the one whose
   shared terms are rarest in the principal's history wins, so the condition is the telling
   detail the correction pointed at, not a symptom every incident shares.
 - **Applies** (`lesson_applies`) only on a full match: every condition term affirmed in one
@@ -111,13 +110,14 @@ def lesson_condition(
         affirmed, negated = split_negation(text, lexicon)
         said |= terms(affirmed)
         denied |= terms(negated)
-    excluded = denied | _name_terms([incident.subject, incident.resolution]) | TIME_WORDS | looked_terms() | set(common)
+    excluded = denied | _name_terms([incident.subject]) | TIME_WORDS | looked_terms() | set(common)
+    answer = _name_terms([incident.resolution])
     best: tuple[float, tuple[str, ...]] = (0.0, ())
     top = max(rarity.values(), default=1.0)
     for line in affirmed_lines(incident.symptoms, lexicon):
         shared = sorted((line & said) - excluded, key=lambda t: (-rarity.get(t, top), t))[:MAX_CONDITION_TERMS]
         weight = sum(rarity.get(t, top) for t in shared)
-        if len(shared) >= MIN_CONDITION_TERMS and weight > best[0]:
+        if len(set(shared) - answer) >= MIN_CONDITION_TERMS and weight > best[0]:
             best = (weight, tuple(sorted(shared)))
     return best[1]
 

@@ -99,14 +99,16 @@ def test_the_answer_s_own_name_is_not_a_telling_detail():
         resolution="petinfo_dynamodb_table",
     )
     assert learn_lesson(named, rarity={}) is None
-    # what the correction says beyond the name still teaches a lesson, without the name
+    # what the correction says beyond the name still teaches a lesson
     told = named._replace(
         symptoms=(*named.symptoms, "petInfo DynamoDB table throttled writes after the capacity cut"),
         corrections=("The root cause was the petInfo DynamoDB table: throttled writes after the capacity cut",),
     )
     lesson = learn_lesson(told, rarity={})
-    assert lesson is not None and not {"petinfo", "dynamodb", "table"} & set(lesson.condition)
-    assert {"throttl", "capacity"} <= set(lesson.condition), lesson.condition
+    assert lesson is not None and len(set(lesson.condition) - {"petinfo", "dynamodb", "table"}) >= 2, lesson
+    # the name alone with one more shared word is still no telling detail
+    one_more = named._replace(corrections=("The root cause was the petInfo DynamoDB table, its latency",))
+    assert learn_lesson(one_more, rarity={}) is None
 
 
 def test_a_lesson_applies_only_where_its_detail_is_affirmed():

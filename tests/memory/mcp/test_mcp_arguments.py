@@ -105,7 +105,11 @@ def _learned_incidents(memory):
     start = datetime(2026, 3, 2, 9, tzinfo=UTC)
     for day, (symptom, guess, correction) in enumerate(
         [
-            ("connection pool exhausted; database idle", "database", "Not the database: the pool was exhausted"),
+            (
+                "connection pool exhausted; database idle",
+                "database",
+                "Not the database: the connection pool was exhausted",
+            ),
             ("redis client pool exhausted; redis idle", "pool", ""),
         ]
     ):
