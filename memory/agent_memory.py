@@ -43,6 +43,7 @@ from memory.reinforcer import Reinforcement
 from memory.retention import Retained, RetentionPolicy
 from memory.retrieval import DEFAULT, Context, EpisodeIndex, IncidentRecall, Retriever, RetrieverConfig, Unit
 from memory.retrieval.neighbour_store import NeighbourIndexes
+from memory.retrieval.text_caches import forget_cached_text
 from memory.state import EpisodeProblem, MemoryState, Projection
 from memory.timeline import (
     Encoder,
@@ -104,6 +105,7 @@ def erase_settled(memory: EpisodicMemory, **target: Any) -> tuple[ErasurePlan, b
         record_lexicon(memory.store, memory.lexicon)  # erasing deleted the snapshots (this one too); the replay used it
         if memory._retriever.neighbours is not None:  # its approximate indexes hold projections of what was erased
             memory._retriever.neighbours.discard()
+        forget_cached_text()  # the readers' caches hold the erased lines too
         return plan, purged
     raise AssertionError("unreachable")
 

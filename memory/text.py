@@ -412,3 +412,16 @@ def causal_sentences(texts: Iterable[str], lexicon: Lexicon = DEFAULT_LEXICON) -
     """The sentences of `texts` that carry a causal cue (`causal_cue`), in order."""
     cue = causal_cue(lexicon)
     return [s for text in texts for s in split_sentences(text) if cue.search(s)]
+
+
+def forget_cached_text() -> None:
+    """Empty this module's caches keyed by text (an erasure: `memory.retrieval.text_caches`)."""
+    stems.cache_clear()
+    normalize_term.cache_clear()
+    terms.cache_clear()
+    split_negation.cache_clear()
+    _all_clear_span.cache_clear()
+    affirmed_clauses.cache_clear()
+    _line_terms.cache_clear()
+    _counted.cache_clear()
+    _name_pattern.cache_clear()

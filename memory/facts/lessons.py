@@ -82,7 +82,7 @@ def affirmed_lines(symptoms: Sequence[str], lexicon: Lexicon = DEFAULT_LEXICON) 
 
 
 @lru_cache(maxsize=4096)  # every lesson of a principal reads the closing incident's lines
-def _affirmed_lines(symptoms: tuple[str, ...], lexicon: Lexicon) -> tuple[frozenset[str], ...]:
+def cached_affirmed_lines(symptoms: tuple[str, ...], lexicon: Lexicon) -> tuple[frozenset[str], ...]:
     return tuple(affirmed_lines(symptoms, lexicon))
 
 
@@ -328,7 +328,7 @@ def update_lesson(
         lexicon: the words the incident's observations are read with.
     """
     # the cheap test first: a lesson's support grows with the memory, and most incidents do not match it
-    lines = _affirmed_lines(tuple(incident.symptoms), lexicon)
+    lines = cached_affirmed_lines(tuple(incident.symptoms), lexicon)
     episode = incident.episode_id
     if (
         fact.status != ACTIVE

@@ -314,6 +314,11 @@ _CANDIDATE_TERMS: dict[tuple[str, tuple[str, ...], Lexicon], tuple[Candidate, _C
 _CANDIDATE_TERMS_MAX = 4096  # a principal's recent changes are weighed again for every new incident
 
 
+def forget_candidate_terms() -> None:
+    """Drop the remembered `_CandidateTerms` (they hold the changes' episodes, text included: an erasure)."""
+    _CANDIDATE_TERMS.clear()
+
+
 def _candidate_terms(c: Candidate, lexicon: Lexicon) -> _CandidateTerms:
     """`_CandidateTerms` of a candidate, remembered for the recent ones (checked equal, not only by id)."""
     key = (c.episode.id, tuple(ep.id for ep in c.corrected), lexicon)

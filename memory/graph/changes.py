@@ -289,3 +289,11 @@ def change_terms(ep: Episode, chain: Sequence[Episode] = ()) -> frozenset[str]:
 @lru_cache(maxsize=16384)
 def _terms_of(texts: tuple[str, ...]) -> frozenset[str]:
     return frozenset().union(*(entity_terms(t) for t in texts)) if texts else frozenset()
+
+
+def forget_cached_text() -> None:
+    """Empty this module's caches keyed by text (an erasure: `memory.retrieval.text_caches`)."""
+    provisional.cache_clear()
+    _stopgaps.cache_clear()
+    entity_terms.cache_clear()
+    _terms_of.cache_clear()

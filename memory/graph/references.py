@@ -112,3 +112,10 @@ def names_subject(
         return True
     after = patterns(lexicon).attached.match(sentence, reference.end())
     return after is not None and mentions(after.group(1), subject)
+
+
+def forget_cached_text() -> None:
+    """Empty this module's caches keyed by text (an erasure: `memory.retrieval.text_caches`)."""
+    exonerated.cache_clear()
+    referring.cache_clear()
+    not_referring.cache_clear()

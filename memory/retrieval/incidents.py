@@ -242,3 +242,8 @@ def separation_in(log: TermRecord) -> Callable[[str], float]:
         return memo[term]
 
     return weight
+
+
+def forget_cached_text() -> None:
+    """Empty this module's caches keyed by text (an erasure: `memory.retrieval.text_caches`)."""
+    lines_affirmed.cache_clear()

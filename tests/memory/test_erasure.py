@@ -296,3 +296,24 @@ def test_an_erasure_outgrown_every_time_gives_up_with_a_clear_error(two_tenants,
             memory.forget(entry_id=secret.id, reason="request #14", requested_by="dpo")
         assert len(calls) == ERASE_ATTEMPTS and not is_erased(memory.store.get(secret.id))
     assert main(["verify", str(path)]) == 0
+
+
+def test_an_erasure_leaves_no_erased_line_in_the_readers_caches(two_tenants):
+    """The readers cache what they read of each line in the process; after `forget` the erased line is read afresh
+    (a cache miss), so its text is no longer held there."""
+    import memory.text as text
+
+    path, secret = two_tenants
+    with _memory(path) as memory:
+        memory.recall(SECRET)  # recall and the rules read the secret line
+        readers = (text.split_negation, text.affirmed_clauses, text.terms)
+        for read in readers:
+            read(SECRET)
+            hit = read.cache_info().hits
+            read(SECRET)
+            assert read.cache_info().hits == hit + 1  # cached before the erasure
+        memory.forget(entry_id=secret.id)
+        for read in readers:
+            missed = read.cache_info().misses
+            read(SECRET)
+            assert read.cache_info().misses == missed + 1, read
