@@ -94,6 +94,7 @@ def test_widening_the_first_halves_changes_no_bound_and_rows_appended_after_are_
     assert _contain(low, high, exact)
 
 
+@pytest.mark.extra("ann")
 def test_a_partition_recalled_through_its_approximate_index_keeps_its_first_halves_in_half_precision(tmp_path):
     approximate = replace(DEFAULT, prune_from=1, neighbours_from=1)
     with EpisodicMemory(tmp_path / "memory.sqlite", retriever=approximate) as memory:
@@ -101,6 +102,9 @@ def test_a_partition_recalled_through_its_approximate_index_keeps_its_first_halv
         assert memory.recall("jobs stuck in the spool queue").episodes
         bounds = [part.bounds for part in memory.index._parts.values() if part.bounds is not None]
         assert bounds and all(_in_half_precision(b) for b in bounds)
+
+
+def test_a_partition_recalled_by_a_first_pass_over_every_row_widens_its_first_halves(tmp_path):
     exact_first = replace(DEFAULT, prune_from=1)  # no index: a first pass over every row
     with EpisodicMemory(tmp_path / "other.sqlite", retriever=exact_first) as memory:
         play_incidents(memory)
