@@ -145,7 +145,7 @@ class Patterns(NamedTuple):
     negation: re.Pattern[str]  # a negation or contrast marker: what follows it in a clause is denied
     nominal: re.Pattern[str]  # a word for the normal state: such a clause reports a symptom's absence
     nominal_reference: re.Pattern[str]  # "normal" as the yardstick of a comparison ("its normal level")
-    verdict: re.Pattern[str]  # a verdict that something is normal ("as planned"), not a trend ("unchanged")
+    verdict: re.Pattern[str]  # a verdict that something is normal ("as expected"), not a trend ("unchanged")
     clause: re.Pattern[str]  # clause breaks: punctuation and contrastive conjunctions
     scope_end: re.Pattern[str]  # a conjunction that starts another statement (ends a negation's scope)
     pronoun: re.Pattern[str]  # a negation cue that is a whole phrase of its own ("nothing")
@@ -193,7 +193,7 @@ def _reports_normal(clause: str, p: Patterns) -> bool:
 
 
 def _bare_verdict(clause: str, p: Patterns) -> bool:
-    """Whether a clause says nothing but that something is normal ("as planned", "all fine"); one that gives a
+    """Whether a clause says nothing but that something is normal ("as expected", "all fine"); one that gives a
     value ("normal is 12") says what normal is."""
     return (
         bool(p.verdict.search(clause))
@@ -215,7 +215,7 @@ def _clauses(text: str, p: Patterns) -> list[tuple[str, bool]]:
         reported = any(normal for _, normal in statuses)
         last = len(heads) - 1
         normal = [(reported and i == last) or _reports_normal(c, p) for i, c in enumerate(heads)]
-        # a clause that is only a verdict ("..., as planned", "..., all normal") reports the clause before it
+        # a clause that is only a verdict ("..., as expected", "..., all normal") reports the clause before it
         normal = [n or (i < last and normal[i + 1] and _bare_verdict(heads[i + 1], p)) for i, n in enumerate(normal)]
         out += list(zip(heads, normal))
         out += statuses

@@ -222,11 +222,11 @@ def test_normally_reports_a_normal_state_unless_it_gives_the_usual_value():
 
 
 def test_a_bare_verdict_reports_the_clause_before_it():
-    """ "..., as planned" or "..., all normal" gives a verdict on what the sentence just said; a trend word
+    """ "..., as expected" or "..., all normal" gives a verdict on what the sentence just said; a trend word
     ("unchanged") or a value ("normal is 12") does not."""
-    assert split_negation("the tank was full and the probe read 66 C, as planned")[0] == ""
+    assert split_negation("the tank was full and the probe read 66 C, as expected")[0] == ""
     assert split_negation("gearbox inspected and oil sampled, all normal")[0] == ""
-    assert split_negation("oven 3 hotter than its display, within spec")[0] == ""
+    assert split_negation("oven 3 hotter than its display, in spec")[0] == ""
     assert split_negation("dryness 0.96, unchanged") == ("dryness 0.96", "unchanged")
     assert split_negation("coolant flow 6.1 m3/h, normal is 12")[0] == "coolant flow 6.1 m3/h"
     assert split_negation("valve stuck, as expected\npump running")[0] == "pump running"
