@@ -337,20 +337,7 @@ class Timeline:
             kind = kind if type(kind) is Kind else (_KINDS.get(kind) if type(kind) is str else None) or Kind(kind)
             metadata, metadata_json = self._canonical_metadata(item.get("metadata"))
             batch.timestamps.append(timestamp)
-            batch.timestamp_texts.append(
-                _TIMESTAMP
-                % (
-                    timestamp.year,
-                    timestamp.month,
-                    timestamp.day,
-                    timestamp.hour,
-                    timestamp.minute,
-                    timestamp.second,
-                    timestamp.microsecond,
-                )
-                if timestamp.year >= 1000
-                else format_timestamp(timestamp)
-            )
+            batch.timestamp_texts.append(format_timestamp(timestamp))
             batch.principals.append(principal)
             batch.situations.append(clean_situation)
             batch.roles.append(role)
@@ -401,5 +388,3 @@ _ACCEPTED = _REQUIRED | {"principal", "metadata"}  # and those it may have
 _ROLES = {role.value: role for role in Role}
 _KINDS = {kind.value: kind for kind in Kind}
 _NO_VECTOR = np.zeros(0, dtype=np.float32)
-# `format_timestamp` of a UTC datetime of year 1000 or later (all a checked one can be) by %-formatting, twice as fast
-_TIMESTAMP = "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ"
