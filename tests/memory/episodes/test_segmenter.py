@@ -145,6 +145,8 @@ def test_episode_round_trips_through_its_record() -> None:
         ("The rollback, which had no effect, was undone", Outcome.FAILURE),
         ("The broker's volume was degraded. Moved leadership off it and replaced the broker", Outcome.UNKNOWN),
         ("Pressure back to 1.9 and the rattle stopped. No work on the pump", Outcome.SUCCESS),
+        ("Wiped the disks; the regression suite now cleans up after itself", Outcome.UNKNOWN),
+        ("Pinned the driver; the regression came back on Monday", Outcome.FAILURE),
         ("Re-sent the batch that failed at 8k/s; done by 13:10", Outcome.SUCCESS),
         ("Two pods still held the old key that was rotated. `creds reload --all` brought errors down", Outcome.UNKNOWN),
         ("`systemctl restart api` changed nothing; errors persist", Outcome.FAILURE),
