@@ -56,6 +56,8 @@ _CLAUSES = re.compile(r"[;.!?:]\s+|[;!?]|\bbut\b|\n")
 # "added an alert that fires when the queue passes 1,000", "a check that stops the deploy when fewer than …":
 # what a new thing does, not how the attempt ended
 _DESCRIBED = re.compile(r"\b(?:a|an)\s+(?:[\w-]+\s+){0,3}?(?:that|which)\s.*$")
+# "the planner now fails loudly if input covers less than 95%": what something does from now on under a condition
+_CONDITIONAL = re.compile(r"\b(?:now|will)\s+(?:[\w-]+\s+){0,4}?(?:if|when|whenever|unless)\b.*$")
 # "`egressctl creds reload --all` brought the ratio down": a command in backticks before the action's verb
 _LEADING_CODE = re.compile(r"^\s*`[^`]*`\s*")
 _FLIP = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS, Outcome.PARTIAL: Outcome.PARTIAL}
@@ -100,7 +102,7 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         re.compile(rf"\b(?:{lx['symptom_negators']})\s+(?:[\w-]+\s+){{0,2}}?(?:{lx['symptom_nouns']})\b"),
         # "the alternator, whose regulator had failed" / "the test that had been failing"
         re.compile(rf"\b(?:{lx['relative_pronouns']})\s+(?:[\w-]+\s+){{0,3}}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b"),
-        re.compile(rf"\b(?:{lx['attributive_determiners']})\s+(?:{lx['fault_adjectives']})\s+(?=[a-z])"),
+        re.compile(rf"\b(?:{lx['attributive_determiners']})\s+(?:[\d,.]+\s+)?(?:{lx['fault_adjectives']})\s+(?=[a-z])"),
         re.compile(rf"\s+(?:was\s+|were\s+)?(?:{lx['not_needed']})\b"),
         re.compile(rf"\b(?:{lx['negator_prefixes']})-(?=[a-z0-9])"),
         re.compile(rf"\b(?:{lx['cue_nouns']})\b"),
@@ -128,7 +130,7 @@ def _blank(text: str, match: re.Match[str]) -> str:
 def _clause_cues(clause: str, p: Patterns) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
     masked = p.negator_compound.sub(lambda m: " " * len(m.group(0)), clause)
-    for pattern in (p.earlier_state, p.attributive, _DESCRIBED, p.cue_nouns, p.past_perfect):
+    for pattern in (p.earlier_state, p.attributive, _DESCRIBED, _CONDITIONAL, p.cue_nouns, p.past_perfect):
         for match in pattern.finditer(clause):
             masked = _blank(masked, match)
     for match in p.negated_symptom.finditer(masked):

@@ -154,6 +154,15 @@ def test_episode_round_trips_through_its_record() -> None:
         ("Pool raised to 25 (still under the server limit); acquisition waits disappeared by 11:40", Outcome.SUCCESS),
         ("Errors have not disappeared", Outcome.FAILURE),
         ("Restarted the pods; a partial recovery only", Outcome.PARTIAL),
+        ("The fix was partial.", Outcome.PARTIAL),
+        # 'partial' as an adjective of a thing, a number between a determiner and a failed thing, a safeguard
+        ("Shipped a fix to resume partial downloads", Outcome.UNKNOWN),
+        ("The queue retried the 312 failed events and every one went through", Outcome.UNKNOWN),
+        ("Re-ran the planner. It now fails loudly if input covers less than 95% of the fleet", Outcome.UNKNOWN),
+        ("It still fails when the cache is cold", Outcome.FAILURE),
+        # a measure that climbed back after a fix: the problem returned
+        ("Restarted the pods; p99 dropped briefly, then climbed back", Outcome.FAILURE),
+        ("Latency went back to normal", Outcome.SUCCESS),
     ],
 )
 def test_cue_lexicon(text: str, outcome: Outcome) -> None:
