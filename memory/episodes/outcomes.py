@@ -56,8 +56,6 @@ _CLAUSES = re.compile(r"[;.!?:]\s+|[;!?]|\bbut\b|\n")
 # "added an alert that fires when the queue passes 1,000", "a check that stops the deploy when fewer than …":
 # what a new thing does, not how the attempt ended
 _DESCRIBED = re.compile(r"\b(?:a|an)\s+(?:[\w-]+\s+){0,3}?(?:that|which)\s.*$")
-# "the planner now fails loudly if input covers less than 95%": what something does from now on under a condition
-_CONDITIONAL = re.compile(r"\b(?:now|will)\s+(?:[\w-]+\s+){0,4}?(?:if|when|whenever|unless)\b.*$")
 # "`egressctl creds reload --all` brought the ratio down": a command in backticks before the action's verb
 _LEADING_CODE = re.compile(r"^\s*`[^`]*`\s*")
 _FLIP = {Outcome.SUCCESS: Outcome.FAILURE, Outcome.FAILURE: Outcome.SUCCESS, Outcome.PARTIAL: Outcome.PARTIAL}
@@ -78,6 +76,7 @@ class Patterns(NamedTuple):
     past_perfect: re.Pattern[str]  # "had gone live", "had been carrying": what came before the fix
     found_state: re.Pattern[str]  # a clause stating what was or had been wrong ...
     action_start: re.Pattern[str]  # ... before a later clause reporting the next action
+    conditional: re.Pattern[str]  # what something does from now on under a condition ("now fails if ...")
     cues: tuple[tuple[Outcome, re.Pattern[str]], ...]  # failure, partial and success cues
 
 
@@ -111,6 +110,8 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         re.compile(rf"\b(?:{lx['found_state']})\b"),
         # ... then "Replaced the seal", "Re-seated the card", "Took the node out of the pool"
         re.compile(rf"^\s*(?:{lx['action_start']})\b"),
+        # "the planner now fails loudly if input covers less than 95%": a behaviour from now on, no outcome
+        re.compile(rf"\b(?:{lx['from_now_on']})\s+(?:[\w-]+\s+){{0,4}}?(?:{lx['conditions']})\b.*$"),
         tuple(
             (outcome, _cue_pattern(lx.words(group)))
             for outcome, group in (
@@ -130,7 +131,7 @@ def _blank(text: str, match: re.Match[str]) -> str:
 def _clause_cues(clause: str, p: Patterns) -> list[tuple[Outcome, str]]:
     found: list[tuple[Outcome, str]] = []
     masked = p.negator_compound.sub(lambda m: " " * len(m.group(0)), clause)
-    for pattern in (p.earlier_state, p.attributive, _DESCRIBED, _CONDITIONAL, p.cue_nouns, p.past_perfect):
+    for pattern in (p.earlier_state, p.attributive, _DESCRIBED, p.conditional, p.cue_nouns, p.past_perfect):
         for match in pattern.finditer(clause):
             masked = _blank(masked, match)
     for match in p.negated_symptom.finditer(masked):
