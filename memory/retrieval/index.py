@@ -38,7 +38,8 @@ class Partition:
         self._situations = np.zeros(16, dtype=np.int32)
         self.situation_codes: dict[str, int] = {}
         self.bounds: Bounds | None = None  # fitted on first use once the partition is large enough (`bounded`)
-        self.cache: dict[tuple, tuple[np.ndarray, ...]] = {}  # query-independent score parts, by their inputs
+        self.cache: dict[tuple, tuple[Any, ...]] = {}  # query-independent score parts, by their inputs
+        self._latest: tuple[int, float] = (-1, 0.0)  # (rows, the latest end among them) once asked for
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -198,6 +199,15 @@ class Partition:
     def matrix(self) -> np.ndarray:
         """Every row's vector (read from the source, when there is one: a copy)."""
         return self.vectors()
+
+    def latest_end(self) -> float:
+        """The latest end (a timestamp) of the episodes of a non-empty partition, kept until a row is added
+        (rows are only ever added: their ends never change)."""
+        rows, latest = self._latest
+        if rows != len(self.episodes):
+            latest = float(self.ends.max())
+            self._latest = (len(self.episodes), latest)
+        return latest
 
     @property
     def ends(self) -> np.ndarray:

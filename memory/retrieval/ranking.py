@@ -34,10 +34,11 @@ from memory.retrieval.index import EpisodeIndex, Partition, episode_vector
 from memory.retrieval.neighbour_store import NeighbourIndexes
 from memory.retrieval.proximity import graph_proximity
 from memory.retrieval.relevance import NeighbourScores, RelevanceScores, top
+from memory.retrieval.row_values import Ascending, Column, OtherParts, RowValues
 
 UNDERFLOW_HALVINGS = 1080.0  # 0.5 ** h is 0.0 for every h ≥ 1075 (and float64 pow is slow on the subnormals before)
 ChainFinder = Callable[[nx.MultiDiGraph, str, int, int], "str | None"]  # (graph, episode id, hops, max episodes)
-Columns = tuple[np.ndarray, ...]  # per-row score parts: relevance, recency, situation, outcome, graph
+Columns = tuple[Any, ...]  # score parts (arrays, or read like them): relevance, recency, situation, outcome, graph
 
 
 class Retriever:
@@ -147,9 +148,14 @@ class Retriever:
         )
 
     def _parts(self, part: Partition, situation: str | None, now: datetime | None) -> tuple[np.ndarray, ...]:
-        """Recency, situation and outcome parts of every row (query-independent, so cached)."""
+        """Recency, situation and outcome parts of every row, and their weighted total (float32)."""
+        return self._query_free(part, situation, now)[:4]
+
+    def _query_free(self, part: Partition, situation: str | None, now: datetime | None) -> tuple[Any, ...]:
+        """`_parts` and the ascending order of their total (`Ascending`, found when first needed): query-independent,
+        so cached."""
         cfg = self.config
-        ref = now.timestamp() if now is not None else float(part.ends.max())
+        ref = now.timestamp() if now is not None else part.latest_end()
         code = part.situation_codes.get(situation, -1) if situation is not None else -1
         key = (len(part), ref, code, cfg.half_life_days, cfg.show_outcomes, cfg.recency, cfg.situation, cfg.outcome)
         cached = part.cache.get(key)
@@ -170,7 +176,7 @@ class Retriever:
             rest = total.astype(np.float32)
             if len(part.cache) > 8:
                 part.cache.clear()
-            cached = part.cache[key] = (recency, sit, outcome, rest)
+            cached = part.cache[key] = (recency, sit, outcome, rest, Ascending(rest))
         return cached
 
     def _episodes(
@@ -189,30 +195,32 @@ class Retriever:
         rows can seed the graph part, receive proximity or enter the pool.
         """
         cfg = self.config
-        recency, sit, outcome, rest = self._parts(part, situation, now)
+        recency, sit, outcome, rest, ascending = self._query_free(part, situation, now)
         scores = self._relevance(principal, part, qvec, eligible)
-        graph, linked = np.zeros(len(part)), np.zeros(0, dtype=np.intp)
+        linked, near = np.zeros(0, dtype=np.intp), np.zeros(0)  # rows the graph part reached, and its values
         if cfg.graph > 0 and len(self.graph):  # len is O(1); number_of_edges is not
             seeds = scores.seeds(cfg.seeds, cfg.score_first)
-            graph, linked = self._graph_part(
+            linked, near = self._graph_part(
                 part, scores.relevance, seeds if eligible is None else seeds[eligible[seeds]], eligible
             )
-        columns = (scores.relevance, recency, sit, outcome, graph)
         size = max(cfg.pool, k)
+        total: np.ndarray | RowValues
         if scores.complete:
+            graph = np.zeros(len(part))
+            graph[linked] = near
+            columns: Columns = (scores.relevance, recency, sit, outcome, graph)
             total = _weighted(cfg, columns)
             if eligible is not None:
                 total[~eligible] = -np.inf
             pool = top(total, size)
             pool = pool if eligible is None else pool[eligible[pool]]
         else:  # exact scores for the rows whose bounds can reach the pool; the others cannot be chosen
-            if len(linked):
-                rest = rest.copy()
-                rest[linked] += (cfg.graph * graph[linked]).astype(np.float32)
-            rows = scores.candidates(np.float32(cfg.relevance), rest, size, cfg.score_first)
-            total = np.zeros(len(part))
-            total[rows] = _weighted(cfg, columns, rows)
-            pool = rows[top(total[rows], size)]
+            columns = (scores.relevance, recency, sit, outcome, RowValues(linked, near))
+            other = OtherParts(rest, (linked, (cfg.graph * near).astype(np.float32)), ascending)
+            rows = scores.candidates(np.float32(cfg.relevance), other, size, cfg.score_first)
+            weighted = _weighted(cfg, columns, rows)
+            total = RowValues(rows, weighted)  # `rows` are ascending: the values stay in their order
+            pool = rows[top(weighted, size)]
         if cfg.mmr:
             picked = [
                 int(pool[i])
@@ -226,7 +234,9 @@ class Retriever:
             ]
         else:
             picked = [int(i) for i in pool[:k]]
-        return [self._recalled(part.episodes[i], i, (*columns, total)) for i in picked]
+        rows = np.array(picked, dtype=np.intp)
+        parts = [a[rows].tolist() for a in (*columns, total)]  # each column read once for every row picked
+        return [self._recalled(part.episodes[i], [p[n] for p in parts]) for n, i in enumerate(picked)]
 
     def _relevance(
         self, principal: str, part: Partition, qvec: np.ndarray, eligible: np.ndarray | None
@@ -246,9 +256,9 @@ class Retriever:
         return NeighbourScores(part, qvec, rows, index.nearest(rows.projection, cfg.neighbour_candidates))
 
     def _graph_part(
-        self, part: Partition, relevance: np.ndarray, seed_rows: np.ndarray, eligible: np.ndarray | None = None
+        self, part: Partition, relevance: np.ndarray | Column, seed_rows: np.ndarray, eligible: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Graph proximity of every row (0 outside the seeds' neighbourhood) and the rows it reached."""
+        """The rows the seeds' neighbourhood reached (each once) and their graph proximity (0 at every other row)."""
         cfg = self.config
         seeds = {part.episode_id(int(i)): float(relevance[i]) for i in seed_rows}
         position = part.position
@@ -257,14 +267,13 @@ class Retriever:
         )
         near = graph_proximity(self.graph, seeds, member, hops=cfg.graph_hops, max_nodes=cfg.graph_max_nodes)
         linked = np.array([part.position[node] for node in near], dtype=np.intp)
-        graph = np.zeros(len(part))
-        graph[linked] = list(near.values())
-        return graph, linked
+        return linked, np.array(list(near.values()), dtype=np.float64)
 
-    def _recalled(self, episode: Episode, row: int, columns: Columns) -> RecalledEpisode:
-        """The recalled episode of a row: its score parts (and total), reasons and causal chain."""
+    def _recalled(self, episode: Episode, values: Sequence[float]) -> RecalledEpisode:
+        """The recalled episode of a row with the `values` of its score parts (and total): with its reasons and
+        causal chain."""
         cfg = self.config
-        parts = ScoreParts(*(round(float(a[row]), 6) for a in columns))
+        parts = ScoreParts(*(round(value, 6) for value in values))
         chain = (
             self.chain(self.graph, episode.id, cfg.chain_hops, cfg.chain_max_episodes)
             if cfg.chains and self.chain

@@ -12,6 +12,7 @@ import numpy as np
 
 from memory.retrieval.bounds import Probe, RowBounds
 from memory.retrieval.index import Partition
+from memory.retrieval.row_values import Column, ConsideredRows, OtherParts
 
 
 def exact_relevance(part: Partition | _ReadOnce, qvec: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -116,8 +117,9 @@ class RelevanceScores:
         rows = self.score(rows[high[rows] >= kth(np.where(known[rows], relevance[rows], low[rows]), n)])
         return rows[top(relevance[rows], n)]
 
-    def candidates(self, weight: np.float32, rest: np.ndarray, size: int, score_first: int) -> np.ndarray:
+    def candidates(self, weight: np.float32, rest: np.ndarray | OtherParts, size: int, score_first: int) -> np.ndarray:
         """The rows whose total ``weight·relevance + rest`` (float32) can be among the `size` best, scored."""
+        rest = rest.dense() if isinstance(rest, OtherParts) else rest
         probe, _ = self._bounded()
         high = probe.high
         rows = np.flatnonzero(weight * high + rest >= self._floor(weight, rest, None, size))
@@ -152,6 +154,9 @@ class NeighbourScores:
     those of all but fewer than the pool's size of the nearest rows, and enough to reach the pool
     with a relevance of `cut`. Those rows are bounded (`RowBounds`) and only the ones whose bounds
     reach what a stage needs are scored exactly.
+
+    Only the rows considered are held (`memory.retrieval.row_values.ConsideredRows`); `relevance` and
+    `known` read like columns of the partition (0 and False for the others).
     """
 
     probe = None  # bounds of the rows considered only (`RowBounds`), not of every row
@@ -163,59 +168,82 @@ class NeighbourScores:
         self.qvec = qvec
         self.bounds = bounds
         self.blank = not qvec.any()  # a query without text: every row's relevance is exactly 0
-        self.relevance = np.zeros(len(part))
-        self.known = np.zeros(len(part), dtype=bool)  # rows scored exactly
-        self.low = np.zeros(len(part), dtype=np.float32)  # bounds of the rows considered so far
-        self.high = np.zeros(len(part), dtype=np.float32)
+        self.held = ConsideredRows()  # the rows considered so far: bounds, relevance, whether scored
+        self.relevance = Column(self.held, "relevance")
+        self.known = Column(self.held, "known")
         self.nearest = self._consider(sorted_unique(nearest))  # ascending: ties go to the lower row, as in a full scan
         outside = 0 < len(self.nearest) < len(part)
-        self.cut = np.float32(self.high[self.nearest].min()) if outside else np.float32(0.0)
+        self.cut = np.float32(self._high(self.nearest).min()) if outside else np.float32(0.0)
 
     def _consider(self, rows: np.ndarray) -> np.ndarray:
         """Bound `rows` (ascending); returns them."""
-        self.low[rows], self.high[rows] = self.bounds.of(rows)
+        self.held.bound(rows, *self.bounds.of(rows))
         return rows
+
+    def _high(self, rows: np.ndarray) -> np.ndarray:
+        """Upper bounds (float32) of considered `rows`."""
+        return self.held.high[self.held.at(rows)]
 
     def score(self, rows: np.ndarray) -> np.ndarray:
-        """Score `rows` exactly where not done yet; returns `rows`."""
-        todo = rows[~self.known[rows]]
-        if len(todo) and not self.blank:
-            self.relevance[todo] = exact_relevance(self.rows, self.qvec, todo)
-        self.known[todo] = True
+        """Score considered `rows` exactly where not done yet; returns `rows`."""
+        self._score(rows, self.held.at(rows))
         return rows
 
-    def _lowest(self, rows: np.ndarray) -> np.ndarray:
-        """Lower bounds of `rows` (float32), exact where scored."""
-        return np.where(self.known[rows], self.relevance[rows].astype(np.float32), self.low[rows])
+    def _score(self, rows: np.ndarray, at: np.ndarray) -> None:
+        """`score` of considered `rows`, held `at`."""
+        held = self.held
+        todo = ~held.known[at]
+        if todo.any() and not self.blank:
+            held.relevance[at[todo]] = exact_relevance(self.rows, self.qvec, rows[todo])
+        held.known[at] = True
+
+    def _lowest(self, at: np.ndarray) -> np.ndarray:
+        """Lower bounds (float32) of the considered rows held `at`, exact where scored."""
+        held = self.held
+        return np.where(held.known[at], held.relevance[at].astype(np.float32), held.low[at])
 
     def seeds(self, n: int, score_first: int) -> np.ndarray:
         """The `n` most relevant of the nearest rows, best first (only those that can be among them are scored)."""
-        rows, high = self.nearest, self.high
-        rows = rows[high[rows] >= kth(self.low[rows], n)]
+        held, rows = self.held, self.nearest
+        at = held.at(rows)
+        keep = held.high[at] >= kth(held.low[at], n)
+        rows, at = rows[keep], at[keep]
         first = max(score_first // 4, n)
         if len(rows) > 2 * first:  # the likeliest rows first: their exact values raise the cut the others must reach
-            best = self.score(rows[top(high[rows], first)])
-            rows = rows[high[rows] >= kth(self.relevance[best].astype(np.float32), n)]
-        rows = self.score(rows[high[rows] >= kth(self._lowest(rows), n)])
-        return rows[top(self.relevance[rows], n)]
+            best = top(held.high[at], first)
+            self._score(rows[best], at[best])
+            keep = held.high[at] >= kth(held.relevance[at[best]].astype(np.float32), n)
+            rows, at = rows[keep], at[keep]
+        keep = held.high[at] >= kth(self._lowest(at), n)
+        rows, at = rows[keep], at[keep]
+        self._score(rows, at)
+        return rows[top(held.relevance[at], n)]
 
-    def candidates(self, weight: np.float32, rest: np.ndarray, size: int, score_first: int) -> np.ndarray:
+    def candidates(self, weight: np.float32, rest: np.ndarray | OtherParts, size: int, score_first: int) -> np.ndarray:
         """The rows whose total ``weight·relevance + rest`` (float32) can be among the `size` best, scored
         (ascending), given that no row outside the nearest is more relevant than `cut`."""
-        rows = self.nearest
-        floor = _floor(weight * self._lowest(rows) + rest[rows], size)
+        other = rest if isinstance(rest, OtherParts) else OtherParts(rest)
+        held, rows = self.held, self.nearest
+        others = other[rows]
+        floor = _floor(weight * self._lowest(held.at(rows)) + others, size)
         # another row is less relevant than every nearest one: `size` of those with at least its other parts
         # outscore it, and so does the floor unless its other parts make up for a relevance of `cut`
-        dominated = _floor(rest[rows], size) + 1e-5
-        lifted = np.flatnonzero((rest > dominated) & (rest >= np.float32(floor) - weight * self.cut))
-        lifted = lifted[self.high[lifted] == 0]  # not considered yet (a considered row's upper bound is > 0)
+        dominated = _floor(others, size) + 1e-5
+        lifted = other.above(dominated, np.float32(floor) - weight * self.cut)
+        lifted = lifted[held.high_or_zero(lifted) == 0]  # not considered yet (a considered row's bound is > 0)
         if len(lifted):
             rows = sorted_unique(rows, self._consider(lifted))
-        rows = rows[weight * self.high[rows] + rest[rows] >= floor]
+        at, others = held.at(rows), other[rows]
+        upper = weight * held.high[at] + others
+        keep = upper >= floor
+        rows, at, others, upper = rows[keep], at[keep], others[keep], upper[keep]
         if len(rows) > 2 * max(score_first, size):  # the likeliest first: their exact totals raise the floor
-            self.score(rows[top(weight * self.high[rows] + rest[rows], max(score_first, size))])
-        floor = _floor(weight * self._lowest(rows) + rest[rows], size)
-        return self.score(rows[weight * self.high[rows] + rest[rows] >= floor])
+            best = top(upper, max(score_first, size))
+            self._score(rows[best], at[best])
+        floor = _floor(weight * self._lowest(at) + others, size)
+        keep = upper >= floor
+        self._score(rows[keep], at[keep])
+        return rows[keep]
 
 
 def _floor(totals: np.ndarray, size: int) -> float:
