@@ -8,8 +8,8 @@ the rows looked at, ascending, and read like the dense columns they replace: a r
 reads 0 (False), as it did there, so every comparison and every total comes out the same.
 
 `OtherParts` is the other score parts' total per row (float32), with the rows the graph part
-raised: it answers which rows clear two thresholds through an ascending order of the rows kept
-per partition and situation (`Ascending`), instead of comparing every row.
+raised: it answers which rows clear two thresholds by comparing every row, or, once the same
+column has served enough recalls, through the rows' ascending order kept with it (`Ascending`).
 """
 
 from __future__ import annotations
@@ -102,18 +102,25 @@ class Column:
 
 
 class Ascending:
-    """The rows of a float32 column in ascending order of their values, found the first time they are asked for."""
+    """The rows of a float32 column in ascending order of their values, found once the column has been asked
+    for `after` times (a column a recall uses once, as a memory that closes episodes between recalls does, is
+    never sorted: sorting a million values costs as much as comparing them a few dozen times)."""
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, after: int = 16) -> None:
         self.values = values
-        self.found: tuple[np.ndarray, np.ndarray] | None = None
+        self.after = after
+        self.asked = 0
+        self.order: np.ndarray | None = None  # rows (int32 where they fit), ascending by value; empty: not usable
 
-    def order(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(rows, their values) in ascending order; None when a value is NaN (it sorts last, unordered)."""
-        if self.found is None:
-            order = np.argsort(self.values, kind="stable")
-            self.found = (order, self.values[order])
-        return None if len(self.found[1]) and np.isnan(self.found[1][-1]) else self.found
+    def rows(self) -> np.ndarray | None:
+        """The rows in ascending order of their values, once asked for often enough; None before, or when a
+        value is NaN (it sorts last, unordered)."""
+        self.asked += 1
+        if self.order is None and self.asked >= self.after:
+            order = np.argsort(self.values)  # equal values in any order: rows are taken by value, then sorted
+            usable = not (len(order) and np.isnan(self.values[order[-1]]))
+            self.order = order.astype(np.int32 if len(order) < 2**31 else np.intp) if usable else EMPTY_ROWS
+        return self.order if self.order is not None and len(self.order) == len(self.values) else None
 
 
 class OtherParts:
@@ -148,12 +155,11 @@ class OtherParts:
 
     def above(self, over: float, least: np.float32) -> np.ndarray:
         """``np.flatnonzero((column > over) & (column >= least))``: the rows that clear both, ascending."""
-        found = self.ascending.order() if self.ascending is not None else None
-        if found is None:
+        order = self.ascending.rows() if self.ascending is not None else None
+        if order is None:
             column = self.dense()
             return np.flatnonzero((column > over) & (column >= least))
-        order, values = found
-        rows = order[_first_clearing(values, over, least) :]
+        rows = order[_first_clearing(self.rest, order, over, least) :].astype(np.intp)
         raised, value = self.raised.rows, self.raised.values
         if len(raised):  # a raised row clears them or not by its raised value
             rows = rows[~_positions(raised, rows)[1]]
@@ -161,29 +167,22 @@ class OtherParts:
         return np.sort(rows)
 
 
-def _clears(values: np.ndarray, at: int, over: float, least: np.float32) -> bool:
-    """Whether the value at `at` clears both thresholds, by the comparison `OtherParts.above` makes of every row."""
-    value = values[at : at + 1]
-    return bool(((value > over) & (value >= least))[0])
+def _first_clearing(values: np.ndarray, order: np.ndarray, over: float, least: np.float32) -> int:
+    """The first place in `order` (rows ascending by `values`) from which every row's value clears both
+    thresholds, by the comparison `OtherParts.above` makes of every row (the length of `order` when none does).
 
-
-def _first_clearing(values: np.ndarray, over: float, least: np.float32) -> int:
-    """The first place in ascending `values` from which each clears both thresholds (their length when none does).
-
-    Both tests pass from some value up, so in ascending order they pass from some place on. That place is
-    guessed by a binary search for the thresholds in float32 and taken when the value there clears and the
-    one before does not; otherwise it is found by bisection, each step the same comparison.
+    Both tests pass from some value up, so in ascending order they pass from some place on: found by testing
+    64 places of the interval left at a time.
     """
-    n = len(values)
-    guess = int(max(np.searchsorted(values, np.float32(over), side="right"), np.searchsorted(values, least)))
-    starts = guess == n or _clears(values, guess, over, least)
-    if starts and (guess == 0 or not _clears(values, guess - 1, over, least)):
-        return guess
-    lo, hi = 0, n
+    lo, hi = 0, len(order)  # every place before `lo` fails, every place from `hi` on clears
     while lo < hi:
-        mid = (lo + hi) // 2
-        if _clears(values, mid, over, least):
-            hi = mid
-        else:
-            lo = mid + 1
+        places = np.arange(lo, hi) if hi - lo <= 64 else lo + np.arange(1, 64) * (hi - lo) // 64
+        value = values[order[places]]
+        clears = (value > over) & (value >= least)
+        if not clears.any():
+            lo = int(places[-1]) + 1
+            continue
+        first = int(np.argmax(clears))
+        hi = int(places[first])
+        lo = int(places[first - 1]) + 1 if first else lo
     return lo

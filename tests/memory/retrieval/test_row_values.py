@@ -45,7 +45,7 @@ def test_the_rows_above_two_thresholds_are_those_of_the_dense_comparison(rest, r
     add = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.05, 0.2]), min_size=len(raised), max_size=len(raised))))
     dense = rest.copy()
     dense[raised] += add.astype(np.float32)
-    other = OtherParts(rest, (raised, add.astype(np.float32)), Ascending(rest) if ordered else None)
+    other = OtherParts(rest, (raised, add.astype(np.float32)), Ascending(rest, after=1) if ordered else None)
     least32 = np.float32(least)
     expected = np.flatnonzero((dense > over) & (dense >= least32))
     found = other.above(over, least32)
@@ -55,5 +55,25 @@ def test_the_rows_above_two_thresholds_are_those_of_the_dense_comparison(rest, r
 
 def test_a_nan_among_the_values_compares_every_row():
     rest = np.array([0.5, np.nan, 0.2, 0.9], dtype=np.float32)
-    found = OtherParts(rest, None, Ascending(rest)).above(0.1, np.float32(0.3))
+    found = OtherParts(rest, None, Ascending(rest, after=1)).above(0.1, np.float32(0.3))
     assert found.tolist() == [0, 3]
+
+
+def test_the_rows_above_two_thresholds_of_a_long_column_are_those_of_the_dense_comparison():
+    rng = np.random.default_rng(0)
+    rest = (rng.integers(0, 40, 20_000) / 40).astype(np.float32)  # long runs of equal values
+    raised = np.sort(rng.choice(len(rest), 30, replace=False))
+    add = rng.random(30).astype(np.float32) / 4
+    dense = rest.copy()
+    dense[raised] += add
+    other = OtherParts(rest, (raised, add), Ascending(rest, after=1))
+    for over in [-np.inf, *np.unique(dense)[::7].tolist(), 0.5 + 1e-9, 2.0]:
+        for least in [np.float32(-np.inf), np.float32(0.25), np.float32(over), np.float32(0.9)]:
+            expected = np.flatnonzero((dense > over) & (dense >= least))
+            assert np.array_equal(other.above(over, least), expected)
+
+
+def test_a_column_is_sorted_only_once_it_has_been_asked_for_often_enough():
+    ascending = Ascending(np.array([0.3, 0.1, 0.2], dtype=np.float32), after=3)
+    assert ascending.rows() is None and ascending.rows() is None
+    assert ascending.rows().tolist() == [1, 2, 0]
