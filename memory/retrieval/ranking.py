@@ -152,8 +152,8 @@ class Retriever:
         return self._query_free(part, situation, now)[:4]
 
     def _query_free(self, part: Partition, situation: str | None, now: datetime | None) -> tuple[Any, ...]:
-        """`_parts` and the ascending order of their total (`Ascending`, found when first needed): query-independent,
-        so cached."""
+        """`_parts` and the ascending order of their total (`Ascending`: sorted once asked for often enough), all
+        query-independent, so cached."""
         cfg = self.config
         ref = now.timestamp() if now is not None else part.latest_end()
         code = part.situation_codes.get(situation, -1) if situation is not None else -1
