@@ -57,11 +57,15 @@ def index_peer(memory: EpisodicMemory, principal: str, queries: Sequence[Sequenc
     bounds = part.bounded(config.prune_from)
     used = bounds is not None and approximate.neighbours is not None and approximate.neighbours.available
     used = used and 0 < config.neighbours_from <= len(part)
-    shared, overlap, retriever_ms = 0, 0.0, []
+    # every timed recall first, then the exact ones: an exact scan between two timed recalls would evict the
+    # caches a memory answering recalls one after another keeps warm (9.5 against 4.9-6.2 ms at 100k)
+    retriever_ms, answers = [], []
     for query in queries:
         start = time.perf_counter()
-        found = _episode_ids(approximate, principal, query)
+        answers.append(_episode_ids(approximate, principal, query))
         retriever_ms.append((time.perf_counter() - start) * 1000)
+    shared, overlap = 0, 0.0
+    for query, found in zip(queries, answers):
         truth = _episode_ids(exact, principal, query)
         if truth:
             overlap += len(set(found) & set(truth)) / len(truth)
