@@ -101,7 +101,7 @@ def patterns(lexicon: Lexicon = DEFAULT_LEXICON) -> Patterns:
         re.compile(rf"\b(?:{lx['symptom_negators']})\s+(?:[\w-]+\s+){{0,2}}?(?:{lx['symptom_nouns']})\b"),
         # "the alternator, whose regulator had failed" / "the test that had been failing"
         re.compile(rf"\b(?:{lx['relative_pronouns']})\s+(?:[\w-]+\s+){{0,3}}?had\s+(?:been\s+)?[\w-]+(?:ed|en|ing)\b"),
-        re.compile(rf"\b(?:{lx['attributive_determiners']})\s+(?:[\d,.]+\s+)?(?:{lx['fault_adjectives']})\s+(?=[a-z])"),
+        re.compile(rf"\b(?:{lx['attributive_determiners']})\s+(?:{lx['fault_adjectives']})\s+(?=[a-z])"),
         re.compile(rf"\s+(?:was\s+|were\s+)?(?:{lx['not_needed']})\b"),
         re.compile(rf"\b(?:{lx['negator_prefixes']})-(?=[a-z0-9])"),
         re.compile(rf"\b(?:{lx['cue_nouns']})\b"),

@@ -145,7 +145,6 @@ def test_episode_round_trips_through_its_record() -> None:
         ("The rollback, which had no effect, was undone", Outcome.FAILURE),
         ("The broker's volume was degraded. Moved leadership off it and replaced the broker", Outcome.UNKNOWN),
         ("Pressure back to 1.9 and the rattle stopped. No work on the pump", Outcome.SUCCESS),
-        ("Wiped the disks; the regression suite now cleans up after itself", Outcome.UNKNOWN),
         ("Pinned the driver; the regression came back on Monday", Outcome.FAILURE),
         ("Re-sent the batch that failed at 8k/s; done by 13:10", Outcome.SUCCESS),
         ("Two pods still held the old key that was rotated. `creds reload --all` brought errors down", Outcome.UNKNOWN),
@@ -155,13 +154,10 @@ def test_episode_round_trips_through_its_record() -> None:
         ("Errors have not disappeared", Outcome.FAILURE),
         ("Restarted the pods; a partial recovery only", Outcome.PARTIAL),
         ("The fix was partial.", Outcome.PARTIAL),
-        # 'partial' as an adjective of a thing, a number between a determiner and a failed thing, a safeguard
+        # 'partial' as an adjective of a thing, and a safeguard described from now on
         ("Shipped a fix to resume partial downloads", Outcome.UNKNOWN),
-        ("The queue retried the 312 failed events and every one went through", Outcome.UNKNOWN),
         ("Re-ran the planner. It now fails loudly if input covers less than 95% of the fleet", Outcome.UNKNOWN),
         ("It still fails when the cache is cold", Outcome.FAILURE),
-        # a measure that climbed back after a fix: the problem returned
-        ("Restarted the pods; p99 dropped briefly, then climbed back", Outcome.FAILURE),
         ("Latency went back to normal", Outcome.SUCCESS),
     ],
 )
