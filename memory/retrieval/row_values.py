@@ -71,10 +71,7 @@ class ConsideredRows:
 
     def high_or_zero(self, rows: np.ndarray) -> np.ndarray:
         """Upper bounds of `rows`: 0 for a row not considered (as in a zeroed column)."""
-        at, found = _positions(self.rows, rows)
-        out = np.zeros(len(rows), dtype=np.float32)
-        out[found] = self.high[at[found]]
-        return out
+        return _read(self.rows, self.high, rows)
 
     def bound(self, rows: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
         """Set the bounds of `rows` (ascending, distinct), considering those not considered yet."""

@@ -49,19 +49,28 @@ class Encoded(NamedTuple):
 
 def encode_chunk(redactor: Redactor, encoder: Encoder, texts: Sequence[str]) -> Encoded:
     """Redact, embed and digest `texts` (in a worker or in the caller: the same work either way)."""
+    return _encoded(redactor, encoder, texts)[0]
+
+
+def _encoded(
+    redactor: Redactor, encoder: Encoder, texts: Sequence[str], *, positions: bool = False
+) -> tuple[Encoded, np.ndarray | None]:
+    """`encode_chunk` of `texts`, with the positions the hashing encoder wrote when `positions` asks for them
+    (None for another encoder, or when not asked)."""
     clean = [redactor.redact(text) for text in texts]
-    vectors = np.asarray(encoder.encode(clean), dtype=np.float32)
-    return Encoded(clean, vectors, embedding_digests(list(vectors)))
+    written = None
+    if positions and type(encoder) is HashingEncoder:
+        vectors, written = encoder.encode_sparse(clean)
+    else:
+        vectors = np.asarray(encoder.encode(clean), dtype=np.float32)
+    return Encoded(clean, vectors, embedding_digests(list(vectors))), written
 
 
 def _reply(redactor: Redactor, encoder: Encoder, texts: Sequence[str]) -> tuple[Any, ...]:
     """`encode_chunk` of `texts`, `_packed`; the hashing encoder names the positions it wrote, which spares a scan
     of every element for the non-zero ones."""
-    if type(encoder) is not HashingEncoder:
-        return _packed(encode_chunk(redactor, encoder, texts), texts)
-    clean = [redactor.redact(text) for text in texts]
-    vectors, positions = encoder.encode_sparse(clean)
-    return _packed(Encoded(clean, vectors, embedding_digests(list(vectors))), texts, positions)
+    encoded, written = _encoded(redactor, encoder, texts, positions=True)
+    return _packed(encoded, texts, written)
 
 
 def _packed(encoded: Encoded, texts: Sequence[str], positions: np.ndarray | None = None) -> tuple[Any, ...]:
